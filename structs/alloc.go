@@ -1,0 +1,300 @@
+package structs
+
+import "time"
+
+// Desired statuses: what the servers want.
+const (
+	AllocDesiredStatusRun   = "run"
+	AllocDesiredStatusStop  = "stop"
+	AllocDesiredStatusEvict = "evict"
+)
+
+// Client statuses: what the client reports.
+const (
+	AllocClientStatusPending  = "pending"
+	AllocClientStatusRunning  = "running"
+	AllocClientStatusComplete = "complete"
+	AllocClientStatusFailed   = "failed"
+	AllocClientStatusLost     = "lost"
+	AllocClientStatusUnknown  = "unknown"
+)
+
+// Allocation is one instance of a task group placed on one node.
+type Allocation struct {
+	ID                 string
+	Namespace          string
+	EvalID             string
+	Name               string
+	NodeID             string
+	NodeName           string
+	JobID              string
+	// Job is the job version the allocation runs. Inside a Raft plan entry
+	// it is omitted (the plan carries the job once); the FSM points every
+	// allocation at the stored job, so readers always see it set.
+	Job                  *Job
+	TaskGroup            string
+	AllocatedResources   *AllocatedResources
+	Metrics              *AllocMetric
+	DesiredStatus        string
+	DesiredDescription   string
+	DesiredTransition    DesiredTransition
+	ClientStatus         string
+	ClientDescription    string
+	TaskStates           map[string]*TaskState
+	DeploymentID         string
+	FollowupEvalID       string
+	PreviousAllocation   string
+	NextAllocation       string
+	RescheduleTracker    *RescheduleTracker
+	PreemptedAllocations []string
+	CreateIndex          uint64
+	ModifyIndex          uint64
+	AllocModifyIndex     uint64
+	CreateTime           int64
+	ModifyTime           int64
+	JobVersion           uint64
+}
+
+// AllocatedResources is what the scheduler set aside for an allocation.
+type AllocatedResources struct {
+	Tasks  map[string]*AllocatedTaskResources
+	Shared AllocatedSharedResources
+}
+
+// AllocatedTaskResources for one task.
+type AllocatedTaskResources struct {
+	Cpu    AllocatedCpuResources
+	Memory AllocatedMemoryResources
+}
+
+// AllocatedCpuResources in MHz.
+type AllocatedCpuResources struct {
+	CpuShares     int64
+	ReservedCores []uint16 `json:",omitempty"`
+}
+
+// AllocatedMemoryResources in MB.
+type AllocatedMemoryResources struct {
+	MemoryMB    int64
+	MemoryMaxMB int64
+}
+
+// AllocatedSharedResources are shared by the group's tasks.
+type AllocatedSharedResources struct {
+	DiskMB int64
+}
+
+// Comparable sums the allocation's resources into one vector.
+func (a *AllocatedResources) Comparable() ComparableResources {
+	var c ComparableResources
+	if a == nil {
+		return c
+	}
+	for _, t := range a.Tasks {
+		c.CPU += t.Cpu.CpuShares
+		c.MemoryMB += t.Memory.MemoryMB
+	}
+	c.DiskMB = a.Shared.DiskMB
+	return c
+}
+
+// ComparableResources is a flat resource vector used for fit checks.
+type ComparableResources struct {
+	CPU      int64
+	MemoryMB int64
+	DiskMB   int64
+}
+
+// Add adds o to c.
+func (c *ComparableResources) Add(o ComparableResources) {
+	c.CPU += o.CPU
+	c.MemoryMB += o.MemoryMB
+	c.DiskMB += o.DiskMB
+}
+
+// Subtract removes o from c.
+func (c *ComparableResources) Subtract(o ComparableResources) {
+	c.CPU -= o.CPU
+	c.MemoryMB -= o.MemoryMB
+	c.DiskMB -= o.DiskMB
+}
+
+// Superset reports whether c covers o, and if not, the first exhausted
+// dimension ("cpu", "memory" or "disk").
+func (c ComparableResources) Superset(o ComparableResources) (bool, string) {
+	switch {
+	case c.CPU < o.CPU:
+		return false, "cpu"
+	case c.MemoryMB < o.MemoryMB:
+		return false, "memory"
+	case c.DiskMB < o.DiskMB:
+		return false, "disk"
+	}
+	return true, ""
+}
+
+// DesiredTransition carries server requests to move an allocation.
+type DesiredTransition struct {
+	Migrate         *bool
+	Reschedule      *bool
+	ForceReschedule *bool
+}
+
+// ShouldMigrate reports whether the allocation was asked to migrate.
+func (d DesiredTransition) ShouldMigrate() bool { return d.Migrate != nil && *d.Migrate }
+
+// RescheduleTracker records previous reschedules of an allocation's lineage.
+type RescheduleTracker struct {
+	Events []*RescheduleEvent
+}
+
+// RescheduleEvent is one reschedule.
+type RescheduleEvent struct {
+	RescheduleTime int64
+	PrevAllocID    string
+	PrevNodeID     string
+	Delay          time.Duration
+}
+
+// Task states.
+const (
+	TaskStatePending = "pending"
+	TaskStateRunning = "running"
+	TaskStateDead    = "dead"
+)
+
+// TaskState is a task's lifecycle as reported by its client.
+type TaskState struct {
+	State       string
+	Failed      bool
+	Restarts    uint64
+	LastRestart time.Time
+	StartedAt   time.Time
+	FinishedAt  time.Time
+	Events      []*TaskEvent
+}
+
+// Task event types, as in Nomad.
+const (
+	TaskReceived       = "Received"
+	TaskSetup          = "Task Setup"
+	TaskStarted        = "Started"
+	TaskTerminated     = "Terminated"
+	TaskRestarting     = "Restarting"
+	TaskKilling        = "Killing"
+	TaskKilled         = "Killed"
+	TaskNotRestarting  = "Not Restarting"
+	TaskDriverFailure  = "Driver Failure"
+	TaskFailedValidate = "Failed Validation"
+	TaskSetupFailure   = "Setup Failure"
+)
+
+// TaskEvent is one event in a task's life.
+type TaskEvent struct {
+	Type           string
+	Time           int64
+	DisplayMessage string
+	Details        map[string]string
+	Message        string
+	ExitCode       int
+	Signal         int
+	KillTimeout    time.Duration
+	KillError      string
+	KillReason     string
+	StartDelay     int64
+	DriverError    string
+	RestartReason  string
+	FailsTask      bool
+}
+
+// AllocMetric records how placement went: what filtered nodes out, what was
+// exhausted, and the scores. Stored on evaluations as FailedTGAllocs.
+type AllocMetric struct {
+	NodesEvaluated     int
+	NodesFiltered      int
+	NodesInPool        int
+	NodesAvailable     map[string]int
+	ClassFiltered      map[string]int
+	ConstraintFiltered map[string]int
+	NodesExhausted     int
+	ClassExhausted     map[string]int
+	DimensionExhausted map[string]int
+	QuotaExhausted     []string
+	Scores             map[string]float64 `json:",omitempty"`
+	ScoreMetaData      []*NodeScoreMeta
+	AllocationTime     time.Duration
+	CoalescedFailures  int
+}
+
+// NodeScoreMeta is one node's scores.
+type NodeScoreMeta struct {
+	NodeID    string
+	Scores    map[string]float64
+	NormScore float64
+}
+
+// TerminalStatus reports whether the allocation is stopped or finished.
+func (a *Allocation) TerminalStatus() bool {
+	switch a.DesiredStatus {
+	case AllocDesiredStatusStop, AllocDesiredStatusEvict:
+		return true
+	}
+	return a.ClientTerminalStatus()
+}
+
+// ClientTerminalStatus reports whether the client has finished with it.
+func (a *Allocation) ClientTerminalStatus() bool {
+	switch a.ClientStatus {
+	case AllocClientStatusComplete, AllocClientStatusFailed, AllocClientStatusLost:
+		return true
+	}
+	return false
+}
+
+// ServerTerminalStatus reports whether the servers want it stopped.
+func (a *Allocation) ServerTerminalStatus() bool {
+	return a.DesiredStatus == AllocDesiredStatusStop || a.DesiredStatus == AllocDesiredStatusEvict
+}
+
+// AllocListStub is the summary returned by allocation listings.
+type AllocListStub struct {
+	ID                 string
+	EvalID             string
+	Name               string
+	Namespace          string
+	NodeID             string
+	NodeName           string
+	JobID              string
+	JobType            string
+	JobVersion         uint64
+	TaskGroup          string
+	DesiredStatus      string
+	DesiredDescription string
+	ClientStatus       string
+	ClientDescription  string
+	TaskStates         map[string]*TaskState
+	FollowupEvalID     string
+	RescheduleTracker  *RescheduleTracker
+	CreateIndex        uint64
+	ModifyIndex        uint64
+	CreateTime         int64
+	ModifyTime         int64
+}
+
+// Stub returns the listing form.
+func (a *Allocation) Stub() *AllocListStub {
+	s := &AllocListStub{
+		ID: a.ID, EvalID: a.EvalID, Name: a.Name, Namespace: a.Namespace,
+		NodeID: a.NodeID, NodeName: a.NodeName, JobID: a.JobID,
+		JobVersion: a.JobVersion, TaskGroup: a.TaskGroup,
+		DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
+		ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
+		TaskStates: a.TaskStates, FollowupEvalID: a.FollowupEvalID,
+		RescheduleTracker: a.RescheduleTracker, CreateIndex: a.CreateIndex,
+		ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
+	}
+	if a.Job != nil {
+		s.JobType = a.Job.Type
+	}
+	return s
+}

@@ -1,0 +1,581 @@
+package structs
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Job types, as in Nomad.
+const (
+	JobTypeService = "service"
+	JobTypeBatch   = "batch"
+	JobTypeSystem  = "system"
+)
+
+// Job statuses.
+const (
+	JobStatusPending = "pending"
+	JobStatusRunning = "running"
+	JobStatusDead    = "dead"
+)
+
+// Limits that protect the cluster from oversized input.
+const (
+	DefaultNamespace      = "default"
+	DefaultRegion         = "global"
+	DefaultPriority       = 50
+	MinPriority           = 1
+	MaxPriority           = 100
+	MaxGroupCount         = 10000
+	MaxGroupsPerJob       = 100
+	MaxTasksPerGroup      = 100
+	MaxNameLength         = 128
+	MaxJobSize            = 1 << 20 // encoded job, bytes
+	MinMemoryMB           = 10
+	MinCPU                = 1
+	DefaultTaskCPU        = 100
+	DefaultTaskMemoryMB   = 300
+	DefaultKillTimeout    = 5 * time.Second
+	MaxKillTimeout        = 24 * time.Hour
+	DefaultMigrateMaxPar  = 1
+	maxConstraintsPerList = 100
+)
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// ValidName reports why s is not a valid ID or name, or "" when it is.
+func ValidName(s string) string {
+	switch {
+	case s == "":
+		return "must not be empty"
+	case len(s) > MaxNameLength:
+		return "must be at most 128 characters"
+	case !nameRe.MatchString(s):
+		return "may contain only letters, digits, '_', '.' and '-'"
+	case strings.Contains(s, ".."):
+		return "must not contain '..'"
+	}
+	return ""
+}
+
+// Job is the unit users submit: one or more task groups to run.
+type Job struct {
+	Region      string
+	Namespace   string
+	ID          string
+	Name        string
+	Type        string
+	Priority    int
+	AllAtOnce   bool
+	Datacenters []string
+	Constraints []*Constraint
+	TaskGroups  []*TaskGroup
+	Meta        map[string]string
+
+	// Stop marks the job as stopped; its allocations are stopped but the
+	// job is kept until garbage collection or a purge.
+	Stop              bool
+	Status            string
+	StatusDescription string
+	Stable            bool
+	Version           uint64
+	SubmitTime        int64
+
+	CreateIndex    uint64
+	ModifyIndex    uint64
+	JobModifyIndex uint64
+}
+
+// TaskGroup is a set of tasks placed together on one node, Count times.
+type TaskGroup struct {
+	Name             string
+	Count            int
+	Constraints      []*Constraint
+	Tasks            []*Task
+	RestartPolicy    *RestartPolicy
+	ReschedulePolicy *ReschedulePolicy
+	Migrate          *MigrateStrategy
+	Meta             map[string]string
+}
+
+// Task is one process run by a driver.
+type Task struct {
+	Name        string
+	Driver      string
+	User        string
+	Config      map[string]any
+	Env         map[string]string
+	Constraints []*Constraint
+	Resources   *Resources
+	Meta        map[string]string
+	KillTimeout time.Duration
+	KillSignal  string
+	Leader      bool
+}
+
+// Resources a task asks for. CPU is in MHz, memory in MB.
+type Resources struct {
+	CPU      int
+	Cores    int
+	MemoryMB int
+	DiskMB   int
+}
+
+// Constraint operands.
+const (
+	ConstraintEqual            = "="
+	ConstraintEqualAlt         = "=="
+	ConstraintNotEqual         = "!="
+	ConstraintLess             = "<"
+	ConstraintLessEqual        = "<="
+	ConstraintGreater          = ">"
+	ConstraintGreaterEqual     = ">="
+	ConstraintRegex            = "regexp"
+	ConstraintVersion          = "version"
+	ConstraintSemver           = "semver"
+	ConstraintSetContains      = "set_contains"
+	ConstraintSetContainsAll   = "set_contains_all"
+	ConstraintSetContainsAny   = "set_contains_any"
+	ConstraintAttributeIsSet   = "is_set"
+	ConstraintAttributeIsUnset = "is_not_set"
+	ConstraintDistinctHosts    = "distinct_hosts"
+	ConstraintDistinctProperty = "distinct_property"
+)
+
+var validOperands = map[string]bool{
+	ConstraintEqual: true, ConstraintEqualAlt: true, ConstraintNotEqual: true,
+	ConstraintLess: true, ConstraintLessEqual: true, ConstraintGreater: true,
+	ConstraintGreaterEqual: true, ConstraintRegex: true, ConstraintVersion: true,
+	ConstraintSemver: true, ConstraintSetContains: true, ConstraintSetContainsAll: true,
+	ConstraintSetContainsAny: true, ConstraintAttributeIsSet: true,
+	ConstraintAttributeIsUnset: true, ConstraintDistinctHosts: true,
+	ConstraintDistinctProperty: true,
+}
+
+// Constraint restricts placement: LTarget Operand RTarget, where targets may
+// interpolate ${attr.*}, ${node.*} and ${meta.*}.
+type Constraint struct {
+	LTarget string
+	RTarget string
+	Operand string
+}
+
+// String renders the constraint as Nomad's CLI shows it.
+func (c *Constraint) String() string {
+	return strings.TrimSpace(c.LTarget + " " + c.Operand + " " + c.RTarget)
+}
+
+// Restart policy modes.
+const (
+	RestartPolicyModeFail  = "fail"
+	RestartPolicyModeDelay = "delay"
+)
+
+// RestartPolicy says how the client restarts a failed task in place.
+type RestartPolicy struct {
+	Attempts int
+	Interval time.Duration
+	Delay    time.Duration
+	Mode     string
+}
+
+// Reschedule delay functions.
+const (
+	DelayFunctionConstant    = "constant"
+	DelayFunctionExponential = "exponential"
+	DelayFunctionFibonacci   = "fibonacci"
+)
+
+// ReschedulePolicy says how servers replace a failed allocation elsewhere.
+type ReschedulePolicy struct {
+	Attempts      int
+	Interval      time.Duration
+	Delay         time.Duration
+	DelayFunction string
+	MaxDelay      time.Duration
+	Unlimited     bool
+}
+
+// MigrateStrategy bounds how many allocations of a group move at once when
+// a node drains.
+type MigrateStrategy struct {
+	MaxParallel     int
+	HealthCheck     string
+	MinHealthyTime  time.Duration
+	HealthyDeadline time.Duration
+}
+
+// JobListStub is the summary returned by job listings.
+type JobListStub struct {
+	ID                string
+	ParentID          string
+	Name              string
+	Namespace         string
+	Datacenters       []string
+	Type              string
+	Priority          int
+	Periodic          bool
+	ParameterizedJob  bool
+	Stop              bool
+	Status            string
+	StatusDescription string
+	JobSummary        *JobSummary
+	CreateIndex       uint64
+	ModifyIndex       uint64
+	JobModifyIndex    uint64
+	SubmitTime        int64
+}
+
+// JobSummary counts a job's allocations by client status, per group.
+type JobSummary struct {
+	JobID       string
+	Namespace   string
+	Summary     map[string]TaskGroupSummary
+	Children    *JobChildrenSummary
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// JobChildrenSummary exists for API compatibility (Drover has no child jobs yet).
+type JobChildrenSummary struct {
+	Pending int64
+	Running int64
+	Dead    int64
+}
+
+// TaskGroupSummary counts one group's allocations by state.
+type TaskGroupSummary struct {
+	Queued   int
+	Complete int
+	Failed   int
+	Running  int
+	Starting int
+	Lost     int
+	Unknown  int
+}
+
+// Stub returns the listing form of the job. summary may be nil.
+func (j *Job) Stub(summary *JobSummary) *JobListStub {
+	return &JobListStub{
+		ID: j.ID, Name: j.Name, Namespace: j.Namespace, Datacenters: j.Datacenters,
+		Type: j.Type, Priority: j.Priority, Stop: j.Stop, Status: j.Status,
+		StatusDescription: j.StatusDescription, JobSummary: summary,
+		CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex,
+		JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime,
+	}
+}
+
+// LookupTaskGroup returns the named group or nil.
+func (j *Job) LookupTaskGroup(name string) *TaskGroup {
+	for _, tg := range j.TaskGroups {
+		if tg.Name == name {
+			return tg
+		}
+	}
+	return nil
+}
+
+// NamespacedID identifies the job within the cluster.
+func (j *Job) NamespacedID() NamespacedID { return NamespacedID{Namespace: j.Namespace, ID: j.ID} }
+
+// Stopped reports whether the job is stopped (or nil).
+func (j *Job) Stopped() bool { return j == nil || j.Stop }
+
+// NamespacedID is a (namespace, id) pair.
+type NamespacedID struct {
+	Namespace string
+	ID        string
+}
+
+func (n NamespacedID) String() string { return n.Namespace + "/" + n.ID }
+
+// Canonicalize fills in defaults for fields the user left unset, as Nomad
+// does on registration. It mutates j; call it on a fresh or copied job.
+func (j *Job) Canonicalize() {
+	if j.Namespace == "" {
+		j.Namespace = DefaultNamespace
+	}
+	if j.Region == "" {
+		j.Region = DefaultRegion
+	}
+	if j.Name == "" {
+		j.Name = j.ID
+	}
+	if j.Type == "" {
+		j.Type = JobTypeService
+	}
+	if j.Priority == 0 {
+		j.Priority = DefaultPriority
+	}
+	if len(j.Datacenters) == 0 {
+		j.Datacenters = []string{"*"}
+	}
+	for _, tg := range j.TaskGroups {
+		tg.canonicalize(j)
+	}
+}
+
+func (tg *TaskGroup) canonicalize(j *Job) {
+	if tg.RestartPolicy == nil {
+		tg.RestartPolicy = DefaultRestartPolicy(j.Type)
+	}
+	if tg.ReschedulePolicy == nil {
+		tg.ReschedulePolicy = DefaultReschedulePolicy(j.Type)
+	}
+	if tg.Migrate == nil && j.Type == JobTypeService {
+		tg.Migrate = &MigrateStrategy{MaxParallel: DefaultMigrateMaxPar, HealthCheck: "checks",
+			MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute}
+	}
+	for _, t := range tg.Tasks {
+		if t.Resources == nil {
+			t.Resources = &Resources{}
+		}
+		if t.Resources.CPU == 0 && t.Resources.Cores == 0 {
+			t.Resources.CPU = DefaultTaskCPU
+		}
+		if t.Resources.MemoryMB == 0 {
+			t.Resources.MemoryMB = DefaultTaskMemoryMB
+		}
+		if t.KillTimeout == 0 {
+			t.KillTimeout = DefaultKillTimeout
+		}
+	}
+}
+
+// DefaultRestartPolicy returns Nomad's defaults for the job type.
+func DefaultRestartPolicy(jobType string) *RestartPolicy {
+	if jobType == JobTypeBatch {
+		return &RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
+	}
+	return &RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
+}
+
+// DefaultReschedulePolicy returns Nomad's defaults for the job type; system
+// jobs are never rescheduled.
+func DefaultReschedulePolicy(jobType string) *ReschedulePolicy {
+	switch jobType {
+	case JobTypeBatch:
+		return &ReschedulePolicy{Attempts: 1, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: DelayFunctionConstant}
+	case JobTypeSystem:
+		return &ReschedulePolicy{}
+	}
+	return &ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: DelayFunctionExponential, MaxDelay: time.Hour, Unlimited: true}
+}
+
+// Validate reports every problem with the job at once, each naming its field.
+// It expects a canonicalized job.
+func (j *Job) Validate() error {
+	v := &validator{}
+	if msg := ValidName(j.ID); msg != "" {
+		v.add("ID", "%s", msg)
+	}
+	if msg := ValidName(j.Name); msg != "" {
+		v.add("Name", "%s", msg)
+	}
+	if msg := ValidName(j.Namespace); msg != "" {
+		v.add("Namespace", "%s", msg)
+	}
+	switch j.Type {
+	case JobTypeService, JobTypeBatch, JobTypeSystem:
+	default:
+		v.add("Type", "must be one of service, batch, system; got %q", j.Type)
+	}
+	if j.Priority < MinPriority || j.Priority > MaxPriority {
+		v.add("Priority", "must be between %d and %d; got %d", MinPriority, MaxPriority, j.Priority)
+	}
+	for i, dc := range j.Datacenters {
+		if dc == "" {
+			v.add(indexed("Datacenters", i), "must not be empty")
+		} else if dc != "*" && ValidName(strings.ReplaceAll(dc, "*", "x")) != "" {
+			v.add(indexed("Datacenters", i), "invalid datacenter name %q", dc)
+		}
+	}
+	validateConstraints(v, "Constraints", j.Constraints)
+	validateMeta(v, "Meta", j.Meta)
+	switch {
+	case len(j.TaskGroups) == 0:
+		v.add("TaskGroups", "a job needs at least one task group")
+	case len(j.TaskGroups) > MaxGroupsPerJob:
+		v.add("TaskGroups", "at most %d task groups per job; got %d", MaxGroupsPerJob, len(j.TaskGroups))
+	}
+	seen := map[string]int{}
+	for i, tg := range j.TaskGroups {
+		p := indexed("TaskGroups", i)
+		if tg == nil {
+			v.add(p, "must not be null")
+			continue
+		}
+		if prev, ok := seen[tg.Name]; ok && tg.Name != "" {
+			v.add(join(p, "Name"), "duplicate group name %q (also TaskGroups[%d])", tg.Name, prev)
+		}
+		seen[tg.Name] = i
+		tg.validate(v, p, j.Type)
+	}
+	return v.err()
+}
+
+func (tg *TaskGroup) validate(v *validator, p, jobType string) {
+	if msg := ValidName(tg.Name); msg != "" {
+		v.add(join(p, "Name"), "%s", msg)
+	}
+	if tg.Count < 0 || tg.Count > MaxGroupCount {
+		v.add(join(p, "Count"), "must be between 0 and %d; got %d", MaxGroupCount, tg.Count)
+	}
+	if jobType == JobTypeSystem && tg.Count > 1 {
+		v.add(join(p, "Count"), "system jobs run one allocation per node; count must be 0 or 1")
+	}
+	validateConstraints(v, join(p, "Constraints"), tg.Constraints)
+	validateMeta(v, join(p, "Meta"), tg.Meta)
+	if rp := tg.RestartPolicy; rp != nil {
+		rpp := join(p, "RestartPolicy")
+		if rp.Attempts < 0 {
+			v.add(join(rpp, "Attempts"), "must not be negative")
+		}
+		if rp.Mode != RestartPolicyModeFail && rp.Mode != RestartPolicyModeDelay {
+			v.add(join(rpp, "Mode"), "must be %q or %q; got %q", RestartPolicyModeFail, RestartPolicyModeDelay, rp.Mode)
+		}
+		if rp.Delay < 0 {
+			v.add(join(rpp, "Delay"), "must not be negative")
+		}
+		if rp.Attempts > 0 && rp.Interval < time.Duration(rp.Attempts)*rp.Delay {
+			v.add(join(rpp, "Interval"), "must be at least Attempts x Delay (%s)", time.Duration(rp.Attempts)*rp.Delay)
+		}
+	}
+	if rs := tg.ReschedulePolicy; rs != nil {
+		rsp := join(p, "ReschedulePolicy")
+		if rs.Attempts < 0 {
+			v.add(join(rsp, "Attempts"), "must not be negative")
+		}
+		if rs.Delay < 0 {
+			v.add(join(rsp, "Delay"), "must not be negative")
+		}
+		switch rs.DelayFunction {
+		case "", DelayFunctionConstant, DelayFunctionExponential, DelayFunctionFibonacci:
+		default:
+			v.add(join(rsp, "DelayFunction"), "must be constant, exponential or fibonacci; got %q", rs.DelayFunction)
+		}
+		if rs.MaxDelay < 0 {
+			v.add(join(rsp, "MaxDelay"), "must not be negative")
+		}
+		if rs.Unlimited && rs.Attempts > 0 {
+			v.add(join(rsp, "Attempts"), "must be 0 when Unlimited is true")
+		}
+		if !rs.Unlimited && rs.Attempts > 0 && rs.Interval <= 0 {
+			v.add(join(rsp, "Interval"), "must be positive when Attempts is set")
+		}
+	}
+	if m := tg.Migrate; m != nil && m.MaxParallel < 0 {
+		v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
+	}
+	switch {
+	case len(tg.Tasks) == 0:
+		v.add(join(p, "Tasks"), "a group needs at least one task")
+	case len(tg.Tasks) > MaxTasksPerGroup:
+		v.add(join(p, "Tasks"), "at most %d tasks per group; got %d", MaxTasksPerGroup, len(tg.Tasks))
+	}
+	seen := map[string]int{}
+	for i, t := range tg.Tasks {
+		tp := join(p, indexed("Tasks", i))
+		if t == nil {
+			v.add(tp, "must not be null")
+			continue
+		}
+		if prev, ok := seen[t.Name]; ok && t.Name != "" {
+			v.add(join(tp, "Name"), "duplicate task name %q (also Tasks[%d])", t.Name, prev)
+		}
+		seen[t.Name] = i
+		t.validate(v, tp)
+	}
+}
+
+func (t *Task) validate(v *validator, p string) {
+	if msg := ValidName(t.Name); msg != "" {
+		v.add(join(p, "Name"), "%s", msg)
+	}
+	if t.Driver == "" {
+		v.add(join(p, "Driver"), "must be set")
+	} else if ValidName(t.Driver) != "" {
+		v.add(join(p, "Driver"), "invalid driver name %q", t.Driver)
+	}
+	if r := t.Resources; r == nil {
+		v.add(join(p, "Resources"), "must be set")
+	} else {
+		rp := join(p, "Resources")
+		if r.CPU < 0 || (r.CPU < MinCPU && r.Cores == 0) {
+			v.add(join(rp, "CPU"), "must be at least %d; got %d", MinCPU, r.CPU)
+		}
+		if r.Cores < 0 {
+			v.add(join(rp, "Cores"), "must not be negative")
+		}
+		if r.MemoryMB < MinMemoryMB {
+			v.add(join(rp, "MemoryMB"), "must be at least %d; got %d", MinMemoryMB, r.MemoryMB)
+		}
+		if r.DiskMB < 0 {
+			v.add(join(rp, "DiskMB"), "must not be negative")
+		}
+	}
+	if t.KillTimeout < 0 || t.KillTimeout > MaxKillTimeout {
+		v.add(join(p, "KillTimeout"), "must be between 0 and %s", MaxKillTimeout)
+	}
+	for k := range t.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			v.add(join(p, "Env"), "invalid variable name %q", k)
+		}
+	}
+	validateConstraints(v, join(p, "Constraints"), t.Constraints)
+	validateMeta(v, join(p, "Meta"), t.Meta)
+}
+
+func validateConstraints(v *validator, p string, cs []*Constraint) {
+	if len(cs) > maxConstraintsPerList {
+		v.add(p, "at most %d constraints; got %d", maxConstraintsPerList, len(cs))
+		return
+	}
+	for i, c := range cs {
+		cp := indexed(p, i)
+		if c == nil {
+			v.add(cp, "must not be null")
+			continue
+		}
+		op := c.Operand
+		if op == "" {
+			op = ConstraintEqual
+		}
+		if !validOperands[op] {
+			v.add(join(cp, "Operand"), "unknown operand %q", c.Operand)
+			continue
+		}
+		switch op {
+		case ConstraintDistinctHosts:
+		case ConstraintDistinctProperty, ConstraintAttributeIsSet, ConstraintAttributeIsUnset:
+			if c.LTarget == "" {
+				v.add(join(cp, "LTarget"), "must be set for operand %q", op)
+			}
+		case ConstraintRegex:
+			if _, err := regexp.Compile(c.RTarget); err != nil {
+				v.add(join(cp, "RTarget"), "invalid regular expression: %v", err)
+			}
+			if c.LTarget == "" {
+				v.add(join(cp, "LTarget"), "must be set")
+			}
+		default:
+			if c.LTarget == "" {
+				v.add(join(cp, "LTarget"), "must be set")
+			}
+		}
+	}
+}
+
+func validateMeta(v *validator, p string, m map[string]string) {
+	for k := range m {
+		if k == "" || strings.ContainsRune(k, 0) {
+			v.add(p, "invalid key %q", k)
+		}
+	}
+}
+
+func indexed(field string, i int) string {
+	return field + "[" + strconv.Itoa(i) + "]"
+}
