@@ -1,0 +1,41 @@
+# Drover build, test and run targets. `make test` is what CI runs.
+GO      ?= go
+BIN     := bin/drover
+PKGS    := ./...
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/drover-project/drover/version.GitCommit=$(VERSION)
+
+.PHONY: all build test test-short lint fmt vet run bench clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/drover
+
+# The full suite: formatting, vet, and every test with the race detector.
+test: lint
+	$(GO) test -race -timeout 15m -count=1 $(PKGS)
+
+# Quicker loop while developing: no race detector, short mode.
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+lint: fmt vet
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+# A single-node dev agent (server + client) in the foreground; Ctrl-C stops it.
+run: build
+	./$(BIN) agent -dev
+
+# Benchmarks; results go to docs/benchmarks.md by hand with their commands.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 30m ./structs/ ./state/ ./fsm/ ./scheduler/ ./server/...
+
+clean:
+	rm -rf bin .cluster
