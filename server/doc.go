@@ -1,0 +1,32 @@
+// Package server is a Drover server: one member of the Raft-replicated
+// control plane. It owns the TCP listener, the Raft instance and its
+// on-disk stores, cluster bootstrap and join, request routing (forwarding
+// writes and consistent reads to the leader) and the RPC endpoints
+// (Status, Job, Node, Eval, Operator).
+//
+// Wire protocol: a server listens on one TCP port. The first byte of each
+// accepted connection selects what the connection carries (the byte values
+// are defined in package pool, see pool.ProtocolRPC and pool.ProtocolRaft):
+//
+//	0x01 RPC   a yamux session; every stream carries msgpack net/rpc
+//	           (net-rpc-msgpackrpc with structs.MsgpackHandle).
+//	0x02 Raft  a hashicorp/raft NetworkTransport connection.
+//
+// Because both share the port, a server's Raft address is its RPC address:
+// the leader's address reported by Raft is where followers forward requests.
+//
+// Usage:
+//
+//	srv, err := server.NewServer(&server.Config{
+//	    Name: "s1", DataDir: dir, BindAddr: "127.0.0.1", RPCPort: 4647,
+//	    BootstrapExpect: 3, RetryJoin: []string{"10.0.0.2:4647", "10.0.0.3:4647"},
+//	})
+//	defer srv.Shutdown()
+//	var resp structs.JobRegisterResponse
+//	err = srv.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &resp)
+//
+// This package must never schedule work itself (that is worker/ and
+// scheduler/), never write state except through a Raft apply, and never
+// match on error text: errors that cross an RPC are decoded once, by
+// structs.DecodeRPCError in package pool.
+package server

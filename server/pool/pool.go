@@ -1,0 +1,357 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/rpc"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	msgpackrpc "github.com/hashicorp/net-rpc-msgpackrpc/v2"
+	"github.com/hashicorp/yamux"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// Protocol bytes: the first byte a client writes on a new TCP connection to
+// a server tells the server's listener what the connection carries. The
+// values are part of the wire format: never renumber one.
+const (
+	// ProtocolRPC: the connection is a yamux session; each stream carries
+	// msgpack net/rpc requests (structs.MsgpackHandle).
+	ProtocolRPC byte = 0x01
+	// ProtocolRaft: the connection belongs to hashicorp/raft's
+	// NetworkTransport.
+	ProtocolRaft byte = 0x02
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultMaxIdleTime    = 2 * time.Minute
+	DefaultMaxIdleStreams = 64
+	DefaultDialTimeout    = 10 * time.Second
+)
+
+// ErrPoolShutdown is returned by RPC after Shutdown.
+var ErrPoolShutdown = structs.ErrShutdown
+
+// Config tunes a Pool. The zero value is usable.
+type Config struct {
+	Logger hclog.Logger
+	// MaxIdleTime: a session with no call in flight for this long is
+	// closed by the reaper.
+	MaxIdleTime time.Duration
+	// MaxIdleStreams bounds the streams kept open per session for reuse.
+	MaxIdleStreams int
+	// DialTimeout bounds the TCP connect.
+	DialTimeout time.Duration
+}
+
+// Pool holds one yamux session per remote address. It is safe for
+// concurrent use.
+type Pool struct {
+	cfg    Config
+	logger hclog.Logger
+	yamux  *yamux.Config
+
+	mu       sync.Mutex
+	conns    map[string]*conn      // guarded by mu
+	dialing  map[string]*dialState // guarded by mu
+	shutdown bool                  // guarded by mu
+
+	shutdownCh chan struct{}
+	reaperDone chan struct{}
+}
+
+// dialState lets concurrent callers for one address share a single dial.
+type dialState struct {
+	done chan struct{}
+	conn *conn
+	err  error
+}
+
+// conn is one yamux session to one address.
+type conn struct {
+	addr    string
+	session *yamux.Session
+
+	mu       sync.Mutex
+	idle     []*stream // guarded by mu
+	inFlight int       // guarded by mu
+	lastUsed time.Time // guarded by mu
+}
+
+// stream is one yamux stream with its msgpack codec; a stream serves calls
+// one at a time and goes back to its conn's idle list between calls.
+type stream struct {
+	conn  net.Conn
+	codec rpc.ClientCodec
+}
+
+// New returns a pool and starts its idle reaper. Call Shutdown to stop it.
+func New(cfg Config) *Pool {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.MaxIdleTime <= 0 {
+		cfg.MaxIdleTime = DefaultMaxIdleTime
+	}
+	if cfg.MaxIdleStreams <= 0 {
+		cfg.MaxIdleStreams = DefaultMaxIdleStreams
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	logger := cfg.Logger.Named("rpc_pool")
+	ycfg := yamux.DefaultConfig()
+	ycfg.LogOutput = nil
+	ycfg.Logger = logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	p := &Pool{
+		cfg:        cfg,
+		logger:     logger,
+		yamux:      ycfg,
+		conns:      make(map[string]*conn),
+		dialing:    make(map[string]*dialState),
+		shutdownCh: make(chan struct{}),
+		reaperDone: make(chan struct{}),
+	}
+	go p.reap()
+	return p
+}
+
+// RPC calls method on the server at addr and decodes the answer into reply.
+// An error returned by the remote endpoint is typed (structs.DecodeRPCError);
+// any other error is a transport failure, after which the call may or may
+// not have been executed remotely.
+func (p *Pool) RPC(addr, method string, args, reply any) error {
+	c, err := p.acquire(addr)
+	if err != nil {
+		return err
+	}
+	defer c.release()
+
+	st, err := c.getStream()
+	if err != nil {
+		p.dropIfClosed(c)
+		return fmt.Errorf("rpc %s to %s: open stream: %w", method, addr, err)
+	}
+	err = msgpackrpc.CallWithCodec(st.codec, method, args, reply)
+	if err == nil {
+		c.putStream(st, p.cfg.MaxIdleStreams)
+		return nil
+	}
+	var serverErr rpc.ServerError
+	if errors.As(err, &serverErr) {
+		// The exchange completed; the stream is in a clean state.
+		c.putStream(st, p.cfg.MaxIdleStreams)
+		return structs.DecodeRPCError(string(serverErr))
+	}
+	// A transport or codec failure leaves the stream in an unknown state.
+	st.codec.Close()
+	p.dropIfClosed(c)
+	return fmt.Errorf("rpc %s to %s: %w", method, addr, err)
+}
+
+// Shutdown closes every session and stops the reaper. Calls in flight fail.
+// It is idempotent.
+func (p *Pool) Shutdown() error {
+	p.mu.Lock()
+	if p.shutdown {
+		p.mu.Unlock()
+		return nil
+	}
+	p.shutdown = true
+	conns := p.conns
+	p.conns = make(map[string]*conn)
+	p.mu.Unlock()
+
+	close(p.shutdownCh)
+	<-p.reaperDone
+	for _, c := range conns {
+		c.session.Close()
+	}
+	return nil
+}
+
+// NumConns reports how many sessions the pool holds (for tests and metrics).
+func (p *Pool) NumConns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
+
+// acquire returns a live session to addr, dialing one if needed, with its
+// in-flight count raised; the caller must call release.
+func (p *Pool) acquire(addr string) (*conn, error) {
+	for {
+		p.mu.Lock()
+		if p.shutdown {
+			p.mu.Unlock()
+			return nil, ErrPoolShutdown
+		}
+		if c, ok := p.conns[addr]; ok {
+			if !c.session.IsClosed() {
+				c.hold()
+				p.mu.Unlock()
+				return c, nil
+			}
+			delete(p.conns, addr)
+		}
+		if d, ok := p.dialing[addr]; ok {
+			p.mu.Unlock()
+			<-d.done
+			if d.err != nil {
+				return nil, d.err
+			}
+			continue // look the new conn up again under the lock
+		}
+		d := &dialState{done: make(chan struct{})}
+		p.dialing[addr] = d
+		p.mu.Unlock()
+
+		c, err := p.dial(addr)
+
+		p.mu.Lock()
+		delete(p.dialing, addr)
+		d.conn, d.err = c, err
+		if err == nil {
+			if p.shutdown {
+				c.session.Close()
+				err = ErrPoolShutdown
+				d.err = err
+			} else {
+				p.conns[addr] = c
+				c.hold()
+			}
+		}
+		p.mu.Unlock()
+		close(d.done)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+func (p *Pool) dial(addr string) (*conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, p.cfg.DialTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetKeepAlive(true)
+		tc.SetNoDelay(true)
+	}
+	if _, err := nc.Write([]byte{ProtocolRPC}); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("dial %s: write protocol byte: %w", addr, err)
+	}
+	sess, err := yamux.Client(nc, p.yamux)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("dial %s: yamux: %w", addr, err)
+	}
+	return &conn{addr: addr, session: sess, lastUsed: time.Now()}, nil
+}
+
+// dropIfClosed forgets c when its session has died, so the next call dials.
+func (p *Pool) dropIfClosed(c *conn) {
+	if !c.session.IsClosed() {
+		return
+	}
+	p.mu.Lock()
+	if p.conns[c.addr] == c {
+		delete(p.conns, c.addr)
+	}
+	p.mu.Unlock()
+}
+
+// reap closes sessions that have been idle longer than MaxIdleTime.
+func (p *Pool) reap() {
+	defer close(p.reaperDone)
+	interval := p.cfg.MaxIdleTime / 2
+	if interval < 10*time.Millisecond {
+		interval = 10 * time.Millisecond
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-p.shutdownCh:
+			return
+		case now := <-ticker.C:
+			p.reapOnce(now)
+		}
+	}
+}
+
+func (p *Pool) reapOnce(now time.Time) {
+	var closing []*conn
+	p.mu.Lock()
+	for addr, c := range p.conns {
+		if c.session.IsClosed() || c.idleSince(now) > p.cfg.MaxIdleTime {
+			delete(p.conns, addr)
+			closing = append(closing, c)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range closing {
+		p.logger.Debug("closing idle session", "addr", c.addr)
+		c.session.Close()
+	}
+}
+
+func (c *conn) hold() {
+	c.mu.Lock()
+	c.inFlight++
+	c.mu.Unlock()
+}
+
+func (c *conn) release() {
+	c.mu.Lock()
+	c.inFlight--
+	c.lastUsed = time.Now()
+	c.mu.Unlock()
+}
+
+// idleSince returns how long the conn has had no call in flight (0 if busy).
+func (c *conn) idleSince(now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inFlight > 0 {
+		return 0
+	}
+	return now.Sub(c.lastUsed)
+}
+
+func (c *conn) getStream() (*stream, error) {
+	c.mu.Lock()
+	if n := len(c.idle); n > 0 {
+		st := c.idle[n-1]
+		c.idle = c.idle[:n-1]
+		c.mu.Unlock()
+		return st, nil
+	}
+	c.mu.Unlock()
+	nc, err := c.session.Open()
+	if err != nil {
+		return nil, err
+	}
+	return &stream{
+		conn:  nc,
+		codec: msgpackrpc.NewCodecFromHandle(true, true, nc, structs.MsgpackHandle),
+	}, nil
+}
+
+func (c *conn) putStream(st *stream, max int) {
+	c.mu.Lock()
+	if len(c.idle) < max {
+		c.idle = append(c.idle, st)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	st.codec.Close()
+}
