@@ -1,0 +1,175 @@
+package heartbeat
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Timer is the part of *time.Timer the package uses.
+type Timer interface {
+	Stop() bool
+}
+
+// Clock is the time source. RealClock uses package time.
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                            { return time.Now() }
+func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// RealClock is the wall clock.
+var RealClock Clock = realClock{}
+
+// Config tunes the timers. Zero fields take Nomad's defaults.
+type Config struct {
+	MinTTL       time.Duration // 10 s
+	MaxPerSecond float64       // 50 heartbeats/s cluster-wide
+	Grace        time.Duration // 10 s beyond the TTL before a node is down
+	FailoverTTL  time.Duration // 5 min after a leader change
+	Clock        Clock
+	// Expired is called (on its own goroutine) with a node whose timer ran
+	// out. It must not call back into the Heartbeater synchronously with a
+	// lock held by the caller.
+	Expired func(nodeID string)
+	// Rand returns a float in [0,1); tests may fix it. Default math/rand/v2.
+	Rand func() float64
+}
+
+// Heartbeater holds one timer per node. Safe for concurrent use.
+type Heartbeater struct {
+	cfg Config
+
+	mu      sync.Mutex
+	enabled bool             // guarded by mu
+	timers  map[string]Timer // guarded by mu
+	gen     map[string]uint64
+	nextGen uint64 // guarded by mu
+}
+
+// New returns a disabled Heartbeater; the leader enables it with Initialize.
+func New(cfg Config) *Heartbeater {
+	if cfg.MinTTL == 0 {
+		cfg.MinTTL = 10 * time.Second
+	}
+	if cfg.MaxPerSecond == 0 {
+		cfg.MaxPerSecond = 50
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = 10 * time.Second
+	}
+	if cfg.FailoverTTL == 0 {
+		cfg.FailoverTTL = 5 * time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	if cfg.Expired == nil {
+		cfg.Expired = func(string) {}
+	}
+	return &Heartbeater{cfg: cfg, timers: map[string]Timer{}, gen: map[string]uint64{}}
+}
+
+// Initialize enables the Heartbeater and arms a FailoverTTL timer for each
+// node (the ones not down), replacing any timers from an earlier term.
+func (h *Heartbeater) Initialize(nodeIDs []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopAllLocked()
+	h.enabled = true
+	for _, id := range nodeIDs {
+		h.armLocked(id, h.cfg.FailoverTTL)
+	}
+}
+
+// Disable stops every timer; used when leadership is lost.
+func (h *Heartbeater) Disable() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.enabled = false
+	h.stopAllLocked()
+}
+
+// TTL returns the heartbeat TTL for a cluster of n nodes, with stagger:
+// base = max(MinTTL, n / MaxPerSecond), TTL in [base, 2*base).
+func (h *Heartbeater) TTL(n int) time.Duration {
+	base := time.Duration(float64(n) / h.cfg.MaxPerSecond * float64(time.Second))
+	if base < h.cfg.MinTTL {
+		base = h.cfg.MinTTL
+	}
+	return base + time.Duration(h.cfg.Rand()*float64(base))
+}
+
+// Reset records a heartbeat from nodeID and returns the TTL the client
+// must heartbeat within. When disabled (not leader) it returns the TTL
+// without arming a timer.
+func (h *Heartbeater) Reset(nodeID string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := len(h.timers)
+	if _, ok := h.timers[nodeID]; !ok {
+		n++
+	}
+	ttl := h.TTL(n)
+	if h.enabled {
+		h.armLocked(nodeID, ttl+h.cfg.Grace)
+	}
+	return ttl
+}
+
+// Clear stops tracking a node (deregistered or marked down).
+func (h *Heartbeater) Clear(nodeID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.timers[nodeID]; ok {
+		t.Stop()
+		delete(h.timers, nodeID)
+		delete(h.gen, nodeID)
+	}
+}
+
+// Tracked returns how many nodes have live timers.
+func (h *Heartbeater) Tracked() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.timers)
+}
+
+// armLocked replaces the node's timer. A generation number makes a timer
+// that fires after being replaced (Stop lost the race) a no-op.
+func (h *Heartbeater) armLocked(nodeID string, d time.Duration) {
+	if t, ok := h.timers[nodeID]; ok {
+		t.Stop()
+	}
+	h.nextGen++
+	gen := h.nextGen
+	h.gen[nodeID] = gen
+	h.timers[nodeID] = h.cfg.Clock.AfterFunc(d, func() { h.fire(nodeID, gen) })
+}
+
+func (h *Heartbeater) fire(nodeID string, gen uint64) {
+	h.mu.Lock()
+	if !h.enabled || h.gen[nodeID] != gen {
+		h.mu.Unlock()
+		return
+	}
+	delete(h.timers, nodeID)
+	delete(h.gen, nodeID)
+	h.mu.Unlock()
+	h.cfg.Expired(nodeID)
+}
+
+func (h *Heartbeater) stopAllLocked() {
+	for id, t := range h.timers {
+		t.Stop()
+		delete(h.timers, id)
+	}
+	clear(h.gen)
+}

@@ -1,0 +1,204 @@
+package heartbeat
+
+import (
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock runs AfterFunc callbacks synchronously when Advance passes them.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c       *fakeClock
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.stopped
+	t.stopped = true
+	return was
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*fakeTimer
+	for _, t := range c.timers {
+		if !t.stopped && !t.at.After(c.now) {
+			t.stopped = true
+			due = append(due, t)
+		}
+	}
+	c.mu.Unlock()
+	for _, t := range due {
+		t.f()
+	}
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (r *recorder) expired(id string) {
+	r.mu.Lock()
+	r.ids = append(r.ids, id)
+	r.mu.Unlock()
+}
+
+func (r *recorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]string(nil), r.ids...)
+	sort.Strings(out)
+	return out
+}
+
+func newTest() (*Heartbeater, *fakeClock, *recorder) {
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	rec := &recorder{}
+	h := New(Config{Clock: clk, Expired: rec.expired, Rand: func() float64 { return 0 },
+		MinTTL: 10 * time.Second, Grace: 5 * time.Second, FailoverTTL: time.Minute})
+	return h, clk, rec
+}
+
+func TestTTLGrowsWithClusterSize(t *testing.T) {
+	h, _, _ := newTest()
+	tests := []struct {
+		nodes int
+		want  time.Duration
+	}{
+		{1, 10 * time.Second},
+		{500, 10 * time.Second},
+		{5000, 100 * time.Second},
+		{10000, 200 * time.Second},
+	}
+	for _, tc := range tests {
+		if got := h.TTL(tc.nodes); got != tc.want {
+			t.Errorf("TTL(%d) = %v, want %v", tc.nodes, got, tc.want)
+		}
+	}
+	h.cfg.Rand = func() float64 { return 0.5 }
+	if got := h.TTL(1); got != 15*time.Second {
+		t.Errorf("stagger: TTL = %v, want 15s", got)
+	}
+}
+
+func TestExpiresAfterTTLPlusGrace(t *testing.T) {
+	h, clk, rec := newTest()
+	h.Initialize(nil)
+	ttl := h.Reset("n1")
+	if ttl != 10*time.Second {
+		t.Fatalf("ttl = %v", ttl)
+	}
+	clk.Advance(14 * time.Second)
+	if len(rec.got()) != 0 {
+		t.Fatal("expired before TTL + grace")
+	}
+	clk.Advance(time.Second)
+	if got := rec.got(); len(got) != 1 || got[0] != "n1" {
+		t.Fatalf("expired = %v, want [n1]", got)
+	}
+	if h.Tracked() != 0 {
+		t.Fatal("expired node still tracked")
+	}
+}
+
+func TestHeartbeatPostponesExpiry(t *testing.T) {
+	h, clk, rec := newTest()
+	h.Initialize(nil)
+	h.Reset("n1")
+	for i := 0; i < 10; i++ {
+		clk.Advance(10 * time.Second)
+		h.Reset("n1")
+	}
+	if len(rec.got()) != 0 {
+		t.Fatalf("a node heartbeating every TTL expired: %v", rec.got())
+	}
+}
+
+func TestFailoverTTLAfterLeaderChange(t *testing.T) {
+	h, clk, rec := newTest()
+	h.Initialize([]string{"a", "b"})
+	clk.Advance(59 * time.Second)
+	if len(rec.got()) != 0 {
+		t.Fatal("nodes marked down before the failover TTL")
+	}
+	h.Reset("a")
+	clk.Advance(time.Second)
+	if got := rec.got(); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("expired = %v, want [b]", got)
+	}
+}
+
+func TestDisableStopsTimersAndResetDoesNotArm(t *testing.T) {
+	h, clk, rec := newTest()
+	h.Initialize([]string{"a"})
+	h.Disable()
+	if ttl := h.Reset("b"); ttl <= 0 {
+		t.Fatal("Reset must still return a TTL when disabled")
+	}
+	clk.Advance(time.Hour)
+	if len(rec.got()) != 0 || h.Tracked() != 0 {
+		t.Fatalf("disabled heartbeater expired %v, tracks %d", rec.got(), h.Tracked())
+	}
+}
+
+func TestClear(t *testing.T) {
+	h, clk, rec := newTest()
+	h.Initialize(nil)
+	h.Reset("a")
+	h.Clear("a")
+	clk.Advance(time.Hour)
+	if len(rec.got()) != 0 {
+		t.Fatal("cleared node expired")
+	}
+}
+
+func TestRealClockConcurrentResets(t *testing.T) {
+	rec := &recorder{}
+	h := New(Config{MinTTL: 200 * time.Millisecond, Grace: 50 * time.Millisecond, Expired: rec.expired})
+	h.Initialize(nil)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 200; j++ {
+				h.Reset("n")
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(2 * time.Second)
+	for len(rec.got()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := rec.got(); len(got) != 1 {
+		t.Fatalf("expired %d times, want exactly once", len(got))
+	}
+}
