@@ -21,13 +21,13 @@ const (
 
 // Allocation is one instance of a task group placed on one node.
 type Allocation struct {
-	ID                 string
-	Namespace          string
-	EvalID             string
-	Name               string
-	NodeID             string
-	NodeName           string
-	JobID              string
+	ID        string
+	Namespace string
+	EvalID    string
+	Name      string
+	NodeID    string
+	NodeName  string
+	JobID     string
 	// Job is the job version the allocation runs. Inside a Raft plan entry
 	// it is omitted (the plan carries the job once); the FSM points every
 	// allocation at the stored job, so readers always see it set.

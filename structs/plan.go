@@ -71,6 +71,13 @@ type PlanResult struct {
 	NodeAllocation map[string][]*Allocation
 	RefreshIndex   uint64
 	AllocIndex     uint64
+	// RejectedNodes lists the nodes whose part of the plan was refused.
+	RejectedNodes []string
+}
+
+// IsNoOp reports whether nothing was committed.
+func (r *PlanResult) IsNoOp() bool {
+	return len(r.NodeUpdate) == 0 && len(r.NodeAllocation) == 0
 }
 
 // FullCommit reports whether everything in plan was committed, and the

@@ -220,12 +220,12 @@ type NodeUpdateEligibilityRequest struct {
 
 // NodeUpdateDrainRequest starts or stops a drain.
 type NodeUpdateDrainRequest struct {
-	NodeID         string
-	DrainStrategy  *DrainStrategy
-	MarkEligible   bool
-	NodeEvent      *NodeEvent
-	UpdatedAt      int64
-	CreateEvals    []*Evaluation
+	NodeID        string
+	DrainStrategy *DrainStrategy
+	MarkEligible  bool
+	NodeEvent     *NodeEvent
+	UpdatedAt     int64
+	CreateEvals   []*Evaluation
 	WriteRequest
 }
 
