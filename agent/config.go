@@ -1,0 +1,221 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-project/drover/structs"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Default ports, as Nomad's.
+const (
+	DefaultHTTPPort = 4646
+	DefaultRPCPort  = 4647
+)
+
+// DefaultRetryInterval is how long the server waits between join attempts.
+const DefaultRetryInterval = 30 * time.Second
+
+// Config is the complete configuration of one agent: defaults, then config
+// files in order, then command-line flags. Zero port values mean "pick a free
+// port" (tests use that); the bound addresses are available from the Agent.
+type Config struct {
+	// DevMode: a single-node server with a throwaway data directory.
+	DevMode bool
+
+	NodeName   string
+	Region     string
+	Datacenter string
+	// DataDir holds Raft data. Required for a server outside dev mode.
+	DataDir  string
+	BindAddr string
+	LogLevel string
+	LogJSON  bool
+
+	Ports  Ports
+	Server ServerConfig
+	Client ClientConfig
+	// Plugins holds task driver settings by plugin name (parsed now, used
+	// by the client).
+	Plugins map[string]*PluginConfig
+
+	// Files lists the config files that were loaded, in order.
+	Files []string
+}
+
+// Ports are the agent's listening ports.
+type Ports struct {
+	HTTP int
+	RPC  int
+}
+
+// ServerConfig configures the server part of the agent.
+type ServerConfig struct {
+	Enabled         bool
+	BootstrapExpect int
+	// NumSchedulers is the number of scheduler workers; 0 lets the server
+	// choose.
+	NumSchedulers int
+	RetryJoin     []string
+	RetryInterval time.Duration
+}
+
+// ClientConfig configures the client part of the agent (next issue: parsed
+// and validated now so that config files written for it already load).
+type ClientConfig struct {
+	Enabled   bool
+	Servers   []string
+	NodeClass string
+	Meta      map[string]string
+}
+
+// PluginConfig is one task driver's settings.
+type PluginConfig struct {
+	Enabled bool
+}
+
+// DefaultConfig returns the configuration used before any file or flag.
+func DefaultConfig() *Config {
+	return &Config{
+		Region:     structs.DefaultRegion,
+		Datacenter: "dc1",
+		BindAddr:   "0.0.0.0",
+		LogLevel:   "info",
+		Ports:      Ports{HTTP: DefaultHTTPPort, RPC: DefaultRPCPort},
+		Server:     ServerConfig{RetryInterval: DefaultRetryInterval},
+		Client:     ClientConfig{Meta: map[string]string{}},
+		Plugins:    map[string]*PluginConfig{},
+	}
+}
+
+// DevConfig returns the -dev defaults: a single-node server (and, once it
+// exists, client) on loopback with debug logging. Files and flags still
+// override it. The data directory is left empty: the agent creates a fresh
+// temporary one and removes it on shutdown.
+func DevConfig() *Config {
+	c := DefaultConfig()
+	c.DevMode = true
+	c.BindAddr = "127.0.0.1"
+	c.LogLevel = "debug"
+	c.Server.Enabled = true
+	c.Server.BootstrapExpect = 1
+	c.Client.Enabled = true
+	c.Plugins["raw_exec"] = &PluginConfig{Enabled: true}
+	return c
+}
+
+// NodeNameOrHost returns NodeName, or the host name when it is empty.
+func (c *Config) NodeNameOrHost() string {
+	if c.NodeName != "" {
+		return c.NodeName
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "drover"
+	}
+	return h
+}
+
+// Validate reports every problem with the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if !c.Server.Enabled && !c.Client.Enabled {
+		add("the agent must run a server or a client: set server { enabled = true }, -server, or -dev")
+	}
+	if c.Server.BootstrapExpect < 0 {
+		add("bootstrap_expect must not be negative; got %d", c.Server.BootstrapExpect)
+	}
+	if c.Server.BootstrapExpect > 0 && !c.Server.Enabled {
+		add("bootstrap_expect is set but the server is not enabled (add -server or server { enabled = true })")
+	}
+	if c.DevMode && c.Server.BootstrapExpect > 1 {
+		add("dev mode runs a single server; bootstrap_expect must be 1, got %d", c.Server.BootstrapExpect)
+	}
+	if c.Server.NumSchedulers < 0 {
+		add("num_schedulers must not be negative; got %d", c.Server.NumSchedulers)
+	}
+	if c.Server.Enabled && !c.DevMode && c.DataDir == "" {
+		add("data_dir is required for a server (or use -dev)")
+	}
+	if c.Server.RetryInterval <= 0 {
+		add("retry_interval must be positive; got %s", c.Server.RetryInterval)
+	}
+	for _, addr := range c.Server.RetryJoin {
+		if err := checkJoinAddr(addr); err != nil {
+			add("retry_join %q: %v", addr, err)
+		}
+	}
+	checkPort := func(name string, p int) {
+		if p < 0 || p > 65535 {
+			add("ports.%s must be between 0 and 65535; got %d", name, p)
+		}
+	}
+	checkPort("http", c.Ports.HTTP)
+	checkPort("rpc", c.Ports.RPC)
+	if c.Ports.HTTP != 0 && c.Ports.HTTP == c.Ports.RPC {
+		add("ports.http and ports.rpc must differ; both are %d", c.Ports.HTTP)
+	}
+	if net.ParseIP(c.BindAddr) == nil {
+		add("bind_addr must be an IP address; got %q", c.BindAddr)
+	}
+	if msg := structs.ValidName(c.Region); msg != "" {
+		add("region %q: %s", c.Region, msg)
+	}
+	if msg := structs.ValidName(c.Datacenter); msg != "" {
+		add("datacenter %q: %s", c.Datacenter, msg)
+	}
+	if c.NodeName != "" && len(c.NodeName) > 256 {
+		add("name must be at most 256 characters")
+	}
+	if hclog.LevelFromString(c.LogLevel) == hclog.NoLevel {
+		add("log_level must be one of trace, debug, info, warn, error; got %q", c.LogLevel)
+	}
+	for name := range c.Plugins {
+		if name != "raw_exec" {
+			add("plugin %q is not supported (Drover has raw_exec)", name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkJoinAddr accepts "host" or "host:port".
+func checkJoinAddr(addr string) error {
+	if addr == "" {
+		return errors.New("empty address")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if strings.Contains(addr, ":") && net.ParseIP(addr) == nil {
+			return err
+		}
+		return nil // a bare host or IP; the RPC port is added
+	}
+	if host == "" {
+		return errors.New("missing host")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		return fmt.Errorf("bad port %q", port)
+	}
+	return nil
+}
+
+// joinAddrs returns RetryJoin with the default RPC port added where a port
+// is missing.
+func (c *Config) joinAddrs() []string {
+	out := make([]string, 0, len(c.Server.RetryJoin))
+	for _, a := range c.Server.RetryJoin {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			a = net.JoinHostPort(a, strconv.Itoa(DefaultRPCPort))
+		}
+		out = append(out, a)
+	}
+	return out
+}

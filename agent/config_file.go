@@ -1,0 +1,245 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+)
+
+// The file schema. Pointer fields distinguish "not set" from a zero value so
+// a later file (or a flag) overrides only what it names. gohcl rejects any
+// attribute or block not listed here, with its position.
+type fileConfig struct {
+	DataDir    *string      `hcl:"data_dir,optional"`
+	BindAddr   *string      `hcl:"bind_addr,optional"`
+	Name       *string      `hcl:"name,optional"`
+	Datacenter *string      `hcl:"datacenter,optional"`
+	Region     *string      `hcl:"region,optional"`
+	LogLevel   *string      `hcl:"log_level,optional"`
+	LogJSON    *bool        `hcl:"log_json,optional"`
+	Ports      *filePorts   `hcl:"ports,block"`
+	Server     *fileServer  `hcl:"server,block"`
+	Client     *fileClient  `hcl:"client,block"`
+	Plugins    []filePlugin `hcl:"plugin,block"`
+}
+
+type filePorts struct {
+	HTTP *int `hcl:"http,optional"`
+	RPC  *int `hcl:"rpc,optional"`
+}
+
+type fileServer struct {
+	Enabled         *bool           `hcl:"enabled,optional"`
+	BootstrapExpect *int            `hcl:"bootstrap_expect,optional"`
+	NumSchedulers   *int            `hcl:"num_schedulers,optional"`
+	ServerJoin      *fileServerJoin `hcl:"server_join,block"`
+}
+
+type fileServerJoin struct {
+	RetryJoin          []string  `hcl:"retry_join,optional"`
+	RetryInterval      *string   `hcl:"retry_interval,optional"`
+	RetryIntervalRange hcl.Range `hcl:"retry_interval,attr_value_range"`
+}
+
+type fileClient struct {
+	Enabled   *bool     `hcl:"enabled,optional"`
+	Servers   []string  `hcl:"servers,optional"`
+	NodeClass *string   `hcl:"node_class,optional"`
+	Meta      *fileMeta `hcl:"meta,block"`
+}
+
+// fileMeta is a block of arbitrary string attributes.
+type fileMeta struct {
+	Attrs hcl.Attributes `hcl:",remain"`
+}
+
+type filePlugin struct {
+	Name      string            `hcl:"name,label"`
+	NameRange hcl.Range         `hcl:"name,label_range"`
+	Config    *filePluginConfig `hcl:"config,block"`
+}
+
+type filePluginConfig struct {
+	Enabled *bool `hcl:"enabled,optional"`
+}
+
+// LoadConfigFile reads one HCL (or, for a .json name, JSON) config file, or
+// every .hcl and .json file in a directory in name order, and applies what
+// it sets onto c. Errors name file:line:column.
+func LoadConfigFile(c *Config, path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if !info.IsDir() {
+		return loadOneFile(c, path)
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		if ext := filepath.Ext(e.Name()); ext == ".hcl" || ext == ".json" {
+			names = append(names, filepath.Join(path, e.Name()))
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := loadOneFile(c, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadOneFile(c *Config, path string) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return parseConfig(c, path, src)
+}
+
+// parseConfig decodes src (named filename in messages) and applies it to c.
+func parseConfig(c *Config, filename string, src []byte) error {
+	p := hclparse.NewParser()
+	var f *hcl.File
+	var diags hcl.Diagnostics
+	if strings.HasSuffix(filename, ".json") {
+		f, diags = p.ParseJSON(src, filename)
+	} else {
+		f, diags = p.ParseHCL(src, filename)
+	}
+	if diags.HasErrors() {
+		return diagError(diags)
+	}
+	var fc fileConfig
+	if diags := gohcl.DecodeBody(f.Body, nil, &fc); diags.HasErrors() {
+		return diagError(diags)
+	}
+	if err := fc.apply(c); err != nil {
+		return err
+	}
+	c.Files = append(c.Files, filename)
+	return nil
+}
+
+func (fc *fileConfig) apply(c *Config) error {
+	setString(&c.DataDir, fc.DataDir)
+	setString(&c.BindAddr, fc.BindAddr)
+	setString(&c.NodeName, fc.Name)
+	setString(&c.Datacenter, fc.Datacenter)
+	setString(&c.Region, fc.Region)
+	setString(&c.LogLevel, fc.LogLevel)
+	setBool(&c.LogJSON, fc.LogJSON)
+	if p := fc.Ports; p != nil {
+		setInt(&c.Ports.HTTP, p.HTTP)
+		setInt(&c.Ports.RPC, p.RPC)
+	}
+	if s := fc.Server; s != nil {
+		setBool(&c.Server.Enabled, s.Enabled)
+		setInt(&c.Server.BootstrapExpect, s.BootstrapExpect)
+		setInt(&c.Server.NumSchedulers, s.NumSchedulers)
+		if j := s.ServerJoin; j != nil {
+			if j.RetryJoin != nil {
+				c.Server.RetryJoin = j.RetryJoin
+			}
+			if j.RetryInterval != nil {
+				d, err := time.ParseDuration(*j.RetryInterval)
+				if err != nil {
+					return fmt.Errorf("%s: retry_interval: %v", posString(j.RetryIntervalRange), err)
+				}
+				c.Server.RetryInterval = d
+			}
+		}
+	}
+	if cl := fc.Client; cl != nil {
+		setBool(&c.Client.Enabled, cl.Enabled)
+		if cl.Servers != nil {
+			c.Client.Servers = cl.Servers
+		}
+		setString(&c.Client.NodeClass, cl.NodeClass)
+		if cl.Meta != nil {
+			if c.Client.Meta == nil {
+				c.Client.Meta = map[string]string{}
+			}
+			for name, attr := range cl.Meta.Attrs {
+				var v string
+				if diags := gohcl.DecodeExpression(attr.Expr, nil, &v); diags.HasErrors() {
+					return diagError(diags)
+				}
+				c.Client.Meta[name] = v
+			}
+		}
+	}
+	for _, p := range fc.Plugins {
+		if p.Name != "raw_exec" {
+			return fmt.Errorf("%s: plugin %q is not supported (Drover has raw_exec)", posString(p.NameRange), p.Name)
+		}
+		pc := c.Plugins[p.Name]
+		if pc == nil {
+			pc = &PluginConfig{}
+			if c.Plugins == nil {
+				c.Plugins = map[string]*PluginConfig{}
+			}
+			c.Plugins[p.Name] = pc
+		}
+		if p.Config != nil {
+			setBool(&pc.Enabled, p.Config.Enabled)
+		}
+	}
+	return nil
+}
+
+// diagError renders HCL diagnostics as "file:line:col: summary; detail",
+// one per line.
+func diagError(diags hcl.Diagnostics) error {
+	var lines []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += "; " + d.Detail
+		}
+		if d.Subject != nil {
+			msg = posString(*d.Subject) + ": " + msg
+		}
+		lines = append(lines, msg)
+	}
+	return fmt.Errorf("%s", strings.Join(lines, "\n"))
+}
+
+func posString(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+func setString(dst *string, src *string) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+func setBool(dst *bool, src *bool) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+func setInt(dst *int, src *int) {
+	if src != nil {
+		*dst = *src
+	}
+}

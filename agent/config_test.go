@@ -1,0 +1,273 @@
+package agent
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+const fullHCL = `
+data_dir   = "/var/lib/drover"
+bind_addr  = "10.0.0.5"
+name       = "s1"
+datacenter = "east"
+region     = "europe"
+log_level  = "warn"
+log_json   = true
+
+ports {
+  http = 5646
+  rpc  = 5647
+}
+
+server {
+  enabled          = true
+  bootstrap_expect = 3
+  num_schedulers   = 4
+  server_join {
+    retry_join     = ["10.0.0.6", "10.0.0.7:5647"]
+    retry_interval = "15s"
+  }
+}
+
+client {
+  enabled    = true
+  servers    = ["10.0.0.5:5647"]
+  node_class = "batch"
+  meta {
+    rack = "r1"
+    zone = "z2"
+  }
+}
+
+plugin "raw_exec" {
+  config {
+    enabled = true
+  }
+}
+`
+
+func TestParseConfig(t *testing.T) {
+	cases := []struct {
+		name  string
+		file  string
+		src   string
+		check func(t *testing.T, c *Config)
+		err   string // substring of the expected error; "" means success
+	}{
+		{
+			name: "full", file: "full.hcl", src: fullHCL,
+			check: func(t *testing.T, c *Config) {
+				want := &Config{
+					NodeName: "s1", Region: "europe", Datacenter: "east",
+					DataDir: "/var/lib/drover", BindAddr: "10.0.0.5", LogLevel: "warn", LogJSON: true,
+					Ports: Ports{HTTP: 5646, RPC: 5647},
+					Server: ServerConfig{Enabled: true, BootstrapExpect: 3, NumSchedulers: 4,
+						RetryJoin: []string{"10.0.0.6", "10.0.0.7:5647"}, RetryInterval: 15 * time.Second},
+					Client: ClientConfig{Enabled: true, Servers: []string{"10.0.0.5:5647"}, NodeClass: "batch",
+						Meta: map[string]string{"rack": "r1", "zone": "z2"}},
+					Plugins: map[string]*PluginConfig{"raw_exec": {Enabled: true}},
+					Files:   []string{"full.hcl"},
+				}
+				if !reflect.DeepEqual(c, want) {
+					t.Fatalf("got  %+v\nwant %+v", c, want)
+				}
+				if err := c.Validate(); err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+			},
+		},
+		{
+			name: "partial keeps defaults", file: "p.hcl", src: "server {\n  enabled = true\n}\n",
+			check: func(t *testing.T, c *Config) {
+				if !c.Server.Enabled || c.Ports.HTTP != DefaultHTTPPort || c.Region != "global" || c.Server.RetryInterval != DefaultRetryInterval {
+					t.Fatalf("unexpected config %+v", c)
+				}
+			},
+		},
+		{
+			name: "json", file: "c.json", src: `{"data_dir": "/d", "ports": {"http": 1234}, "server": {"enabled": true}}`,
+			check: func(t *testing.T, c *Config) {
+				if c.DataDir != "/d" || c.Ports.HTTP != 1234 || c.Ports.RPC != DefaultRPCPort || !c.Server.Enabled {
+					t.Fatalf("unexpected config %+v", c)
+				}
+			},
+		},
+		{name: "unknown top-level attribute", file: "u.hcl", src: "data_dir = \"/d\"\nbogus = 1\n",
+			err: "u.hcl:2:1: Unsupported argument"},
+		{name: "unknown nested attribute", file: "n.hcl", src: "server {\n  enabled = true\n  bootstrap = 3\n}\n",
+			err: "n.hcl:3:3: Unsupported argument"},
+		{name: "unknown block", file: "b.hcl", src: "\n\ntelemetry {\n}\n",
+			err: "b.hcl:3:1: Unsupported block type"},
+		{name: "unknown plugin setting", file: "pl.hcl", src: "plugin \"raw_exec\" {\n  config {\n    enabled = true\n    volumes = true\n  }\n}\n",
+			err: "pl.hcl:4:5: Unsupported argument"},
+		{name: "unknown plugin", file: "pd.hcl", src: "plugin \"docker\" {\n}\n",
+			err: `pd.hcl:1:8: plugin "docker" is not supported`},
+		{name: "wrong type", file: "t.hcl", src: "ports {\n  http = \"abc\"\n}\n",
+			err: "t.hcl:2:11: Unsuitable value type"},
+		{name: "bad duration", file: "d.hcl", src: "server {\n  server_join {\n    retry_interval = \"soon\"\n  }\n}\n",
+			err: "d.hcl:3:22: retry_interval"},
+		{name: "syntax error", file: "s.hcl", src: "server {\n", err: "s.hcl:1:"},
+		{name: "duplicate block", file: "dup.hcl", src: "ports {\n}\nports {\n}\n", err: "dup.hcl:3:1: Duplicate ports block"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			err := parseConfig(c, tc.file, []byte(tc.src))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v; want it to contain %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseConfig: %v", err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func writeFile(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	base := writeFile(t, dir, "base.hcl", fullHCL)
+	over := writeFile(t, dir, "over.hcl", "region = \"asia\"\nports {\n  rpc = 6647\n}\n")
+	confDir := filepath.Join(dir, "conf.d")
+	if err := os.Mkdir(confDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, confDir, "10-a.hcl", "data_dir = \"/a\"\nserver {\n  enabled = true\n}\n")
+	writeFile(t, confDir, "20-b.hcl", "data_dir = \"/b\"\n")
+	writeFile(t, confDir, "README.md", "not config")
+	bad := writeFile(t, dir, "bad.hcl", "server {\n  enabled = true\n  wat = 1\n}\n")
+
+	cases := []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, c *Config)
+		err   string
+	}{
+		{
+			name: "file then later file",
+			args: []string{"-config", base, "-config", over},
+			check: func(t *testing.T, c *Config) {
+				if c.Region != "asia" || c.Ports.RPC != 6647 || c.Ports.HTTP != 5646 || c.Datacenter != "east" {
+					t.Fatalf("later file did not override only what it sets: %+v", c)
+				}
+			},
+		},
+		{
+			name: "flags override file",
+			args: []string{"-config", base, "-http-port", "7000", "-region", "r2", "-bootstrap-expect", "5",
+				"-retry-join", "a:1", "-retry-join", "b", "-log-level", "debug", "-node", "n9", "-num-schedulers", "0"},
+			check: func(t *testing.T, c *Config) {
+				if c.Ports.HTTP != 7000 || c.Region != "r2" || c.Server.BootstrapExpect != 5 || c.LogLevel != "debug" ||
+					c.NodeName != "n9" || c.Server.NumSchedulers != 0 || c.Ports.RPC != 5647 {
+					t.Fatalf("flags did not override: %+v", c)
+				}
+				if !reflect.DeepEqual(c.Server.RetryJoin, []string{"a:1", "b"}) {
+					t.Fatalf("retry join = %v", c.Server.RetryJoin)
+				}
+				if got := c.joinAddrs(); !reflect.DeepEqual(got, []string{"a:1", "b:4647"}) {
+					t.Fatalf("joinAddrs = %v", got)
+				}
+			},
+		},
+		{
+			name: "unset flag defaults do not override file",
+			args: []string{"-config", base},
+			check: func(t *testing.T, c *Config) {
+				if c.Ports.HTTP != 5646 || c.BindAddr != "10.0.0.5" || !c.LogJSON {
+					t.Fatalf("flag defaults overrode the file: %+v", c)
+				}
+			},
+		},
+		{
+			name: "directory in name order",
+			args: []string{"-config", confDir},
+			check: func(t *testing.T, c *Config) {
+				if c.DataDir != "/b" || !c.Server.Enabled || len(c.Files) != 2 {
+					t.Fatalf("directory load: %+v", c)
+				}
+			},
+		},
+		{
+			name: "dev",
+			args: []string{"-dev"},
+			check: func(t *testing.T, c *Config) {
+				if !c.DevMode || !c.Server.Enabled || c.Server.BootstrapExpect != 1 || c.BindAddr != "127.0.0.1" ||
+					c.LogLevel != "debug" || c.DataDir != "" {
+					t.Fatalf("dev config: %+v", c)
+				}
+			},
+		},
+		{
+			name: "dev with ports 0",
+			args: []string{"-dev", "-http-port", "0", "-rpc-port", "0"},
+			check: func(t *testing.T, c *Config) {
+				if c.Ports.HTTP != 0 || c.Ports.RPC != 0 {
+					t.Fatalf("ports: %+v", c.Ports)
+				}
+			},
+		},
+		{name: "unknown setting in file", args: []string{"-config", bad}, err: "bad.hcl:3:3: Unsupported argument"},
+		{name: "missing file", args: []string{"-config", filepath.Join(dir, "nope.hcl")}, err: "no such file"},
+		{name: "nothing enabled", args: []string{}, err: "must run a server or a client"},
+		{name: "server without data dir", args: []string{"-server"}, err: "data_dir is required"},
+		{name: "bootstrap without server", args: []string{"-bootstrap-expect", "3", "-config", over, "-data-dir", "/x"},
+			err: "bootstrap_expect is set but the server is not enabled"},
+		{name: "bad port", args: []string{"-dev", "-http-port", "70000"}, err: "ports.http must be between 0 and 65535"},
+		{name: "negative port", args: []string{"-dev", "-rpc-port", "-1"}, err: "ports.rpc must be between"},
+		{name: "same ports", args: []string{"-dev", "-rpc-port", "4646"}, err: "must differ"},
+		{name: "bad log level", args: []string{"-dev", "-log-level", "loud"}, err: "log_level"},
+		{name: "bad bind", args: []string{"-dev", "-bind", "localhost"}, err: "bind_addr must be an IP"},
+		{name: "dev multi-server", args: []string{"-dev", "-bootstrap-expect", "3"}, err: "dev mode runs a single server"},
+		{name: "bad retry join", args: []string{"-dev", "-retry-join", "h:notaport"}, err: `retry_join "h:notaport"`},
+		{name: "stray argument", args: []string{"-dev", "extra"}, err: "unexpected arguments: extra"},
+		{name: "unknown flag", args: []string{"-bogus"}, err: "flag provided but not defined"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := LoadConfig(tc.args, io.Discard)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v; want it to contain %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadConfig: %v", err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := DefaultConfig()
+	c.Server.BootstrapExpect = -1
+	c.Ports.HTTP = -5
+	c.LogLevel = "nope"
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("expected an error")
+	}
+	for _, want := range []string{"must run a server", "bootstrap_expect must not be negative", "ports.http", "log_level"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
