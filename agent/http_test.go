@@ -21,7 +21,7 @@ import (
 // fakeServer records every RPC and answers with per-method functions.
 type fakeServer struct {
 	mu       sync.Mutex
-	calls    []fakeCall                              // guarded by mu
+	calls    []fakeCall                             // guarded by mu
 	handlers map[string]func(args, reply any) error // read only after setup
 	leader   string
 	members  []*structs.ServerMember
@@ -145,7 +145,9 @@ func TestHTTPStatusCodes(t *testing.T) {
 			setup:    func(f *fakeServer) { f.on("Eval.GetEval", func(_, _ any) error { return nil }) },
 			wantCode: 404, wantBody: "eval not found", wantCalls: 1},
 		{name: "typed not found", method: "GET", target: "/v1/evaluation/e1",
-			setup:    func(f *fakeServer) { f.on("Eval.GetEval", failWith(structs.NewError(structs.ErrCodeNotFound, "eval e1 not found"))) },
+			setup: func(f *fakeServer) {
+				f.on("Eval.GetEval", failWith(structs.NewError(structs.ErrCodeNotFound, "eval e1 not found")))
+			},
 			wantCode: 404, wantBody: "eval e1 not found", wantCalls: 1},
 		{name: "register ok", method: "PUT", target: "/v1/jobs", body: validJobBody,
 			setup:    func(f *fakeServer) { f.on("Job.Register", okRegister) },
@@ -198,7 +200,9 @@ func TestHTTPStatusCodes(t *testing.T) {
 			setup:    func(f *fakeServer) { f.on("Job.Register", failWith(structs.ErrNoLeader)) },
 			wantCode: 500, wantBody: "No cluster leader", wantCalls: 1},
 		{name: "decoded no leader", method: "GET", target: "/v1/jobs",
-			setup:    func(f *fakeServer) { f.on("Job.List", failWith(structs.DecodeRPCError("[no_leader] No cluster leader"))) },
+			setup: func(f *fakeServer) {
+				f.on("Job.List", failWith(structs.DecodeRPCError("[no_leader] No cluster leader")))
+			},
 			wantCode: 500, wantBody: "No cluster leader", wantCalls: 1},
 		{name: "conflict", method: "PUT", target: "/v1/jobs", body: validJobBody,
 			setup: func(f *fakeServer) {
@@ -206,7 +210,9 @@ func TestHTTPStatusCodes(t *testing.T) {
 			},
 			wantCode: 409, wantBody: "conflicting job modify index", wantCalls: 1},
 		{name: "too large from rpc", method: "PUT", target: "/v1/jobs", body: validJobBody,
-			setup:    func(f *fakeServer) { f.on("Job.Register", failWith(structs.NewError(structs.ErrCodeTooLarge, "job is too large"))) },
+			setup: func(f *fakeServer) {
+				f.on("Job.Register", failWith(structs.NewError(structs.ErrCodeTooLarge, "job is too large")))
+			},
 			wantCode: 400, wantBody: "job is too large", wantCalls: 1},
 		{name: "unsupported", method: "GET", target: "/v1/jobs",
 			setup:    func(f *fakeServer) { f.on("Job.List", failWith(structs.NewError(structs.ErrCodeUnsupported, "no"))) },
