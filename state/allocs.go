@@ -1,0 +1,338 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// UpsertPlanResults commits one plan in one transaction:
+//
+//   - every allocation in AllocsUpdated (and any existing allocation it
+//     updates in place) points at one job: the stored job when req.Job is
+//     nil or is the same version (JobModifyIndex) as the stored one, else
+//     req.Job itself, shared by the whole plan. req.Job is never written to
+//     the jobs table: a plan must not roll a job back to the version it was
+//     planned for;
+//   - AllocsStopped carry only changed fields; they are merged onto copies
+//     of the stored allocations (missing ones are skipped);
+//   - new allocations get CreateIndex, ModifyIndex and AllocModifyIndex =
+//     index; updated ones keep CreateIndex and the client-owned fields;
+//   - req.Evals are written, the plan's evaluation (EvalID) gets
+//     ModifyIndex = index, and job summaries and statuses are updated.
+//
+// The cost is linear in the number of allocations: the job is looked up
+// once per plan and each summary row is written once.
+func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	sums := newSummaries(txn)
+	jobs := newJobSet()
+
+	planJob, err := planJobTxn(txn, req.Job)
+	if err != nil {
+		return err
+	}
+	for _, diff := range req.AllocsStopped {
+		if err := stopAllocTxn(txn, sums, index, req.UpdatedAt, diff); err != nil {
+			return err
+		}
+		jobs.add(diff.Namespace, diff.JobID)
+	}
+	for _, a := range req.AllocsUpdated {
+		if a.Job == nil {
+			a.Job = planJob
+		}
+		if err := upsertAllocTxn(txn, sums, index, req.UpdatedAt, a, true); err != nil {
+			return err
+		}
+		jobs.add(a.Namespace, a.JobID)
+	}
+	if len(req.AllocsStopped)+len(req.AllocsUpdated) > 0 {
+		t.add(TableAllocs)
+	}
+	if req.EvalID != "" {
+		if err := touchEvalTxn(txn, t, index, req.EvalID); err != nil {
+			return err
+		}
+	}
+	if err := sums.flush(t, index); err != nil {
+		return err
+	}
+	if err := upsertEvalsTxn(txn, t, index, req.Evals); err != nil {
+		return err
+	}
+	if err := setJobStatusesTxn(txn, t, index, jobs.ids); err != nil {
+		return err
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// planJobTxn returns the job a plan's allocations should point at: the
+// stored job when it is the version planned for, else the plan's own.
+func planJobTxn(txn *memdb.Txn, job *structs.Job) (*structs.Job, error) {
+	if job == nil {
+		return nil, nil
+	}
+	job.Namespace = defaultNamespace(job.Namespace)
+	raw, err := txn.First(TableJobs, IndexID, job.Namespace, job.ID)
+	if err != nil {
+		return nil, fmt.Errorf("state: job lookup: %w", err)
+	}
+	if raw != nil {
+		stored := raw.(*structs.Job)
+		if stored.JobModifyIndex == job.JobModifyIndex {
+			return stored, nil
+		}
+	}
+	return job, nil
+}
+
+// stopAllocTxn merges a stop (DesiredStatus, DesiredDescription, and
+// ClientStatus, FollowupEvalID, ModifyTime when set) onto a copy of the
+// stored allocation.
+func stopAllocTxn(txn *memdb.Txn, sums *summaries, index uint64, updatedAt int64, diff *structs.Allocation) error {
+	raw, err := txn.First(TableAllocs, IndexID, diff.ID)
+	if err != nil {
+		return fmt.Errorf("state: alloc lookup: %w", err)
+	}
+	if raw == nil {
+		return nil
+	}
+	prev := raw.(*structs.Allocation)
+	a := prev.Copy()
+	a.DesiredStatus = diff.DesiredStatus
+	if a.DesiredStatus == "" {
+		a.DesiredStatus = structs.AllocDesiredStatusStop
+	}
+	a.DesiredDescription = diff.DesiredDescription
+	if diff.ClientStatus != "" {
+		a.ClientStatus = diff.ClientStatus
+	}
+	if diff.FollowupEvalID != "" {
+		a.FollowupEvalID = diff.FollowupEvalID
+	}
+	a.ModifyTime = diff.ModifyTime
+	if a.ModifyTime == 0 && updatedAt != 0 {
+		a.ModifyTime = updatedAt
+	}
+	a.ModifyIndex = index
+	a.AllocModifyIndex = index
+	if err := txn.Insert(TableAllocs, a); err != nil {
+		return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
+	}
+	return sums.allocChanged(prev, a)
+}
+
+// upsertAllocTxn inserts a new allocation or replaces a stored one. With
+// keepClient, an update keeps the stored client-owned fields (status,
+// description, task states) unless it marks the allocation lost or
+// unknown, as the scheduler does for allocations on down nodes. A nil Job
+// is filled from the stored allocation or the stored job.
+func upsertAllocTxn(txn *memdb.Txn, sums *summaries, index uint64, updatedAt int64, a *structs.Allocation, keepClient bool) error {
+	a.Namespace = defaultNamespace(a.Namespace)
+	raw, err := txn.First(TableAllocs, IndexID, a.ID)
+	if err != nil {
+		return fmt.Errorf("state: alloc lookup: %w", err)
+	}
+	var prev *structs.Allocation
+	if raw != nil {
+		prev = raw.(*structs.Allocation)
+		a.CreateIndex = prev.CreateIndex
+		if a.CreateTime == 0 {
+			a.CreateTime = prev.CreateTime
+		}
+		if keepClient {
+			a.TaskStates = prev.TaskStates
+			if a.ClientStatus != structs.AllocClientStatusLost && a.ClientStatus != structs.AllocClientStatusUnknown {
+				a.ClientStatus = prev.ClientStatus
+				a.ClientDescription = prev.ClientDescription
+			}
+		}
+		if a.Job == nil {
+			a.Job = prev.Job
+		}
+	} else {
+		a.CreateIndex = index
+		if a.ClientStatus == "" {
+			a.ClientStatus = structs.AllocClientStatusPending
+		}
+		if a.CreateTime == 0 {
+			a.CreateTime = updatedAt
+		}
+	}
+	if a.Job == nil {
+		job, err := firstTxn[structs.Job](txn, nil, TableJobs, "job", a.JobID, a.Namespace, a.JobID)
+		if err != nil {
+			return fmt.Errorf("state: allocation %q has no job: %w", a.ID, err)
+		}
+		a.Job = job
+	}
+	if a.ModifyTime == 0 {
+		a.ModifyTime = updatedAt
+	}
+	a.ModifyIndex = index
+	a.AllocModifyIndex = index
+	if err := txn.Insert(TableAllocs, a); err != nil {
+		return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
+	}
+	return sums.allocChanged(prev, a)
+}
+
+// touchEvalTxn sets the evaluation's ModifyIndex so that watchers see the
+// plan that was applied for it. A missing evaluation is skipped.
+func touchEvalTxn(txn *memdb.Txn, t touched, index uint64, evalID string) error {
+	raw, err := txn.First(TableEvals, IndexID, evalID)
+	if err != nil {
+		return fmt.Errorf("state: eval lookup: %w", err)
+	}
+	if raw == nil {
+		return nil
+	}
+	e := raw.(*structs.Evaluation).Copy()
+	e.ModifyIndex = index
+	if err := txn.Insert(TableEvals, e); err != nil {
+		return fmt.Errorf("state: inserting eval %q: %w", e.ID, err)
+	}
+	t.add(TableEvals)
+	return nil
+}
+
+// UpdateAllocsFromClient merges what clients report (ClientStatus,
+// ClientDescription, TaskStates, and ModifyTime when set) onto copies of
+// the stored allocations; unknown allocations are skipped. evals (for
+// failed allocations that may be rescheduled) are written in the same
+// transaction.
+func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation, evals []*structs.Evaluation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	sums := newSummaries(txn)
+	jobs := newJobSet()
+	for _, upd := range allocs {
+		raw, err := txn.First(TableAllocs, IndexID, upd.ID)
+		if err != nil {
+			return fmt.Errorf("state: alloc lookup: %w", err)
+		}
+		if raw == nil {
+			continue
+		}
+		prev := raw.(*structs.Allocation)
+		a := prev.Copy()
+		a.ClientStatus = upd.ClientStatus
+		a.ClientDescription = upd.ClientDescription
+		a.TaskStates = upd.TaskStates
+		if upd.ModifyTime != 0 {
+			a.ModifyTime = upd.ModifyTime
+		}
+		a.ModifyIndex = index
+		if err := txn.Insert(TableAllocs, a); err != nil {
+			return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
+		}
+		t.add(TableAllocs)
+		if err := sums.allocChanged(prev, a); err != nil {
+			return err
+		}
+		jobs.add(a.Namespace, a.JobID)
+	}
+	if err := sums.flush(t, index); err != nil {
+		return err
+	}
+	if err := upsertEvalsTxn(txn, t, index, evals); err != nil {
+		return err
+	}
+	if err := setJobStatusesTxn(txn, t, index, jobs.ids); err != nil {
+		return err
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// UpsertAllocs writes allocations as given (tests and the scheduler
+// harness use it): an update keeps only the stored CreateIndex (and Job
+// when nil). A nil Job on a new allocation is filled from the jobs table;
+// if the job does not exist either, nothing is written.
+func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	sums := newSummaries(txn)
+	jobs := newJobSet()
+	for _, a := range allocs {
+		if err := upsertAllocTxn(txn, sums, index, 0, a, false); err != nil {
+			return err
+		}
+		jobs.add(a.Namespace, a.JobID)
+	}
+	if len(allocs) > 0 {
+		t.add(TableAllocs)
+	}
+	if err := sums.flush(t, index); err != nil {
+		return err
+	}
+	if err := setJobStatusesTxn(txn, t, index, jobs.ids); err != nil {
+		return err
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// jobSet collects distinct job IDs in first-seen order.
+type jobSet struct {
+	seen map[structs.NamespacedID]bool
+	ids  []structs.NamespacedID
+}
+
+func newJobSet() *jobSet { return &jobSet{seen: map[structs.NamespacedID]bool{}} }
+
+func (j *jobSet) add(namespace, id string) {
+	k := structs.NamespacedID{Namespace: defaultNamespace(namespace), ID: id}
+	if !j.seen[k] {
+		j.seen[k] = true
+		j.ids = append(j.ids, k)
+	}
+}
+
+// AllocByID returns the allocation, or an error satisfying errors.Is(err,
+// structs.ErrNotFound).
+func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocation, error) {
+	return firstTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, "allocation", id, id)
+}
+
+// Allocs returns every allocation, sorted by ID.
+func (s *StateStore) Allocs(ws memdb.WatchSet) ([]*structs.Allocation, error) {
+	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexID)
+}
+
+// AllocsByIDPrefix returns the allocations whose ID starts with prefix.
+func (s *StateStore) AllocsByIDPrefix(ws memdb.WatchSet, prefix string) ([]*structs.Allocation, error) {
+	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexID+prefixSuffix, prefix)
+}
+
+// AllocsByJob returns the job's allocations, sorted by ID.
+func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Allocation, error) {
+	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexJob, defaultNamespace(namespace), jobID)
+}
+
+// AllocsByNode returns the node's allocations, sorted by ID.
+func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
+	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexNode, nodeID)
+}
+
+// AllocsByEval returns the evaluation's allocations, sorted by ID.
+func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
+	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexEval, evalID)
+}

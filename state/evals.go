@@ -1,0 +1,170 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// UpsertEvals inserts or updates evaluations. For each it sets ModifyIndex
+// (and CreateIndex when new), applies its QueuedAllocations to the job
+// summary, and recomputes the job's status. A complete evaluation with no
+// failed placements cancels the job's other blocked evaluations, as Nomad
+// does: the capacity they waited for is no longer needed.
+func (s *StateStore) UpsertEvals(index uint64, evals []*structs.Evaluation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	if err := upsertEvalsTxn(txn, t, index, evals); err != nil {
+		return err
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// upsertEvalsTxn writes evals and everything that follows from them
+// (summaries, blocked-eval cancellation, job statuses).
+func upsertEvalsTxn(txn *memdb.Txn, t touched, index uint64, evals []*structs.Evaluation) error {
+	if len(evals) == 0 {
+		return nil
+	}
+	sums := newSummaries(txn)
+	var jobs []structs.NamespacedID
+	seen := map[structs.NamespacedID]bool{}
+	for _, e := range evals {
+		if err := upsertEvalTxn(txn, index, e); err != nil {
+			return err
+		}
+		if err := sums.evalWritten(e); err != nil {
+			return err
+		}
+		if e.JobID == "" {
+			continue
+		}
+		id := structs.NamespacedID{Namespace: e.Namespace, ID: e.JobID}
+		if !seen[id] {
+			seen[id] = true
+			jobs = append(jobs, id)
+		}
+	}
+	t.add(TableEvals)
+	// Cancel blocked evaluations made redundant by a successful one (but
+	// never one written by this same call).
+	batch := make(map[string]bool, len(evals))
+	for _, e := range evals {
+		batch[e.ID] = true
+	}
+	for _, e := range evals {
+		if e.Status != structs.EvalStatusComplete || len(e.FailedTGAllocs) > 0 || e.JobID == "" {
+			continue
+		}
+		if err := cancelBlockedTxn(txn, index, e, batch); err != nil {
+			return err
+		}
+	}
+	if err := sums.flush(t, index); err != nil {
+		return err
+	}
+	return setJobStatusesTxn(txn, t, index, jobs)
+}
+
+func upsertEvalTxn(txn *memdb.Txn, index uint64, e *structs.Evaluation) error {
+	e.Namespace = defaultNamespace(e.Namespace)
+	existing, err := txn.First(TableEvals, IndexID, e.ID)
+	if err != nil {
+		return fmt.Errorf("state: eval lookup: %w", err)
+	}
+	if existing != nil {
+		e.CreateIndex = existing.(*structs.Evaluation).CreateIndex
+	} else {
+		e.CreateIndex = index
+	}
+	e.ModifyIndex = index
+	if err := txn.Insert(TableEvals, e); err != nil {
+		return fmt.Errorf("state: inserting eval %q: %w", e.ID, err)
+	}
+	return nil
+}
+
+// cancelBlockedTxn cancels the other blocked evaluations of done's job.
+func cancelBlockedTxn(txn *memdb.Txn, index uint64, done *structs.Evaluation, batch map[string]bool) error {
+	blocked, err := listTxn[structs.Evaluation](txn, nil, TableEvals, IndexJob, done.Namespace, done.JobID)
+	if err != nil {
+		return err
+	}
+	for _, b := range blocked {
+		if batch[b.ID] || b.Status != structs.EvalStatusBlocked {
+			continue
+		}
+		c := b.Copy()
+		c.Status = structs.EvalStatusCancelled
+		c.StatusDescription = fmt.Sprintf("evaluation %q successful", done.ID)
+		c.ModifyIndex = index
+		if err := txn.Insert(TableEvals, c); err != nil {
+			return fmt.Errorf("state: inserting eval %q: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+// DeleteEvalsAndAllocs removes evaluations and allocations (garbage
+// collection). IDs that do not exist are skipped.
+func (s *StateStore) DeleteEvalsAndAllocs(index uint64, evalIDs, allocIDs []string) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	for _, id := range evalIDs {
+		n, err := txn.DeleteAll(TableEvals, IndexID, id)
+		if err != nil {
+			return fmt.Errorf("state: deleting eval %q: %w", id, err)
+		}
+		if n > 0 {
+			t.add(TableEvals)
+		}
+	}
+	for _, id := range allocIDs {
+		n, err := txn.DeleteAll(TableAllocs, IndexID, id)
+		if err != nil {
+			return fmt.Errorf("state: deleting alloc %q: %w", id, err)
+		}
+		if n > 0 {
+			t.add(TableAllocs)
+		}
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// EvalByID returns the evaluation, or an error satisfying errors.Is(err,
+// structs.ErrNotFound).
+func (s *StateStore) EvalByID(ws memdb.WatchSet, id string) (*structs.Evaluation, error) {
+	return firstTxn[structs.Evaluation](s.db.Txn(false), ws, TableEvals, "evaluation", id, id)
+}
+
+// Evals returns every evaluation, sorted by ID.
+func (s *StateStore) Evals(ws memdb.WatchSet) ([]*structs.Evaluation, error) {
+	return listTxn[structs.Evaluation](s.db.Txn(false), ws, TableEvals, IndexID)
+}
+
+// EvalsByIDPrefix returns the evaluations whose ID starts with prefix.
+func (s *StateStore) EvalsByIDPrefix(ws memdb.WatchSet, prefix string) ([]*structs.Evaluation, error) {
+	return listTxn[structs.Evaluation](s.db.Txn(false), ws, TableEvals, IndexID+prefixSuffix, prefix)
+}
+
+// EvalsByJob returns the job's evaluations, sorted by ID.
+func (s *StateStore) EvalsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Evaluation, error) {
+	return listTxn[structs.Evaluation](s.db.Txn(false), ws, TableEvals, IndexJob, defaultNamespace(namespace), jobID)
+}
+
+// EvalsByStatus returns the evaluations with the given status, sorted by ID.
+func (s *StateStore) EvalsByStatus(ws memdb.WatchSet, status string) ([]*structs.Evaluation, error) {
+	return listTxn[structs.Evaluation](s.db.Txn(false), ws, TableEvals, IndexStatus, status)
+}

@@ -1,0 +1,199 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// UpsertJob registers job at index, or updates it, and writes eval (may be
+// nil) in the same transaction. The caller has canonicalized job; the store
+// owns it afterwards. It sets CreateIndex (kept from the stored version on
+// update), ModifyIndex and JobModifyIndex to index, Version (incremented on
+// every update of an existing job) and Status.
+func (s *StateStore) UpsertJob(index uint64, job *structs.Job, eval *structs.Evaluation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	if err := upsertJobTxn(txn, t, index, job); err != nil {
+		return err
+	}
+	if eval != nil {
+		if err := upsertEvalsTxn(txn, t, index, []*structs.Evaluation{eval}); err != nil {
+			return err
+		}
+	}
+	if err := setJobStatusesTxn(txn, t, index, []structs.NamespacedID{job.NamespacedID()}); err != nil {
+		return err
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// upsertJobTxn inserts job as a new version and makes sure it has a
+// summary row with an entry for every group.
+func upsertJobTxn(txn *memdb.Txn, t touched, index uint64, job *structs.Job) error {
+	job.Namespace = defaultNamespace(job.Namespace)
+	existing, err := txn.First(TableJobs, IndexID, job.Namespace, job.ID)
+	if err != nil {
+		return fmt.Errorf("state: job lookup: %w", err)
+	}
+	if existing != nil {
+		prev := existing.(*structs.Job)
+		job.CreateIndex = prev.CreateIndex
+		job.Version = prev.Version + 1
+	} else {
+		job.CreateIndex = index
+		job.Version = 0
+	}
+	job.ModifyIndex = index
+	job.JobModifyIndex = index
+	switch {
+	case job.Stop:
+		job.Status = structs.JobStatusDead
+	case existing != nil:
+		job.Status = existing.(*structs.Job).Status
+	default:
+		job.Status = structs.JobStatusPending
+	}
+	if err := txn.Insert(TableJobs, job); err != nil {
+		return fmt.Errorf("state: inserting job: %w", err)
+	}
+	t.add(TableJobs)
+	return ensureSummaryTxn(txn, t, index, job)
+}
+
+// DeregisterJob stops the job (a copy with Stop set and status dead), or
+// with purge removes it; its allocations and evaluations are left for
+// garbage collection. eval (may be nil) is written in the same transaction.
+// submitTime, when non-zero, becomes the stopped job's SubmitTime.
+func (s *StateStore) DeregisterJob(index uint64, namespace, jobID string, purge bool, submitTime int64, eval *structs.Evaluation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	namespace = defaultNamespace(namespace)
+	job, err := firstTxn[structs.Job](txn, nil, TableJobs, "job", jobID, namespace, jobID)
+	if err != nil {
+		return err
+	}
+	if purge {
+		if err := txn.Delete(TableJobs, job); err != nil {
+			return fmt.Errorf("state: deleting job: %w", err)
+		}
+		if _, err := txn.DeleteAll(TableJobSummary, IndexID, namespace, jobID); err != nil {
+			return fmt.Errorf("state: deleting job summary: %w", err)
+		}
+		t.add(TableJobs, TableJobSummary)
+	} else {
+		stopped := job.Copy()
+		stopped.Stop = true
+		stopped.Status = structs.JobStatusDead
+		stopped.ModifyIndex = index
+		stopped.JobModifyIndex = index
+		stopped.Version = job.Version + 1
+		if submitTime != 0 {
+			stopped.SubmitTime = submitTime
+		}
+		if err := txn.Insert(TableJobs, stopped); err != nil {
+			return fmt.Errorf("state: inserting job: %w", err)
+		}
+		t.add(TableJobs)
+	}
+	if eval != nil {
+		if err := upsertEvalsTxn(txn, t, index, []*structs.Evaluation{eval}); err != nil {
+			return err
+		}
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// setJobStatusesTxn recomputes the status of each job from its allocations
+// and evaluations and writes a copy of any job whose status changed.
+func setJobStatusesTxn(txn *memdb.Txn, t touched, index uint64, jobs []structs.NamespacedID) error {
+	for _, id := range jobs {
+		raw, err := txn.First(TableJobs, IndexID, id.Namespace, id.ID)
+		if err != nil {
+			return fmt.Errorf("state: job lookup: %w", err)
+		}
+		if raw == nil {
+			continue
+		}
+		job := raw.(*structs.Job)
+		status, err := jobStatusTxn(txn, job)
+		if err != nil {
+			return err
+		}
+		if status == job.Status {
+			continue
+		}
+		updated := job.Copy()
+		updated.Status = status
+		updated.ModifyIndex = index
+		if err := txn.Insert(TableJobs, updated); err != nil {
+			return fmt.Errorf("state: inserting job: %w", err)
+		}
+		t.add(TableJobs)
+	}
+	return nil
+}
+
+// jobStatusTxn derives a job's status as Nomad does: dead when stopped;
+// running while any allocation is non-terminal; pending while any
+// evaluation is; dead once it has allocations or evaluations and all are
+// terminal; pending otherwise.
+func jobStatusTxn(txn *memdb.Txn, job *structs.Job) (string, error) {
+	if job.Stop {
+		return structs.JobStatusDead, nil
+	}
+	allocs, err := txn.Get(TableAllocs, IndexJob, job.Namespace, job.ID)
+	if err != nil {
+		return "", fmt.Errorf("state: allocs by job: %w", err)
+	}
+	hasAny := false
+	for raw := allocs.Next(); raw != nil; raw = allocs.Next() {
+		hasAny = true
+		if !raw.(*structs.Allocation).TerminalStatus() {
+			return structs.JobStatusRunning, nil
+		}
+	}
+	evals, err := txn.Get(TableEvals, IndexJob, job.Namespace, job.ID)
+	if err != nil {
+		return "", fmt.Errorf("state: evals by job: %w", err)
+	}
+	for raw := evals.Next(); raw != nil; raw = evals.Next() {
+		hasAny = true
+		if !raw.(*structs.Evaluation).TerminalStatus() {
+			return structs.JobStatusPending, nil
+		}
+	}
+	if hasAny {
+		return structs.JobStatusDead, nil
+	}
+	return structs.JobStatusPending, nil
+}
+
+// JobByID returns the job, or an error satisfying errors.Is(err,
+// structs.ErrNotFound).
+func (s *StateStore) JobByID(ws memdb.WatchSet, namespace, id string) (*structs.Job, error) {
+	return firstTxn[structs.Job](s.db.Txn(false), ws, TableJobs, "job", id, defaultNamespace(namespace), id)
+}
+
+// Jobs returns every job, sorted by namespace then ID.
+func (s *StateStore) Jobs(ws memdb.WatchSet) ([]*structs.Job, error) {
+	return listTxn[structs.Job](s.db.Txn(false), ws, TableJobs, IndexID)
+}
+
+// JobsByIDPrefix returns the jobs of namespace whose ID starts with prefix,
+// sorted by ID.
+func (s *StateStore) JobsByIDPrefix(ws memdb.WatchSet, namespace, prefix string) ([]*structs.Job, error) {
+	return listTxn[structs.Job](s.db.Txn(false), ws, TableJobs, IndexID+prefixSuffix, defaultNamespace(namespace), prefix)
+}

@@ -1,0 +1,227 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// MaxNodeEvents is how many events a node keeps; older ones are dropped.
+const MaxNodeEvents = 10
+
+// UpsertNode registers a node or re-registers it, writing evals in the same
+// transaction. On re-registration the stored CreateIndex, events and the
+// server-owned fields (SchedulingEligibility, Drain, DrainStrategy) are
+// kept; the client owns everything else.
+func (s *StateStore) UpsertNode(index uint64, node *structs.Node, evals []*structs.Evaluation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	raw, err := txn.First(TableNodes, IndexID, node.ID)
+	if err != nil {
+		return fmt.Errorf("state: node lookup: %w", err)
+	}
+	if raw != nil {
+		prev := raw.(*structs.Node)
+		node.CreateIndex = prev.CreateIndex
+		node.SchedulingEligibility = prev.SchedulingEligibility
+		node.Drain = prev.Drain
+		node.DrainStrategy = prev.DrainStrategy
+		node.Events = appendEvents(prev.Events, node.Events, index)
+	} else {
+		node.CreateIndex = index
+		node.Events = appendEvents(nil, node.Events, index)
+	}
+	node.ModifyIndex = index
+	if err := upsertNodeTxn(txn, t, node); err != nil {
+		return err
+	}
+	if err := upsertEvalsTxn(txn, t, index, evals); err != nil {
+		return err
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+func upsertNodeTxn(txn *memdb.Txn, t touched, node *structs.Node) error {
+	if err := txn.Insert(TableNodes, node); err != nil {
+		return fmt.Errorf("state: inserting node %q: %w", node.ID, err)
+	}
+	t.add(TableNodes)
+	return nil
+}
+
+// appendEvents returns prev followed by events (each stamped with index
+// where unset), keeping the newest MaxNodeEvents. prev is not modified.
+func appendEvents(prev, events []*structs.NodeEvent, index uint64) []*structs.NodeEvent {
+	out := make([]*structs.NodeEvent, 0, len(prev)+len(events))
+	out = append(out, prev...)
+	for _, e := range events {
+		if e == nil {
+			continue
+		}
+		if e.CreateIndex == 0 {
+			e.CreateIndex = index
+		}
+		out = append(out, e)
+	}
+	if len(out) > MaxNodeEvents {
+		out = out[len(out)-MaxNodeEvents:]
+	}
+	return out
+}
+
+// modifyNodeTxn writes a copy of the stored node changed by change.
+func modifyNodeTxn(txn *memdb.Txn, t touched, index uint64, nodeID string, change func(n *structs.Node) error) error {
+	prev, err := firstTxn[structs.Node](txn, nil, TableNodes, "node", nodeID, nodeID)
+	if err != nil {
+		return err
+	}
+	n := prev.Copy()
+	if err := change(n); err != nil {
+		return err
+	}
+	n.ModifyIndex = index
+	return upsertNodeTxn(txn, t, n)
+}
+
+// DeleteNodes removes nodes. Every ID must exist, or nothing is deleted.
+func (s *StateStore) DeleteNodes(index uint64, nodeIDs []string) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	for _, id := range nodeIDs {
+		n, err := firstTxn[structs.Node](txn, nil, TableNodes, "node", id, id)
+		if err != nil {
+			return err
+		}
+		if err := txn.Delete(TableNodes, n); err != nil {
+			return fmt.Errorf("state: deleting node %q: %w", id, err)
+		}
+		t.add(TableNodes)
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// UpdateNodeStatus sets a node's status and StatusUpdatedAt, appends event
+// (may be nil), and writes evals in the same transaction. Allocations on a
+// node that goes down are left to the scheduler, which stops them as lost.
+func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt int64, event *structs.NodeEvent, evals []*structs.Evaluation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	err := modifyNodeTxn(txn, t, index, nodeID, func(n *structs.Node) error {
+		n.Status = status
+		n.StatusUpdatedAt = updatedAt
+		n.Events = appendEvents(n.Events, []*structs.NodeEvent{event}, index)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := upsertEvalsTxn(txn, t, index, evals); err != nil {
+		return err
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// UpdateNodeEligibility sets a node's scheduling eligibility. A draining
+// node cannot be made eligible (an invalid error; nothing is written).
+func (s *StateStore) UpdateNodeEligibility(index uint64, req *structs.NodeUpdateEligibilityRequest) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	err := modifyNodeTxn(txn, t, index, req.NodeID, func(n *structs.Node) error {
+		switch req.Eligibility {
+		case structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible:
+		default:
+			return structs.NewError(structs.ErrCodeInvalid, "unknown scheduling eligibility %q", req.Eligibility)
+		}
+		if n.DrainStrategy != nil && req.Eligibility == structs.NodeSchedulingEligible {
+			return structs.NewError(structs.ErrCodeInvalid, "node %q is draining and cannot be marked eligible", n.ID)
+		}
+		n.SchedulingEligibility = req.Eligibility
+		if req.UpdatedAt != 0 {
+			n.StatusUpdatedAt = req.UpdatedAt
+		}
+		n.Events = appendEvents(n.Events, []*structs.NodeEvent{req.NodeEvent}, index)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := upsertEvalsTxn(txn, t, index, req.CreateEvals); err != nil {
+		return err
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// UpdateNodeDrain starts a drain (DrainStrategy set: the node becomes
+// draining and ineligible) or ends one (nil: not draining, and eligible
+// again if MarkEligible).
+func (s *StateStore) UpdateNodeDrain(index uint64, req *structs.NodeUpdateDrainRequest) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	t := touched{}
+	err := modifyNodeTxn(txn, t, index, req.NodeID, func(n *structs.Node) error {
+		n.DrainStrategy = req.DrainStrategy
+		if req.DrainStrategy != nil {
+			n.Drain = true
+			n.SchedulingEligibility = structs.NodeSchedulingIneligible
+		} else {
+			n.Drain = false
+			if req.MarkEligible {
+				n.SchedulingEligibility = structs.NodeSchedulingEligible
+			}
+		}
+		if req.UpdatedAt != 0 {
+			n.StatusUpdatedAt = req.UpdatedAt
+		}
+		n.Events = appendEvents(n.Events, []*structs.NodeEvent{req.NodeEvent}, index)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := upsertEvalsTxn(txn, t, index, req.CreateEvals); err != nil {
+		return err
+	}
+	if err := t.commitIndex(txn, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// NodeByID returns the node, or an error satisfying errors.Is(err,
+// structs.ErrNotFound).
+func (s *StateStore) NodeByID(ws memdb.WatchSet, id string) (*structs.Node, error) {
+	return firstTxn[structs.Node](s.db.Txn(false), ws, TableNodes, "node", id, id)
+}
+
+// Nodes returns every node, sorted by ID.
+func (s *StateStore) Nodes(ws memdb.WatchSet) ([]*structs.Node, error) {
+	return listTxn[structs.Node](s.db.Txn(false), ws, TableNodes, IndexID)
+}
+
+// NodesByIDPrefix returns the nodes whose ID starts with prefix, sorted.
+func (s *StateStore) NodesByIDPrefix(ws memdb.WatchSet, prefix string) ([]*structs.Node, error) {
+	return listTxn[structs.Node](s.db.Txn(false), ws, TableNodes, IndexID+prefixSuffix, prefix)
+}

@@ -1,0 +1,206 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// Table names. The index table records, per table, the Raft index of the
+// last write that touched it.
+const (
+	TableIndex      = "index"
+	TableJobs       = "jobs"
+	TableJobSummary = "job_summary"
+	TableNodes      = "nodes"
+	TableEvals      = "evals"
+	TableAllocs     = "allocs"
+)
+
+// Index names. Append "_prefix" to an index that supports it for a prefix
+// scan (memdb convention), e.g. IndexID + PrefixSuffix.
+const (
+	IndexID     = "id"
+	IndexJob    = "job"
+	IndexNode   = "node"
+	IndexEval   = "eval"
+	IndexStatus = "status"
+
+	prefixSuffix = "_prefix"
+)
+
+// Tables lists every table in the order snapshots write them.
+var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs}
+
+// IndexEntry is a row of the index table: the Raft index of the last write
+// to table Key.
+type IndexEntry struct {
+	Key   string
+	Value uint64
+}
+
+// fieldIndex indexes objects of type T by one string field, read through
+// get (no reflection: restores insert hundreds of thousands of rows). An
+// empty value is not indexed. It supports exact and prefix lookups.
+type fieldIndex[T any] struct {
+	get func(*T) string
+}
+
+func (f fieldIndex[T]) FromObject(obj any) (bool, []byte, error) {
+	o, ok := obj.(*T)
+	if !ok {
+		return false, nil, fmt.Errorf("state: index expects %T, got %T", (*T)(nil), obj)
+	}
+	v := f.get(o)
+	if v == "" {
+		return false, nil, nil
+	}
+	return true, terminated(v), nil
+}
+
+func (f fieldIndex[T]) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("state: index takes one argument, got %d", len(args))
+	}
+	v, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("state: index argument must be a string, got %T", args[0])
+	}
+	return terminated(v), nil
+}
+
+func (f fieldIndex[T]) PrefixFromArgs(args ...any) ([]byte, error) {
+	b, err := f.FromArgs(args...)
+	if err != nil {
+		return nil, err
+	}
+	return b[:len(b)-1], nil
+}
+
+// pairIndex indexes objects of type T by (namespace, field); both must be
+// set. Exact lookups take two arguments; prefix lookups take the namespace
+// and a prefix of the field.
+type pairIndex[T any] struct {
+	get func(*T) (namespace, field string)
+}
+
+func (p pairIndex[T]) FromObject(obj any) (bool, []byte, error) {
+	o, ok := obj.(*T)
+	if !ok {
+		return false, nil, fmt.Errorf("state: index expects %T, got %T", (*T)(nil), obj)
+	}
+	ns, v := p.get(o)
+	if ns == "" || v == "" {
+		return false, nil, nil
+	}
+	return true, pair(ns, v), nil
+}
+
+func (p pairIndex[T]) FromArgs(args ...any) ([]byte, error) {
+	ns, v, err := twoStrings(args)
+	if err != nil {
+		return nil, err
+	}
+	return pair(ns, v), nil
+}
+
+func (p pairIndex[T]) PrefixFromArgs(args ...any) ([]byte, error) {
+	if len(args) == 1 {
+		ns, ok := args[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("state: index argument must be a string, got %T", args[0])
+		}
+		return terminated(ns), nil
+	}
+	b, err := p.FromArgs(args...)
+	if err != nil {
+		return nil, err
+	}
+	return b[:len(b)-1], nil
+}
+
+func twoStrings(args []any) (string, string, error) {
+	if len(args) != 2 {
+		return "", "", fmt.Errorf("state: index takes two arguments, got %d", len(args))
+	}
+	a, ok1 := args[0].(string)
+	b, ok2 := args[1].(string)
+	if !ok1 || !ok2 {
+		return "", "", fmt.Errorf("state: index arguments must be strings, got %T, %T", args[0], args[1])
+	}
+	return a, b, nil
+}
+
+func terminated(v string) []byte {
+	b := make([]byte, len(v)+1)
+	copy(b, v)
+	return b
+}
+
+func pair(a, b string) []byte {
+	out := make([]byte, len(a)+len(b)+2)
+	copy(out, a)
+	copy(out[len(a)+1:], b)
+	return out
+}
+
+func schema() *memdb.DBSchema {
+	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+		TableIndex: {
+			Name: TableIndex,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[IndexEntry]{func(e *IndexEntry) string { return e.Key }}},
+			},
+		},
+		TableJobs: {
+			Name: TableJobs,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.Job]{func(j *structs.Job) (string, string) { return j.Namespace, j.ID }}},
+			},
+		},
+		TableJobSummary: {
+			Name: TableJobSummary,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.JobSummary]{func(j *structs.JobSummary) (string, string) { return j.Namespace, j.JobID }}},
+			},
+		},
+		TableNodes: {
+			Name: TableNodes,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.Node]{func(n *structs.Node) string { return n.ID }}},
+			},
+		},
+		TableEvals: {
+			Name: TableEvals,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true,
+					Indexer: fieldIndex[structs.Evaluation]{func(e *structs.Evaluation) string { return e.ID }}},
+				IndexJob: {Name: IndexJob, AllowMissing: true,
+					Indexer: pairIndex[structs.Evaluation]{func(e *structs.Evaluation) (string, string) { return e.Namespace, e.JobID }}},
+				IndexStatus: {Name: IndexStatus, AllowMissing: true,
+					Indexer: fieldIndex[structs.Evaluation]{func(e *structs.Evaluation) string { return e.Status }}},
+			},
+		},
+		TableAllocs: {
+			Name: TableAllocs,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true,
+					Indexer: fieldIndex[structs.Allocation]{func(a *structs.Allocation) string { return a.ID }}},
+				IndexJob: {Name: IndexJob, AllowMissing: true,
+					Indexer: pairIndex[structs.Allocation]{func(a *structs.Allocation) (string, string) { return a.Namespace, a.JobID }}},
+				IndexNode: {Name: IndexNode, AllowMissing: true,
+					Indexer: fieldIndex[structs.Allocation]{func(a *structs.Allocation) string { return a.NodeID }}},
+				IndexEval: {Name: IndexEval, AllowMissing: true,
+					Indexer: fieldIndex[structs.Allocation]{func(a *structs.Allocation) string { return a.EvalID }}},
+			},
+		},
+	}}
+}
+
+func init() {
+	if err := schema().Validate(); err != nil {
+		panic(fmt.Sprintf("state: invalid schema: %v", err))
+	}
+}
