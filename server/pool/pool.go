@@ -37,6 +37,19 @@ const (
 // ErrPoolShutdown is returned by RPC after Shutdown.
 var ErrPoolShutdown = structs.ErrShutdown
 
+// NotSentError reports a call that failed before its request was written:
+// the connection could not be made or no stream could be opened. Such a
+// call may be retried without risk of executing twice.
+type NotSentError struct {
+	Addr string
+	Err  error
+}
+
+func (e *NotSentError) Error() string { return "rpc to " + e.Addr + " not sent: " + e.Err.Error() }
+
+// Unwrap returns the underlying network error.
+func (e *NotSentError) Unwrap() error { return e.Err }
+
 // Config tunes a Pool. The zero value is usable.
 type Config struct {
 	Logger hclog.Logger
@@ -135,7 +148,7 @@ func (p *Pool) RPC(addr, method string, args, reply any) error {
 	st, err := c.getStream()
 	if err != nil {
 		p.dropIfClosed(c)
-		return fmt.Errorf("rpc %s to %s: open stream: %w", method, addr, err)
+		return &NotSentError{Addr: addr, Err: fmt.Errorf("open stream: %w", err)}
 	}
 	err = msgpackrpc.CallWithCodec(st.codec, method, args, reply)
 	if err == nil {
@@ -238,7 +251,7 @@ func (p *Pool) acquire(addr string) (*conn, error) {
 func (p *Pool) dial(addr string) (*conn, error) {
 	nc, err := net.DialTimeout("tcp", addr, p.cfg.DialTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", addr, err)
+		return nil, &NotSentError{Addr: addr, Err: err}
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetKeepAlive(true)
@@ -246,12 +259,12 @@ func (p *Pool) dial(addr string) (*conn, error) {
 	}
 	if _, err := nc.Write([]byte{ProtocolRPC}); err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("dial %s: write protocol byte: %w", addr, err)
+		return nil, &NotSentError{Addr: addr, Err: fmt.Errorf("write protocol byte: %w", err)}
 	}
 	sess, err := yamux.Client(nc, p.yamux)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("dial %s: yamux: %w", addr, err)
+		return nil, &NotSentError{Addr: addr, Err: fmt.Errorf("yamux: %w", err)}
 	}
 	return &conn{addr: addr, session: sess, lastUsed: time.Now()}, nil
 }
