@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/drover-project/drover/agent"
+	"github.com/drover-project/drover/version"
+)
+
+func agentCommands() []*command {
+	return []*command{{name: "agent", synopsis: "Run a Drover agent (server; -dev for a single-node cluster)", run: runAgent}}
+}
+
+// runAgent starts an agent and runs until SIGINT or SIGTERM, then shuts
+// down cleanly; a second signal during shutdown exits at once with 1.
+func runAgent(e *env, args []string) int {
+	cfg, err := agent.LoadConfig(args, e.stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "Error loading configuration:\n%v\n", indent(err.Error()))
+		return 1
+	}
+	for _, f := range cfg.Files {
+		fmt.Fprintf(e.stdout, "==> Loaded configuration from %s\n", f)
+	}
+	fmt.Fprintln(e.stdout, "==> Starting Drover agent...")
+
+	// Subscribe before starting so a signal during startup is not lost.
+	sigCh, stop := e.signals()
+	defer stop()
+
+	a, err := agent.NewAgent(cfg, agent.NewLogger(cfg, e.stderr))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "Error starting agent: %v\n", err)
+		return 1
+	}
+	printAgentBanner(e, a)
+	if e.agentStarted != nil {
+		e.agentStarted(a)
+	}
+
+	sig := <-sigCh
+	fmt.Fprintf(e.stdout, "==> Caught signal: %v; shutting down\n", sig)
+	done := make(chan error, 1)
+	go func() { done <- a.Shutdown() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			fmt.Fprintf(e.stderr, "Error during shutdown: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(e.stdout, "==> Shutdown complete")
+		return 0
+	case sig := <-sigCh:
+		fmt.Fprintf(e.stderr, "==> Caught second signal: %v; exiting without a clean shutdown\n", sig)
+		return 1
+	}
+}
+
+func printAgentBanner(e *env, a *agent.Agent) {
+	cfg := a.Config()
+	fmt.Fprintln(e.stdout, "==> Drover agent configuration:")
+	fmt.Fprintln(e.stdout)
+	t := newTable(e.stdout)
+	t.row("       HTTP Addr:", a.HTTPURL())
+	t.row("        RPC Addr:", a.RPCAddr())
+	t.row("          Server:", fmt.Sprintf("true (bootstrap_expect = %d)", cfg.Server.BootstrapExpect))
+	t.row("          Region:", fmt.Sprintf("%s (DC: %s)", cfg.Region, cfg.Datacenter))
+	t.row("       Log Level:", strings.ToUpper(cfg.LogLevel))
+	t.row("         Version:", version.String())
+	if cfg.DevMode {
+		t.row("        Dev Mode:", "true (data is discarded on exit)")
+	}
+	t.flush()
+	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.stdout, "==> Drover agent started! Log data will stream in below:")
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}

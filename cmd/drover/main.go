@@ -1,0 +1,141 @@
+// Command drover is Drover's single binary: the agent and the CLI.
+//
+// Each command group lives in its own file (agent.go, status.go,
+// operator.go, version.go) and contributes entries to the table in
+// commands(). A command is named by its full path ("operator raft
+// list-peers"); the dispatcher picks the longest name that prefixes the
+// arguments, and a bare group name lists the commands under it.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/drover-project/drover/agent"
+)
+
+// env is everything a command touches outside its arguments, so tests can
+// run commands in-process.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// signals returns a channel of shutdown signals and a function that
+	// stops delivery.
+	signals func() (<-chan os.Signal, func())
+	// agentStarted, if set, is called once `drover agent` is running.
+	agentStarted func(*agent.Agent)
+}
+
+func osEnv() *env {
+	return &env{
+		stdout: os.Stdout,
+		stderr: os.Stderr,
+		getenv: os.Getenv,
+		signals: func() (<-chan os.Signal, func()) {
+			ch := make(chan os.Signal, 2)
+			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+			return ch, func() { signal.Stop(ch) }
+		},
+	}
+}
+
+// command is one leaf of the command tree.
+type command struct {
+	name     string // full path, e.g. "operator raft list-peers"
+	synopsis string
+	run      func(e *env, args []string) int
+}
+
+// commands returns the command table; each file adds its group.
+func commands() []*command {
+	var all []*command
+	all = append(all, agentCommands()...)
+	all = append(all, statusCommands()...)
+	all = append(all, operatorCommands()...)
+	all = append(all, versionCommands()...)
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	return all
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], osEnv()))
+}
+
+// run dispatches args to a command and returns the exit code: 0 on
+// success, 1 on any error.
+func run(args []string, e *env) int {
+	table := commands()
+	if len(args) == 0 {
+		usage(e.stderr, table, "")
+		return 1
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(e.stdout, table, "")
+		return 0
+	case "-v", "-version", "--version":
+		args = []string{"version"}
+	}
+	// The longest command name that prefixes args wins.
+	for n := len(args); n > 0; n-- {
+		name := strings.Join(args[:n], " ")
+		for _, c := range table {
+			if c.name == name {
+				return c.run(e, args[n:])
+			}
+		}
+	}
+	// A group name ("operator", "operator raft") lists its commands.
+	for n := len(args); n > 0; n-- {
+		group := strings.Join(args[:n], " ")
+		if hasGroup(table, group) {
+			if n < len(args) && isHelpFlag(args[n]) {
+				usage(e.stdout, table, group)
+				return 0
+			}
+			if n < len(args) {
+				fmt.Fprintf(e.stderr, "Unknown command: drover %s\n\n", strings.Join(args, " "))
+			}
+			usage(e.stderr, table, group)
+			return 1
+		}
+	}
+	fmt.Fprintf(e.stderr, "Unknown command: %s\n\n", args[0])
+	usage(e.stderr, table, "")
+	return 1
+}
+
+func isHelpFlag(s string) bool {
+	return s == "-h" || s == "-help" || s == "--help" || s == "help"
+}
+
+func hasGroup(table []*command, group string) bool {
+	for _, c := range table {
+		if strings.HasPrefix(c.name, group+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// usage lists the commands under group ("" for all).
+func usage(w io.Writer, table []*command, group string) {
+	if group == "" {
+		fmt.Fprintln(w, "Usage: drover [-version] [-help] <command> [args]")
+	} else {
+		fmt.Fprintf(w, "Usage: drover %s <subcommand> [args]\n", group)
+	}
+	fmt.Fprintln(w, "\nCommands:")
+	tw := newTable(w)
+	for _, c := range table {
+		if group == "" || strings.HasPrefix(c.name, group+" ") {
+			tw.row("    "+c.name, c.synopsis)
+		}
+	}
+	tw.flush()
+}
