@@ -88,6 +88,9 @@ func (a *Agent) start(root hclog.Logger) error {
 		NumSchedulers:   cfg.Server.NumSchedulers,
 		Logger:          root.Named("server"),
 	}
+	if cfg.serverConfigHook != nil {
+		cfg.serverConfigHook(srvCfg)
+	}
 	srv, err := server.NewServer(srvCfg)
 	if err != nil {
 		return fmt.Errorf("starting server: %w", err)

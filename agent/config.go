@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -20,7 +21,7 @@ const (
 )
 
 // DefaultRetryInterval is how long the server waits between join attempts.
-const DefaultRetryInterval = 30 * time.Second
+const DefaultRetryInterval = server.DefaultRetryInterval
 
 // Config is the complete configuration of one agent: defaults, then config
 // files in order, then command-line flags. Zero port values mean "pick a free
@@ -47,6 +48,10 @@ type Config struct {
 
 	// Files lists the config files that were loaded, in order.
 	Files []string
+
+	// serverConfigHook, if set, adjusts the server configuration just
+	// before the server starts (tests shorten Raft timeouts).
+	serverConfigHook func(*server.Config)
 }
 
 // Ports are the agent's listening ports.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/drover-project/drover/agent"
@@ -44,10 +45,17 @@ func runAgent(e *env, args []string) int {
 		e.agentStarted(a)
 	}
 
+	return awaitShutdown(e, sigCh, a.Shutdown)
+}
+
+// awaitShutdown waits for a signal, then runs shutdown. A second signal
+// before shutdown returns abandons it: the exit code is 1 and the process
+// exits without cleaning up.
+func awaitShutdown(e *env, sigCh <-chan os.Signal, shutdown func() error) int {
 	sig := <-sigCh
-	fmt.Fprintf(e.stdout, "==> Caught signal: %v; shutting down\n", sig)
+	fmt.Fprintf(e.stdout, "==> Caught signal: %v; shutting down (signal again to force exit)\n", sig)
 	done := make(chan error, 1)
-	go func() { done <- a.Shutdown() }()
+	go func() { done <- shutdown() }()
 	select {
 	case err := <-done:
 		if err != nil {
