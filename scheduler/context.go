@@ -1,0 +1,244 @@
+package scheduler
+
+import (
+	"hash/fnv"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// nodeInfo is one evaluation's view of one node. Usage is computed once,
+// the first time a placement looks at the node, and then kept current as
+// the plan stops and places allocations on it.
+type nodeInfo struct {
+	node *structs.Node
+	idx  int // position in evalContext.nodes
+
+	loaded   bool                        // used and the group counts are valid
+	capacity structs.ComparableResources // total minus reserved
+	used     structs.ComparableResources // live allocations, adjusted by the plan
+}
+
+// placedRef remembers one placement for structures built after it.
+type placedRef struct {
+	node  *nodeInfo
+	group int
+}
+
+// evalContext is the state of one scheduling attempt: the snapshot, the
+// plan being built, and every per-evaluation cache. It is single-threaded.
+type evalContext struct {
+	state  State
+	logger hclog.Logger
+	eval   *structs.Evaluation
+	job    *structs.Job // nil when the job was purged
+	now    time.Time
+	plan   *structs.Plan
+	rng    *rand.Rand
+
+	nodes []*nodeInfo          // every node in the snapshot, sorted by ID
+	byID  map[string]*nodeInfo // the same, by node ID
+
+	groupIdx    map[string]int // job task group name -> index
+	groupCounts []int32        // [node.idx*len(groups)+group]: live allocs of this job, valid when loaded
+
+	// stopped holds the IDs of live allocations the plan stops, so that
+	// usage loaded later leaves them out.
+	stopped map[string]struct{}
+
+	properties []*propertySet // distinct_property trackers, kept current with the plan
+	compiled   *compileCache
+	metrics    placementMetrics
+
+	// err is the first state read error met inside an iterator (iterators
+	// cannot return errors); the attempt fails with it.
+	err error
+}
+
+// evalSeed derives the evaluation's random seed from its ID, so that the
+// same evaluation over the same state always makes the same choices.
+func evalSeed(evalID string) (uint64, uint64) {
+	h := fnv.New64a()
+	h.Write([]byte(evalID))
+	a := h.Sum64()
+	h.Write([]byte{0xff})
+	return a, h.Sum64()
+}
+
+// newEvalContext reads the nodes and prepares an empty plan. job may be nil.
+func newEvalContext(state State, logger hclog.Logger, eval *structs.Evaluation, job *structs.Job, now time.Time) (*evalContext, error) {
+	nodes, err := state.Nodes(nil)
+	if err != nil {
+		return nil, err
+	}
+	index, err := state.LatestIndex()
+	if err != nil {
+		return nil, err
+	}
+	s1, s2 := evalSeed(eval.ID)
+	c := &evalContext{
+		state: state, logger: logger, eval: eval, job: job, now: now,
+		rng:      rand.New(rand.NewPCG(s1, s2)),
+		byID:     make(map[string]*nodeInfo, len(nodes)),
+		groupIdx: map[string]int{},
+		stopped:  map[string]struct{}{},
+		compiled: newCompileCache(),
+		plan: &structs.Plan{EvalID: eval.ID, Priority: eval.Priority, Job: job,
+			NodeUpdate: map[string][]*structs.Allocation{}, NodeAllocation: map[string][]*structs.Allocation{},
+			SnapshotIndex: index},
+	}
+	if job != nil {
+		c.plan.AllAtOnce = job.AllAtOnce
+		for i, tg := range job.TaskGroups {
+			c.groupIdx[tg.Name] = i
+		}
+	}
+	infos := make([]nodeInfo, len(nodes)) // one block for all nodes
+	c.nodes = make([]*nodeInfo, len(nodes))
+	for i, n := range nodes {
+		infos[i] = nodeInfo{node: n, idx: i}
+		c.nodes[i] = &infos[i]
+		c.byID[n.ID] = &infos[i]
+	}
+	c.groupCounts = make([]int32, len(nodes)*len(c.groupIdx))
+	c.metrics.init()
+	return c, nil
+}
+
+// node returns the node with the given ID, or nil when it is gone.
+func (c *evalContext) node(id string) *nodeInfo { return c.byID[id] }
+
+// load computes n's capacity and usage on first use. On a state error it
+// records the error and leaves the node looking full.
+func (c *evalContext) load(n *nodeInfo) {
+	if n.loaded {
+		return
+	}
+	n.loaded = true
+	n.capacity = nodeCapacity(n.node)
+	allocs, err := c.state.AllocsByNode(nil, n.node.ID)
+	if err != nil {
+		if c.err == nil {
+			c.err = err
+		}
+		n.used = n.capacity
+		return
+	}
+	for _, a := range allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		if _, ok := c.stopped[a.ID]; ok {
+			continue
+		}
+		n.used.Add(a.AllocatedResources.Comparable())
+		if g, ok := c.ownGroup(a); ok {
+			c.groupCounts[n.idx*len(c.groupIdx)+g]++
+		}
+	}
+}
+
+// ownGroup returns the group index of a when it belongs to the job.
+func (c *evalContext) ownGroup(a *structs.Allocation) (int, bool) {
+	if c.job == nil || a.JobID != c.job.ID || a.Namespace != c.job.Namespace {
+		return 0, false
+	}
+	g, ok := c.groupIdx[a.TaskGroup]
+	return g, ok
+}
+
+// groupCount is the number of live allocations of group g (or, with g < 0,
+// of the whole job) on n, plan included.
+func (c *evalContext) groupCount(n *nodeInfo, g int) int {
+	c.load(n)
+	ng := len(c.groupIdx)
+	base := n.idx * ng
+	if g >= 0 {
+		return int(c.groupCounts[base+g])
+	}
+	total := 0
+	for i := 0; i < ng; i++ {
+		total += int(c.groupCounts[base+i])
+	}
+	return total
+}
+
+// nodeCapacity is what a node offers the scheduler.
+func nodeCapacity(n *structs.Node) structs.ComparableResources {
+	var c structs.ComparableResources
+	if r := n.NodeResources; r != nil {
+		c.CPU, c.MemoryMB, c.DiskMB = r.Cpu.CpuShares, r.Memory.MemoryMB, r.Disk.DiskMB
+	}
+	if r := n.ReservedResources; r != nil {
+		c.CPU -= r.Cpu.CpuShares
+		c.MemoryMB -= r.Memory.MemoryMB
+		c.DiskMB -= r.Disk.DiskMB
+	}
+	return c
+}
+
+// appendStop adds a stop of a (as read from the state) to the plan and
+// frees what it used.
+func (c *evalContext) appendStop(a *structs.Allocation, desc, clientStatus string) {
+	c.plan.AppendStoppedAlloc(a, desc, clientStatus)
+	if a.TerminalStatus() {
+		return // it held nothing
+	}
+	if _, dup := c.stopped[a.ID]; dup {
+		return
+	}
+	c.stopped[a.ID] = struct{}{}
+	n := c.byID[a.NodeID]
+	if n == nil {
+		return
+	}
+	g, own := c.ownGroup(a)
+	for _, ps := range c.properties {
+		if own {
+			ps.remove(n, g)
+		}
+	}
+	if !n.loaded {
+		return // load will skip it
+	}
+	n.used.Subtract(a.AllocatedResources.Comparable())
+	if own {
+		c.groupCounts[n.idx*len(c.groupIdx)+g]--
+	}
+}
+
+// appendPlace adds a new allocation of group g on n using ask.
+func (c *evalContext) appendPlace(a *structs.Allocation, n *nodeInfo, g int, ask structs.ComparableResources) {
+	c.plan.AppendAlloc(a)
+	c.load(n)
+	n.used.Add(ask)
+	c.groupCounts[n.idx*len(c.groupIdx)+g]++
+	for _, ps := range c.properties {
+		ps.add(n, g)
+	}
+}
+
+// appendUpdate adds an in-place or attribute update of an existing
+// allocation; it changes no usage.
+func (c *evalContext) appendUpdate(a *structs.Allocation) { c.plan.AppendAlloc(a) }
+
+// shuffleNodes returns the nodes in a random order fixed by the eval seed.
+func (c *evalContext) shuffleNodes(in []*nodeInfo) []*nodeInfo {
+	out := append([]*nodeInfo(nil), in...)
+	c.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// sortedKeys returns the keys of m in order (for deterministic loops).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

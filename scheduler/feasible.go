@@ -1,0 +1,278 @@
+package scheduler
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// feasibleIterator yields nodes that passed every stage so far.
+type feasibleIterator interface {
+	// Next returns the next node, or nil when there are no more this round.
+	Next() *nodeInfo
+	// Reset starts a new round (a new Select).
+	Reset()
+}
+
+// sourceIterator yields the candidate nodes in a fixed shuffled order. A
+// round visits each node at most once; the next round starts where the
+// previous one stopped, so successive placements spread over the cluster.
+type sourceIterator struct {
+	metrics *placementMetrics
+	nodes   []*nodeInfo
+	offset  int
+	seen    int
+}
+
+func (it *sourceIterator) Next() *nodeInfo {
+	if it.seen >= len(it.nodes) {
+		return nil
+	}
+	n := it.nodes[it.offset]
+	it.offset = (it.offset + 1) % len(it.nodes)
+	it.seen++
+	it.metrics.evaluated++
+	return n
+}
+
+func (it *sourceIterator) Reset() { it.seen = 0 }
+
+// setNodes replaces the candidates (the system scheduler sets one node).
+func (it *sourceIterator) setNodes(nodes []*nodeInfo) {
+	it.nodes, it.offset, it.seen = nodes, 0, 0
+}
+
+// nodeCheck is a test of a node alone, whose answer cannot change during
+// an evaluation, so checkIterator remembers it per node.
+type nodeCheck interface {
+	feasible(n *structs.Node) bool
+	// reason names the check in AllocMetric.ConstraintFiltered.
+	reasonText() string
+	// escapes reports whether the answer depends on more than the node's
+	// computed class.
+	escapesClass() bool
+}
+
+// checkIterator passes the nodes that satisfy one nodeCheck. Each node is
+// checked at most once per evaluation; later rounds read the verdict.
+type checkIterator struct {
+	src     feasibleIterator
+	check   nodeCheck
+	metrics *placementMetrics
+	verdict []int8 // by nodeInfo.idx: 0 unknown, 1 feasible, -1 not
+}
+
+func newCheckIterator(src feasibleIterator, check nodeCheck, m *placementMetrics, nodes int) *checkIterator {
+	return &checkIterator{src: src, check: check, metrics: m, verdict: make([]int8, nodes)}
+}
+
+func (it *checkIterator) Next() *nodeInfo {
+	for n := it.src.Next(); n != nil; n = it.src.Next() {
+		if it.feasible(n) {
+			return n
+		}
+		it.metrics.filter(n, it.check.reasonText())
+	}
+	return nil
+}
+
+// feasible answers from the cache, checking the node on first sight.
+func (it *checkIterator) feasible(n *nodeInfo) bool {
+	v := it.verdict[n.idx]
+	if v == 0 {
+		v = -1
+		if it.check.feasible(n.node) {
+			v = 1
+		}
+		it.verdict[n.idx] = v
+	}
+	return v == 1
+}
+
+func (it *checkIterator) Reset() { it.src.Reset() }
+
+// driverCheck requires every driver the group's tasks use to be detected
+// and healthy (or, for nodes that report drivers only as attributes,
+// "driver.<name>" to be true).
+type driverCheck struct{ drivers []string }
+
+func newDriverCheck(tg *structs.TaskGroup) *driverCheck {
+	var ds []string
+	for _, t := range tg.Tasks {
+		if !containsString(ds, t.Driver) {
+			ds = append(ds, t.Driver)
+		}
+	}
+	return &driverCheck{drivers: ds}
+}
+
+func (d *driverCheck) feasible(n *structs.Node) bool {
+	for _, name := range d.drivers {
+		if info, ok := n.Drivers[name]; ok && info != nil {
+			if !info.Detected || !info.Healthy {
+				return false
+			}
+			continue
+		}
+		ok, err := strconv.ParseBool(n.Attributes["driver."+name])
+		if err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *driverCheck) reasonText() string { return reasonMissingDrivers }
+func (d *driverCheck) escapesClass() bool { return false }
+
+// nodeCheck for compiled constraints.
+func (k *constraintChecker) reasonText() string { return k.reason }
+func (k *constraintChecker) escapesClass() bool { return k.escapes }
+
+// distinctHostsIterator filters nodes that already run an allocation of
+// the job (job-level constraint, group < 0) or of the group.
+type distinctHostsIterator struct {
+	src    feasibleIterator
+	ctx    *evalContext
+	group  int
+	reason string
+}
+
+func (it *distinctHostsIterator) Next() *nodeInfo {
+	for n := it.src.Next(); n != nil; n = it.src.Next() {
+		if it.ctx.groupCount(n, it.group) == 0 {
+			return n
+		}
+		it.ctx.metrics.filter(n, it.reason)
+	}
+	return nil
+}
+
+func (it *distinctHostsIterator) Reset() { it.src.Reset() }
+
+// propertySet counts the job's live allocations (plan included) per value
+// of one node property, for one distinct_property constraint.
+type propertySet struct {
+	c      *structs.Constraint
+	target target
+	group  int // -1: the constraint is on the job and counts every group
+	limit  int
+	counts map[string]int
+}
+
+func newPropertySet(c *structs.Constraint, group int) *propertySet {
+	limit := 1
+	if n, err := strconv.Atoi(strings.TrimSpace(c.RTarget)); err == nil && n > 0 {
+		limit = n
+	}
+	return &propertySet{c: c, target: parseTarget(c.LTarget), group: group, limit: limit, counts: map[string]int{}}
+}
+
+func (ps *propertySet) applies(g int) bool { return ps.group < 0 || ps.group == g }
+
+func (ps *propertySet) add(n *nodeInfo, g int) {
+	if v, ok := ps.target.resolve(n.node); ok && ps.applies(g) {
+		ps.counts[v]++
+	}
+}
+
+func (ps *propertySet) remove(n *nodeInfo, g int) {
+	if v, ok := ps.target.resolve(n.node); ok && ps.applies(g) {
+		ps.counts[v]--
+	}
+}
+
+// allows reports whether one more allocation fits on n under the limit.
+// A node without the property is not feasible (as Nomad).
+func (ps *propertySet) allows(n *nodeInfo) bool {
+	v, ok := ps.target.resolve(n.node)
+	return ok && ps.counts[v] < ps.limit
+}
+
+// distinctPropertyIterator filters nodes whose property value is already
+// used limit times.
+type distinctPropertyIterator struct {
+	src     feasibleIterator
+	sets    []*propertySet
+	metrics *placementMetrics
+}
+
+func (it *distinctPropertyIterator) Next() *nodeInfo {
+next:
+	for n := it.src.Next(); n != nil; n = it.src.Next() {
+		for _, ps := range it.sets {
+			if !ps.allows(n) {
+				it.metrics.filter(n, ps.c.String())
+				continue next
+			}
+		}
+		return n
+	}
+	return nil
+}
+
+func (it *distinctPropertyIterator) Reset() { it.src.Reset() }
+
+// initProperties builds a property set for every distinct_property
+// constraint of the job and its groups from the job's live allocations.
+// Call it before the plan changes anything.
+func (c *evalContext) initProperties(allocs []*structs.Allocation) {
+	if c.job == nil {
+		return
+	}
+	for _, con := range c.job.Constraints {
+		if con.Operand == structs.ConstraintDistinctProperty {
+			c.properties = append(c.properties, newPropertySet(con, -1))
+		}
+	}
+	for g, tg := range c.job.TaskGroups {
+		for _, con := range groupConstraints(tg) {
+			if con.Operand == structs.ConstraintDistinctProperty {
+				c.properties = append(c.properties, newPropertySet(con, g))
+			}
+		}
+	}
+	if len(c.properties) == 0 {
+		return
+	}
+	for _, a := range allocs {
+		g, own := c.ownGroup(a)
+		n := c.byID[a.NodeID]
+		if !own || n == nil || a.TerminalStatus() {
+			continue
+		}
+		for _, ps := range c.properties {
+			ps.add(n, g)
+		}
+	}
+}
+
+// propertySetsFor returns the sets that constrain group g.
+func (c *evalContext) propertySetsFor(g int) []*propertySet {
+	var out []*propertySet
+	for _, ps := range c.properties {
+		if ps.applies(g) {
+			out = append(out, ps)
+		}
+	}
+	return out
+}
+
+// groupConstraints returns the group's constraints followed by its tasks'.
+func groupConstraints(tg *structs.TaskGroup) []*structs.Constraint {
+	out := append([]*structs.Constraint(nil), tg.Constraints...)
+	for _, t := range tg.Tasks {
+		out = append(out, t.Constraints...)
+	}
+	return out
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,392 @@
+package scheduler
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// Descriptions written on stopped allocations.
+const (
+	descNotNeeded   = "alloc not needed due to job update"
+	descJobStopped  = "alloc not needed since job is stopped"
+	descLost        = "alloc is lost since its node is down"
+	descRescheduled = "alloc was rescheduled because it failed"
+	descMigrating   = "alloc is being migrated"
+	descUpdating    = "alloc is being updated due to job update"
+	descNodeTainted = "alloc not needed as node is tainted"
+)
+
+// allocName is the name of instance index of a group: "<job>.<group>[<index>]".
+func allocName(jobID, group string, index int) string {
+	return jobID + "." + group + "[" + strconv.Itoa(index) + "]"
+}
+
+// allocIndex parses the instance index from an allocation name, or -1.
+func allocIndex(name string) int {
+	open := strings.LastIndexByte(name, '[')
+	if open < 0 || !strings.HasSuffix(name, "]") {
+		return -1
+	}
+	i, err := strconv.Atoi(name[open+1 : len(name)-1])
+	if err != nil || i < 0 {
+		return -1
+	}
+	return i
+}
+
+// stopRequest stops one allocation.
+type stopRequest struct {
+	alloc        *structs.Allocation
+	desc         string
+	clientStatus string // "" leaves the client status alone
+}
+
+// placeRequest places one allocation of a group.
+type placeRequest struct {
+	group string
+	name  string
+	// prev is the allocation this one replaces (lost, failed, migrating or
+	// destructively updated), or nil.
+	prev *structs.Allocation
+	// reschedule: prev failed; the placement carries its reschedule
+	// tracker with delay and avoids its node.
+	reschedule bool
+	delay      time.Duration
+}
+
+// delayedReschedule is a failed allocation due for replacement at a later
+// time, by a follow-up evaluation.
+type delayedReschedule struct {
+	alloc *structs.Allocation
+	at    time.Time
+}
+
+// reconcileResult is what a generic scheduler must do for the job. Stops
+// come first in the plan so that the placements see the freed capacity.
+type reconcileResult struct {
+	stops   []stopRequest
+	places  []placeRequest
+	inplace []*structs.Allocation // live allocations moving to the new job version in place
+	later   []delayedReschedule
+	// migrateWait is set when migrations were held back by max_parallel:
+	// a follow-up evaluation after this wait continues the drain.
+	migrateWait time.Duration
+	deferred    int
+	desired     map[string]*structs.DesiredUpdates
+}
+
+// reconciler compares a job's groups with its allocations. It reads
+// nothing but its inputs.
+type reconciler struct {
+	job    *structs.Job // nil when the job was purged
+	batch  bool
+	now    time.Time
+	evalID string
+	node   func(id string) *structs.Node // nil when the node is gone
+	result *reconcileResult
+}
+
+// reconcile computes the changes for the job's groups and the groups its
+// allocations still belong to.
+func (r *reconciler) reconcile(allocs []*structs.Allocation) *reconcileResult {
+	r.result = &reconcileResult{desired: map[string]*structs.DesiredUpdates{}}
+	byGroup := map[string][]*structs.Allocation{}
+	for _, a := range allocs {
+		byGroup[a.TaskGroup] = append(byGroup[a.TaskGroup], a)
+	}
+	var names []string
+	if r.job != nil {
+		for _, tg := range r.job.TaskGroups {
+			names = append(names, tg.Name)
+		}
+	}
+	for _, name := range sortedKeys(byGroup) {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		var tg *structs.TaskGroup
+		if r.job != nil {
+			tg = r.job.LookupTaskGroup(name)
+		}
+		group := byGroup[name]
+		slices.SortFunc(group, func(a, b *structs.Allocation) int {
+			return cmp.Or(cmp.Compare(allocIndex(a.Name), allocIndex(b.Name)), strings.Compare(a.ID, b.ID))
+		})
+		r.reconcileGroup(name, tg, group)
+	}
+	return r.result
+}
+
+// slotKind says how a counted allocation is carried forward.
+type slotKind uint8
+
+const (
+	slotLost       slotKind = iota // on a down node: stop as lost, replace
+	slotReschedule                 // failed and due: replace with a tracker
+	slotMigrate                    // on a draining node: stop, replace elsewhere
+	slotKeep                       // live and healthy: keep or update
+)
+
+// slot is one allocation that counts toward the group's count.
+type slot struct {
+	alloc *structs.Allocation
+	kind  slotKind
+	index int
+	delay time.Duration
+}
+
+// groupState is a group's allocations, classified.
+type groupState struct {
+	slots    []slot                // counted, may be replaced or updated
+	held     []*structs.Allocation // terminal but counted: never replaced now
+	later    []delayedReschedule   // failed, due later (also in held)
+	migrated map[string]bool       // IDs of allocations stopped for migration
+}
+
+func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocation) groupState {
+	var gs groupState
+	var policy *structs.ReschedulePolicy
+	if tg != nil {
+		policy = tg.ReschedulePolicy
+	}
+	add := func(a *structs.Allocation, k slotKind, delay time.Duration) {
+		gs.slots = append(gs.slots, slot{alloc: a, kind: k, index: allocIndex(a.Name), delay: delay})
+	}
+	for _, a := range allocs {
+		switch {
+		case a.ServerTerminalStatus():
+			if a.DesiredTransition.ShouldMigrate() {
+				if gs.migrated == nil {
+					gs.migrated = map[string]bool{}
+				}
+				gs.migrated[a.ID] = true
+			}
+			// A batch allocation that finished before it was stopped
+			// still counts: its work is done.
+			if r.batch && a.ClientStatus == structs.AllocClientStatusComplete {
+				gs.held = append(gs.held, a)
+			}
+		case a.ClientTerminalStatus():
+			r.classifyTerminal(&gs, a, policy, add)
+		case r.lost(a):
+			add(a, slotLost, 0)
+		case a.DesiredTransition.ShouldMigrate():
+			add(a, slotMigrate, 0)
+		default:
+			add(a, slotKeep, 0)
+		}
+	}
+	return gs
+}
+
+// classifyTerminal handles allocations the client has finished with.
+func (r *reconciler) classifyTerminal(gs *groupState, a *structs.Allocation, policy *structs.ReschedulePolicy, add func(*structs.Allocation, slotKind, time.Duration)) {
+	if a.NextAllocation != "" {
+		return // already replaced
+	}
+	switch a.ClientStatus {
+	case structs.AllocClientStatusComplete:
+		if r.batch {
+			gs.held = append(gs.held, a) // batch work done: never replaced
+		}
+	case structs.AllocClientStatusFailed:
+		d := decideReschedule(a, policy, r.now, r.evalID)
+		switch d.kind {
+		case rescheduleNow:
+			add(a, slotReschedule, d.delay)
+		case rescheduleLater:
+			gs.held = append(gs.held, a)
+			gs.later = append(gs.later, delayedReschedule{alloc: a, at: d.at})
+		default:
+			gs.held = append(gs.held, a) // exhausted: stays failed, not replaced
+		}
+	}
+}
+
+// lost reports whether a's node is down or gone.
+func (r *reconciler) lost(a *structs.Allocation) bool {
+	n := r.node(a.NodeID)
+	return n == nil || n.TerminalStatus()
+}
+
+func (r *reconciler) reconcileGroup(name string, tg *structs.TaskGroup, allocs []*structs.Allocation) {
+	du := &structs.DesiredUpdates{}
+	r.result.desired[name] = du
+	gs := r.classify(tg, allocs)
+	if tg == nil || r.job.Stopped() || tg.Count == 0 {
+		r.stopGroup(gs, du)
+		return
+	}
+	gs.slots = r.limitMigrations(tg, gs, allocs)
+	slots := r.dropExcess(gs.slots, len(gs.held), tg.Count, du)
+	used := map[int]bool{}
+	for _, s := range slots {
+		used[s.index] = true
+		r.carry(name, tg, s, du)
+	}
+	for _, a := range gs.held {
+		used[allocIndex(a.Name)] = true
+		du.Ignore++
+	}
+	missing := tg.Count - len(slots) - len(gs.held)
+	for i := 0; missing > 0; i++ {
+		if used[i] {
+			continue
+		}
+		r.result.places = append(r.result.places, placeRequest{group: name, name: allocName(r.job.ID, name, i)})
+		du.Place++
+		missing--
+	}
+	r.result.later = append(r.result.later, gs.later...)
+}
+
+// stopGroup stops every live allocation of a group that should not run.
+func (r *reconciler) stopGroup(gs groupState, du *structs.DesiredUpdates) {
+	desc := descNotNeeded
+	if r.job.Stopped() {
+		desc = descJobStopped
+	}
+	for _, s := range gs.slots {
+		switch s.kind {
+		case slotLost:
+			r.stop(s.alloc, descLost, structs.AllocClientStatusLost, du)
+		case slotReschedule:
+			du.Ignore++ // failed and not needed: leave it
+		default:
+			r.stop(s.alloc, desc, "", du)
+		}
+	}
+}
+
+// limitMigrations keeps at most migrate.max_parallel migrations of the
+// group in flight; the others stay where they are for now.
+func (r *reconciler) limitMigrations(tg *structs.TaskGroup, gs groupState, allocs []*structs.Allocation) []slot {
+	if tg.Migrate == nil || tg.Migrate.MaxParallel <= 0 {
+		return gs.slots
+	}
+	inFlight := 0
+	for _, a := range allocs {
+		if !a.TerminalStatus() && a.ClientStatus == structs.AllocClientStatusPending && gs.migrated[a.PreviousAllocation] {
+			inFlight++
+		}
+	}
+	allowed := tg.Migrate.MaxParallel - inFlight
+	out := gs.slots[:0:0]
+	for _, s := range gs.slots {
+		if s.kind == slotMigrate {
+			if allowed <= 0 {
+				s.kind = slotKeep
+				r.result.deferred++
+				r.noteMigrateWait(tg.Migrate.MinHealthyTime)
+			}
+			allowed--
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// minMigrateWait is the shortest wait before a follow-up evaluation
+// continues a drain.
+const minMigrateWait = time.Second
+
+func (r *reconciler) noteMigrateWait(w time.Duration) {
+	w = max(w, minMigrateWait)
+	if r.result.migrateWait == 0 || w < r.result.migrateWait {
+		r.result.migrateWait = w
+	}
+}
+
+// dropExcess removes slots beyond count (held allocations count but cannot
+// be removed): replacements go first, then live allocations, highest index
+// first. It returns the slots that remain.
+func (r *reconciler) dropExcess(slots []slot, held, count int, du *structs.DesiredUpdates) []slot {
+	excess := len(slots) + held - count
+	if excess <= 0 {
+		return slots
+	}
+	order := slices.Clone(slots)
+	slices.SortStableFunc(order, func(a, b slot) int {
+		ar, br := a.kind != slotKeep, b.kind != slotKeep
+		if ar != br {
+			if ar {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(sortIndex(b.index), sortIndex(a.index))
+	})
+	drop := map[*structs.Allocation]bool{}
+	for _, s := range order[:min(excess, len(order))] {
+		drop[s.alloc] = true
+		switch s.kind {
+		case slotLost:
+			r.stop(s.alloc, descLost, structs.AllocClientStatusLost, du)
+		default:
+			r.stop(s.alloc, descNotNeeded, "", du)
+		}
+	}
+	out := slots[:0:0]
+	for _, s := range slots {
+		if !drop[s.alloc] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sortIndex puts unparseable names (index -1) above every real index.
+func sortIndex(i int) int {
+	if i < 0 {
+		return math.MaxInt
+	}
+	return i
+}
+
+// carry decides what happens to a counted allocation that stays.
+func (r *reconciler) carry(group string, tg *structs.TaskGroup, s slot, du *structs.DesiredUpdates) {
+	a := s.alloc
+	switch s.kind {
+	case slotLost:
+		r.stop(a, descLost, structs.AllocClientStatusLost, du)
+		r.replace(group, a, false, 0)
+		du.Place++
+	case slotReschedule:
+		r.result.stops = append(r.result.stops, stopRequest{alloc: a, desc: descRescheduled})
+		r.replace(group, a, true, s.delay)
+		du.Place++
+	case slotMigrate:
+		r.result.stops = append(r.result.stops, stopRequest{alloc: a, desc: descMigrating})
+		r.replace(group, a, false, 0)
+		du.Migrate++
+	case slotKeep:
+		switch {
+		case a.Job == nil || a.Job.JobModifyIndex == r.job.JobModifyIndex:
+			du.Ignore++
+		case needsDestructiveUpdate(a.Job, r.job, group, r.node(a.NodeID)):
+			r.result.stops = append(r.result.stops, stopRequest{alloc: a, desc: descUpdating})
+			r.replace(group, a, false, 0)
+			du.DestructiveUpdate++
+		default:
+			r.result.inplace = append(r.result.inplace, a)
+			du.InPlaceUpdate++
+		}
+	}
+}
+
+func (r *reconciler) stop(a *structs.Allocation, desc, clientStatus string, du *structs.DesiredUpdates) {
+	r.result.stops = append(r.result.stops, stopRequest{alloc: a, desc: desc, clientStatus: clientStatus})
+	du.Stop++
+}
+
+func (r *reconciler) replace(group string, prev *structs.Allocation, reschedule bool, delay time.Duration) {
+	r.result.places = append(r.result.places, placeRequest{group: group, name: prev.Name, prev: prev, reschedule: reschedule, delay: delay})
+}

@@ -1,0 +1,224 @@
+package scheduler
+
+import (
+	"math"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// Limits of the limit stage.
+const (
+	// batchLimit: batch jobs sample two feasible nodes and take the better
+	// ("power of two choices").
+	batchLimit = 2
+	// skipThreshold and maxSkip: nodes scoring below the threshold (only
+	// penalties make a score negative) are passed over, up to maxSkip per
+	// placement, while better nodes remain.
+	skipThreshold = 0.0
+	maxSkip       = 3
+)
+
+// stack selects a node for one allocation of a task group. Each group gets
+// its own chain of iterators, built on first use and kept for the whole
+// evaluation (with its per-node feasibility caches); all chains share one
+// source, so successive placements continue around the shuffled node list.
+type stack struct {
+	ctx    *evalContext
+	source *sourceIterator
+	limit  int
+	chains map[string]*groupChain
+	cands  []*nodeInfo // the candidates, shuffled
+
+	nodesAvailable map[string]int // candidate nodes per datacenter
+	nodesInPool    int
+}
+
+// groupChain is one group's wired iterator chain.
+type groupChain struct {
+	checks  []*checkIterator // static checks, in order, for class eligibility
+	penalty *penaltyIterator
+	top     rankIterator
+	escaped bool // some check depends on more than the computed class
+}
+
+// newStack returns a stack over the candidates: ready, eligible, not
+// draining nodes in the job's datacenters. batch selects the two-choice
+// limit; a service job looks at max(2, ceil(log2(candidates))) nodes.
+func newStack(ctx *evalContext, batch bool) *stack {
+	s := &stack{ctx: ctx, chains: map[string]*groupChain{}, nodesAvailable: map[string]int{}}
+	var cands []*nodeInfo
+	for _, n := range ctx.nodes {
+		if !n.node.Ready() || ctx.job == nil || !inDatacenters(n.node.Datacenter, ctx.job.Datacenters) {
+			continue
+		}
+		cands = append(cands, n)
+		s.nodesAvailable[n.node.Datacenter]++
+	}
+	s.nodesInPool = len(cands)
+	s.cands = ctx.shuffleNodes(cands)
+	s.source = &sourceIterator{metrics: &ctx.metrics, nodes: s.cands}
+	s.limit = batchLimit
+	if !batch {
+		if l := int(math.Ceil(math.Log2(float64(len(cands))))); l > s.limit {
+			s.limit = l
+		}
+	}
+	return s
+}
+
+// chain returns group g's chain, wiring it on first use. One stage per
+// line, in the order a node meets them.
+func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
+	if ch, ok := s.chains[tg.Name]; ok {
+		return ch
+	}
+	ctx, m, nn := s.ctx, &s.ctx.metrics, len(s.ctx.nodes)
+	ch := &groupChain{}
+	// 1. source: candidate nodes, shuffled by the eval seed (newStack).
+	var it feasibleIterator = s.source
+	// 2. drivers: every task's driver detected and healthy.
+	check := newCheckIterator(it, newDriverCheck(tg), m, nn)
+	ch.checks = append(ch.checks, check)
+	it = check
+	// 3. constraints: job, group and task, each compiled once, each node's
+	//    verdict cached for the evaluation.
+	var hostsJob, hostsGroup bool
+	for _, c := range allConstraints(ctx.job, tg) {
+		switch c.Operand {
+		case structs.ConstraintDistinctHosts:
+			hostsJob = hostsJob || containsConstraint(ctx.job.Constraints, c)
+			hostsGroup = true
+			continue
+		case structs.ConstraintDistinctProperty:
+			continue
+		}
+		k := newConstraintChecker(c, ctx.compiled)
+		check = newCheckIterator(it, k, m, nn)
+		ch.checks = append(ch.checks, check)
+		ch.escaped = ch.escaped || k.escapes
+		it = check
+	}
+	// 4. distinct_hosts: no other allocation of the job (or group) on the node.
+	if hostsGroup {
+		scope := g
+		if hostsJob {
+			scope = -1
+		}
+		it = &distinctHostsIterator{src: it, ctx: ctx, group: scope, reason: structs.ConstraintDistinctHosts}
+		ch.escaped = true
+	}
+	// 5. distinct_property: at most limit allocations per property value.
+	if sets := ctx.propertySetsFor(g); len(sets) > 0 {
+		it = &distinctPropertyIterator{src: it, sets: sets, metrics: m}
+		ch.escaped = true
+	}
+	// 6. resource fit and bin-pack score, from the context's usage.
+	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, ask: newGroupAsk(tg)}
+	// 7. job anti-affinity: penalty per allocation of the group on the node.
+	rank = &antiAffinityIterator{src: rank, ctx: ctx, group: g, count: tg.Count}
+	// 8. reschedule penalty: avoid the node a replaced allocation failed on.
+	ch.penalty = &penaltyIterator{src: rank}
+	// 9. limit: look at only a few ranked nodes per placement.
+	limit := &limitIterator{src: ch.penalty, limit: s.limit, threshold: skipThreshold, maxSkip: maxSkip}
+	// 10. max score: the best of those.
+	ch.top = &maxScoreIterator{src: limit}
+	s.chains[tg.Name] = ch
+	return ch
+}
+
+// Select picks a node for one allocation of tg (group index g), avoiding
+// penaltyNode when it can. It returns false when no node is feasible; the
+// context's metrics then say why.
+func (s *stack) Select(tg *structs.TaskGroup, g int, penaltyNode string) (rankedNode, bool) {
+	s.ctx.metrics.reset()
+	ch := s.chain(tg, g)
+	ch.penalty.nodeID = penaltyNode
+	ch.top.Reset()
+	return ch.top.Next()
+}
+
+// classEligibility reports, per computed class of the candidate nodes,
+// whether any node of that class passes the group's static checks that
+// depend only on the class, and whether the group has checks that do not.
+// Blocked evaluations carry it so that only useful node changes unblock
+// them. It is called only when a placement failed.
+func (s *stack) classEligibility(tg *structs.TaskGroup, g int, into map[string]bool) (escaped bool) {
+	ch := s.chain(tg, g)
+	for _, n := range s.cands {
+		class := nodeClass(n.node)
+		ok := true
+		for _, c := range ch.checks {
+			if !c.check.escapesClass() && !c.feasible(n) {
+				ok = false
+				break
+			}
+		}
+		into[class] = into[class] || ok
+	}
+	return ch.escaped
+}
+
+// feasibleOn reports whether n passes tg's drivers and constraints (not
+// distinct_hosts or distinct_property, nor resources).
+func (s *stack) feasibleOn(tg *structs.TaskGroup, g int, n *nodeInfo) bool {
+	for _, c := range s.chain(tg, g).checks {
+		if !c.feasible(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// allConstraints returns the job's, the group's and its tasks' constraints.
+func allConstraints(job *structs.Job, tg *structs.TaskGroup) []*structs.Constraint {
+	var out []*structs.Constraint
+	if job != nil {
+		out = append(out, job.Constraints...)
+	}
+	return append(out, groupConstraints(tg)...)
+}
+
+func containsConstraint(list []*structs.Constraint, c *structs.Constraint) bool {
+	for _, x := range list {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// inDatacenters matches dc against the job's datacenter patterns, where
+// '*' matches any run of characters.
+func inDatacenters(dc string, patterns []string) bool {
+	for _, p := range patterns {
+		if globMatch(p, dc) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMatch matches s against pattern with '*' wildcards.
+func globMatch(pattern, s string) bool {
+	star, next := -1, 0 // last '*' in pattern, and where in s it resumes
+	pi, si := 0, 0
+	for si < len(s) {
+		switch {
+		case pi < len(pattern) && pattern[pi] == '*':
+			star, next = pi, si
+			pi++
+		case pi < len(pattern) && pattern[pi] == s[si]:
+			pi++
+			si++
+		case star >= 0:
+			next++
+			pi, si = star+1, next
+		default:
+			return false
+		}
+	}
+	for pi < len(pattern) && pattern[pi] == '*' {
+		pi++
+	}
+	return pi == len(pattern)
+}

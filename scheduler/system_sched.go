@@ -1,0 +1,180 @@
+package scheduler
+
+import (
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// systemScheduler runs one allocation of each group on every ready,
+// eligible node that matches the job (datacenters, drivers, constraints),
+// including nodes that join later, and stops allocations on nodes that
+// went down, are being drained, or no longer match.
+type systemScheduler struct {
+	logger  hclog.Logger
+	state   State
+	planner Planner
+	now     func() time.Time
+
+	eval      *structs.Evaluation
+	failed    map[string]*structs.AllocMetric
+	queued    map[string]int
+	classElig map[string]bool
+	escaped   bool
+}
+
+// NewSystemScheduler returns the scheduler for system jobs.
+func NewSystemScheduler(logger hclog.Logger, state State, planner Planner, now func() time.Time) Scheduler {
+	return &systemScheduler{logger: logger.Named("system_sched"), state: state, planner: planner, now: now}
+}
+
+// Process schedules one evaluation; see genericScheduler.Process.
+func (s *systemScheduler) Process(eval *structs.Evaluation) error {
+	s.eval = eval
+	s.logger = s.logger.With("eval_id", eval.ID, "job_id", eval.JobID)
+	err := retryAttempts(maxSystemAttempts, s.attempt)
+	out := evalOutcome{failed: s.failed, queued: s.queued, classElig: s.classElig, escaped: s.escaped}
+	return finishEval(s.planner, s.logger, eval, s.now(), err, out)
+}
+
+func (s *systemScheduler) attempt() (done, progress bool, err error) {
+	job, err := s.state.JobByID(nil, s.eval.Namespace, s.eval.JobID)
+	switch {
+	case errors.Is(err, structs.ErrNotFound):
+		job = nil
+	case err != nil:
+		return false, false, err
+	}
+	allocs, err := s.state.AllocsByJob(nil, s.eval.Namespace, s.eval.JobID)
+	if err != nil {
+		return false, false, err
+	}
+	ctx, err := newEvalContext(s.state, s.logger, s.eval, job, s.now())
+	if err != nil {
+		return false, false, err
+	}
+	ctx.initProperties(allocs)
+	s.failed, s.classElig, s.escaped = nil, nil, false
+	s.queued = map[string]int{}
+
+	live := map[string][]*structs.Allocation{} // node ID -> live allocations of the job
+	for _, a := range allocs {
+		if !a.TerminalStatus() {
+			live[a.NodeID] = append(live[a.NodeID], a)
+		}
+	}
+	st := newStack(ctx, false)
+	one := make([]*nodeInfo, 1)
+	for _, n := range ctx.nodes {
+		s.reconcileNode(ctx, st, n, live[n.node.ID], one)
+		delete(live, n.node.ID)
+	}
+	for _, gone := range sortedKeys(live) { // allocations on deleted nodes
+		for _, a := range live[gone] {
+			ctx.appendStop(a, descLost, structs.AllocClientStatusLost)
+		}
+	}
+	if ctx.err != nil {
+		return false, false, ctx.err
+	}
+	if ctx.plan.IsNoOp() {
+		return true, false, nil
+	}
+	done, progress, s.state, err = submitPlan(s.planner, ctx.plan, s.state)
+	return done, progress, err
+}
+
+// reconcileNode makes node n run exactly the allocations it should. one is
+// scratch space for the one-node source.
+func (s *systemScheduler) reconcileNode(ctx *evalContext, st *stack, n *nodeInfo, live []*structs.Allocation, one []*nodeInfo) {
+	job, node := ctx.job, n.node
+	if node.TerminalStatus() {
+		for _, a := range live {
+			ctx.appendStop(a, descLost, structs.AllocClientStatusLost)
+		}
+		return
+	}
+	inDCs := job != nil && inDatacenters(node.Datacenter, job.Datacenters)
+	for g, tg := range jobGroups(job) {
+		s.queued[tg.Name] += 0
+		var have *structs.Allocation
+		for _, a := range live {
+			if a.TaskGroup != tg.Name {
+				continue
+			}
+			switch {
+			case have != nil:
+				ctx.appendStop(a, descNotNeeded, "") // a duplicate
+			case a.DesiredTransition.ShouldMigrate():
+				ctx.appendStop(a, descMigrating, "")
+			case !inDCs || tg.Count == 0 || !st.feasibleOn(tg, g, n):
+				ctx.appendStop(a, descNodeTainted, "")
+			default:
+				have = a
+			}
+		}
+		if have != nil && have.Job != nil && have.Job.JobModifyIndex != job.JobModifyIndex {
+			if !needsDestructiveUpdate(have.Job, job, tg.Name, node) {
+				ctx.appendUpdate(inPlaceCopy(have, job, ctx.now))
+				continue
+			}
+			ctx.appendStop(have, descUpdating, "")
+			s.placeOn(ctx, st, tg, g, n, one, have)
+			continue
+		}
+		if have == nil && inDCs && tg.Count > 0 && node.Ready() {
+			s.placeOn(ctx, st, tg, g, n, one, nil)
+		}
+	}
+	// Allocations of groups the job no longer has (or of a stopped job).
+	for _, a := range live {
+		if job.Stopped() || job.LookupTaskGroup(a.TaskGroup) == nil {
+			desc := descNotNeeded
+			if job.Stopped() {
+				desc = descJobStopped
+			}
+			ctx.appendStop(a, desc, "")
+		}
+	}
+}
+
+// jobGroups returns the groups a live job runs (none for a stopped job).
+func jobGroups(job *structs.Job) []*structs.TaskGroup {
+	if job.Stopped() {
+		return nil
+	}
+	return job.TaskGroups
+}
+
+// placeOn places one allocation of tg on n. A node filtered by a
+// constraint is simply not a match; a node without room is a failed
+// placement (and the group's later failures coalesce into it).
+func (s *systemScheduler) placeOn(ctx *evalContext, st *stack, tg *structs.TaskGroup, g int, n *nodeInfo, one []*nodeInfo, prev *structs.Allocation) {
+	one[0] = n
+	st.source.setNodes(one)
+	option, ok := st.Select(tg, g, "")
+	if !ok {
+		if ctx.metrics.exhausted == 0 {
+			return // does not match this node
+		}
+		s.queued[tg.Name]++
+		if m := s.failed[tg.Name]; m != nil {
+			m.CoalescedFailures++
+			return
+		}
+		if s.failed == nil {
+			s.failed, s.classElig = map[string]*structs.AllocMetric{}, map[string]bool{}
+		}
+		s.failed[tg.Name] = ctx.metrics.allocMetric(st.nodesAvailable, st.nodesInPool)
+		s.escaped = st.classEligibility(tg, g, s.classElig) || s.escaped
+		return
+	}
+	a := newAlloc(ctx, tg, allocName(ctx.job.ID, tg.Name, 0), option, ctx.metrics.allocMetric(st.nodesAvailable, st.nodesInPool))
+	if prev != nil {
+		a.PreviousAllocation = prev.ID
+	}
+	ctx.appendPlace(a, n, g, option.ask)
+}
