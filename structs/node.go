@@ -19,7 +19,7 @@ const (
 // Node is a client machine that runs allocations.
 type Node struct {
 	ID                    string
-	SecretID              string `json:"-"`
+	SecretID              string `json:"-" codec:"SecretID"` // hidden from JSON, but replicated through Raft
 	Datacenter            string
 	Name                  string
 	HTTPAddr              string
