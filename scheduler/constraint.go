@@ -102,12 +102,12 @@ type constraintChecker struct {
 	l, r    target
 	rNum    float64 // r parsed as a number, when rIsNum
 	rIsNum  bool
-	re      *regexp.Regexp      // regexp, when r is a literal
-	vc      *versionConstraint  // version/semver, when r is a literal
-	vcErr   bool                // the literal version constraint does not parse
-	set     []string            // set_contains*, when r is a literal
-	cache   *compileCache       // for targets that are interpolated
-	escapes bool                // result is not a function of the computed class
+	re      *regexp.Regexp     // regexp, when r is a literal
+	vc      *versionConstraint // version/semver, when r is a literal
+	vcErr   bool               // the literal version constraint does not parse
+	set     []string           // set_contains*, when r is a literal
+	cache   *compileCache      // for targets that are interpolated
+	escapes bool               // result is not a function of the computed class
 }
 
 // compileCache shares compiled regexps and version constraints across the

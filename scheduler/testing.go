@@ -183,7 +183,9 @@ func PlanAllocs(plan *structs.Plan) []*structs.Allocation {
 	for _, as := range plan.NodeAllocation {
 		out = append(out, as...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name || out[i].Name == out[j].Name && out[i].ID < out[j].ID })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Name < out[j].Name || out[i].Name == out[j].Name && out[i].ID < out[j].ID
+	})
 	return out
 }
 
@@ -193,6 +195,8 @@ func PlanStops(plan *structs.Plan) []*structs.Allocation {
 	for _, as := range plan.NodeUpdate {
 		out = append(out, as...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name || out[i].Name == out[j].Name && out[i].ID < out[j].ID })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Name < out[j].Name || out[i].Name == out[j].Name && out[i].ID < out[j].ID
+	})
 	return out
 }

@@ -1,0 +1,89 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/scheduler/mock"
+	"github.com/drover-project/drover/structs"
+)
+
+// acceptPlanner commits every plan without applying it anywhere, so a
+// benchmark measures the scheduler alone.
+type acceptPlanner struct {
+	placed int
+}
+
+func (p *acceptPlanner) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State, error) {
+	for _, as := range plan.NodeAllocation {
+		p.placed += len(as)
+	}
+	return &structs.PlanResult{NodeUpdate: plan.NodeUpdate, NodeAllocation: plan.NodeAllocation, AllocIndex: 1}, nil, nil
+}
+func (p *acceptPlanner) UpdateEval(*structs.Evaluation) error  { return nil }
+func (p *acceptPlanner) CreateEval(*structs.Evaluation) error  { return nil }
+func (p *acceptPlanner) ReblockEval(*structs.Evaluation) error { return nil }
+
+// benchPlace runs one service evaluation of job over the harness's state
+// per iteration and reports placements per second.
+func benchPlace(b *testing.B, h *Harness, job *structs.Job, want int) {
+	snap, err := h.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	logger := hclog.NewNullLogger()
+	now := func() time.Time { return HarnessEpoch }
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		p := &acceptPlanner{}
+		e := mock.Eval(job)
+		if err := NewServiceScheduler(logger, snap, p, now).Process(e); err != nil {
+			b.Fatal(err)
+		}
+		if p.placed != want {
+			b.Fatalf("placed %d, want %d", p.placed, want)
+		}
+	}
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(want*b.N)/elapsed.Seconds(), "placements/s")
+}
+
+// BenchmarkServiceSchedulerPlace10kOn5kNodes: one service job of count
+// 10,000 with two constraints (an equality and a version range) over
+// 5,000 nodes.
+func BenchmarkServiceSchedulerPlace10kOn5kNodes(b *testing.B) {
+	h := testHarness(b)
+	mockNodes(b, h, 5000, func(i int, n *structs.Node) {
+		n.Attributes["os.version"] = []string{"20.04", "22.04", "24.04"}[i%3]
+	})
+	job := mock.Job()
+	tg := job.TaskGroups[0]
+	tg.Count = 10000
+	tg.Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 128}
+	job.Constraints = []*structs.Constraint{
+		{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="},
+		{LTarget: "${attr.os.version}", RTarget: ">= 20.04, < 30", Operand: structs.ConstraintVersion},
+	}
+	job = addJob(b, h, job)
+	benchPlace(b, h, job, 10000)
+}
+
+// BenchmarkServiceSchedulerDense5kOn1Node: count 5,000 on one node big
+// enough for all of them; per-placement cost must not grow with the
+// number of allocations already planned on the node.
+func BenchmarkServiceSchedulerDense5kOn1Node(b *testing.B) {
+	h := testHarness(b)
+	mockNodes(b, h, 1, func(_ int, n *structs.Node) {
+		n.NodeResources.Cpu.CpuShares = 5000*100 + 1000
+		n.NodeResources.Memory.MemoryMB = 5000*128 + 1024
+	})
+	job := mock.Job()
+	job.TaskGroups[0].Count = 5000
+	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 128}
+	job = addJob(b, h, job)
+	benchPlace(b, h, job, 5000)
+}
