@@ -32,8 +32,8 @@ func TestServicePlacement(t *testing.T) {
 		name     string
 		nodes    func(t *testing.T, h *Harness) []*structs.Node
 		job      func(j *structs.Job)
-		existing []int // instance indexes already running
-		wantIdx  []int // indexes placed by this eval
+		existing []int                                // instance indexes already running
+		wantIdx  []int                                // indexes placed by this eval
 		onNodes  func(nodes []*structs.Node) []string // nodes allowed to receive placements; nil: any
 	}{
 		{
