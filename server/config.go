@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/fsm"
 )
 
 // Defaults for Config fields left zero.
@@ -75,6 +77,10 @@ type Config struct {
 	// a Raft barrier) and are revoked, in reverse order, when it loses it.
 	// The eval broker, plan applier and heartbeat timers plug in here.
 	LeaderHooks []LeaderHook
+
+	// FSMHooks receive the FSM's leader-side notifications (eval broker,
+	// blocked evals). nil means none.
+	FSMHooks fsm.Hooks
 
 	// OnBootstrap, if set, is called each time this server calls
 	// raft.BootstrapCluster (tests count it).

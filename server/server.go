@@ -1,42 +1,235 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/rpc"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/hashicorp/yamux"
+
+	"github.com/drover-project/drover/fsm"
+	"github.com/drover-project/drover/server/pool"
+	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
 )
 
 // Server is one Drover server. Create it with NewServer; stop it with
-// Shutdown.
+// Shutdown. All methods are safe for concurrent use.
 type Server struct {
 	config *Config
+	logger hclog.Logger
+	nodeID string
+
+	listener    net.Listener
+	rpcAddr     string // advertised host:port, also the Raft address
+	rpcServer   *rpc.Server
+	methods     map[string]reflect.Value // "Job.Register" -> bound method; read-only after setup
+	yamuxConfig *yamux.Config
+	pool        *pool.Pool
+
+	fsm           *fsm.FSM
+	raft          *raft.Raft
+	raftLayer     *raftLayer
+	raftTransport *raft.NetworkTransport
+	raftStore     *raftboltdb.BoltStore // nil when in memory
+	hadState      bool                  // Raft had data when the server started
+
+	leaderNotifyCh    chan bool
+	leaderReady       atomic.Bool // barrier done: local state has every committed entry
+	leaderEstablished atomic.Bool // leader hooks established
+	reconcileCh       chan struct{}
+	verifier          *leaderVerifier
+
+	members *memberTable
+
+	connsMu sync.Mutex
+	conns   map[net.Conn]struct{} // accepted connections; nil once shut down; guarded by connsMu
+
+	shutdownMu     sync.Mutex
+	shutdown       bool // guarded by shutdownMu
+	shutdownCh     chan struct{}
+	shutdownCtx    context.Context
+	shutdownCancel context.CancelFunc
+	wg             sync.WaitGroup
 }
 
 // NewServer starts a server: it opens the listener, starts Raft and the
 // join loop, and returns once the server accepts connections. It does not
-// wait for a leader.
+// wait for a leader. On error everything started is stopped again.
 func NewServer(cfg *Config) (*Server, error) {
-	return nil, errors.New("not implemented yet")
+	if cfg == nil {
+		return nil, errors.New("server: nil config")
+	}
+	if cfg.RPCPort < 0 || cfg.RPCPort > 65535 {
+		return nil, fmt.Errorf("server: invalid RPC port %d", cfg.RPCPort)
+	}
+	if cfg.BootstrapExpect < 0 {
+		return nil, fmt.Errorf("server: invalid bootstrap_expect %d", cfg.BootstrapExpect)
+	}
+	config := cfg.withDefaults()
+	nodeID, err := loadNodeID(config)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if config.Name == "" {
+		config.Name = nodeID
+	}
+	logger := config.Logger.Named("server").With("server", config.Name)
+
+	s := &Server{
+		config:         config,
+		logger:         logger,
+		nodeID:         nodeID,
+		leaderNotifyCh: make(chan bool, 8),
+		reconcileCh:    make(chan struct{}, 1),
+		members:        newMemberTable(),
+		conns:          make(map[net.Conn]struct{}),
+		shutdownCh:     make(chan struct{}),
+	}
+	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
+	s.verifier = &leaderVerifier{verify: s.verifyLeader}
+	s.yamuxConfig = yamux.DefaultConfig()
+	s.yamuxConfig.LogOutput = nil
+	s.yamuxConfig.Logger = logger.Named("yamux").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+
+	if err := s.start(); err != nil {
+		s.Shutdown()
+		return nil, err
+	}
+	return s, nil
 }
 
-// RPC makes an in-process call with exactly the routing of a remote one:
-// writes and consistent reads are forwarded to the leader, reads block on
-// MinQueryIndex, and errors are typed as they would be over the wire.
-func (s *Server) RPC(method string, args, reply any) error {
-	return structs.ErrNoLeader
+// start brings up every component in dependency order.
+func (s *Server) start() error {
+	var err error
+	s.fsm, err = fsm.New(fsm.Config{Logger: s.logger, Hooks: s.config.FSMHooks})
+	if err != nil {
+		return fmt.Errorf("server: fsm: %w", err)
+	}
+	if err := s.setupRPC(); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.pool = pool.New(pool.Config{Logger: s.logger})
+
+	addr := net.JoinHostPort(s.config.BindAddr, strconv.Itoa(s.config.RPCPort))
+	s.listener, err = net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", addr, err)
+	}
+	s.rpcAddr, err = s.config.advertiseAddr(s.listener.Addr())
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.logger = s.logger.With("addr", s.rpcAddr)
+	s.raftLayer = newRaftLayer(s.rpcAddr, s.logger)
+
+	if err := s.setupRaft(); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if s.config.BootstrapExpect == 1 && !s.hadState {
+		if err := s.bootstrap([]*structs.ServerMember{{ID: s.nodeID, RPCAddr: s.rpcAddr}}); err != nil {
+			return fmt.Errorf("server: bootstrap: %w", err)
+		}
+	}
+
+	s.wg.Add(3)
+	go s.listen()
+	go s.monitorLeadership()
+	go s.joinLoop()
+	s.logger.Info("server started", "node_id", s.nodeID, "bootstrap_expect", s.config.BootstrapExpect,
+		"had_state", s.hadState)
+	return nil
 }
 
-// Shutdown stops the server. It is idempotent.
-func (s *Server) Shutdown() error { return nil }
+// Shutdown stops the server: the join loop, Raft (waiting for it), the
+// listener and every connection, the pool, and the Raft store. It is
+// idempotent; only the first call does anything.
+func (s *Server) Shutdown() error {
+	s.shutdownMu.Lock()
+	if s.shutdown {
+		s.shutdownMu.Unlock()
+		return nil
+	}
+	s.shutdown = true
+	close(s.shutdownCh)
+	s.shutdownCancel()
+	s.shutdownMu.Unlock()
+
+	s.logger.Info("shutting down")
+	var errs []error
+	if s.raft != nil {
+		if err := s.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
+		}
+	}
+	if s.raftTransport != nil {
+		s.raftTransport.Close()
+	}
+	if s.raftLayer != nil {
+		s.raftLayer.Close()
+	}
+	if s.listener != nil {
+		s.listener.Close()
+	}
+	s.closeConns()
+	if s.pool != nil {
+		s.pool.Shutdown()
+	}
+	s.wg.Wait()
+	if s.raftStore != nil {
+		if err := s.raftStore.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close raft store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isShutdown reports whether Shutdown has been called.
+func (s *Server) isShutdown() bool {
+	select {
+	case <-s.shutdownCh:
+		return true
+	default:
+		return false
+	}
+}
 
 // IsLeader reports whether this server is the Raft leader.
-func (s *Server) IsLeader() bool { return false }
+func (s *Server) IsLeader() bool {
+	return s.raft != nil && s.raft.State() == raft.Leader
+}
 
 // Leader returns the leader's RPC address, or "" when none is known.
-func (s *Server) Leader() string { return "" }
+func (s *Server) Leader() string {
+	if s.raft == nil {
+		return ""
+	}
+	addr, _ := s.raft.LeaderWithID()
+	return string(addr)
+}
 
 // RPCAddr returns the address other servers and clients use for this one.
-func (s *Server) RPCAddr() string { return "" }
+func (s *Server) RPCAddr() string { return s.rpcAddr }
 
-// Members returns the servers this one knows, itself included, sorted by ID.
-func (s *Server) Members() []*structs.ServerMember { return nil }
+// NodeID returns this server's Raft ID.
+func (s *Server) NodeID() string { return s.nodeID }
+
+// State returns the current state store. It changes when a snapshot is
+// restored; long-lived readers should call State again (or watch
+// AbandonCh).
+func (s *Server) State() *state.StateStore { return s.fsm.State() }
+
+// Raft exposes the Raft instance to leader hooks and tests.
+func (s *Server) Raft() *raft.Raft { return s.raft }
+
+// Logger returns the server's logger, for components running inside it.
+func (s *Server) Logger() hclog.Logger { return s.logger }

@@ -1,0 +1,320 @@
+package server_test
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/server/testcluster"
+	"github.com/drover-project/drover/state/mock"
+	"github.com/drover-project/drover/structs"
+)
+
+// registerJob registers a fresh mock job through s and returns it with the
+// response.
+func registerJob(t *testing.T, s *server.Server, id string) (*structs.Job, structs.JobRegisterResponse) {
+	t.Helper()
+	job := mock.Job()
+	job.ID, job.Name = id, id
+	var resp structs.JobRegisterResponse
+	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &resp); err != nil {
+		t.Fatalf("register %s: %v", id, err)
+	}
+	if resp.Index == 0 || resp.EvalID == "" {
+		t.Fatalf("register %s: empty response %+v", id, resp)
+	}
+	return job, resp
+}
+
+// getJob reads a job; stale reads are served locally and wait (blocking on
+// minIndex) until the write has reached that server.
+func getJob(t *testing.T, s *server.Server, id string, stale bool, minIndex uint64) structs.SingleJobResponse {
+	t.Helper()
+	args := &structs.JobSpecificRequest{JobID: id}
+	args.AllowStale = stale
+	args.MinQueryIndex = minIndex
+	args.MaxQueryTime = 5 * time.Second
+	var resp structs.SingleJobResponse
+	if err := s.RPC("Job.GetJob", args, &resp); err != nil {
+		t.Fatalf("get job %s on %s: %v", id, s.RPCAddr(), err)
+	}
+	return resp
+}
+
+func follower(t *testing.T, c *testcluster.Cluster) *server.Server {
+	t.Helper()
+	for _, s := range c.Servers() {
+		if !s.IsLeader() {
+			return s
+		}
+	}
+	t.Fatal("no follower")
+	return nil
+}
+
+func raftIDs(t *testing.T, s *server.Server) []string {
+	t.Helper()
+	var resp structs.RaftConfigurationResponse
+	if err := s.RPC("Operator.RaftGetConfiguration", &structs.GenericRequest{}, &resp); err != nil {
+		t.Fatalf("raft configuration: %v", err)
+	}
+	var ids []string
+	leaders := 0
+	for _, srv := range resp.Servers {
+		ids = append(ids, srv.ID)
+		if srv.Leader {
+			leaders++
+		}
+		if !srv.Voter {
+			t.Fatalf("server %s is not a voter", srv.ID)
+		}
+	}
+	if leaders != 1 {
+		t.Fatalf("raft configuration has %d leaders: %+v", leaders, resp.Servers)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func TestClusterElectsLeader(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 3)
+	leader := c.WaitForLeader(t, 5*time.Second)
+
+	ids := raftIDs(t, leader)
+	if len(ids) != 3 {
+		t.Fatalf("raft configuration has %d servers, want 3: %v", len(ids), ids)
+	}
+	for _, s := range c.Servers() {
+		if got := len(s.Members()); got != 3 {
+			t.Fatalf("%s knows %d members, want 3", s.RPCAddr(), got)
+		}
+		var peers []string
+		if err := s.RPC("Status.Peers", &structs.GenericRequest{}, &peers); err != nil {
+			t.Fatal(err)
+		}
+		if len(peers) != 3 {
+			t.Fatalf("%s: peers %v", s.RPCAddr(), peers)
+		}
+		var l string
+		if err := s.RPC("Status.Leader", &structs.GenericRequest{}, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l != leader.RPCAddr() {
+			t.Fatalf("%s: leader %q, want %q", s.RPCAddr(), l, leader.RPCAddr())
+		}
+	}
+	if n := c.BootstrapCount(); n < 1 || n > 3 {
+		t.Fatalf("bootstrap called %d times", n)
+	}
+}
+
+func TestClusterForwardsWritesAndReads(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 3)
+	c.WaitForLeader(t, 5*time.Second)
+	f := follower(t, c)
+
+	job, resp := registerJob(t, f, "web")
+
+	// A consistent read at the follower is forwarded to the leader, which
+	// has applied the write: it is visible at once, without blocking.
+	got := getJob(t, f, job.ID, false, 0)
+	if got.Job == nil || got.Job.ID != job.ID {
+		t.Fatalf("consistent read at follower: %+v", got.Job)
+	}
+	if !got.KnownLeader || got.Index < resp.JobModifyIndex {
+		t.Fatalf("consistent read meta: %+v (want index >= %d)", got.QueryMeta, resp.JobModifyIndex)
+	}
+
+	// Stale reads on every server see the job once replicated.
+	for _, s := range c.Servers() {
+		got := getJob(t, s, job.ID, true, resp.Index-1)
+		if got.Job == nil || got.Job.JobModifyIndex != resp.JobModifyIndex {
+			t.Fatalf("stale read on %s: %+v", s.RPCAddr(), got.Job)
+		}
+		if !got.KnownLeader {
+			t.Fatalf("stale read on %s: leader unknown", s.RPCAddr())
+		}
+	}
+
+	// The evaluation was written in the same entry.
+	var ev structs.SingleEvalResponse
+	if err := f.RPC("Eval.GetEval", &structs.EvalSpecificRequest{EvalID: resp.EvalID}, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Eval == nil || ev.Eval.JobID != job.ID || ev.Eval.TriggeredBy != structs.EvalTriggerJobRegister ||
+		ev.Eval.CreateIndex != resp.EvalCreateIndex {
+		t.Fatalf("eval: %+v (create index want %d)", ev.Eval, resp.EvalCreateIndex)
+	}
+}
+
+func TestClusterValidationErrorCrossesForward(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 3)
+	leader := c.WaitForLeader(t, 5*time.Second)
+	f := follower(t, c)
+
+	bad := func() *structs.Job {
+		job := mock.Job()
+		job.Priority = 1000
+		job.TaskGroups[0].Name = ""
+		return job
+	}
+	tests := []struct {
+		name       string
+		srv        *server.Server
+		validation bool // served locally: the *ValidationError itself
+	}{
+		{"at leader", leader, true},
+		{"at follower", f, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var resp structs.JobRegisterResponse
+			err := tc.srv.RPC("Job.Register", &structs.JobRegisterRequest{Job: bad()}, &resp)
+			if structs.CodeOf(err) != structs.ErrCodeInvalid {
+				t.Fatalf("code = %q (%v), want invalid", structs.CodeOf(err), err)
+			}
+			for _, field := range []string{"Priority", "TaskGroups[0].Name"} {
+				if !strings.Contains(err.Error(), field) {
+					t.Fatalf("error %q does not name %s", err, field)
+				}
+			}
+			var ve *structs.ValidationError
+			if errors.As(err, &ve) != tc.validation {
+				t.Fatalf("errors.As ValidationError = %v, want %v (%T)", !tc.validation, tc.validation, err)
+			}
+		})
+	}
+}
+
+func TestClusterLeaderFailover(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 3)
+	leader := c.WaitForLeader(t, 5*time.Second)
+	f := follower(t, c)
+
+	var ids []string
+	for i := 0; i < 10; i++ {
+		id := "job-" + string(rune('a'+i))
+		via := leader
+		if i%2 == 1 {
+			via = f
+		}
+		registerJob(t, via, id)
+		ids = append(ids, id)
+	}
+
+	old := leader.RPCAddr()
+	start := time.Now()
+	c.Kill(c.Index(leader))
+	newLeader := c.WaitForLeader(t, 5*time.Second)
+	if newLeader.RPCAddr() == old {
+		t.Fatal("killed leader still leads")
+	}
+	t.Logf("new leader after %v", time.Since(start))
+
+	for _, s := range c.Servers() {
+		for _, id := range ids {
+			if got := getJob(t, s, id, false, 0); got.Job == nil {
+				t.Fatalf("acknowledged job %s missing via %s", id, s.RPCAddr())
+			}
+		}
+	}
+	// Writes work again, at either server.
+	for i, s := range c.Servers() {
+		registerJob(t, s, "after-"+string(rune('a'+i)))
+	}
+}
+
+func TestClusterRestartFromDataDirs(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 3)
+	leader := c.WaitForLeader(t, 5*time.Second)
+	idsBefore := raftIDs(t, leader)
+	bootstraps := c.BootstrapCount()
+
+	var last structs.JobRegisterResponse
+	for i := 0; i < 5; i++ {
+		_, last = registerJob(t, leader, "persist-"+string(rune('a'+i)))
+	}
+
+	for i := 0; i < 3; i++ {
+		c.Kill(i)
+	}
+	for i := 0; i < 3; i++ {
+		c.Restart(t, i)
+	}
+	leader = c.WaitForLeader(t, 10*time.Second)
+
+	if got := raftIDs(t, leader); strings.Join(got, ",") != strings.Join(idsBefore, ",") {
+		t.Fatalf("raft configuration after restart %v, before %v", got, idsBefore)
+	}
+	if n := c.BootstrapCount(); n != bootstraps {
+		t.Fatalf("bootstrap calls went from %d to %d across restart", bootstraps, n)
+	}
+	for _, s := range c.Servers() {
+		// Block until the last write is applied here, then read the rest.
+		if got := getJob(t, s, "persist-e", true, last.Index-1); got.Job == nil {
+			t.Fatalf("last job missing on %s after restart", s.RPCAddr())
+		}
+		for i := 0; i < 5; i++ {
+			id := "persist-" + string(rune('a'+i))
+			if got := getJob(t, s, id, true, 0); got.Job == nil {
+				t.Fatalf("job %s missing on %s after restart", id, s.RPCAddr())
+			}
+		}
+	}
+	registerJob(t, follower(t, c), "after-restart")
+}
+
+func TestNoLeaderFailsTyped(t *testing.T) {
+	// One server expecting three never bootstraps: there is no leader.
+	s, err := server.NewServer(&server.Config{
+		DataDir: t.TempDir(), BindAddr: "127.0.0.1", BootstrapExpect: 3,
+		RetryInterval: 50 * time.Millisecond, NoLeaderTimeout: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+
+	calls := []struct {
+		name  string
+		call  func() error
+		local bool // served without a leader
+	}{
+		{"write", func() error {
+			var resp structs.JobRegisterResponse
+			return s.RPC("Job.Register", &structs.JobRegisterRequest{Job: mock.Job()}, &resp)
+		}, false},
+		{"consistent read", func() error {
+			var resp structs.SingleJobResponse
+			return s.RPC("Job.GetJob", &structs.JobSpecificRequest{JobID: "x"}, &resp)
+		}, false},
+		{"stale read", func() error {
+			var resp structs.SingleJobResponse
+			args := &structs.JobSpecificRequest{JobID: "x"}
+			args.AllowStale = true
+			return s.RPC("Job.GetJob", args, &resp)
+		}, true},
+	}
+	for _, tc := range calls {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			err := tc.call()
+			elapsed := time.Since(start)
+			if tc.local {
+				if err != nil {
+					t.Fatalf("stale read without leader: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, structs.ErrNoLeader) {
+				t.Fatalf("err = %v, want ErrNoLeader", err)
+			}
+			if elapsed < time.Second || elapsed > 3*time.Second {
+				t.Fatalf("failed after %v, want about 1s", elapsed)
+			}
+		})
+	}
+}

@@ -1,0 +1,229 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/go-msgpack/v2/codec"
+
+	"github.com/drover-project/drover/state"
+	"github.com/drover-project/drover/structs"
+)
+
+// Job is the job endpoint: register, deregister, read and list jobs.
+type Job struct {
+	srv *Server
+}
+
+// Register creates or updates a job. On the leader it canonicalizes and
+// validates the job, creates the pending evaluation, and writes both in
+// one Raft entry. With EnforceIndex the write only happens if the stored
+// job's JobModifyIndex equals args.JobModifyIndex (0: the job must not
+// exist); otherwise it fails with code conflict.
+func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegisterResponse) error {
+	if done, err := j.srv.forward("Job.Register", args, args, reply); done {
+		return err
+	}
+	defer measureSince(metricJobRegister, time.Now())
+
+	if args.Job == nil {
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Job", Message: "missing job"}}}
+	}
+	if err := checkJobShape(args.Job); err != nil {
+		return err
+	}
+	// The caller's job is never modified; the store owns this copy.
+	job := args.Job.Copy()
+	job.Canonicalize()
+	if err := job.Validate(); err != nil {
+		return err
+	}
+	if n, err := encodedSize(job); err != nil {
+		return structs.NewError(structs.ErrCodeInvalid, "job cannot be encoded: %v", err)
+	} else if n > structs.MaxJobSize {
+		return structs.NewError(structs.ErrCodeTooLarge, "job is %d bytes encoded; the limit is %d", n, structs.MaxJobSize)
+	}
+
+	st := j.srv.fsm.State()
+	if args.EnforceIndex {
+		if err := checkJobModifyIndex(st, job, args.JobModifyIndex); err != nil {
+			return err
+		}
+	}
+
+	now := time.Now()
+	job.SubmitTime = now.UnixNano()
+	eval := structs.NewEval(job, structs.EvalTriggerJobRegister, now)
+	req := *args
+	req.Job = job
+	req.Eval = eval
+	index, _, err := j.srv.raftApply(structs.JobRegisterRequestType, &req)
+	if err != nil {
+		return err
+	}
+
+	reply.EvalID = eval.ID
+	reply.EvalCreateIndex = index
+	reply.JobModifyIndex = index
+	if stored, err := j.srv.fsm.State().JobByID(nil, job.Namespace, job.ID); err == nil {
+		reply.JobModifyIndex = stored.JobModifyIndex
+	}
+	reply.Index = index
+	return nil
+}
+
+// checkJobShape rejects null groups and tasks, which Canonicalize cannot
+// handle, with the same kind of error Validate returns.
+func checkJobShape(job *structs.Job) error {
+	var errs []structs.FieldError
+	for i, tg := range job.TaskGroups {
+		if tg == nil {
+			errs = append(errs, structs.FieldError{Field: fmt.Sprintf("TaskGroups[%d]", i), Message: "must not be null"})
+			continue
+		}
+		for k, t := range tg.Tasks {
+			if t == nil {
+				errs = append(errs, structs.FieldError{Field: fmt.Sprintf("TaskGroups[%d].Tasks[%d]", i, k), Message: "must not be null"})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return &structs.ValidationError{Errors: errs}
+	}
+	return nil
+}
+
+// checkJobModifyIndex implements EnforceIndex against the leader's state.
+func checkJobModifyIndex(st *state.StateStore, job *structs.Job, want uint64) error {
+	existing, err := st.JobByID(nil, job.Namespace, job.ID)
+	switch {
+	case errors.Is(err, structs.ErrNotFound):
+		if want != 0 {
+			return structs.NewError(structs.ErrCodeConflict,
+				"enforcing job modify index %d: job does not exist", want)
+		}
+		return nil
+	case err != nil:
+		return err
+	case want == 0:
+		return structs.NewError(structs.ErrCodeConflict,
+			"enforcing job modify index 0: job already exists with job modify index %d", existing.JobModifyIndex)
+	case existing.JobModifyIndex != want:
+		return structs.NewError(structs.ErrCodeConflict,
+			"enforcing job modify index %d: job exists with conflicting job modify index %d", want, existing.JobModifyIndex)
+	}
+	return nil
+}
+
+// encodedSize is the msgpack size of v.
+func encodedSize(v any) (int, error) {
+	var n countWriter
+	err := codec.NewEncoder(&n, structs.MsgpackHandle).Encode(v)
+	return int(n), err
+}
+
+type countWriter int
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
+}
+
+// Deregister stops a job (or removes it with Purge) and creates the
+// evaluation that stops its allocations, in one Raft entry. A missing job
+// fails with code not_found.
+func (j *Job) Deregister(args *structs.JobDeregisterRequest, reply *structs.JobDeregisterResponse) error {
+	if done, err := j.srv.forward("Job.Deregister", args, args, reply); done {
+		return err
+	}
+	defer measureSince(metricJobDeregister, time.Now())
+
+	if args.JobID == "" {
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "JobID", Message: "missing job ID"}}}
+	}
+	ns := args.RequestNamespace()
+	job, err := j.srv.fsm.State().JobByID(nil, ns, args.JobID)
+	if err != nil {
+		if errors.Is(err, structs.ErrNotFound) {
+			return structs.NewError(structs.ErrCodeNotFound, "job %q not found", args.JobID)
+		}
+		return err
+	}
+
+	now := time.Now()
+	eval := structs.NewEval(job, structs.EvalTriggerJobDeregister, now)
+	req := *args
+	req.Namespace = ns
+	req.Eval = eval
+	req.SubmitTime = now.UnixNano()
+	index, _, err := j.srv.raftApply(structs.JobDeregisterRequestType, &req)
+	if err != nil {
+		return err
+	}
+	reply.EvalID = eval.ID
+	reply.EvalCreateIndex = index
+	reply.JobModifyIndex = index
+	reply.Index = index
+	return nil
+}
+
+// GetJob returns one job; a missing job is a nil Job with the jobs table
+// index (not an error), as in Nomad.
+func (j *Job) GetJob(args *structs.JobSpecificRequest, reply *structs.SingleJobResponse) error {
+	if done, err := j.srv.forward("Job.GetJob", args, args, reply); done {
+		return err
+	}
+	ns := args.RequestNamespace()
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
+		job, err := st.JobByID(ws, ns, args.JobID)
+		switch {
+		case err == nil:
+			reply.Job = job
+			return job.ModifyIndex, nil
+		case errors.Is(err, structs.ErrNotFound):
+			reply.Job = nil
+			return st.Index(state.TableJobs)
+		default:
+			return 0, err
+		}
+	})
+}
+
+// List returns job stubs with summaries, filtered by Prefix. Namespace "*"
+// lists every namespace.
+func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse) error {
+	if done, err := j.srv.forward("Job.List", args, args, reply); done {
+		return err
+	}
+	ns := args.RequestNamespace()
+	return j.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
+		var (
+			jobs []*structs.Job
+			err  error
+		)
+		if ns == "*" {
+			jobs, err = st.Jobs(ws)
+		} else {
+			jobs, err = st.JobsByIDPrefix(ws, ns, args.Prefix)
+		}
+		if err != nil {
+			return 0, err
+		}
+		stubs := make([]*structs.JobListStub, 0, len(jobs))
+		for _, job := range jobs {
+			if ns == "*" && !strings.HasPrefix(job.ID, args.Prefix) {
+				continue
+			}
+			summary, err := st.JobSummary(ws, job.Namespace, job.ID)
+			if err != nil && !errors.Is(err, structs.ErrNotFound) {
+				return 0, err
+			}
+			stubs = append(stubs, job.Stub(summary))
+		}
+		reply.Jobs = stubs
+		return st.Index(state.TableJobs)
+	})
+}

@@ -1,0 +1,241 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/rpc"
+	"reflect"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/backoff"
+	"github.com/drover-project/drover/server/pool"
+	"github.com/drover-project/drover/state"
+	"github.com/drover-project/drover/structs"
+)
+
+// Backoff while waiting for a leader to be known.
+const (
+	leaderWaitBase  = 50 * time.Millisecond
+	leaderWaitLimit = time.Second
+)
+
+// endpoints are the RPC receivers, by registered name. Every exported
+// method of each has the net/rpc shape func(*Args, *Reply) error.
+func (s *Server) endpoints() map[string]any {
+	return map[string]any{
+		"Status":   &Status{srv: s},
+		"Job":      &Job{srv: s},
+		"Node":     &Node{srv: s},
+		"Eval":     &Eval{srv: s},
+		"Operator": &Operator{srv: s},
+	}
+}
+
+// setupRPC registers the endpoints with net/rpc (remote calls) and in the
+// method table used by in-process calls.
+func (s *Server) setupRPC() error {
+	s.rpcServer = rpc.NewServer()
+	s.methods = make(map[string]reflect.Value)
+	for name, recv := range s.endpoints() {
+		if err := s.rpcServer.RegisterName(name, recv); err != nil {
+			return fmt.Errorf("register %s endpoint: %w", name, err)
+		}
+		v := reflect.ValueOf(recv)
+		t := v.Type()
+		for i := 0; i < t.NumMethod(); i++ {
+			m := t.Method(i)
+			s.methods[name+"."+m.Name] = v.Method(i)
+		}
+	}
+	return nil
+}
+
+// RPC makes an in-process call with exactly the routing of a remote one:
+// writes and consistent reads are forwarded to the leader, reads block on
+// MinQueryIndex, and errors are typed (*structs.Error, or the endpoint's
+// *structs.ValidationError when the call was served by this server; a
+// validation error that crossed a forward is a *structs.Error with code
+// invalid and the field messages joined by "; ").
+//
+// args is copied (shallowly) before the call, so the caller's request is
+// not marked forwarded; objects it points to must not be modified until RPC
+// returns and are owned by the server afterwards. Objects in reply may be
+// shared with the state store: copy before modifying.
+func (s *Server) RPC(method string, args, reply any) error {
+	m, ok := s.methods[method]
+	if !ok {
+		return structs.NewError(structs.ErrCodeUnsupported, "unknown RPC method %q", method)
+	}
+	mt := m.Type()
+	av, rv := reflect.ValueOf(args), reflect.ValueOf(reply)
+	if av.Type() != mt.In(0) || rv.Type() != mt.In(1) || av.IsNil() || rv.IsNil() {
+		return structs.NewError(structs.ErrCodeInvalid, "RPC %s takes (%s, %s), got (%T, %T)",
+			method, mt.In(0), mt.In(1), args, reply)
+	}
+	argsCopy := reflect.New(av.Type().Elem())
+	argsCopy.Elem().Set(av.Elem())
+	out := m.Call([]reflect.Value{argsCopy, rv})
+	if err, _ := out[0].Interface().(error); err != nil {
+		return err
+	}
+	return nil
+}
+
+// forward routes a request. It returns handled=true when the request was
+// answered elsewhere (or failed routing), with err the final result; with
+// handled=false the caller serves the request locally.
+//
+//   - Stale reads are served by any server.
+//   - Writes and consistent reads go to the leader. The leader serves them
+//     once its post-election barrier is done (its state holds every
+//     committed entry), and verifies its leadership (batched) before serving
+//     a consistent read.
+//   - A request already forwarded once is never forwarded again: a server
+//     that receives one but is not the leader answers structs.ErrNotLeader,
+//     which the forwarding server retries against the new leader.
+//   - While no leader is known (or the leader is not ready), the request
+//     waits (backoff from 50 ms to 1 s) up to Config.NoLeaderTimeout, then
+//     fails with structs.ErrNoLeader.
+func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (handled bool, err error) {
+	if info.IsRead() && info.AllowStaleRead() {
+		return false, nil
+	}
+
+	ctx, cancel := context.WithTimeout(s.shutdownCtx, s.config.NoLeaderTimeout)
+	defer cancel()
+	b := backoff.New(leaderWaitBase, leaderWaitLimit)
+	for {
+		switch {
+		case s.IsLeader():
+			if s.leaderReady.Load() {
+				if info.IsRead() {
+					return s.consistentReadCheck()
+				}
+				return false, nil
+			}
+			// Elected, but the barrier has not yet applied every
+			// committed entry: wait.
+		case info.IsForwarded():
+			return true, structs.ErrNotLeader
+		default:
+			if leader := s.Leader(); leader != "" && leader != s.rpcAddr {
+				err := s.forwardTo(leader, method, info, args, reply)
+				if !retryForward(err, info.IsRead()) {
+					return true, err
+				}
+				s.logger.Debug("forward to leader failed; retrying", "method", method, "leader", leader, "error", err)
+			}
+		}
+		if b.Wait(ctx) != nil {
+			if s.isShutdown() {
+				return true, structs.ErrShutdown
+			}
+			return true, structs.ErrNoLeader
+		}
+	}
+}
+
+// forwardTo sends the request to the leader at addr.
+func (s *Server) forwardTo(addr, method string, info structs.RPCInfo, args, reply any) error {
+	defer measureSince(metricForward, time.Now())
+	info.SetForwarded()
+	return s.pool.RPC(addr, method, args, reply)
+}
+
+// retryForward reports whether a forward may be sent again once a leader
+// is known: the target refused it as not the leader (nothing was written),
+// no leader was known there, the request never left this server, or it was
+// a read (always safe to repeat).
+func retryForward(err error, isRead bool) bool {
+	var notSent *pool.NotSentError
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, structs.ErrNotLeader), errors.Is(err, structs.ErrNoLeader):
+		return true
+	case errors.As(err, &notSent):
+		return true
+	case isRead:
+		// A transport failure (not an answer from the endpoint).
+		var remote *structs.Error
+		return !errors.As(err, &remote)
+	}
+	return false
+}
+
+// consistentReadCheck lets the leader serve a consistent read once its
+// leadership is verified.
+func (s *Server) consistentReadCheck() (bool, error) {
+	if err := s.verifier.Verify(); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
+// setQueryMeta fills the leader-contact fields of a read response.
+func (s *Server) setQueryMeta(m *structs.QueryMeta) {
+	if s.IsLeader() {
+		m.LastContact = 0
+		m.KnownLeader = true
+		return
+	}
+	m.KnownLeader = s.Leader() != ""
+	if last := s.raft.LastContact(); !last.IsZero() {
+		m.LastContact = time.Since(last)
+	}
+}
+
+// queryTimeout returns the wait for a blocking query: MaxQueryTime (default
+// 5 min, at most 10 min) plus up to 1/16 of it as jitter, so many clients
+// blocking on one index do not all return at once.
+func queryTimeout(opts *structs.QueryOptions) time.Duration {
+	wait := opts.MaxQueryTime
+	if wait <= 0 {
+		wait = DefaultMaxQueryTime
+	}
+	if wait > MaxMaxQueryTime {
+		wait = MaxMaxQueryTime
+	}
+	if j := int64(wait / 16); j > 0 {
+		wait += time.Duration(rand.Int64N(j))
+	}
+	return wait
+}
+
+// blockingRPC runs fn against the current state, again each time what it
+// read changes, until the index it returns exceeds opts.MinQueryIndex or
+// the wait times out. meta gets the index (never 0, so clients that block
+// on it never spin) and the leader-contact fields.
+func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta, fn state.QueryFn) error {
+	var index uint64
+	run := func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
+		idx, err := fn(ws, st)
+		if err != nil {
+			return 0, err
+		}
+		if idx == 0 {
+			idx = 1
+		}
+		index = idx
+		return idx, nil
+	}
+	var err error
+	if opts.MinQueryIndex == 0 {
+		_, err = run(nil, s.fsm.State())
+	} else {
+		err = s.fsm.State().BlockingQuery(s.shutdownCtx, opts.MinQueryIndex, queryTimeout(opts), run)
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) && s.isShutdown() {
+			return structs.ErrShutdown
+		}
+		return err
+	}
+	meta.Index = index
+	s.setQueryMeta(meta)
+	return nil
+}
