@@ -2,14 +2,19 @@ package scheduler
 
 import (
 	"sort"
-	"testing"
 
 	"github.com/drover-project/drover/scheduler/mock"
 	"github.com/drover-project/drover/structs"
 )
 
+// tb is what the helpers need from *testing.T, *testing.B and *rapid.T.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // testHarness returns a fresh harness or fails the test.
-func testHarness(t testing.TB) *Harness {
+func testHarness(t tb) *Harness {
 	t.Helper()
 	h, err := NewHarness()
 	if err != nil {
@@ -19,7 +24,7 @@ func testHarness(t testing.TB) *Harness {
 }
 
 // addNodes stores the nodes.
-func addNodes(t testing.TB, h *Harness, nodes ...*structs.Node) {
+func addNodes(t tb, h *Harness, nodes ...*structs.Node) {
 	t.Helper()
 	for _, n := range nodes {
 		if err := h.State.UpsertNode(h.NextIndex(), n, nil); err != nil {
@@ -29,7 +34,7 @@ func addNodes(t testing.TB, h *Harness, nodes ...*structs.Node) {
 }
 
 // mockNodes stores n mock nodes, changed by each fn, and returns them.
-func mockNodes(t testing.TB, h *Harness, n int, fns ...func(i int, n *structs.Node)) []*structs.Node {
+func mockNodes(t tb, h *Harness, n int, fns ...func(i int, n *structs.Node)) []*structs.Node {
 	t.Helper()
 	out := make([]*structs.Node, n)
 	for i := range out {
@@ -43,7 +48,7 @@ func mockNodes(t testing.TB, h *Harness, n int, fns ...func(i int, n *structs.No
 }
 
 // addJob stores job and returns the stored version (with its indexes).
-func addJob(t testing.TB, h *Harness, job *structs.Job) *structs.Job {
+func addJob(t tb, h *Harness, job *structs.Job) *structs.Job {
 	t.Helper()
 	if err := h.State.UpsertJob(h.NextIndex(), job, nil); err != nil {
 		t.Fatalf("UpsertJob: %v", err)
@@ -56,7 +61,7 @@ func addJob(t testing.TB, h *Harness, job *structs.Job) *structs.Job {
 }
 
 // addAllocs stores allocations.
-func addAllocs(t testing.TB, h *Harness, allocs ...*structs.Allocation) {
+func addAllocs(t tb, h *Harness, allocs ...*structs.Allocation) {
 	t.Helper()
 	if err := h.State.UpsertAllocs(h.NextIndex(), allocs); err != nil {
 		t.Fatalf("UpsertAllocs: %v", err)
@@ -64,7 +69,7 @@ func addAllocs(t testing.TB, h *Harness, allocs ...*structs.Allocation) {
 }
 
 // process runs a fresh eval of job with trigger through the harness.
-func process(t testing.TB, h *Harness, job *structs.Job, trigger string) *structs.Evaluation {
+func process(t tb, h *Harness, job *structs.Job, trigger string) *structs.Evaluation {
 	t.Helper()
 	e := mock.Eval(job)
 	e.TriggeredBy = trigger
@@ -76,7 +81,7 @@ func process(t testing.TB, h *Harness, job *structs.Job, trigger string) *struct
 
 // jobAllocs returns the job's allocations in the store, split into live
 // (not terminal) and all, sorted by name.
-func jobAllocs(t testing.TB, h *Harness, job *structs.Job) (live, all []*structs.Allocation) {
+func jobAllocs(t tb, h *Harness, job *structs.Job) (live, all []*structs.Allocation) {
 	t.Helper()
 	all, err := h.State.AllocsByJob(nil, job.Namespace, job.ID)
 	if err != nil {
@@ -102,7 +107,7 @@ func names(allocs []*structs.Allocation) []string {
 }
 
 // lastEval returns the evaluation's final update or fails.
-func lastEval(t testing.TB, h *Harness) *structs.Evaluation {
+func lastEval(t tb, h *Harness) *structs.Evaluation {
 	t.Helper()
 	e := h.LastEval()
 	if e == nil {
