@@ -87,3 +87,37 @@ func BenchmarkServiceSchedulerDense5kOn1Node(b *testing.B) {
 	job = addJob(b, h, job)
 	benchPlace(b, h, job, 5000)
 }
+
+// BenchmarkServiceSchedulerFillCluster: count 10,000 on 5,000 nodes that
+// each fit exactly two, so the last placements must find the few nodes
+// left with room; 95% of nodes also fail a constraint in the filtered
+// variant (with 100,000 nodes' worth of capacity spread over the rest).
+func BenchmarkServiceSchedulerFillCluster(b *testing.B) {
+	h := testHarness(b)
+	mockNodes(b, h, 5000, func(i int, n *structs.Node) {
+		n.NodeResources.Cpu.CpuShares = 2*1000 + 100
+		n.NodeResources.Memory.MemoryMB = 2*1000 + 256
+	})
+	job := mock.Job()
+	job.TaskGroups[0].Count = 10000
+	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 1000, MemoryMB: 1000}
+	job = addJob(b, h, job)
+	benchPlace(b, h, job, 10000)
+}
+
+func BenchmarkServiceSchedulerSparseFeasible(b *testing.B) {
+	h := testHarness(b)
+	mockNodes(b, h, 5000, func(i int, n *structs.Node) {
+		if i%20 != 0 {
+			n.Attributes["kernel.name"] = "windows"
+			return
+		}
+		n.NodeResources.Cpu.CpuShares = 40*100 + 100
+		n.NodeResources.Memory.MemoryMB = 40*128 + 256
+	})
+	job := mock.Job()
+	job.TaskGroups[0].Count = 10000
+	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 128}
+	job = addJob(b, h, job)
+	benchPlace(b, h, job, 10000)
+}

@@ -15,32 +15,109 @@ type feasibleIterator interface {
 	Reset()
 }
 
-// sourceIterator yields the candidate nodes in a fixed shuffled order. A
-// round visits each node at most once; the next round starts where the
-// previous one stopped, so successive placements spread over the cluster.
+// rejecter is told about every node a stage turns away, and why. The
+// group's source implements it.
+type rejecter interface {
+	filter(n *nodeInfo, reason string)
+	exhaust(n *nodeInfo, dim string)
+}
+
+// sourceIterator yields one group's candidate nodes in the evaluation's
+// shuffled order. A round (one Select) visits each node at most once; the
+// next round starts where the previous one stopped, so successive
+// placements spread over the cluster.
+//
+// With drop set (generic evaluations), a node a stage rejects is unlinked
+// from the ring for the rest of the evaluation: every reason is permanent
+// there, because feasibility cannot change and usage and allocation counts
+// only grow while placing. Each node is then rejected at most once per
+// group, which keeps placement linear even when few nodes are feasible or
+// the cluster is nearly full. The dropped nodes' reasons are kept, so a
+// failed placement still reports every node.
 type sourceIterator struct {
-	metrics *placementMetrics
+	metrics *placementMetrics // the current Select's
 	nodes   []*nodeInfo
-	offset  int
-	seen    int
+	next    []int32 // ring over nodes: next[i] is the live entry after i
+	pos     int32   // entry the next call returns
+	before  int32   // live entry before pos
+	last    int32   // entry last returned, -1 if none
+	lastPre int32   // live entry before last
+	alive   int
+	seen    int // entries returned this round
+	round   int // live entries when the round began
+
+	drop    bool
+	pending placementMetrics // rejections dropped this round
+	dropped placementMetrics // rejections dropped in earlier rounds
 }
 
-func (it *sourceIterator) Next() *nodeInfo {
-	if it.seen >= len(it.nodes) {
-		return nil
-	}
-	n := it.nodes[it.offset]
-	it.offset = (it.offset + 1) % len(it.nodes)
-	it.seen++
-	it.metrics.evaluated++
-	return n
+func newSourceIterator(m *placementMetrics, nodes []*nodeInfo, drop bool) *sourceIterator {
+	it := &sourceIterator{metrics: m, drop: drop}
+	it.pending.init()
+	it.dropped.init()
+	it.setNodes(nodes)
+	return it
 }
-
-func (it *sourceIterator) Reset() { it.seen = 0 }
 
 // setNodes replaces the candidates (the system scheduler sets one node).
 func (it *sourceIterator) setNodes(nodes []*nodeInfo) {
-	it.nodes, it.offset, it.seen = nodes, 0, 0
+	n := len(nodes)
+	it.nodes, it.alive, it.seen, it.round, it.last = nodes, n, 0, n, -1
+	if cap(it.next) < n {
+		it.next = make([]int32, n)
+	}
+	it.next = it.next[:n]
+	for i := range it.next {
+		it.next[i] = int32((i + 1) % n)
+	}
+	it.pos, it.before = 0, int32(n-1)
+}
+
+func (it *sourceIterator) Next() *nodeInfo {
+	if it.seen >= it.round || it.alive == 0 {
+		return nil
+	}
+	it.last, it.lastPre = it.pos, it.before
+	it.before, it.pos = it.pos, it.next[it.pos]
+	it.seen++
+	it.metrics.evaluated++
+	return it.nodes[it.last]
+}
+
+// Reset starts a round over the nodes still linked.
+func (it *sourceIterator) Reset() {
+	it.seen, it.round, it.last = 0, it.alive, -1
+	it.dropped.merge(&it.pending)
+	it.pending.reset()
+}
+
+func (it *sourceIterator) filter(n *nodeInfo, reason string) {
+	it.metrics.filter(n, reason)
+	if it.unlink(n) {
+		it.pending.filter(n, reason)
+	}
+}
+
+func (it *sourceIterator) exhaust(n *nodeInfo, dim string) {
+	it.metrics.exhaust(n, dim)
+	if it.unlink(n) {
+		it.pending.exhaust(n, dim)
+	}
+}
+
+// unlink removes n if it is the entry last returned and dropping is on.
+func (it *sourceIterator) unlink(n *nodeInfo) bool {
+	if !it.drop || it.last < 0 || it.nodes[it.last] != n {
+		return false
+	}
+	it.next[it.lastPre] = it.next[it.last]
+	if it.before == it.last {
+		it.before = it.lastPre
+	}
+	it.last = -1
+	it.alive--
+	it.pending.evaluated++
+	return true
 }
 
 // nodeCheck is a test of a node alone, whose answer cannot change during
@@ -59,12 +136,12 @@ type nodeCheck interface {
 type checkIterator struct {
 	src     feasibleIterator
 	check   nodeCheck
-	metrics *placementMetrics
+	rej     rejecter
 	verdict []int8 // by nodeInfo.idx: 0 unknown, 1 feasible, -1 not
 }
 
-func newCheckIterator(src feasibleIterator, check nodeCheck, m *placementMetrics, nodes int) *checkIterator {
-	return &checkIterator{src: src, check: check, metrics: m, verdict: make([]int8, nodes)}
+func newCheckIterator(src feasibleIterator, check nodeCheck, rej rejecter, nodes int) *checkIterator {
+	return &checkIterator{src: src, check: check, rej: rej, verdict: make([]int8, nodes)}
 }
 
 func (it *checkIterator) Next() *nodeInfo {
@@ -72,7 +149,7 @@ func (it *checkIterator) Next() *nodeInfo {
 		if it.feasible(n) {
 			return n
 		}
-		it.metrics.filter(n, it.check.reasonText())
+		it.rej.filter(n, it.check.reasonText())
 	}
 	return nil
 }
@@ -133,10 +210,10 @@ func (k *constraintChecker) escapesClass() bool { return k.escapes }
 // distinctHostsIterator filters nodes that already run an allocation of
 // the job (job-level constraint, group < 0) or of the group.
 type distinctHostsIterator struct {
-	src    feasibleIterator
-	ctx    *evalContext
-	group  int
-	reason string
+	src   feasibleIterator
+	ctx   *evalContext
+	rej   rejecter
+	group int
 }
 
 func (it *distinctHostsIterator) Next() *nodeInfo {
@@ -144,7 +221,7 @@ func (it *distinctHostsIterator) Next() *nodeInfo {
 		if it.ctx.groupCount(n, it.group) == 0 {
 			return n
 		}
-		it.ctx.metrics.filter(n, it.reason)
+		it.rej.filter(n, structs.ConstraintDistinctHosts)
 	}
 	return nil
 }
@@ -193,9 +270,9 @@ func (ps *propertySet) allows(n *nodeInfo) bool {
 // distinctPropertyIterator filters nodes whose property value is already
 // used limit times.
 type distinctPropertyIterator struct {
-	src     feasibleIterator
-	sets    []*propertySet
-	metrics *placementMetrics
+	src  feasibleIterator
+	sets []*propertySet
+	rej  rejecter
 }
 
 func (it *distinctPropertyIterator) Next() *nodeInfo {
@@ -203,7 +280,7 @@ next:
 	for n := it.src.Next(); n != nil; n = it.src.Next() {
 		for _, ps := range it.sets {
 			if !ps.allows(n) {
-				it.metrics.filter(n, ps.c.String())
+				it.rej.filter(n, ps.c.String())
 				continue next
 			}
 		}

@@ -123,7 +123,7 @@ func (s *genericScheduler) place(ctx *evalContext, places []placeRequest) {
 	if len(places) == 0 {
 		return
 	}
-	st := newStack(ctx, s.batch)
+	st := newStack(ctx, s.batch, true)
 	for _, p := range places {
 		g, ok := ctx.groupIdx[p.group]
 		if !ok {
@@ -162,7 +162,7 @@ func (s *genericScheduler) recordFailure(st *stack, tg *structs.TaskGroup, g int
 	if s.failed == nil {
 		s.failed = map[string]*structs.AllocMetric{}
 	}
-	s.failed[tg.Name] = st.ctx.metrics.allocMetric(st.nodesAvailable, st.nodesInPool)
+	s.failed[tg.Name] = st.failureMetric(tg, g)
 	s.queued[tg.Name]++
 	if s.classElig == nil {
 		s.classElig = map[string]bool{}

@@ -64,6 +64,25 @@ func (m *placementMetrics) exhaust(n *nodeInfo, dim string) {
 	}
 }
 
+// merge adds o's counts to m.
+func (m *placementMetrics) merge(o *placementMetrics) {
+	m.evaluated += o.evaluated
+	m.filtered += o.filtered
+	m.exhausted += o.exhausted
+	for k, v := range o.constraint {
+		m.constraint[k] += v
+	}
+	for k, v := range o.class {
+		m.class[k] += v
+	}
+	for k, v := range o.classExh {
+		m.classExh[k] += v
+	}
+	for i, v := range o.dimension {
+		m.dimension[i] += v
+	}
+}
+
 // allocMetric renders the counters. nodesAvailable (ready nodes per
 // datacenter) is copied.
 func (m *placementMetrics) allocMetric(nodesAvailable map[string]int, inPool int) *structs.AllocMetric {

@@ -70,6 +70,7 @@ func (a groupAsk) on(n *structs.Node) structs.ComparableResources {
 type binPackIterator struct {
 	src feasibleIterator
 	ctx *evalContext
+	rej rejecter
 	ask groupAsk
 }
 
@@ -80,7 +81,7 @@ func (it *binPackIterator) Next() (rankedNode, bool) {
 		free := n.capacity
 		free.Subtract(n.used)
 		if ok, dim := free.Superset(ask); !ok {
-			it.ctx.metrics.exhaust(n, dim)
+			it.rej.exhaust(n, dim)
 			continue
 		}
 		r := rankedNode{node: n, ask: ask}

@@ -20,12 +20,12 @@ const (
 
 // stack selects a node for one allocation of a task group. Each group gets
 // its own chain of iterators, built on first use and kept for the whole
-// evaluation (with its per-node feasibility caches); all chains share one
-// source, so successive placements continue around the shuffled node list.
+// evaluation with its per-node caches and its own source ring over the
+// shuffled candidates.
 type stack struct {
 	ctx    *evalContext
-	source *sourceIterator
 	limit  int
+	drop   bool // sources unlink rejected nodes (see sourceIterator)
 	chains map[string]*groupChain
 	cands  []*nodeInfo // the candidates, shuffled
 
@@ -35,17 +35,21 @@ type stack struct {
 
 // groupChain is one group's wired iterator chain.
 type groupChain struct {
+	source  *sourceIterator
 	checks  []*checkIterator // static checks, in order, for class eligibility
 	penalty *penaltyIterator
 	top     rankIterator
-	escaped bool // some check depends on more than the computed class
+	escaped bool         // some check depends on more than the computed class
+	one     [1]*nodeInfo // SelectOn's source
 }
 
 // newStack returns a stack over the candidates: ready, eligible, not
 // draining nodes in the job's datacenters. batch selects the two-choice
 // limit; a service job looks at max(2, ceil(log2(candidates))) nodes.
-func newStack(ctx *evalContext, batch bool) *stack {
-	s := &stack{ctx: ctx, chains: map[string]*groupChain{}, nodesAvailable: map[string]int{}}
+// drop may be set only when usage does not shrink while placing (no stops
+// between Selects).
+func newStack(ctx *evalContext, batch, drop bool) *stack {
+	s := &stack{ctx: ctx, drop: drop, chains: map[string]*groupChain{}, nodesAvailable: map[string]int{}}
 	var cands []*nodeInfo
 	for _, n := range ctx.nodes {
 		if !n.node.Ready() || ctx.job == nil || !inDatacenters(n.node.Datacenter, ctx.job.Datacenters) {
@@ -56,7 +60,6 @@ func newStack(ctx *evalContext, batch bool) *stack {
 	}
 	s.nodesInPool = len(cands)
 	s.cands = ctx.shuffleNodes(cands)
-	s.source = &sourceIterator{metrics: &ctx.metrics, nodes: s.cands}
 	s.limit = batchLimit
 	if !batch {
 		if l := int(math.Ceil(math.Log2(float64(len(cands))))); l > s.limit {
@@ -72,12 +75,15 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 	if ch, ok := s.chains[tg.Name]; ok {
 		return ch
 	}
-	ctx, m, nn := s.ctx, &s.ctx.metrics, len(s.ctx.nodes)
+	ctx, nn := s.ctx, len(s.ctx.nodes)
 	ch := &groupChain{}
-	// 1. source: candidate nodes, shuffled by the eval seed (newStack).
-	var it feasibleIterator = s.source
+	// 1. source: candidate nodes, shuffled by the eval seed (newStack);
+	//    every later stage reports its rejections to it.
+	ch.source = newSourceIterator(&ctx.metrics, s.cands, s.drop)
+	var it feasibleIterator = ch.source
+	rej := ch.source
 	// 2. drivers: every task's driver detected and healthy.
-	check := newCheckIterator(it, newDriverCheck(tg), m, nn)
+	check := newCheckIterator(it, newDriverCheck(tg), rej, nn)
 	ch.checks = append(ch.checks, check)
 	it = check
 	// 3. constraints: job, group and task, each compiled once, each node's
@@ -93,7 +99,7 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 			continue
 		}
 		k := newConstraintChecker(c, ctx.compiled)
-		check = newCheckIterator(it, k, m, nn)
+		check = newCheckIterator(it, k, rej, nn)
 		ch.checks = append(ch.checks, check)
 		ch.escaped = ch.escaped || k.escapes
 		it = check
@@ -104,16 +110,16 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 		if hostsJob {
 			scope = -1
 		}
-		it = &distinctHostsIterator{src: it, ctx: ctx, group: scope, reason: structs.ConstraintDistinctHosts}
+		it = &distinctHostsIterator{src: it, ctx: ctx, rej: rej, group: scope}
 		ch.escaped = true
 	}
 	// 5. distinct_property: at most limit allocations per property value.
 	if sets := ctx.propertySetsFor(g); len(sets) > 0 {
-		it = &distinctPropertyIterator{src: it, sets: sets, metrics: m}
+		it = &distinctPropertyIterator{src: it, sets: sets, rej: rej}
 		ch.escaped = true
 	}
 	// 6. resource fit and bin-pack score, from the context's usage.
-	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, ask: newGroupAsk(tg)}
+	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, rej: rej, ask: newGroupAsk(tg)}
 	// 7. job anti-affinity: penalty per allocation of the group on the node.
 	rank = &antiAffinityIterator{src: rank, ctx: ctx, group: g, count: tg.Count}
 	// 8. reschedule penalty: avoid the node a replaced allocation failed on.
@@ -135,6 +141,24 @@ func (s *stack) Select(tg *structs.TaskGroup, g int, penaltyNode string) (ranked
 	ch.penalty.nodeID = penaltyNode
 	ch.top.Reset()
 	return ch.top.Next()
+}
+
+// SelectOn is Select over node n alone (the system scheduler).
+func (s *stack) SelectOn(tg *structs.TaskGroup, g int, n *nodeInfo) (rankedNode, bool) {
+	ch := s.chain(tg, g)
+	ch.one[0] = n
+	ch.source.setNodes(ch.one[:])
+	return s.Select(tg, g, "")
+}
+
+// failureMetric renders the metrics of group tg's failed Select, adding
+// the nodes its source dropped in earlier Selects.
+func (s *stack) failureMetric(tg *structs.TaskGroup, g int) *structs.AllocMetric {
+	var all placementMetrics
+	all.init()
+	all.merge(&s.ctx.metrics)
+	all.merge(&s.chain(tg, g).source.dropped)
+	return all.allocMetric(s.nodesAvailable, s.nodesInPool)
 }
 
 // classEligibility reports, per computed class of the candidate nodes,

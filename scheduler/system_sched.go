@@ -66,10 +66,9 @@ func (s *systemScheduler) attempt() (done, progress bool, err error) {
 			live[a.NodeID] = append(live[a.NodeID], a)
 		}
 	}
-	st := newStack(ctx, false)
-	one := make([]*nodeInfo, 1)
+	st := newStack(ctx, false, false)
 	for _, n := range ctx.nodes {
-		s.reconcileNode(ctx, st, n, live[n.node.ID], one)
+		s.reconcileNode(ctx, st, n, live[n.node.ID])
 		delete(live, n.node.ID)
 	}
 	for _, gone := range sortedKeys(live) { // allocations on deleted nodes
@@ -87,9 +86,8 @@ func (s *systemScheduler) attempt() (done, progress bool, err error) {
 	return done, progress, err
 }
 
-// reconcileNode makes node n run exactly the allocations it should. one is
-// scratch space for the one-node source.
-func (s *systemScheduler) reconcileNode(ctx *evalContext, st *stack, n *nodeInfo, live []*structs.Allocation, one []*nodeInfo) {
+// reconcileNode makes node n run exactly the allocations it should.
+func (s *systemScheduler) reconcileNode(ctx *evalContext, st *stack, n *nodeInfo, live []*structs.Allocation) {
 	job, node := ctx.job, n.node
 	if node.TerminalStatus() {
 		for _, a := range live {
@@ -122,11 +120,11 @@ func (s *systemScheduler) reconcileNode(ctx *evalContext, st *stack, n *nodeInfo
 				continue
 			}
 			ctx.appendStop(have, descUpdating, "")
-			s.placeOn(ctx, st, tg, g, n, one, have)
+			s.placeOn(ctx, st, tg, g, n, have)
 			continue
 		}
 		if have == nil && inDCs && tg.Count > 0 && node.Ready() {
-			s.placeOn(ctx, st, tg, g, n, one, nil)
+			s.placeOn(ctx, st, tg, g, n, nil)
 		}
 	}
 	// Allocations of groups the job no longer has (or of a stopped job).
@@ -152,10 +150,8 @@ func jobGroups(job *structs.Job) []*structs.TaskGroup {
 // placeOn places one allocation of tg on n. A node filtered by a
 // constraint is simply not a match; a node without room is a failed
 // placement (and the group's later failures coalesce into it).
-func (s *systemScheduler) placeOn(ctx *evalContext, st *stack, tg *structs.TaskGroup, g int, n *nodeInfo, one []*nodeInfo, prev *structs.Allocation) {
-	one[0] = n
-	st.source.setNodes(one)
-	option, ok := st.Select(tg, g, "")
+func (s *systemScheduler) placeOn(ctx *evalContext, st *stack, tg *structs.TaskGroup, g int, n *nodeInfo, prev *structs.Allocation) {
+	option, ok := st.SelectOn(tg, g, n)
 	if !ok {
 		if ctx.metrics.exhausted == 0 {
 			return // does not match this node
