@@ -30,8 +30,9 @@ type Agent struct {
 	httpAddr   string
 	httpDone   chan struct{} // closed when Serve returns
 
-	// devDataDir is the temporary data dir created for -dev, removed on
-	// Shutdown; "" otherwise.
+	// dataDir is the data directory in use; devDataDir is the temporary
+	// one created for -dev, removed on Shutdown ("" otherwise).
+	dataDir    string
 	devDataDir string
 
 	shutdownOnce sync.Once
@@ -71,6 +72,7 @@ func (a *Agent) start(root hclog.Logger) error {
 		a.devDataDir = dir
 		dataDir = dir
 	}
+	a.dataDir = dataDir
 	if cfg.Client.Enabled {
 		a.logger.Debug("client mode is not available yet; running the server only")
 	}
@@ -86,7 +88,7 @@ func (a *Agent) start(root hclog.Logger) error {
 		RetryJoin:       cfg.joinAddrs(),
 		RetryInterval:   cfg.Server.RetryInterval,
 		NumSchedulers:   cfg.Server.NumSchedulers,
-		Logger:          root.Named("server"),
+		Logger:          root, // the server names its own logger "server"
 	}
 	if cfg.serverConfigHook != nil {
 		cfg.serverConfigHook(srvCfg)
@@ -136,6 +138,9 @@ func (a *Agent) HTTPURL() string {
 
 // RPCAddr returns the server's RPC (and Raft) address.
 func (a *Agent) RPCAddr() string { return a.server.RPCAddr() }
+
+// DataDir returns the data directory in use (for -dev, the temporary one).
+func (a *Agent) DataDir() string { return a.dataDir }
 
 // Server returns the agent's server.
 func (a *Agent) Server() *server.Server { return a.server }

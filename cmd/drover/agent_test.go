@@ -6,6 +6,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/drover-project/drover/agent"
 )
 
 func TestAwaitShutdown(t *testing.T) {
@@ -52,4 +55,69 @@ func TestAwaitShutdown(t *testing.T) {
 			t.Fatalf("stderr = %q", errOut)
 		}
 	})
+}
+
+// TestAgentCommand runs `drover agent -dev` in-process, talks to it with
+// the other commands, and stops it with a signal.
+func TestAgentCommand(t *testing.T) {
+	e, out, errOut := testEnv(nil)
+	sig := make(chan os.Signal, 2)
+	e.signals = func() (<-chan os.Signal, func()) { return sig, func() {} }
+	started := make(chan *agent.Agent, 1)
+	e.agentStarted = func(a *agent.Agent) { started <- a }
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"agent", "-dev", "-http-port", "0", "-rpc-port", "0", "-log-level", "warn", "-node", "cli1"}, e)
+	}()
+
+	var a *agent.Agent
+	select {
+	case a = <-started:
+	case code := <-done:
+		t.Fatalf("agent exited with %d: %s", code, errOut)
+	case <-time.After(20 * time.Second):
+		t.Fatal("agent did not start")
+	}
+	if !strings.Contains(out.String(), "Drover agent started") || !strings.Contains(out.String(), a.HTTPURL()) {
+		t.Fatalf("banner: %s", out)
+	}
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		se, sout, _ := testEnv(nil)
+		if run([]string{"status", "-address", a.HTTPURL()}, se) == 0 && !strings.Contains(sout.String(), "(none)") {
+			if !strings.Contains(sout.String(), "Leader  "+a.RPCAddr()) {
+				t.Fatalf("status output: %s", sout)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	le, lout, lerr := testEnv(map[string]string{"DROVER_ADDR": a.HTTPURL()})
+	if code := run([]string{"operator", "raft", "list-peers"}, le); code != 0 {
+		t.Fatalf("list-peers exit %d: %s", code, lerr)
+	}
+	lines := strings.Split(strings.TrimSpace(lout.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "Node ") || !strings.Contains(lines[1], a.RPCAddr()) ||
+		!strings.Contains(lines[1], "leader") || !strings.Contains(lines[1], "true") {
+		t.Fatalf("list-peers output:\n%s", lout)
+	}
+
+	dataDir := a.DataDir()
+	sig <- syscall.SIGINT
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("agent exit %d: %s", code, errOut)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("agent did not stop")
+	}
+	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+		t.Fatalf("dev data dir %q left behind: %v", dataDir, err)
+	}
 }

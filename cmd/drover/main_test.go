@@ -7,24 +7,43 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/version"
 )
 
+// syncBuffer is a bytes.Buffer safe for the agent's concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer // guarded by mu
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // testEnv returns an env with captured output and the given variables.
-func testEnv(vars map[string]string) (*env, *bytes.Buffer, *bytes.Buffer) {
-	var out, errOut bytes.Buffer
+func testEnv(vars map[string]string) (*env, *syncBuffer, *syncBuffer) {
+	out, errOut := &syncBuffer{}, &syncBuffer{}
 	e := &env{
-		stdout: &out,
-		stderr: &errOut,
+		stdout: out,
+		stderr: errOut,
 		getenv: func(k string) string { return vars[k] },
 		signals: func() (<-chan os.Signal, func()) {
 			return make(chan os.Signal), func() {}
 		},
 	}
-	return e, &out, &errOut
+	return e, out, errOut
 }
 
 func TestDispatch(t *testing.T) {
