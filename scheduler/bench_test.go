@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -50,6 +51,7 @@ func benchPlace(b *testing.B, h *Harness, job *structs.Job, want int) {
 	}
 	elapsed := time.Since(start)
 	b.ReportMetric(float64(want*b.N)/elapsed.Seconds(), "placements/s")
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(want*b.N), "ns/placement")
 }
 
 // BenchmarkServiceSchedulerPlace10kOn5kNodes: one service job of count
@@ -75,17 +77,27 @@ func BenchmarkServiceSchedulerPlace10kOn5kNodes(b *testing.B) {
 // BenchmarkServiceSchedulerDense5kOn1Node: count 5,000 on one node big
 // enough for all of them; per-placement cost must not grow with the
 // number of allocations already planned on the node.
-func BenchmarkServiceSchedulerDense5kOn1Node(b *testing.B) {
+func BenchmarkServiceSchedulerDense5kOn1Node(b *testing.B) { benchDense(b, 5000) }
+
+// BenchmarkServiceSchedulerDenseScaling runs the dense case at several
+// sizes: ns/placement stays flat when placement is linear.
+func BenchmarkServiceSchedulerDenseScaling(b *testing.B) {
+	for _, n := range []int{1250, 2500, 5000, 10000} {
+		b.Run(fmt.Sprintf("count=%d", n), func(b *testing.B) { benchDense(b, n) })
+	}
+}
+
+func benchDense(b *testing.B, count int) {
 	h := testHarness(b)
 	mockNodes(b, h, 1, func(_ int, n *structs.Node) {
-		n.NodeResources.Cpu.CpuShares = 5000*100 + 1000
-		n.NodeResources.Memory.MemoryMB = 5000*128 + 1024
+		n.NodeResources.Cpu.CpuShares = int64(count)*100 + 1000
+		n.NodeResources.Memory.MemoryMB = int64(count)*128 + 1024
 	})
 	job := mock.Job()
-	job.TaskGroups[0].Count = 5000
+	job.TaskGroups[0].Count = count
 	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 128}
 	job = addJob(b, h, job)
-	benchPlace(b, h, job, 5000)
+	benchPlace(b, h, job, count)
 }
 
 // BenchmarkServiceSchedulerFillCluster: count 10,000 on 5,000 nodes that

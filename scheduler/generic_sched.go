@@ -83,6 +83,8 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 
 	r := &reconciler{job: job, batch: s.batch, now: now, evalID: s.eval.ID, node: ctx.nodeOrNil}
 	res := r.reconcile(allocs)
+	s.logger.Debug("reconciled", "place", len(res.places), "stop", len(res.stops),
+		"in_place", len(res.inplace), "reschedule_later", len(res.later), "migrations_deferred", res.deferred)
 	if s.eval.AnnotatePlan {
 		ctx.plan.Annotations = &structs.PlanAnnotations{DesiredTGUpdates: res.desired}
 	}

@@ -91,6 +91,22 @@ func TestServicePlacement(t *testing.T) {
 			onNodes: func(nodes []*structs.Node) []string { return []string{nodes[1].ID} },
 		},
 		{
+			name: "group and task constraints",
+			nodes: func(t *testing.T, h *Harness) []*structs.Node {
+				return mockNodes(t, h, 4, func(i int, n *structs.Node) {
+					n.Meta["rack"] = []string{"r1", "r2", "r2", "r3"}[i]
+					n.Attributes["cpu.numcores"] = []string{"4", "8", "2", "8"}[i]
+				})
+			},
+			job: func(j *structs.Job) {
+				j.TaskGroups[0].Count = 4
+				j.TaskGroups[0].Constraints = []*structs.Constraint{{LTarget: "${meta.rack}", Operand: "!=", RTarget: "r3"}}
+				j.TaskGroups[0].Tasks[0].Constraints = []*structs.Constraint{{LTarget: "${attr.cpu.numcores}", Operand: ">=", RTarget: "4"}}
+			},
+			wantIdx: seq(0, 4),
+			onNodes: func(nodes []*structs.Node) []string { return []string{nodes[0].ID, nodes[1].ID} },
+		},
+		{
 			name:     "fills the lowest free indexes",
 			nodes:    func(t *testing.T, h *Harness) []*structs.Node { return mockNodes(t, h, 3) },
 			job:      func(j *structs.Job) { j.TaskGroups[0].Count = 6 },

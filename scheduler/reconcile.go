@@ -132,8 +132,22 @@ const (
 	slotLost       slotKind = iota // on a down node: stop as lost, replace
 	slotReschedule                 // failed and due: replace with a tracker
 	slotMigrate                    // on a draining node: stop, replace elsewhere
+	slotFailed                     // failed, not due (or never): counted, not replaced now
 	slotKeep                       // live and healthy: keep or update
 )
+
+// dropRank orders slots for removal when a group has too many: replacing
+// nothing is cheapest, then giving up on a failed allocation, and only
+// then stopping a healthy one.
+func (k slotKind) dropRank() int {
+	switch k {
+	case slotFailed:
+		return 1
+	case slotKeep:
+		return 2
+	}
+	return 0
+}
 
 // slot is one allocation that counts toward the group's count.
 type slot struct {
@@ -141,13 +155,13 @@ type slot struct {
 	kind  slotKind
 	index int
 	delay time.Duration
+	later *delayedReschedule // slotFailed due later: its follow-up
 }
 
 // groupState is a group's allocations, classified.
 type groupState struct {
 	slots    []slot                // counted, may be replaced or updated
-	held     []*structs.Allocation // terminal but counted: never replaced now
-	later    []delayedReschedule   // failed, due later (also in held)
+	held     []*structs.Allocation // complete batch work: counted, never removed or replaced
 	migrated map[string]bool       // IDs of allocations stopped for migration
 }
 
@@ -157,8 +171,9 @@ func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocatio
 	if tg != nil {
 		policy = tg.ReschedulePolicy
 	}
-	add := func(a *structs.Allocation, k slotKind, delay time.Duration) {
-		gs.slots = append(gs.slots, slot{alloc: a, kind: k, index: allocIndex(a.Name), delay: delay})
+	add := func(s slot) {
+		s.index = allocIndex(s.alloc.Name)
+		gs.slots = append(gs.slots, s)
 	}
 	for _, a := range allocs {
 		switch {
@@ -177,18 +192,18 @@ func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocatio
 		case a.ClientTerminalStatus():
 			r.classifyTerminal(&gs, a, policy, add)
 		case r.lost(a):
-			add(a, slotLost, 0)
+			add(slot{alloc: a, kind: slotLost})
 		case a.DesiredTransition.ShouldMigrate():
-			add(a, slotMigrate, 0)
+			add(slot{alloc: a, kind: slotMigrate})
 		default:
-			add(a, slotKeep, 0)
+			add(slot{alloc: a, kind: slotKeep})
 		}
 	}
 	return gs
 }
 
 // classifyTerminal handles allocations the client has finished with.
-func (r *reconciler) classifyTerminal(gs *groupState, a *structs.Allocation, policy *structs.ReschedulePolicy, add func(*structs.Allocation, slotKind, time.Duration)) {
+func (r *reconciler) classifyTerminal(gs *groupState, a *structs.Allocation, policy *structs.ReschedulePolicy, add func(slot)) {
 	if a.NextAllocation != "" {
 		return // already replaced
 	}
@@ -201,12 +216,11 @@ func (r *reconciler) classifyTerminal(gs *groupState, a *structs.Allocation, pol
 		d := decideReschedule(a, policy, r.now, r.evalID)
 		switch d.kind {
 		case rescheduleNow:
-			add(a, slotReschedule, d.delay)
+			add(slot{alloc: a, kind: slotReschedule, delay: d.delay})
 		case rescheduleLater:
-			gs.held = append(gs.held, a)
-			gs.later = append(gs.later, delayedReschedule{alloc: a, at: d.at})
+			add(slot{alloc: a, kind: slotFailed, later: &delayedReschedule{alloc: a, at: d.at}})
 		default:
-			gs.held = append(gs.held, a) // exhausted: stays failed, not replaced
+			add(slot{alloc: a, kind: slotFailed}) // exhausted: stays failed, not replaced
 		}
 	}
 }
@@ -245,7 +259,6 @@ func (r *reconciler) reconcileGroup(name string, tg *structs.TaskGroup, allocs [
 		du.Place++
 		missing--
 	}
-	r.result.later = append(r.result.later, gs.later...)
 }
 
 // stopGroup stops every live allocation of a group that should not run.
@@ -258,7 +271,7 @@ func (r *reconciler) stopGroup(gs groupState, du *structs.DesiredUpdates) {
 		switch s.kind {
 		case slotLost:
 			r.stop(s.alloc, descLost, structs.AllocClientStatusLost, du)
-		case slotReschedule:
+		case slotReschedule, slotFailed:
 			du.Ignore++ // failed and not needed: leave it
 		default:
 			r.stop(s.alloc, desc, "", du)
@@ -306,8 +319,8 @@ func (r *reconciler) noteMigrateWait(w time.Duration) {
 }
 
 // dropExcess removes slots beyond count (held allocations count but cannot
-// be removed): replacements go first, then live allocations, highest index
-// first. It returns the slots that remain.
+// be removed) in dropRank order, highest index first within a rank. It
+// returns the slots that remain.
 func (r *reconciler) dropExcess(slots []slot, held, count int, du *structs.DesiredUpdates) []slot {
 	excess := len(slots) + held - count
 	if excess <= 0 {
@@ -315,14 +328,8 @@ func (r *reconciler) dropExcess(slots []slot, held, count int, du *structs.Desir
 	}
 	order := slices.Clone(slots)
 	slices.SortStableFunc(order, func(a, b slot) int {
-		ar, br := a.kind != slotKeep, b.kind != slotKeep
-		if ar != br {
-			if ar {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(sortIndex(b.index), sortIndex(a.index))
+		return cmp.Or(cmp.Compare(a.kind.dropRank(), b.kind.dropRank()),
+			cmp.Compare(sortIndex(b.index), sortIndex(a.index)))
 	})
 	drop := map[*structs.Allocation]bool{}
 	for _, s := range order[:min(excess, len(order))] {
@@ -367,6 +374,11 @@ func (r *reconciler) carry(group string, tg *structs.TaskGroup, s slot, du *stru
 		r.result.stops = append(r.result.stops, stopRequest{alloc: a, desc: descMigrating})
 		r.replace(group, a, false, 0)
 		du.Migrate++
+	case slotFailed:
+		if s.later != nil {
+			r.result.later = append(r.result.later, *s.later)
+		}
+		du.Ignore++
 	case slotKeep:
 		switch {
 		case a.Job == nil || a.Job.JobModifyIndex == r.job.JobModifyIndex:

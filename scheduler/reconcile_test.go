@@ -157,6 +157,31 @@ func TestServiceReconcile(t *testing.T) {
 			want: outcome{liveIdx: []int{0, 2, 3, 5}, lost: []int{1, 4}},
 		},
 		{
+			name:  "scale down gives up a failed alloc before a healthy one",
+			count: 3,
+			setup: func(t *testing.T, h *Harness, job *structs.Job, _ []*structs.Node, allocs []*structs.Allocation) *structs.Job {
+				failed := allocs[0].Copy()
+				failed.ClientStatus = structs.AllocClientStatusFailed
+				addAllocs(t, h, failed)
+				return updateJob(t, h, job, func(j *structs.Job) {
+					j.TaskGroups[0].Count = 2
+					j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{}
+				})
+			},
+			want: outcome{liveIdx: []int{1, 2}, stopped: map[int]string{0: descNotNeeded}},
+		},
+		{
+			name:  "failed alloc that may not be rescheduled keeps its slot",
+			count: 3,
+			setup: func(t *testing.T, h *Harness, job *structs.Job, _ []*structs.Node, allocs []*structs.Allocation) *structs.Job {
+				failed := allocs[2].Copy()
+				failed.ClientStatus = structs.AllocClientStatusFailed
+				addAllocs(t, h, failed)
+				return updateJob(t, h, job, func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{} })
+			},
+			want: outcome{liveIdx: []int{0, 1}},
+		},
+		{
 			name:  "complete service allocs are replaced",
 			count: 2,
 			setup: func(t *testing.T, h *Harness, job *structs.Job, _ []*structs.Node, allocs []*structs.Allocation) *structs.Job {

@@ -7,8 +7,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
 )
+
+// A state snapshot is what the worker hands a scheduler.
+var _ State = (*state.StateSnapshot)(nil)
 
 // State is the read-only view of the cluster a scheduler works from. It is
 // a subset of *state.StateSnapshot's read methods. Lookups by ID return an

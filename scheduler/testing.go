@@ -12,9 +12,6 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// The snapshot the harness hands out satisfies State.
-var _ State = (*state.StateSnapshot)(nil)
-
 // Harness is a Planner for tests and benchmarks. It records everything a
 // scheduler asks for and applies each plan to a real *state.StateStore
 // (UpsertPlanResults at increasing indexes), so a test can run a scheduler
