@@ -303,3 +303,79 @@ func TestNomadClientAgainstAgent(t *testing.T) {
 	a := startDevAgent(t)
 	exerciseNomadClient(t, a.HTTPURL())
 }
+
+// Three agents form a cluster through retry_join; any agent's HTTP API
+// serves writes and reads (followers forward to the leader).
+func TestAgentThreeServerCluster(t *testing.T) {
+	var agents []*Agent
+	for i := 0; i < 3; i++ {
+		cfg := DefaultConfig()
+		cfg.NodeName = "s" + strconv.Itoa(i)
+		cfg.DataDir = t.TempDir()
+		cfg.BindAddr = "127.0.0.1"
+		cfg.Ports = Ports{}
+		cfg.Server.Enabled = true
+		cfg.Server.BootstrapExpect = 3
+		for _, prev := range agents {
+			cfg.Server.RetryJoin = append(cfg.Server.RetryJoin, prev.RPCAddr())
+		}
+		cfg.serverConfigHook = func(sc *server.Config) {
+			sc.RaftTimeoutScale = 0.25
+			sc.RetryInterval = 50 * time.Millisecond
+		}
+		a, err := NewAgent(cfg, testLogger())
+		if err != nil {
+			t.Fatalf("agent %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = a.Shutdown() })
+		agents = append(agents, a)
+	}
+	ctx := context.Background()
+	var leader string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		peers, err := api.NewClient(agents[2].HTTPURL()).Peers(ctx)
+		leader, _ = api.NewClient(agents[2].HTTPURL()).Leader(ctx)
+		if err == nil && len(peers) == 3 && leader != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster did not form: peers %v leader %q err %v", peers, leader, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var followers []*Agent
+	for _, a := range agents {
+		if a.RPCAddr() != leader {
+			followers = append(followers, a)
+		}
+	}
+	if len(followers) != 2 {
+		t.Fatalf("followers = %d (leader %s)", len(followers), leader)
+	}
+
+	w, r := api.NewClient(followers[0].HTTPURL()), api.NewClient(followers[1].HTTPURL())
+	reg, _, err := w.RegisterJob(ctx, testJob("web"), nil, nil)
+	if err != nil {
+		t.Fatalf("register through a follower: %v", err)
+	}
+	job, _, err := r.Job(ctx, "web", nil)
+	if err != nil || job.JobModifyIndex != reg.JobModifyIndex {
+		t.Fatalf("read through the other follower: %+v, %v", job, err)
+	}
+	// A stale read is answered locally; block until the follower has the job.
+	_, qm, err := r.Jobs(ctx, &api.QueryOptions{AllowStale: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qm.LastIndex < reg.JobModifyIndex {
+		_, qm, err = r.Jobs(ctx, &api.QueryOptions{AllowStale: true, WaitIndex: reg.JobModifyIndex - 1, WaitTime: 5 * time.Second})
+		if err != nil || qm.LastIndex < reg.JobModifyIndex {
+			t.Fatalf("stale read never caught up: %+v, %v", qm, err)
+		}
+	}
+	rc, err := r.RaftConfiguration(ctx, nil)
+	if err != nil || len(rc.Servers) != 3 {
+		t.Fatalf("raft configuration: %+v, %v", rc, err)
+	}
+}
