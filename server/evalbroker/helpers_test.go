@@ -3,18 +3,18 @@ package evalbroker
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/drover-project/drover/structs"
 )
 
-var evalSeq int
+var evalSeq atomic.Int64
 
 // mockEval returns a valid pending evaluation; tests set what differs.
 func mockEval(job string, priority int, typ string) *structs.Evaluation {
-	evalSeq++
 	return &structs.Evaluation{
-		ID:          fmt.Sprintf("eval-%04d-%s", evalSeq, structs.GenerateUUID()[:8]),
+		ID:          fmt.Sprintf("eval-%04d-%s", evalSeq.Add(1), structs.GenerateUUID()[:8]),
 		Namespace:   "default",
 		Priority:    priority,
 		Type:        typ,
