@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -156,7 +157,7 @@ func (a *Agent) Shutdown() error {
 		a.logger.Info("shutting down")
 		var errs []error
 		if a.httpServer != nil {
-			ctx, cancel := contextWithTimeout(httpShutdownTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
 			if err := a.httpServer.Shutdown(ctx); err != nil {
 				// Blocking queries outlived the grace period: cut them off.
 				_ = a.httpServer.Close()

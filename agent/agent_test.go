@@ -29,7 +29,7 @@ func testLogger() hclog.Logger {
 
 // startDevAgent runs a -dev agent on free ports with fast Raft timeouts
 // and waits until it has a leader.
-func startDevAgent(t *testing.T) *Agent {
+func startDevAgent(t testing.TB) *Agent {
 	t.Helper()
 	cfg := DevConfig()
 	cfg.Ports = Ports{HTTP: 0, RPC: 0}
@@ -48,7 +48,7 @@ func startDevAgent(t *testing.T) *Agent {
 	return a
 }
 
-func waitForLeader(t *testing.T, c *api.Client) {
+func waitForLeader(t testing.TB, c *api.Client) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {

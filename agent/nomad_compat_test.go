@@ -106,10 +106,9 @@ func exerciseNomadClient(t *testing.T, addr string) {
 	}
 
 	evalID, _, err := c.Jobs().Deregister("web", true, nil)
-	if err != nil {
-		t.Fatalf("Deregister: %v", err)
+	if err != nil || evalID == "" {
+		t.Fatalf("Deregister = %q, %v", evalID, err)
 	}
-	_ = evalID
 	if _, _, err := c.Jobs().Info("web", nil); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("Info after purge err = %v", err)
 	}

@@ -1,10 +1,3 @@
-// Command drover is Drover's single binary: the agent and the CLI.
-//
-// Each command group lives in its own file (agent.go, status.go,
-// operator.go, version.go) and contributes entries to the table in
-// commands(). A command is named by its full path ("operator raft
-// list-peers"); the dispatcher picks the longest name that prefixes the
-// arguments, and a bare group name lists the commands under it.
 package main
 
 import (
