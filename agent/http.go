@@ -298,6 +298,10 @@ func setIndex(w http.ResponseWriter, index uint64) {
 // client sends many Drover does not model); values of the wrong type are
 // rejected with the field named.
 func decodeBody(w http.ResponseWriter, r *http.Request, out any) error {
+	if r.ContentLength > MaxRequestBodyBytes {
+		// Declared too large: refuse without reading it.
+		return bodyError(&http.MaxBytesError{Limit: MaxRequestBodyBytes})
+	}
 	body := http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes)
 	dec := json.NewDecoder(body)
 	if err := dec.Decode(out); err != nil {

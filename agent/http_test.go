@@ -85,6 +85,11 @@ func do(t *testing.T, h http.Handler, method, target string, body string) *httpt
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
+	if strings.HasPrefix(target, "chunked:") {
+		// A reader of unknown length: the request has no Content-Length.
+		target = strings.TrimPrefix(target, "chunked:")
+		rd = io.MultiReader(strings.NewReader(body))
+	}
 	req := httptest.NewRequest(method, target, rd)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -182,6 +187,11 @@ func TestHTTPStatusCodes(t *testing.T) {
 			wantCode: 400, wantBody: "exactly one JSON object"},
 		{name: "body too large", method: "PUT", target: "/v1/jobs", body: big,
 			wantCode: 413, wantBody: "Request body too large"},
+		{name: "body too large without length", method: "PUT", target: "chunked:/v1/jobs", body: big,
+			wantCode: 413, wantBody: "Request body too large: the limit is 1048576 bytes"},
+		{name: "small body without length", method: "PUT", target: "chunked:/v1/jobs", body: validJobBody,
+			setup:    func(f *fakeServer) { f.on("Job.Register", okRegister) },
+			wantCode: 200, wantCalls: 1},
 		{name: "job id mismatch", method: "PUT", target: "/v1/job/other", body: validJobBody,
 			wantCode: 400, wantBody: `does not match the URL's job "other"`},
 		{name: "namespace mismatch", method: "PUT", target: "/v1/jobs?namespace=prod",
