@@ -23,12 +23,6 @@ type nodeInfo struct {
 	used     structs.ComparableResources // live allocations, adjusted by the plan
 }
 
-// placedRef remembers one placement for structures built after it.
-type placedRef struct {
-	node  *nodeInfo
-	group int
-}
-
 // evalContext is the state of one scheduling attempt: the snapshot, the
 // plan being built, and every per-evaluation cache. It is single-threaded.
 type evalContext struct {
@@ -208,6 +202,39 @@ func (c *evalContext) appendStop(a *structs.Allocation, desc, clientStatus strin
 	n.used.Subtract(a.AllocatedResources.Comparable())
 	if own {
 		c.groupCounts[n.idx*len(c.groupIdx)+g]--
+	}
+}
+
+// revertStop withdraws the stop of a that appendStop just added.
+func (c *evalContext) revertStop(a *structs.Allocation) {
+	list := c.plan.NodeUpdate[a.NodeID]
+	if n := len(list); n > 0 && list[n-1].ID == a.ID {
+		if n == 1 {
+			delete(c.plan.NodeUpdate, a.NodeID)
+		} else {
+			c.plan.NodeUpdate[a.NodeID] = list[:n-1]
+		}
+	}
+	if _, ok := c.stopped[a.ID]; !ok {
+		return // it held nothing
+	}
+	delete(c.stopped, a.ID)
+	n := c.byID[a.NodeID]
+	if n == nil {
+		return
+	}
+	g, own := c.ownGroup(a)
+	for _, ps := range c.properties {
+		if own {
+			ps.add(n, g)
+		}
+	}
+	if !n.loaded {
+		return
+	}
+	n.used.Add(a.AllocatedResources.Comparable())
+	if own {
+		c.groupCounts[n.idx*len(c.groupIdx)+g]++
 	}
 }
 

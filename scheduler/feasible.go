@@ -18,22 +18,36 @@ type feasibleIterator interface {
 // rejecter is told about every node a stage turns away, and why. The
 // group's source implements it.
 type rejecter interface {
-	filter(n *nodeInfo, reason string)
+	// filter: n failed a check; fixed means the answer cannot change
+	// during the evaluation (drivers, constraints), else it depends on
+	// the plan (distinct_hosts, distinct_property).
+	filter(n *nodeInfo, reason string, fixed bool)
+	// exhaust: n lacks room in dimension dim.
 	exhaust(n *nodeInfo, dim string)
 }
+
+// dropMode says which rejected nodes a source unlinks for the rest of the
+// evaluation.
+type dropMode uint8
+
+const (
+	dropNone  dropMode = iota // keep every node (the system scheduler)
+	dropFixed                 // nodes that failed a fixed check
+	dropAll                   // any rejected node: valid only while usage and allocation counts can only grow
+)
 
 // sourceIterator yields one group's candidate nodes in the evaluation's
 // shuffled order. A round (one Select) visits each node at most once; the
 // next round starts where the previous one stopped, so successive
 // placements spread over the cluster.
 //
-// With drop set (generic evaluations), a node a stage rejects is unlinked
-// from the ring for the rest of the evaluation: every reason is permanent
-// there, because feasibility cannot change and usage and allocation counts
-// only grow while placing. Each node is then rejected at most once per
-// group, which keeps placement linear even when few nodes are feasible or
-// the cluster is nearly full. The dropped nodes' reasons are kept, so a
-// failed placement still reports every node.
+// Depending on drop, a rejected node is unlinked from the ring for the
+// rest of the evaluation: one that failed a fixed check always can be;
+// one without room or failing distinct_* only once the plan's usage and
+// counts can only grow (no more stops). Each node is then rejected at most
+// once per group, which keeps placement linear even when few nodes are
+// feasible or the cluster is nearly full. The dropped nodes' reasons are
+// kept, so a failed placement still reports every node.
 type sourceIterator struct {
 	metrics *placementMetrics // the current Select's
 	nodes   []*nodeInfo
@@ -46,12 +60,12 @@ type sourceIterator struct {
 	seen    int // entries returned this round
 	round   int // live entries when the round began
 
-	drop    bool
+	drop    dropMode
 	pending placementMetrics // rejections dropped this round
 	dropped placementMetrics // rejections dropped in earlier rounds
 }
 
-func newSourceIterator(m *placementMetrics, nodes []*nodeInfo, drop bool) *sourceIterator {
+func newSourceIterator(m *placementMetrics, nodes []*nodeInfo, drop dropMode) *sourceIterator {
 	it := &sourceIterator{metrics: m, drop: drop}
 	it.pending.init()
 	it.dropped.init()
@@ -91,23 +105,23 @@ func (it *sourceIterator) Reset() {
 	it.pending.reset()
 }
 
-func (it *sourceIterator) filter(n *nodeInfo, reason string) {
+func (it *sourceIterator) filter(n *nodeInfo, reason string, fixed bool) {
 	it.metrics.filter(n, reason)
-	if it.unlink(n) {
+	if (fixed && it.drop >= dropFixed || it.drop == dropAll) && it.unlink(n) {
 		it.pending.filter(n, reason)
 	}
 }
 
 func (it *sourceIterator) exhaust(n *nodeInfo, dim string) {
 	it.metrics.exhaust(n, dim)
-	if it.unlink(n) {
+	if it.drop == dropAll && it.unlink(n) {
 		it.pending.exhaust(n, dim)
 	}
 }
 
-// unlink removes n if it is the entry last returned and dropping is on.
+// unlink removes n if it is the entry last returned.
 func (it *sourceIterator) unlink(n *nodeInfo) bool {
-	if !it.drop || it.last < 0 || it.nodes[it.last] != n {
+	if it.last < 0 || it.nodes[it.last] != n {
 		return false
 	}
 	it.next[it.lastPre] = it.next[it.last]
@@ -149,7 +163,7 @@ func (it *checkIterator) Next() *nodeInfo {
 		if it.feasible(n) {
 			return n
 		}
-		it.rej.filter(n, it.check.reasonText())
+		it.rej.filter(n, it.check.reasonText(), true)
 	}
 	return nil
 }
@@ -221,7 +235,7 @@ func (it *distinctHostsIterator) Next() *nodeInfo {
 		if it.ctx.groupCount(n, it.group) == 0 {
 			return n
 		}
-		it.rej.filter(n, structs.ConstraintDistinctHosts)
+		it.rej.filter(n, structs.ConstraintDistinctHosts, false)
 	}
 	return nil
 }
@@ -280,7 +294,7 @@ next:
 	for n := it.src.Next(); n != nil; n = it.src.Next() {
 		for _, ps := range it.sets {
 			if !ps.allows(n) {
-				it.rej.filter(n, ps.c.String())
+				it.rej.filter(n, ps.c.String(), false)
 				continue next
 			}
 		}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"time"
@@ -118,14 +119,25 @@ func (s *genericScheduler) resetOutcome(job *structs.Job) {
 	}
 }
 
-// place selects a node for every placement request, in order. After one
-// placement of a group fails, the group's other placements fail at once
-// and are counted as coalesced failures.
+// place selects a node for every placement request. Requests that stop
+// their predecessor go first (as Nomad places destructive updates first):
+// while they run, usage can shrink between placements, so the sources
+// drop only nodes that fail fixed checks; afterwards usage only grows and
+// they drop exhausted nodes too. After one placement of a group fails, the
+// group's other placements fail at once and count as coalesced failures.
 func (s *genericScheduler) place(ctx *evalContext, places []placeRequest) {
 	if len(places) == 0 {
 		return
 	}
-	st := newStack(ctx, s.batch, true)
+	places = slices.Clone(places)
+	first := func(p placeRequest) int {
+		if p.stopPrev != "" {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(places, func(a, b placeRequest) int { return cmp.Compare(first(a), first(b)) })
+	st := newStack(ctx, s.batch, dropFixed)
 	for _, p := range places {
 		g, ok := ctx.groupIdx[p.group]
 		if !ok {
@@ -137,12 +149,20 @@ func (s *genericScheduler) place(ctx *evalContext, places []placeRequest) {
 			s.queued[p.group]++
 			continue
 		}
+		if p.stopPrev != "" {
+			ctx.appendStop(p.prev, p.stopPrev, "")
+		} else {
+			st.setDrop(dropAll)
+		}
 		var penalty string
-		if p.reschedule && p.prev != nil {
+		if p.reschedule {
 			penalty = p.prev.NodeID
 		}
 		option, ok := st.Select(tg, g, penalty)
 		if !ok {
+			if p.stopPrev != "" {
+				ctx.revertStop(p.prev)
+			}
 			s.recordFailure(st, tg, g)
 			continue
 		}

@@ -26,7 +26,7 @@ func drain(src *sourceIterator, reject func(id string) bool) []string {
 	for n := src.Next(); n != nil; n = src.Next() {
 		out = append(out, n.node.ID)
 		if reject != nil && reject(n.node.ID) {
-			src.filter(n, "test")
+			src.filter(n, "test", true)
 		}
 	}
 	return out
@@ -35,7 +35,7 @@ func drain(src *sourceIterator, reject func(id string) bool) []string {
 func TestSourceIteratorRounds(t *testing.T) {
 	var m placementMetrics
 	m.init()
-	src := newSourceIterator(&m, testNodes(5), true)
+	src := newSourceIterator(&m, testNodes(5), dropFixed)
 
 	// A round sees every node once; a partial round continues next time.
 	src.Reset()
@@ -69,7 +69,7 @@ func TestSourceIteratorRounds(t *testing.T) {
 func TestSourceIteratorWithoutDrop(t *testing.T) {
 	var m placementMetrics
 	m.init()
-	src := newSourceIterator(&m, testNodes(3), false)
+	src := newSourceIterator(&m, testNodes(3), dropNone)
 	drain(src, func(string) bool { return true })
 	if m.filtered != 3 {
 		t.Fatalf("rejections not counted: %d", m.filtered)

@@ -58,6 +58,12 @@ type placeRequest struct {
 	// tracker with delay and avoids its node.
 	reschedule bool
 	delay      time.Duration
+	// stopPrev, when set, is the description of a stop of prev that
+	// belongs to this placement: it is added just before the node is
+	// selected (so prev's room counts) and withdrawn if none is found, so
+	// a failed reschedule stays failed (with its lineage) and an update
+	// that does not fit leaves the old version running.
+	stopPrev string
 }
 
 // delayedReschedule is a failed allocation due for replacement at a later
@@ -68,7 +74,8 @@ type delayedReschedule struct {
 }
 
 // reconcileResult is what a generic scheduler must do for the job. Stops
-// come first in the plan so that the placements see the freed capacity.
+// come first in the plan so that the placements see the freed capacity
+// (except a placement's own stopPrev, see placeRequest).
 type reconcileResult struct {
 	stops   []stopRequest
 	places  []placeRequest
@@ -364,15 +371,15 @@ func (r *reconciler) carry(group string, tg *structs.TaskGroup, s slot, du *stru
 	switch s.kind {
 	case slotLost:
 		r.stop(a, descLost, structs.AllocClientStatusLost, du)
-		r.replace(group, a, false, 0)
+		r.replace(group, a)
 		du.Place++
 	case slotReschedule:
-		r.result.stops = append(r.result.stops, stopRequest{alloc: a, desc: descRescheduled})
-		r.replace(group, a, true, s.delay)
+		r.result.places = append(r.result.places, placeRequest{group: group, name: a.Name, prev: a,
+			reschedule: true, delay: s.delay, stopPrev: descRescheduled})
 		du.Place++
 	case slotMigrate:
 		r.result.stops = append(r.result.stops, stopRequest{alloc: a, desc: descMigrating})
-		r.replace(group, a, false, 0)
+		r.replace(group, a)
 		du.Migrate++
 	case slotFailed:
 		if s.later != nil {
@@ -384,8 +391,7 @@ func (r *reconciler) carry(group string, tg *structs.TaskGroup, s slot, du *stru
 		case a.Job == nil || a.Job.JobModifyIndex == r.job.JobModifyIndex:
 			du.Ignore++
 		case needsDestructiveUpdate(a.Job, r.job, group, r.node(a.NodeID)):
-			r.result.stops = append(r.result.stops, stopRequest{alloc: a, desc: descUpdating})
-			r.replace(group, a, false, 0)
+			r.result.places = append(r.result.places, placeRequest{group: group, name: a.Name, prev: a, stopPrev: descUpdating})
 			du.DestructiveUpdate++
 		default:
 			r.result.inplace = append(r.result.inplace, a)
@@ -399,6 +405,7 @@ func (r *reconciler) stop(a *structs.Allocation, desc, clientStatus string, du *
 	du.Stop++
 }
 
-func (r *reconciler) replace(group string, prev *structs.Allocation, reschedule bool, delay time.Duration) {
-	r.result.places = append(r.result.places, placeRequest{group: group, name: prev.Name, prev: prev, reschedule: reschedule, delay: delay})
+// replace places a successor of prev, whose stop is already decided.
+func (r *reconciler) replace(group string, prev *structs.Allocation) {
+	r.result.places = append(r.result.places, placeRequest{group: group, name: prev.Name, prev: prev})
 }

@@ -181,3 +181,37 @@ func TestDelayedReschedulesShareFollowups(t *testing.T) {
 		t.Fatalf("follow-ups at %s and %s", follow[0].WaitUntil, follow[1].WaitUntil)
 	}
 }
+
+func TestFailedRescheduleKeepsTheFailedAlloc(t *testing.T) {
+	h := testHarness(t)
+	nodes := mockNodes(t, h, 1)
+	j := mock.Job()
+	j.TaskGroups[0].Count = 1
+	job := addJob(t, h, j)
+	failed := mock.Alloc(job, nodes[0], 0)
+	failed.ClientStatus = structs.AllocClientStatusFailed
+	failed.ModifyTime = HarnessEpoch.Add(-time.Hour).UnixNano()
+	addAllocs(t, h, failed)
+	if err := h.State.UpdateNodeEligibility(h.NextIndex(), &structs.NodeUpdateEligibilityRequest{
+		NodeID: nodes[0].ID, Eligibility: structs.NodeSchedulingIneligible}); err != nil {
+		t.Fatal(err)
+	}
+	process(t, h, job, structs.EvalTriggerRetryFailedAlloc)
+	if len(h.Plans) != 0 {
+		t.Fatalf("nothing could be placed, yet a plan stopped %v", PlanStops(h.Plans[0]))
+	}
+	e := lastEval(t, h)
+	if e.QueuedAllocations["web"] != 1 || e.BlockedEval == "" {
+		t.Fatalf("queued %v blocked %q", e.QueuedAllocations, e.BlockedEval)
+	}
+	// When a node is eligible again, the reschedule happens with its lineage.
+	if err := h.State.UpdateNodeEligibility(h.NextIndex(), &structs.NodeUpdateEligibilityRequest{
+		NodeID: nodes[0].ID, Eligibility: structs.NodeSchedulingEligible}); err != nil {
+		t.Fatal(err)
+	}
+	process(t, h, job, structs.EvalTriggerQueuedAllocs)
+	live, _ := jobAllocs(t, h, job)
+	if len(live) != 1 || live[0].PreviousAllocation != failed.ID || live[0].RescheduleTracker == nil {
+		t.Fatalf("replacement %+v", live)
+	}
+}

@@ -25,7 +25,7 @@ const (
 type stack struct {
 	ctx    *evalContext
 	limit  int
-	drop   bool // sources unlink rejected nodes (see sourceIterator)
+	drop   dropMode // what sources unlink (see sourceIterator)
 	chains map[string]*groupChain
 	cands  []*nodeInfo // the candidates, shuffled
 
@@ -46,9 +46,8 @@ type groupChain struct {
 // newStack returns a stack over the candidates: ready, eligible, not
 // draining nodes in the job's datacenters. batch selects the two-choice
 // limit; a service job looks at max(2, ceil(log2(candidates))) nodes.
-// drop may be set only when usage does not shrink while placing (no stops
-// between Selects).
-func newStack(ctx *evalContext, batch, drop bool) *stack {
+// drop says which rejected nodes the group sources unlink for good.
+func newStack(ctx *evalContext, batch bool, drop dropMode) *stack {
 	s := &stack{ctx: ctx, drop: drop, chains: map[string]*groupChain{}, nodesAvailable: map[string]int{}}
 	var cands []*nodeInfo
 	for _, n := range ctx.nodes {
@@ -141,6 +140,18 @@ func (s *stack) Select(tg *structs.TaskGroup, g int, penaltyNode string) (ranked
 	ch.penalty.nodeID = penaltyNode
 	ch.top.Reset()
 	return ch.top.Next()
+}
+
+// setDrop changes what every source unlinks from now on. dropAll is only
+// valid once no more stops will be added to the plan.
+func (s *stack) setDrop(d dropMode) {
+	if s.drop == d {
+		return
+	}
+	s.drop = d
+	for _, ch := range s.chains {
+		ch.source.drop = d
+	}
 }
 
 // SelectOn is Select over node n alone (the system scheduler).

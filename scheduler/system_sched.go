@@ -59,6 +59,9 @@ func (s *systemScheduler) attempt() (done, progress bool, err error) {
 	ctx.initProperties(allocs)
 	s.failed, s.classElig, s.escaped = nil, nil, false
 	s.queued = map[string]int{}
+	for _, tg := range jobGroups(job) {
+		s.queued[tg.Name] = 0
+	}
 
 	live := map[string][]*structs.Allocation{} // node ID -> live allocations of the job
 	for _, a := range allocs {
@@ -66,7 +69,7 @@ func (s *systemScheduler) attempt() (done, progress bool, err error) {
 			live[a.NodeID] = append(live[a.NodeID], a)
 		}
 	}
-	st := newStack(ctx, false, false)
+	st := newStack(ctx, false, dropNone)
 	for _, n := range ctx.nodes {
 		s.reconcileNode(ctx, st, n, live[n.node.ID])
 		delete(live, n.node.ID)
@@ -97,7 +100,6 @@ func (s *systemScheduler) reconcileNode(ctx *evalContext, st *stack, n *nodeInfo
 	}
 	inDCs := job != nil && inDatacenters(node.Datacenter, job.Datacenters)
 	for g, tg := range jobGroups(job) {
-		s.queued[tg.Name] += 0
 		var have *structs.Allocation
 		for _, a := range live {
 			if a.TaskGroup != tg.Name {
@@ -114,7 +116,8 @@ func (s *systemScheduler) reconcileNode(ctx *evalContext, st *stack, n *nodeInfo
 				have = a
 			}
 		}
-		if have != nil && have.Job != nil && have.Job.JobModifyIndex != job.JobModifyIndex {
+		// Updates wait until the node takes new work again.
+		if have != nil && have.Job != nil && have.Job.JobModifyIndex != job.JobModifyIndex && node.Ready() {
 			if !needsDestructiveUpdate(have.Job, job, tg.Name, node) {
 				ctx.appendUpdate(inPlaceCopy(have, job, ctx.now))
 				continue

@@ -105,3 +105,54 @@ func TestNeedsDestructiveUpdateMissingGroup(t *testing.T) {
 		t.Fatal("a group missing from the new job must be destructive")
 	}
 }
+
+func TestDestructiveUpdateOnFullCluster(t *testing.T) {
+	cases := []struct {
+		name     string
+		edit     func(j *structs.Job)
+		wantNew  int // allocs of the new version live after the eval
+		wantOld  int // allocs of the old version still live
+		wantFail bool
+	}{
+		{"each replacement fits in its predecessor's room", func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Driver = "raw_exec"
+		}, 6, 0, false},
+		{"replacements that do not fit leave the old version running", func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Resources.CPU = 2500
+		}, 0, 6, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := testHarness(t)
+			// Room for exactly two allocations of 1900 MHz per node.
+			nodes := mockNodes(t, h, 3, func(_ int, n *structs.Node) { n.NodeResources.Cpu.CpuShares = 3900 })
+			j := mock.Job()
+			j.TaskGroups[0].Count = 6
+			j.TaskGroups[0].Tasks[0].Resources.CPU = 1900
+			job := addJob(t, h, j)
+			running(t, h, job, nodes, 6)
+			newJob := updateJob(t, h, job, tc.edit)
+			process(t, h, newJob, structs.EvalTriggerJobRegister)
+
+			live, _ := jobAllocs(t, h, newJob)
+			var fresh, old int
+			for _, a := range live {
+				if a.Job.JobModifyIndex == newJob.JobModifyIndex {
+					fresh++
+				} else {
+					old++
+				}
+			}
+			if fresh != tc.wantNew || old != tc.wantOld {
+				t.Fatalf("new %d old %d live, want %d and %d", fresh, old, tc.wantNew, tc.wantOld)
+			}
+			e := lastEval(t, h)
+			if (e.FailedTGAllocs["web"] != nil) != tc.wantFail {
+				t.Fatalf("failed allocs %v, want failure %v", e.FailedTGAllocs, tc.wantFail)
+			}
+			if tc.wantFail && (e.FailedTGAllocs["web"].DimensionExhausted["cpu"] == 0 || e.BlockedEval == "") {
+				t.Fatalf("failure metric %+v blocked %q", e.FailedTGAllocs["web"], e.BlockedEval)
+			}
+		})
+	}
+}
