@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -207,6 +208,32 @@ func TestPropertySchedulerInvariants(t *testing.T) {
 			checkInvariants(t, h, job, meaning, placed)
 		}
 		run()
+		// Fail some allocations, take a node down, and run again: lost
+		// allocations must leave it, replacements obey the same rules.
+		live, _ := h.State.AllocsByJob(nil, job.Namespace, job.ID)
+		var failed []*structs.Allocation
+		for _, a := range live {
+			if !a.TerminalStatus() && rapid.IntRange(0, 4).Draw(t, "fail") == 0 {
+				c := a.Copy()
+				c.ClientStatus = structs.AllocClientStatusFailed
+				c.ModifyTime = HarnessEpoch.Add(-time.Hour).UnixNano()
+				failed = append(failed, c)
+			}
+		}
+		if err := h.State.UpdateAllocsFromClient(h.NextIndex(), failed, nil); err != nil {
+			t.Fatalf("UpdateAllocsFromClient: %v", err)
+		}
+		down := nodes[rapid.IntRange(0, len(nodes)-1).Draw(t, "down")].ID
+		if err := h.State.UpdateNodeStatus(h.NextIndex(), down, structs.NodeStatusDown, 0, nil, nil); err != nil {
+			t.Fatalf("UpdateNodeStatus: %v", err)
+		}
+		run()
+		after, _ := h.State.AllocsByJob(nil, job.Namespace, job.ID)
+		for _, a := range after {
+			if a.NodeID == down && !a.TerminalStatus() {
+				t.Fatalf("%s still live on down node", a.Name)
+			}
+		}
 		// Change counts (and maybe resources) and run again.
 		job = updateJobT(t, h, job, func(j *structs.Job) {
 			for _, tg := range j.TaskGroups {
