@@ -27,8 +27,8 @@ type Harness struct {
 	Now func() time.Time
 	// Logger is given to schedulers built by the harness.
 	Logger hclog.Logger
-	// Reject, when set, returns the IDs of the nodes whose part of plan
-	// (the plan's attempt-th submission, from 0) is refused.
+	// Reject, when set, returns the IDs of the nodes whose part of plan is
+	// refused; attempt is the number of plans the harness received before.
 	Reject func(plan *structs.Plan, attempt int) []string
 
 	mu           sync.Mutex
