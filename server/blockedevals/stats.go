@@ -1,0 +1,45 @@
+package blockedevals
+
+import "github.com/hashicorp/go-metrics"
+
+// Metric names emitted by EmitStats (gauges).
+const (
+	MetricTotalBlocked  = "blocked_evals.total_blocked"
+	MetricTotalEscaped  = "blocked_evals.total_escaped"
+	MetricTotalNodeTied = "blocked_evals.total_node_tied"
+)
+
+// Stats is a point-in-time count of tracked evaluations.
+type Stats struct {
+	TotalBlocked  int // every tracked evaluation
+	TotalEscaped  int // escaped computed-class tracking: any class releases them
+	TotalNodeTied int // tied to a node (system jobs): only that node releases them
+}
+
+// Stats returns current counts.
+func (b *BlockedEvals) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := Stats{TotalBlocked: len(b.byID)}
+	for _, t := range b.byID {
+		switch {
+		case t.eval.NodeID != "":
+			s.TotalNodeTied++
+		case t.eval.EscapedComputedClass:
+			s.TotalEscaped++
+		}
+	}
+	return s
+}
+
+// EmitStats sets the gauges from Stats; the leader calls it periodically.
+func (b *BlockedEvals) EmitStats() {
+	s := b.Stats()
+	m := b.metrics
+	if m == nil {
+		m = metrics.Default()
+	}
+	m.SetGauge([]string{MetricTotalBlocked}, float32(s.TotalBlocked))
+	m.SetGauge([]string{MetricTotalEscaped}, float32(s.TotalEscaped))
+	m.SetGauge([]string{MetricTotalNodeTied}, float32(s.TotalNodeTied))
+}
