@@ -91,12 +91,20 @@ func TestClusterElectsLeader(t *testing.T) {
 		if got := len(s.Members()); got != 3 {
 			t.Fatalf("%s knows %d members, want 3", s.RPCAddr(), got)
 		}
-		var peers []string
-		if err := s.RPC("Status.Peers", &structs.GenericRequest{}, &peers); err != nil {
-			t.Fatal(err)
-		}
-		if len(peers) != 3 {
-			t.Fatalf("%s: peers %v", s.RPCAddr(), peers)
+		// A follower learns the configuration from the leader's entries.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			var peers []string
+			if err := s.RPC("Status.Peers", &structs.GenericRequest{}, &peers); err != nil {
+				t.Fatal(err)
+			}
+			if len(peers) == 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: peers %v", s.RPCAddr(), peers)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		var l string
 		if err := s.RPC("Status.Leader", &structs.GenericRequest{}, &l); err != nil {
