@@ -144,7 +144,7 @@ func TestFailedPlacementMetrics(t *testing.T) {
 				want := map[string]bool{}
 				for _, n := range nodes {
 					if v, ok := tc.classElig[n.NodeClass]; ok {
-						want[ComputeNodeClass(n)] = v
+						want[n.Class()] = v
 					}
 				}
 				if !maps.Equal(b.ClassEligibility, want) {

@@ -138,20 +138,20 @@ func TestFitScore(t *testing.T) {
 
 func TestComputeNodeClass(t *testing.T) {
 	a, b := mock.Node(), mock.Node()
-	if ComputeNodeClass(a) != ComputeNodeClass(b) {
+	if a.Class() != b.Class() {
 		t.Fatalf("nodes differing only in unique attributes and IDs got different classes")
 	}
 	b.Attributes["kernel.name"] = "windows"
-	if ComputeNodeClass(a) == ComputeNodeClass(b) {
+	if a.Class() == b.Class() {
 		t.Fatalf("different attributes, same class")
 	}
 	c := mock.Node()
 	c.Drivers["raw_exec"].Healthy = false
-	if ComputeNodeClass(a) == ComputeNodeClass(c) {
+	if a.Class() == c.Class() {
 		t.Fatalf("different healthy drivers, same class")
 	}
 	c.ComputedClass = "stored"
-	if nodeClass(c) != "stored" {
+	if c.Class() != "stored" {
 		t.Fatalf("stored computed class ignored")
 	}
 }

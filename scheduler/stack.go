@@ -180,7 +180,7 @@ func (s *stack) failureMetric(tg *structs.TaskGroup, g int) *structs.AllocMetric
 func (s *stack) classEligibility(tg *structs.TaskGroup, g int, into map[string]bool) (escaped bool) {
 	ch := s.chain(tg, g)
 	for _, n := range s.cands {
-		class := nodeClass(n.node)
+		class := n.node.Class()
 		ok := true
 		for _, c := range ch.checks {
 			if !c.check.escapesClass() && !c.feasible(n) {

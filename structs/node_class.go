@@ -26,15 +26,28 @@ func IsUniqueTarget(target string) bool {
 // constraint the same way, so the scheduler checks one node per class and
 // blocked evaluations unblock only for classes that could help.
 func (n *Node) ComputeClass() {
-	h := fnv.New64a()
-	write := func(s string) {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
+	n.ComputedClass = n.computeClass()
+}
+
+// Class returns the stored computed class, or computes it when the node
+// has none yet (a node built in a test, or registered by an old client).
+func (n *Node) Class() string {
+	if n.ComputedClass != "" {
+		return n.ComputedClass
 	}
-	write(n.Datacenter)
-	write(n.NodeClass)
-	write(n.NodePool)
-	writeMap := func(m map[string]string) {
+	return n.computeClass()
+}
+
+func (n *Node) computeClass() string {
+	h := fnv.New64a()
+	write := func(parts ...string) {
+		for _, p := range parts {
+			h.Write([]byte(p))
+			h.Write([]byte{0})
+		}
+	}
+	write("dc", n.Datacenter, "class", n.NodeClass, "pool", n.NodePool)
+	writeMap := func(tag string, m map[string]string) {
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			if !strings.HasPrefix(k, uniquePrefix) {
@@ -43,13 +56,11 @@ func (n *Node) ComputeClass() {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			write(k)
-			write(m[k])
+			write(tag, k, m[k])
 		}
-		write("|")
 	}
-	writeMap(n.Attributes)
-	writeMap(n.Meta)
+	writeMap("attr", n.Attributes)
+	writeMap("meta", n.Meta)
 	drivers := make([]string, 0, len(n.Drivers))
 	for name, d := range n.Drivers {
 		if d != nil && d.Detected && d.Healthy {
@@ -57,12 +68,10 @@ func (n *Node) ComputeClass() {
 		}
 	}
 	sort.Strings(drivers)
-	for _, d := range drivers {
-		write(d)
-	}
+	write(append([]string{"drivers"}, drivers...)...)
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], h.Sum64())
-	n.ComputedClass = "v1:" + hexString(b[:])
+	return "v1:" + hexString(b[:])
 }
 
 func hexString(b []byte) string {
