@@ -183,9 +183,11 @@ func (a *Applier) startCommit(pending Pending, plan *structs.Plan, result *struc
 	return c
 }
 
-// request builds the Raft entry. Allocations are shallow-copied with Job
-// cleared: the entry carries the job once, and the FSM points every
-// allocation at the stored job.
+// request builds the Raft entry. Allocations are shallow-copied, and Job
+// is cleared on those that run the plan's job version: the entry carries
+// that job once and the FSM points them at it. An allocation that keeps an
+// older version (a follow-up recorded on an old failed allocation) keeps its
+// own Job.
 func (a *Applier) request(plan *structs.Plan, result *structs.PlanResult) *structs.ApplyPlanResultsRequest {
 	now := a.cfg.Now().UnixNano()
 	req := &structs.ApplyPlanResultsRequest{Job: plan.Job, EvalID: plan.EvalID, UpdatedAt: now}
@@ -200,7 +202,9 @@ func (a *Applier) request(plan *structs.Plan, result *structs.PlanResult) *struc
 	for _, allocs := range result.NodeAllocation {
 		for _, alloc := range allocs {
 			c := *alloc
-			c.Job = nil
+			if samePlanJob(c.Job, plan.Job) {
+				c.Job = nil
+			}
 			if c.CreateTime == 0 {
 				c.CreateTime = now
 			}
@@ -209,6 +213,15 @@ func (a *Applier) request(plan *structs.Plan, result *structs.PlanResult) *struc
 		}
 	}
 	return req
+}
+
+// samePlanJob reports whether an allocation's job is the plan's version.
+func samePlanJob(allocJob, planJob *structs.Job) bool {
+	if allocJob == nil || planJob == nil {
+		return allocJob == planJob
+	}
+	return allocJob == planJob || (allocJob.Namespace == planJob.Namespace && allocJob.ID == planJob.ID &&
+		allocJob.Version == planJob.Version && allocJob.JobModifyIndex == planJob.JobModifyIndex)
 }
 
 // cloneRequest copies the request's job and allocations (shallowly; the

@@ -356,3 +356,32 @@ func TestApplierReevaluatesAfterFailedCommit(t *testing.T) {
 		t.Fatalf("p2 committed on capacity that was never freed: %+v", res2)
 	}
 }
+
+func TestRequestKeepsOlderJobVersion(t *testing.T) {
+	a := New(Config{})
+	newJob := testJob.Copy()
+	newJob.Version, newJob.JobModifyIndex = 2, 50
+	same := testAlloc("n1", 10, 10)
+	same.Job = newJob.Copy() // decoded from RPC: equal version, other pointer
+	old := testAlloc("n1", 10, 10)
+	old.Job = testJob // an older version
+	plan := &structs.Plan{Job: newJob}
+	plan.AppendAlloc(same)
+	plan.AppendAlloc(old)
+	req := a.request(plan, &structs.PlanResult{NodeAllocation: plan.NodeAllocation})
+	for _, got := range req.AllocsUpdated {
+		switch got.ID {
+		case same.ID:
+			if got.Job != nil {
+				t.Error("allocation on the plan's job version should travel without its job")
+			}
+		case old.ID:
+			if got.Job != testJob {
+				t.Error("allocation on an older job version lost its job")
+			}
+		}
+	}
+	if same.Job == nil || old.Job == nil {
+		t.Fatal("request must not modify the plan's allocations")
+	}
+}
