@@ -23,7 +23,8 @@
 //     canceled through Raft. Evaluations with an empty JobID are not limited.
 //   - Each delivery has a unique token. Ack and Nack with a wrong token fail
 //     with a structs.ErrTokenMismatch-coded error; for an evaluation that is
-//     not outstanding they fail with a structs.ErrNotFound-coded error.
+//     not outstanding they fail with a structs.ErrNotFound-coded error; while
+//     disabled, with structs.ErrBrokerDisabled.
 //   - A delivery not acked within Config.NackTimeout is nacked by the broker.
 //     PauseNackTimeout / ResumeNackTimeout stop and restart that clock while
 //     the evaluation's plan waits in the plan queue; OutstandingReset
@@ -40,6 +41,20 @@
 //     acked (used by blocked evals when an evaluation is reblocked while its
 //     worker still holds it); a nack drops that request.
 //
+// # Lifecycle of one evaluation
+//
+//	Enqueue ─► delayed ──(WaitUntil passes)──┐
+//	   │                                     ▼
+//	   └───────────────────────────────► job slot free? ──no──► pending (per job)
+//	                                         │ yes                  │ on Ack of the
+//	                                         ▼                      │ job's eval: newest
+//	              ┌────────────────────► ready[Type] ◄──────────────┘ released, older
+//	              │                          │ Dequeue                ones Cancelable
+//	   (nack delay│passes)                   ▼
+//	           delayed ◄──Nack / timeout── unacked ──Ack──► gone (slot freed)
+//	                   (deliveries < limit)  │
+//	                                         └──Nack / timeout, limit reached──► ready[_failed]
+//
 // Evaluations are shared, not copied: the broker never modifies one it was
 // given, and callers must not modify one they receive from Dequeue (Copy it
 // first).
@@ -47,9 +62,10 @@
 // # Concurrency
 //
 // Every exported method is safe for concurrent use. All state is guarded by
-// Broker.mu; methods with the Locked suffix require it held. The broker never
-// calls out (clock callbacks aside) while holding mu, and timer callbacks take
-// mu themselves, so a Clock's AfterFunc must never run its function inline.
+// Broker.mu; methods with the Locked suffix require it held. While holding mu
+// the broker calls nothing outside itself but its Clock (AfterFunc, Stop), and
+// timer callbacks take mu themselves, so a Clock's AfterFunc must never run
+// its function inline.
 //
 // # What it must never do
 //
