@@ -326,3 +326,77 @@ func TestNoLeaderFailsTyped(t *testing.T) {
 		})
 	}
 }
+
+func TestClusterWipedServerRejoins(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 3)
+	leader := c.WaitForLeader(t, 5*time.Second)
+	_, reg := registerJob(t, leader, "before-wipe")
+	before := raftIDs(t, leader)
+
+	i := c.Index(follower(t, c))
+	oldID := c.Server(i).NodeID()
+	wiped := c.Wipe(t, i)
+	if wiped.NodeID() == oldID {
+		t.Fatal("wiped server kept its node ID")
+	}
+	bootstraps := c.BootstrapCount()
+
+	// The leader replaces the old entry at that address with the new ID,
+	// and the new server receives the data.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		leader = c.WaitForLeader(t, 5*time.Second)
+		ids := raftIDs(t, leader)
+		has := func(id string) bool {
+			for _, x := range ids {
+				if x == id {
+					return true
+				}
+			}
+			return false
+		}
+		if len(ids) == 3 && has(wiped.NodeID()) && !has(oldID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("raft configuration %v (before %v); want new ID %s instead of %s", ids, before, wiped.NodeID(), oldID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := getJob(t, wiped, "before-wipe", true, reg.Index-1); got.Job == nil {
+		t.Fatal("wiped server did not receive the data")
+	}
+	if n := c.BootstrapCount(); n != bootstraps {
+		t.Fatalf("wiped server bootstrapped (%d -> %d)", bootstraps, n)
+	}
+}
+
+func TestClusterLostQuorumFailsWithNoLeader(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 3, testcluster.WithConfig(func(cfg *server.Config) {
+		cfg.NoLeaderTimeout = time.Second
+	}))
+	leader := c.WaitForLeader(t, 5*time.Second)
+	survivor := follower(t, c)
+	for _, s := range c.Servers() {
+		if s != survivor {
+			c.Kill(c.Index(s))
+		}
+	}
+	_ = leader
+
+	// The survivor may still believe in the old leader for a heartbeat
+	// timeout; either way the write must end in ErrNoLeader.
+	start := time.Now()
+	var resp structs.JobRegisterResponse
+	err := survivor.RPC("Job.Register", &structs.JobRegisterRequest{Job: mock.Job()}, &resp)
+	if !errors.Is(err, structs.ErrNoLeader) {
+		t.Fatalf("err = %v, want ErrNoLeader", err)
+	}
+	if took := time.Since(start); took < time.Second || took > 4*time.Second {
+		t.Fatalf("failed after %v", took)
+	}
+	// Stale reads still work.
+	if got := getJob(t, survivor, "x", true, 0); got.KnownLeader {
+		t.Fatalf("stale read reports a known leader: %+v", got.QueryMeta)
+	}
+}

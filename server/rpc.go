@@ -105,6 +105,8 @@ func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (
 		return false, nil
 	}
 
+	// Read once: forwardTo marks the request before a retry comes round.
+	forwarded := info.IsForwarded()
 	ctx, cancel := context.WithTimeout(s.shutdownCtx, s.config.NoLeaderTimeout)
 	defer cancel()
 	b := backoff.New(leaderWaitBase, leaderWaitLimit)
@@ -119,7 +121,7 @@ func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (
 			}
 			// Elected, but the barrier has not yet applied every
 			// committed entry: wait.
-		case info.IsForwarded():
+		case forwarded:
 			return true, structs.ErrNotLeader
 		default:
 			if leader := s.Leader(); leader != "" && leader != s.rpcAddr {

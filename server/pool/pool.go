@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/rpc"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -150,7 +151,7 @@ func (p *Pool) RPC(addr, method string, args, reply any) error {
 		p.dropIfClosed(c)
 		return &NotSentError{Addr: addr, Err: fmt.Errorf("open stream: %w", err)}
 	}
-	err = msgpackrpc.CallWithCodec(st.codec, method, args, reply)
+	err = call(st.codec, method, args, reply)
 	if err == nil {
 		c.putStream(st, p.cfg.MaxIdleStreams)
 		return nil
@@ -164,7 +165,39 @@ func (p *Pool) RPC(addr, method string, args, reply any) error {
 	// A transport or codec failure leaves the stream in an unknown state.
 	st.codec.Close()
 	p.dropIfClosed(c)
+	var notSent *NotSentError
+	if errors.As(err, &notSent) {
+		notSent.Addr = addr
+		return notSent
+	}
 	return fmt.Errorf("rpc %s to %s: %w", method, addr, err)
+}
+
+// callSeq numbers requests; net/rpc servers echo it back.
+var callSeq atomic.Uint64
+
+// call runs one request/response exchange on a codec used by one caller at
+// a time. A failure to write the request is a *NotSentError: an incomplete
+// request cannot be decoded, so the server cannot have executed it. An
+// error answered by the endpoint comes back as rpc.ServerError.
+func call(codec rpc.ClientCodec, method string, args, reply any) error {
+	req := rpc.Request{ServiceMethod: method, Seq: callSeq.Add(1)}
+	if err := codec.WriteRequest(&req, args); err != nil {
+		return &NotSentError{Err: err}
+	}
+	var resp rpc.Response
+	if err := codec.ReadResponseHeader(&resp); err != nil {
+		return err
+	}
+	if resp.Error != "" {
+		// The body is sent (empty) even with an error; discard it so the
+		// stream stays usable.
+		if err := codec.ReadResponseBody(nil); err != nil {
+			return err
+		}
+		return rpc.ServerError(resp.Error)
+	}
+	return codec.ReadResponseBody(reply)
 }
 
 // Shutdown closes every session and stops the reaper. Calls in flight fail.

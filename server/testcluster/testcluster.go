@@ -262,6 +262,22 @@ func (c *Cluster) Restart(t testing.TB, i int) *server.Server {
 	return srv
 }
 
+// Wipe kills server i, deletes its data directory (Raft log, snapshots and
+// node ID) and starts it again at the same address: it comes back as a new
+// server with a new ID and no state, as after a disk loss.
+func (c *Cluster) Wipe(t testing.TB, i int) *server.Server {
+	t.Helper()
+	c.Kill(i)
+	c.mu.Lock()
+	dir := c.configs[i].DataDir
+	c.configs[i].NodeID = ""
+	c.mu.Unlock()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatalf("wipe %s: %v", dir, err)
+	}
+	return c.Restart(t, i)
+}
+
 // Shutdown stops every running server. It is registered with t.Cleanup.
 func (c *Cluster) Shutdown() {
 	c.mu.Lock()
