@@ -1,0 +1,101 @@
+package fsm
+
+import (
+	"bytes"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/drover-project/drover/state/mock"
+	"github.com/drover-project/drover/structs"
+)
+
+// BenchmarkSnapshotRestore100kJobs persists 100,000 realistic jobs (with
+// their summaries and evaluations) to a buffer and restores them into a
+// fresh FSM: one iteration is one Persist + Restore pair.
+func BenchmarkSnapshotRestore100kJobs(b *testing.B) {
+	src, _ := testFSM(b)
+	store := src.State()
+	for i := 0; i < 100000; i++ {
+		job := mock.Job()
+		must(b, store.UpsertJob(uint64(i+1), job, mock.EvalFor(job)))
+	}
+	dst, _ := testFSM(b)
+	var size int
+	sink := &bufferSink{}
+	var persistTime, restoreTime time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		snap, err := src.Snapshot()
+		must(b, err)
+		sink.Reset() // a file sink reuses nothing either way; keep buffer growth out of the figure
+		must(b, snap.Persist(sink))
+		size = sink.Len()
+		t1 := time.Now()
+		must(b, dst.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))))
+		persistTime += t1.Sub(t0)
+		restoreTime += time.Since(t1)
+	}
+	b.ReportMetric(float64(size)/(1<<20), "MB/snapshot")
+	b.ReportMetric(persistTime.Seconds()/float64(b.N), "persist-s/op")
+	b.ReportMetric(restoreTime.Seconds()/float64(b.N), "restore-s/op")
+}
+
+// BenchmarkApplyPlanResults5000 applies one Raft entry carrying a plan with
+// 5,000 new allocations for one job (decode + state write), on a cluster of
+// 1,000 nodes that already runs 5,000 allocations of other jobs.
+func BenchmarkApplyPlanResults5000(b *testing.B) {
+	f, _ := testFSM(b)
+	store := f.State()
+	nodes := make([]*structs.Node, 1000)
+	index := uint64(1)
+	for i := range nodes {
+		nodes[i] = mock.Node()
+		index++
+		must(b, store.UpsertNode(index, nodes[i], nil))
+	}
+	for i := 0; i < 10; i++ {
+		other := mock.Job()
+		index++
+		must(b, store.UpsertJob(index, other, nil))
+		stored, err := store.JobByID(nil, other.Namespace, other.ID)
+		must(b, err)
+		index++
+		must(b, store.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{Job: stored, AllocsUpdated: newAllocs(stored, nodes, 500)}))
+	}
+	entries := make([][]byte, b.N)
+	for i := range entries {
+		job := mock.Job()
+		job.TaskGroups[0].Count = 5000
+		index++
+		must(b, store.UpsertJob(index, job, nil))
+		stored, err := store.JobByID(nil, job.Namespace, job.ID)
+		must(b, err)
+		buf, err := structs.Encode(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{
+			Job: stored, AllocsUpdated: newAllocs(stored, nodes, 5000), UpdatedAt: 1})
+		must(b, err)
+		entries[i] = buf
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range entries {
+		index++
+		if res := f.Apply(&raft.Log{Index: index, Data: entries[i]}); res != nil {
+			b.Fatal(res)
+		}
+	}
+}
+
+func newAllocs(job *structs.Job, nodes []*structs.Node, n int) []*structs.Allocation {
+	out := make([]*structs.Allocation, n)
+	for i := range out {
+		a := mock.Alloc(job, nodes[i%len(nodes)])
+		a.Job = nil
+		out[i] = a
+	}
+	return out
+}

@@ -1,0 +1,340 @@
+package fsm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/state"
+	"github.com/drover-project/drover/state/mock"
+	"github.com/drover-project/drover/structs"
+)
+
+// bufferSink is an in-memory raft.SnapshotSink.
+type bufferSink struct {
+	bytes.Buffer
+	closed, cancelled bool
+}
+
+func (s *bufferSink) ID() string    { return "test" }
+func (s *bufferSink) Close() error  { s.closed = true; return nil }
+func (s *bufferSink) Cancel() error { s.cancelled = true; return nil }
+
+// populate fills store through its write methods: jobs jobs, nodes nodes
+// and allocsPerJob allocations per job, with evals, a second job version,
+// stops, client updates and node events, so every table and record kind
+// is exercised. It returns the next free index.
+func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob int) uint64 {
+	t.Helper()
+	index := uint64(1)
+	next := func() uint64 { index++; return index }
+	ns := make([]*structs.Node, nodes)
+	for i := range ns {
+		ns[i] = mock.Node()
+		ns[i].Events = []*structs.NodeEvent{{Message: "Node registered", Subsystem: "Cluster",
+			Timestamp: time.Unix(1700000000, 0).UTC()}}
+		must(t, store.UpsertNode(next(), ns[i], nil))
+	}
+	if nodes > 1 {
+		must(t, store.UpdateNodeDrain(next(), &structs.NodeUpdateDrainRequest{NodeID: ns[0].ID,
+			DrainStrategy: &structs.DrainStrategy{Deadline: time.Hour, StartedAt: time.Unix(1700000001, 0).UTC()}}))
+		must(t, store.UpdateNodeStatus(next(), ns[1].ID, structs.NodeStatusDown, 1700000002, nil, nil))
+	}
+	for j := 0; j < jobs; j++ {
+		job := mock.Job()
+		if j%3 == 1 {
+			job = mock.BatchJob()
+		}
+		eval := mock.EvalFor(job)
+		must(t, store.UpsertJob(next(), job, eval))
+		stored, err := store.JobByID(nil, job.Namespace, job.ID)
+		must(t, err)
+		placed := make([]*structs.Allocation, allocsPerJob)
+		for k := range placed {
+			a := mock.Alloc(stored, ns[(j*allocsPerJob+k)%nodes])
+			a.Job = nil
+			a.EvalID = eval.ID
+			placed[k] = a
+		}
+		done := eval.Copy()
+		done.Status = structs.EvalStatusComplete
+		done.QueuedAllocations = map[string]int{"web": 0}
+		must(t, store.UpsertPlanResults(next(), &structs.ApplyPlanResultsRequest{
+			Job: stored, AllocsUpdated: placed, EvalID: eval.ID, Evals: []*structs.Evaluation{done}, UpdatedAt: 1700000003}))
+		if j%10 == 0 && allocsPerJob > 1 {
+			// A new version while old allocations still run it, then a
+			// stop and a client update.
+			v2 := stored.Copy()
+			v2.Meta = map[string]string{"version": "2"}
+			must(t, store.UpsertJob(next(), v2, nil))
+			must(t, store.UpsertPlanResults(next(), &structs.ApplyPlanResultsRequest{
+				AllocsStopped: []*structs.Allocation{{ID: placed[0].ID, DesiredStatus: structs.AllocDesiredStatusStop,
+					DesiredDescription: "alloc is being updated"}}}))
+			must(t, store.UpdateAllocsFromClient(next(), []*structs.Allocation{{ID: placed[1].ID,
+				ClientStatus: structs.AllocClientStatusRunning, TaskStates: map[string]*structs.TaskState{
+					"web": {State: structs.TaskStateRunning, StartedAt: time.Unix(1700000004, 0).UTC(),
+						Events: []*structs.TaskEvent{{Type: structs.TaskStarted, Time: 1700000004, Details: map[string]string{"a": "b"}}}}}}}, nil))
+		}
+	}
+	return index
+}
+
+// tables reads every table of s.
+func tables(t testing.TB, s *state.StateStore) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	var err error
+	read := func(name string, v any, e error) {
+		out[name] = v
+		if e != nil {
+			err = e
+		}
+	}
+	v1, e := s.Indexes()
+	read(state.TableIndex, v1, e)
+	v2, e := s.Jobs(nil)
+	read(state.TableJobs, v2, e)
+	v3, e := s.JobSummaries(nil)
+	read(state.TableJobSummary, v3, e)
+	v4, e := s.Nodes(nil)
+	read(state.TableNodes, v4, e)
+	v5, e := s.Evals(nil)
+	read(state.TableEvals, v5, e)
+	v6, e := s.Allocs(nil)
+	read(state.TableAllocs, v6, e)
+	must(t, err)
+	return out
+}
+
+// sameState fails unless a and b hold equal rows in every table.
+func sameState(t testing.TB, a, b *state.StateStore) {
+	t.Helper()
+	ta, tb := tables(t, a), tables(t, b)
+	for _, name := range state.Tables {
+		va, vb := reflect.ValueOf(ta[name]), reflect.ValueOf(tb[name])
+		if va.Len() != vb.Len() {
+			t.Fatalf("table %s: %d rows vs %d", name, va.Len(), vb.Len())
+		}
+		for i := 0; i < va.Len(); i++ {
+			if !reflect.DeepEqual(va.Index(i).Interface(), vb.Index(i).Interface()) {
+				t.Fatalf("table %s row %d differs:\n%+v\n%+v", name, i, va.Index(i).Elem().Interface(), vb.Index(i).Elem().Interface())
+			}
+		}
+	}
+}
+
+func persist(t testing.TB, f *FSM) []byte {
+	t.Helper()
+	snap, err := f.Snapshot()
+	must(t, err)
+	defer snap.Release()
+	sink := &bufferSink{}
+	must(t, snap.Persist(sink))
+	if !sink.closed || sink.cancelled {
+		t.Fatalf("sink closed=%v cancelled=%v", sink.closed, sink.cancelled)
+	}
+	return sink.Bytes()
+}
+
+func TestSnapshotRestoreLarge(t *testing.T) {
+	jobs, nodes, perJob := 10000, 1000, 5
+	if testing.Short() {
+		jobs, nodes = 1000, 100
+	}
+	src, _ := testFSM(t)
+	populate(t, src.State(), jobs, nodes, perJob)
+	data := persist(t, src)
+
+	dst, _ := testFSM(t)
+	old := dst.State()
+	must(t, dst.Restore(io.NopCloser(bytes.NewReader(data))))
+	if dst.State() == old {
+		t.Fatal("restore did not replace the store")
+	}
+	select {
+	case <-old.AbandonCh():
+	default:
+		t.Fatal("old store not abandoned")
+	}
+	sameState(t, src.State(), dst.State())
+
+	// Allocations of one plan share one job object after the restore too.
+	allocs, err := dst.State().Allocs(nil)
+	must(t, err)
+	if len(allocs) != jobs*perJob {
+		t.Fatalf("%d allocs, want %d", len(allocs), jobs*perJob)
+	}
+	distinct := map[*structs.Job]bool{}
+	for _, a := range allocs {
+		distinct[a.Job] = true
+	}
+	if len(distinct) > 2*jobs {
+		t.Fatalf("%d distinct job objects for %d jobs: sharing lost", len(distinct), jobs)
+	}
+}
+
+func TestSnapshotEmptyState(t *testing.T) {
+	src, _ := testFSM(t)
+	data := persist(t, src)
+	store, err := ReadSnapshot(bytes.NewReader(data))
+	must(t, err)
+	sameState(t, src.State(), store)
+}
+
+func TestSnapshotRefusesDamage(t *testing.T) {
+	src, _ := testFSM(t)
+	populate(t, src.State(), 50, 10, 3)
+	data := persist(t, src)
+	n := len(data)
+
+	type damage struct {
+		name string
+		data []byte
+	}
+	var cases []damage
+	for _, cut := range []int{0, 1, 5, 17, 40, n / 3, n / 2, n - 10, n - 5, n - 4, n - 1} {
+		cases = append(cases, damage{fmt.Sprintf("truncated at %d of %d", cut, n), append([]byte(nil), data[:cut]...)})
+	}
+	for _, pos := range []int{0, 3, 20, 100, n / 4, n / 2, 3 * n / 4, n - 6, n - 5, n - 2} {
+		d := append([]byte(nil), data...)
+		d[pos] ^= 0x5a
+		cases = append(cases, damage{fmt.Sprintf("byte %d flipped", pos), d})
+	}
+	cases = append(cases, damage{"trailing garbage", append(append([]byte(nil), data...), 1, 2, 3)})
+	cases = append(cases, damage{"garbage", bytes.Repeat([]byte("drover"), 1000)})
+
+	dst, _ := testFSM(t)
+	before := populate(t, dst.State(), 3, 2, 2)
+	want := dst.State()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := dst.Restore(io.NopCloser(bytes.NewReader(tc.data)))
+			if err == nil {
+				t.Fatal("damaged snapshot accepted")
+			}
+			if !errors.Is(err, ErrCorruptSnapshot) {
+				t.Fatalf("error %v does not wrap ErrCorruptSnapshot", err)
+			}
+			if dst.State() != want {
+				t.Fatal("a refused restore replaced the store")
+			}
+			select {
+			case <-want.AbandonCh():
+				t.Fatal("a refused restore abandoned the store")
+			default:
+			}
+			if latest, _ := want.LatestIndex(); latest != before {
+				t.Fatalf("state changed: latest index %d, want %d", latest, before)
+			}
+		})
+	}
+	// The undamaged snapshot still restores.
+	must(t, dst.Restore(io.NopCloser(bytes.NewReader(data))))
+	sameState(t, src.State(), dst.State())
+}
+
+func TestSnapshotVersionCheck(t *testing.T) {
+	var buf bytes.Buffer
+	hdr := snapshotHeader{Magic: snapshotMagic, FormatVersion: snapshotFormatVersion + 1}
+	buf.Write(mustEncode(t, &hdr))
+	buf.Write(make([]byte, 16))
+	_, err := ReadSnapshot(&buf)
+	if !errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("future format version accepted: %v", err)
+	}
+}
+
+func mustEncode(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := structs.Encode(0, v)
+	must(t, err)
+	return b[1:]
+}
+
+// failingSink fails every write after limit bytes.
+type failingSink struct {
+	bufferSink
+	limit int
+}
+
+func (s *failingSink) Write(p []byte) (int, error) {
+	if s.Len()+len(p) > s.limit {
+		return 0, errors.New("disk full")
+	}
+	return s.bufferSink.Write(p)
+}
+
+func TestPersistCancelsOnError(t *testing.T) {
+	f, _ := testFSM(t)
+	populate(t, f.State(), 20, 5, 2)
+	snap, err := f.Snapshot()
+	must(t, err)
+	sink := &failingSink{limit: 100}
+	if err := snap.Persist(sink); err == nil {
+		t.Fatal("persist to a failing sink succeeded")
+	}
+	if !sink.cancelled || sink.closed {
+		t.Fatalf("sink cancelled=%v closed=%v", sink.cancelled, sink.closed)
+	}
+}
+
+func TestSnapshotIsPointInTime(t *testing.T) {
+	f, _ := testFSM(t)
+	idx := populate(t, f.State(), 5, 2, 2)
+	snap, err := f.Snapshot()
+	must(t, err)
+	want := tables(t, f.State())
+	// Writes after Snapshot() must not appear in what Persist writes.
+	must(t, f.State().UpsertNode(idx+1, mock.Node(), nil))
+	sink := &bufferSink{}
+	must(t, snap.Persist(sink))
+	restored, err := ReadSnapshot(bytes.NewReader(sink.Bytes()))
+	must(t, err)
+	if got := tables(t, restored); !reflect.DeepEqual(got, want) {
+		t.Fatal("persisted snapshot includes a later write")
+	}
+}
+
+func TestBlockingQueryAcrossRestore(t *testing.T) {
+	src, _ := testFSM(t)
+	node := mock.Node()
+	must(t, src.State().UpsertNode(50, node, nil))
+	data := persist(t, src)
+
+	f, _ := testFSM(t)
+	must(t, f.State().UpsertNode(5, mock.Node(), nil))
+	started := make(chan struct{}, 2)
+	type result struct {
+		err   error
+		found bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		var res result
+		res.err = f.State().BlockingQuery(context.Background(), 5, time.Minute,
+			func(ws memdb.WatchSet, s *state.StateStore) (uint64, error) {
+				defer func() { started <- struct{}{} }()
+				_, err := s.NodeByID(ws, node.ID)
+				res.found = err == nil
+				return s.Index(state.TableNodes)
+			})
+		done <- res
+	}()
+	<-started
+	must(t, f.Restore(io.NopCloser(bytes.NewReader(data))))
+	select {
+	case res := <-done:
+		if res.err != nil || !res.found {
+			t.Fatalf("after restore: err %v, found %v", res.err, res.found)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocking query did not wake on restore")
+	}
+}

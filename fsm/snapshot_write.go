@@ -1,0 +1,270 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+
+	"github.com/drover-project/drover/state"
+	"github.com/drover-project/drover/structs"
+)
+
+// Encoding is the expensive part of a snapshot, so WriteSnapshot hands
+// chunks of rowsPerChunk records to one encoder per core and writes the
+// resulting frames in order.
+const rowsPerChunk = 512
+
+// row is one record to write: its type, the job number of an allocation,
+// and the object.
+type row struct {
+	t   byte
+	ref uint64
+	v   any
+}
+
+// chunk is a run of rows encoded by one worker into one or more complete
+// frames. done is closed once buf (or err) is set.
+type chunk struct {
+	rows []row
+	buf  *bytes.Buffer
+	err  error
+	done chan struct{}
+}
+
+// crcWriter passes writes through to w, summing them.
+type crcWriter struct {
+	w   io.Writer
+	crc uint32
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.crc = crc32.Update(c.crc, crcTable, p[:n])
+	return n, err
+}
+
+// WriteSnapshot writes snap to out in the snapshot format. It is what
+// Persist uses, and what an operator snapshot can use. snap is only read.
+func WriteSnapshot(out io.Writer, snap *state.StateSnapshot) error {
+	lastIndex, err := snap.LatestIndex()
+	if err != nil {
+		return err
+	}
+	rows, err := collectRows(snap)
+	if err != nil {
+		return fmt.Errorf("fsm: reading snapshot: %w", err)
+	}
+	cw := &crcWriter{w: out}
+	var head bytes.Buffer
+	hdr := snapshotHeader{Magic: snapshotMagic, FormatVersion: snapshotFormatVersion, LastIndex: lastIndex}
+	if err := codec.NewEncoder(&head, structs.MsgpackHandle).Encode(&hdr); err != nil {
+		return fmt.Errorf("fsm: encoding snapshot header: %w", err)
+	}
+	if _, err := cw.Write(head.Bytes()); err != nil {
+		return fmt.Errorf("fsm: writing snapshot: %w", err)
+	}
+	if err := encodeRows(cw, rows); err != nil {
+		return fmt.Errorf("fsm: writing snapshot: %w", err)
+	}
+	end := binary.BigEndian.AppendUint64(make([]byte, 4), uint64(len(rows)))
+	if _, err := cw.Write(end); err != nil {
+		return fmt.Errorf("fsm: writing snapshot: %w", err)
+	}
+	var trailer [trailerLen]byte
+	binary.BigEndian.PutUint32(trailer[:], cw.crc)
+	if _, err := out.Write(trailer[:]); err != nil {
+		return fmt.Errorf("fsm: writing snapshot checksum: %w", err)
+	}
+	return nil
+}
+
+// collectRows lists every record in stream order and numbers the jobs:
+// the jobs table first (1..n), then, as recAllocJob records right after
+// it, any other job object an allocation points at.
+func collectRows(snap *state.StateSnapshot) ([]row, error) {
+	indexes, err := snap.Indexes()
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := snap.Nodes(nil)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := snap.Jobs(nil)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := snap.JobSummaries(nil)
+	if err != nil {
+		return nil, err
+	}
+	evals, err := snap.Evals(nil)
+	if err != nil {
+		return nil, err
+	}
+	allocs, err := snap.Allocs(nil)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]row, 0, len(indexes)+len(nodes)+len(jobs)+len(sums)+len(evals)+len(allocs))
+	for _, e := range indexes {
+		rows = append(rows, row{t: recIndex, v: e})
+	}
+	for _, n := range nodes {
+		rows = append(rows, row{t: recNode, v: n})
+	}
+	refs := make(map[*structs.Job]uint64, len(jobs))
+	for _, j := range jobs {
+		refs[j] = uint64(len(refs) + 1)
+		rows = append(rows, row{t: recJob, v: j})
+	}
+	allocRefs := make([]uint64, len(allocs))
+	for i, a := range allocs {
+		if a.Job == nil {
+			continue
+		}
+		ref, ok := refs[a.Job]
+		if !ok {
+			ref = uint64(len(refs) + 1)
+			refs[a.Job] = ref
+			rows = append(rows, row{t: recAllocJob, v: a.Job})
+		}
+		allocRefs[i] = ref
+	}
+	for _, js := range sums {
+		rows = append(rows, row{t: recJobSummary, v: js})
+	}
+	for _, e := range evals {
+		rows = append(rows, row{t: recEval, v: e})
+	}
+	for i, a := range allocs {
+		rows = append(rows, row{t: recAlloc, ref: allocRefs[i], v: a})
+	}
+	return rows, nil
+}
+
+// encodeRows encodes rows in chunks on every core and writes the chunks to
+// w in order. It returns the first error and leaves no goroutine behind.
+func encodeRows(w io.Writer, rows []row) error {
+	workers := runtime.GOMAXPROCS(0)
+	work := make(chan *chunk, workers)
+	ordered := make(chan *chunk, 2*workers)
+	quit := make(chan struct{})
+	bufs := sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	var wg sync.WaitGroup
+
+	wg.Add(1)
+	go func() { // producer: hands out chunks in stream order
+		defer wg.Done()
+		defer close(work)
+		defer close(ordered)
+		for start := 0; start < len(rows); start += rowsPerChunk {
+			c := &chunk{rows: rows[start:min(start+rowsPerChunk, len(rows))], done: make(chan struct{})}
+			// Every chunk the writer can see has been handed to a worker
+			// first, so waiting on its done channel always ends.
+			select {
+			case work <- c:
+			case <-quit:
+				return
+			}
+			select {
+			case ordered <- c:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var enc *codec.Encoder
+			for c := range work {
+				c.buf = bufs.Get().(*bytes.Buffer)
+				c.buf.Reset()
+				if enc == nil {
+					enc = codec.NewEncoder(c.buf, structs.MsgpackHandle)
+				}
+				c.err = encodeChunk(enc, c)
+				close(c.done)
+			}
+		}()
+	}
+
+	var err error
+	for c := range ordered {
+		<-c.done
+		if err == nil {
+			err = c.err
+		}
+		if err == nil {
+			_, err = w.Write(c.buf.Bytes())
+		}
+		bufs.Put(c.buf)
+		if err != nil {
+			break
+		}
+	}
+	if err != nil {
+		close(quit) // the producer stops; workers finish what they hold
+	}
+	wg.Wait()
+	return err
+}
+
+// encodeChunk encodes c.rows as frames into c.buf, starting a new frame
+// whenever the current one passes frameTargetLen. Each frame's length and
+// record count are written in fixed-width slots reserved up front and
+// filled in once the frame is complete.
+func encodeChunk(enc *codec.Encoder, c *chunk) error {
+	enc.Reset(c.buf)
+	var scratch [9]byte
+	rows := c.rows
+	for len(rows) > 0 {
+		start := c.buf.Len()
+		c.buf.Write(scratch[:frameHeaderLen])
+		n := 0
+		for n < len(rows) && (n == 0 || c.buf.Len()-start < frameTargetLen) {
+			r := rows[n]
+			c.buf.WriteByte(r.t)
+			v := r.v
+			if r.t == recAlloc {
+				c.buf.Write(appendMsgpackUint(scratch[:0], r.ref))
+				stripped := *r.v.(*structs.Allocation)
+				stripped.Job = nil
+				v = &stripped
+			}
+			if err := enc.Encode(v); err != nil {
+				return err
+			}
+			n++
+		}
+		hdr := c.buf.Bytes()[start : start+frameHeaderLen]
+		binary.BigEndian.PutUint32(hdr[0:4], uint32(c.buf.Len()-start-4))
+		hdr[4] = 0xce // msgpack uint32: the record count
+		binary.BigEndian.PutUint32(hdr[5:9], uint32(n))
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// appendMsgpackUint appends v in msgpack's shortest unsigned form.
+func appendMsgpackUint(b []byte, v uint64) []byte {
+	switch {
+	case v < 128:
+		return append(b, byte(v))
+	case v <= 0xff:
+		return append(b, 0xcc, byte(v))
+	case v <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(v))
+	case v <= 0xffffffff:
+		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(v))
+	}
+	return binary.BigEndian.AppendUint64(append(b, 0xcf), v)
+}
