@@ -203,7 +203,11 @@ func (w *Worker) schedule(ctx context.Context, logger hclog.Logger, eval *struct
 	if !ok {
 		return fmt.Errorf("no scheduler for type %q", eval.Type)
 	}
-	p := &planner{w: w, ctx: ctx, eval: eval, token: token}
+	snapIndex, err := snap.LatestIndex()
+	if err != nil {
+		return err
+	}
+	p := &planner{w: w, ctx: ctx, eval: eval, token: token, snapIndex: snapIndex}
 	sched := factory(logger, snap, p, w.cfg.Now)
 	defer metrics.MeasureSince(metricInvokeScheduler, time.Now())
 	return sched.Process(eval)
@@ -248,6 +252,10 @@ type planner struct {
 	ctx   context.Context
 	eval  *structs.Evaluation
 	token string
+	// snapIndex is the index of the snapshot the scheduler now works on.
+	// Blocked evals record it so that blocked-evals tracking can tell
+	// whether capacity appeared after the scheduler looked.
+	snapIndex uint64
 }
 
 var _ scheduler.Planner = (*planner)(nil)
@@ -275,6 +283,9 @@ func (p *planner) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler
 	if err != nil {
 		return nil, nil, err
 	}
+	if p.snapIndex, err = snap.LatestIndex(); err != nil {
+		return nil, nil, err
+	}
 	return result, snap, nil
 }
 
@@ -289,13 +300,19 @@ func (p *planner) writeEvals(evals ...*structs.Evaluation) error {
 func (p *planner) UpdateEval(eval *structs.Evaluation) error { return p.writeEvals(eval) }
 
 // CreateEval writes a new (follow-up or blocked) evaluation.
-func (p *planner) CreateEval(eval *structs.Evaluation) error { return p.writeEvals(eval) }
+func (p *planner) CreateEval(eval *structs.Evaluation) error {
+	if eval.Status == structs.EvalStatusBlocked {
+		eval.SnapshotIndex = p.snapIndex
+	}
+	return p.writeEvals(eval)
+}
 
 // ReblockEval returns a blocked evaluation to blocked-evals tracking.
 func (p *planner) ReblockEval(eval *structs.Evaluation) error {
 	if eval.Status != structs.EvalStatusBlocked {
 		return errors.New("ReblockEval: evaluation is not blocked")
 	}
+	eval.SnapshotIndex = p.snapIndex
 	b := backoff.New(p.w.cfg.SubmitRetryBase, p.w.cfg.SubmitRetryLimit)
 	return backoff.Retry(p.ctx, b, 0, retryable, func() error {
 		return p.w.cfg.Leader.ReblockEval(p.ctx, eval, p.token)

@@ -291,3 +291,24 @@ func TestRetryable(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkerStampsBlockedEvalsWithSnapshotIndex(t *testing.T) {
+	l := newFakeLeader(t)
+	eval := l.setup(t, 0, mock.Job()) // no nodes: nothing can be placed
+	snapIndex := l.index
+	startWorker(t, l, nil)
+	l.evals <- eval
+	l.waitDone(t, eval.ID)
+	var blocked *structs.Evaluation
+	for _, e := range l.evalUpdates {
+		if e.Status == structs.EvalStatusBlocked {
+			blocked = e
+		}
+	}
+	if blocked == nil {
+		t.Fatal("no blocked eval created for an unplaceable job")
+	}
+	if blocked.SnapshotIndex != snapIndex {
+		t.Fatalf("blocked eval SnapshotIndex = %d, want %d", blocked.SnapshotIndex, snapIndex)
+	}
+}
