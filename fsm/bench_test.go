@@ -92,9 +92,11 @@ func BenchmarkApplyPlanResults5000(b *testing.B) {
 
 func newAllocs(job *structs.Job, nodes []*structs.Node, n int) []*structs.Allocation {
 	out := make([]*structs.Allocation, n)
+	evalID := structs.GenerateUUID()
 	for i := range out {
 		a := mock.Alloc(job, nodes[i%len(nodes)])
 		a.Job = nil
+		a.EvalID = evalID
 		out[i] = a
 	}
 	return out

@@ -67,6 +67,15 @@ func corrupt(format string, args ...any) error {
 	return fmt.Errorf("fsm: %w: %s", ErrCorruptSnapshot, fmt.Sprintf(format, args...))
 }
 
+// readFailed reports a failed read: running out of bytes means the
+// snapshot is truncated; any other error is the reader's own.
+func readFailed(err error, format string, args ...any) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return corrupt("%s: truncated", fmt.Sprintf(format, args...))
+	}
+	return fmt.Errorf("fsm: %s: %w", fmt.Sprintf(format, args...), err)
+}
+
 // decoded is one record read from a snapshot.
 type decoded struct {
 	t   byte
@@ -189,7 +198,7 @@ func readFrames(br *bufio.Reader, tr *trailerReader, bufs *sync.Pool, work, orde
 	var word [8]byte
 	for seq := 1; ; seq++ {
 		if _, err := io.ReadFull(br, word[:4]); err != nil {
-			return corrupt("reading frame %d length: %v", seq, err)
+			return readFailed(err, "reading frame %d length", seq)
 		}
 		n := uint64(binary.BigEndian.Uint32(word[:4]))
 		if n == 0 {
@@ -204,7 +213,7 @@ func readFrames(br *bufio.Reader, tr *trailerReader, bufs *sync.Pool, work, orde
 		}
 		*data = (*data)[:n]
 		if _, err := io.ReadFull(br, *data); err != nil {
-			return corrupt("reading frame %d: %v", seq, err)
+			return readFailed(err, "reading frame %d", seq)
 		}
 		f := &frame{seq: seq, data: data, done: make(chan struct{})}
 		select {
@@ -219,7 +228,7 @@ func readFrames(br *bufio.Reader, tr *trailerReader, bufs *sync.Pool, work, orde
 		}
 	}
 	if _, err := io.ReadFull(br, word[:8]); err != nil {
-		return corrupt("reading end marker: %v", err)
+		return readFailed(err, "reading end marker")
 	}
 	total := binary.BigEndian.Uint64(word[:8])
 	// Nothing may follow the end marker but the checksum.

@@ -145,7 +145,9 @@ func persist(t testing.TB, f *FSM) []byte {
 
 func TestSnapshotRestoreLarge(t *testing.T) {
 	jobs, nodes, perJob := 10000, 1000, 5
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
+		// The race detector makes the full size take half a minute; the
+		// smaller state runs the same code paths.
 		jobs, nodes = 1000, 100
 	}
 	src, _ := testFSM(t)
@@ -165,18 +167,29 @@ func TestSnapshotRestoreLarge(t *testing.T) {
 	}
 	sameState(t, src.State(), dst.State())
 
-	// Allocations of one plan share one job object after the restore too.
-	allocs, err := dst.State().Allocs(nil)
+	// Job objects are shared exactly as before: allocations that pointed
+	// at one job object still do, and at no other allocation's.
+	srcAllocs, err := src.State().Allocs(nil)
 	must(t, err)
-	if len(allocs) != jobs*perJob {
-		t.Fatalf("%d allocs, want %d", len(allocs), jobs*perJob)
+	dstAllocs, err := dst.State().Allocs(nil)
+	must(t, err)
+	if len(dstAllocs) != jobs*perJob {
+		t.Fatalf("%d allocs, want %d", len(dstAllocs), jobs*perJob)
 	}
-	distinct := map[*structs.Job]bool{}
-	for _, a := range allocs {
-		distinct[a.Job] = true
+	fwd := map[*structs.Job]*structs.Job{}
+	back := map[*structs.Job]*structs.Job{}
+	for i, a := range srcAllocs {
+		b := dstAllocs[i]
+		if p, ok := fwd[a.Job]; ok && p != b.Job {
+			t.Fatalf("alloc %s: sharing of its job object lost", a.ID)
+		}
+		if p, ok := back[b.Job]; ok && p != a.Job {
+			t.Fatalf("alloc %s: shares a job object it did not share before", a.ID)
+		}
+		fwd[a.Job], back[b.Job] = b.Job, a.Job
 	}
-	if len(distinct) > 2*jobs {
-		t.Fatalf("%d distinct job objects for %d jobs: sharing lost", len(distinct), jobs)
+	if len(fwd) >= len(srcAllocs)/2 {
+		t.Fatalf("%d job objects for %d allocs: the test data shares too little", len(fwd), len(srcAllocs))
 	}
 }
 
@@ -336,5 +349,31 @@ func TestBlockingQueryAcrossRestore(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("blocking query did not wake on restore")
+	}
+}
+
+// failingReader returns its data, then err.
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, r.err
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func TestReadSnapshotReaderError(t *testing.T) {
+	src, _ := testFSM(t)
+	populate(t, src.State(), 20, 5, 2)
+	data := persist(t, src)
+	boom := errors.New("connection reset")
+	_, err := ReadSnapshot(&failingReader{data: data[:len(data)/2], err: boom})
+	if !errors.Is(err, boom) || errors.Is(err, ErrCorruptSnapshot) {
+		t.Fatalf("got %v, want the reader's error, not a corruption", err)
 	}
 }
