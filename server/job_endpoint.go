@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-memdb"
-	"github.com/hashicorp/go-msgpack/v2/codec"
 
 	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
@@ -41,11 +40,6 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if err := job.Validate(); err != nil {
 		return err
 	}
-	if n, err := encodedSize(job); err != nil {
-		return structs.NewError(structs.ErrCodeInvalid, "job cannot be encoded: %v", err)
-	} else if n > structs.MaxJobSize {
-		return structs.NewError(structs.ErrCodeTooLarge, "job is %d bytes encoded; the limit is %d", n, structs.MaxJobSize)
-	}
 
 	st := j.srv.fsm.State()
 	if args.EnforceIndex {
@@ -60,7 +54,16 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	req := *args
 	req.Job = job
 	req.Eval = eval
-	index, _, err := j.srv.raftApply(structs.JobRegisterRequestType, &req)
+	// The size limit applies to the encoded Raft entry, which is the job
+	// plus a few hundred bytes of evaluation; encoding once serves both.
+	buf, err := structs.Encode(structs.JobRegisterRequestType, &req)
+	if err != nil {
+		return structs.NewError(structs.ErrCodeInvalid, "job cannot be encoded: %v", err)
+	}
+	if len(buf) > structs.MaxJobSize {
+		return structs.NewError(structs.ErrCodeTooLarge, "job is %d bytes encoded; the limit is %d", len(buf), structs.MaxJobSize)
+	}
+	index, _, err := j.srv.raftApplyEncoded(buf)
 	if err != nil {
 		return err
 	}
@@ -116,20 +119,6 @@ func checkJobModifyIndex(st *state.StateStore, job *structs.Job, want uint64) er
 			"enforcing job modify index %d: job exists with conflicting job modify index %d", want, existing.JobModifyIndex)
 	}
 	return nil
-}
-
-// encodedSize is the msgpack size of v.
-func encodedSize(v any) (int, error) {
-	var n countWriter
-	err := codec.NewEncoder(&n, structs.MsgpackHandle).Encode(v)
-	return int(n), err
-}
-
-type countWriter int
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	*c += countWriter(len(p))
-	return len(p), nil
 }
 
 // Deregister stops a job (or removes it with Purge) and creates the

@@ -72,6 +72,8 @@ func (s *Server) raftConfig() *raft.Config {
 	conf.ShutdownOnRemove = false
 	// Let raft gather concurrent applies into one log batch (one fsync).
 	conf.BatchApplyCh = true
+	// Labelled metrics only (raft otherwise emits every metric twice).
+	conf.NoLegacyTelemetry = true
 	scale := s.config.RaftTimeoutScale
 	conf.HeartbeatTimeout = time.Duration(float64(conf.HeartbeatTimeout) * scale)
 	conf.ElectionTimeout = time.Duration(float64(conf.ElectionTimeout) * scale)
@@ -177,6 +179,12 @@ func (s *Server) raftApply(t structs.MessageType, msg any) (index uint64, resp a
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode %s: %w", t, err)
 	}
+	return s.raftApplyEncoded(buf)
+}
+
+// raftApplyEncoded is raftApply for an entry already encoded with
+// structs.Encode.
+func (s *Server) raftApplyEncoded(buf []byte) (index uint64, resp any, err error) {
 	defer measureSince(metricRaftApply, time.Now())
 	f := s.raft.Apply(buf, s.config.ApplyTimeout)
 	if err := f.Error(); err != nil {
