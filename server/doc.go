@@ -15,6 +15,25 @@
 // Because both share the port, a server's Raft address is its RPC address:
 // the leader's address reported by Raft is where followers forward requests.
 //
+// Routing: every endpoint first calls forward. Stale reads are served
+// locally; writes and consistent reads go to the leader (followers forward
+// over the pool, once: a forwarded request is never forwarded again). The
+// leader serves them only after its post-election Raft barrier, and checks
+// leadership (one batched raft.VerifyLeader per round) before a consistent
+// read. With no leader known, a request waits up to Config.NoLeaderTimeout
+// and fails with structs.ErrNoLeader.
+//
+// Cluster formation: each server announces itself (Status.Announce) to its
+// RetryJoin addresses and every server it has heard of; replies carry the
+// peer's member list. A server without Raft state that knows
+// BootstrapExpect servers, none with state, bootstraps Raft with all of
+// them sorted by ID. The leader adds alive servers missing from the Raft
+// configuration as voters (replacing an old ID at a reused address).
+//
+// Leadership: raft's NotifyCh drives monitorLeadership; on gaining
+// leadership the server runs a barrier and then Config.LeaderHooks, and
+// revokes them in reverse order when leadership is lost.
+//
 // Usage:
 //
 //	srv, err := server.NewServer(&server.Config{
