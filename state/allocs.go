@@ -206,7 +206,7 @@ func touchEvalTxn(txn *memdb.Txn, t touched, index uint64, evalID string) error 
 }
 
 // UpdateAllocsFromClient merges what clients report (ClientStatus,
-// ClientDescription, TaskStates, and ModifyTime when set) onto copies of
+// ClientDescription, and TaskStates and ModifyTime when set) onto copies of
 // the stored allocations; unknown allocations are skipped. evals (for
 // failed allocations that may be rescheduled) are written in the same
 // transaction.
@@ -228,7 +228,9 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		a := prev.Copy()
 		a.ClientStatus = upd.ClientStatus
 		a.ClientDescription = upd.ClientDescription
-		a.TaskStates = upd.TaskStates
+		if upd.TaskStates != nil {
+			a.TaskStates = upd.TaskStates
+		}
 		if upd.ModifyTime != 0 {
 			a.ModifyTime = upd.ModifyTime
 		}

@@ -218,6 +218,13 @@ func TestUpdateAllocsFromClient(t *testing.T) {
 	if before.ClientStatus != structs.AllocClientStatusPending || before.TaskStates != nil {
 		t.Fatal("alloc handed out earlier was modified")
 	}
+	// An update without task states keeps the stored ones.
+	must(t, s.UpdateAllocsFromClient(20, []*structs.Allocation{{ID: a.ID, ClientStatus: structs.AllocClientStatusFailed}}, nil))
+	got, err := s.AllocByID(nil, a.ID)
+	must(t, err)
+	if got.TaskStates["web"] == nil {
+		t.Fatal("task states dropped by an update that carried none")
+	}
 }
 
 func TestUpsertAllocs(t *testing.T) {
