@@ -14,7 +14,8 @@ import (
 
 // Job is the job endpoint: register, deregister, read and list jobs.
 type Job struct {
-	srv *Server
+	srv    *Server
+	inproc bool // arguments come from an in-process caller
 }
 
 // Register creates or updates a job. On the leader it canonicalizes and
@@ -34,8 +35,13 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if err := checkJobShape(args.Job); err != nil {
 		return err
 	}
-	// The caller's job is never modified; the store owns this copy.
-	job := args.Job.Copy()
+	// The caller's job is never modified: an in-process caller's job is
+	// copied; one decoded from the wire is this call's own. The store owns
+	// it afterwards.
+	job := args.Job
+	if j.inproc {
+		job = job.Copy()
+	}
 	job.Canonicalize()
 	if err := job.Validate(); err != nil {
 		return err

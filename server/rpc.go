@@ -24,11 +24,14 @@ const (
 )
 
 // endpoints are the RPC receivers, by registered name. Every exported
-// method of each has the net/rpc shape func(*Args, *Reply) error.
-func (s *Server) endpoints() map[string]any {
+// method of each has the net/rpc shape func(*Args, *Reply) error. inproc
+// tells the receivers their arguments belong to an in-process caller (and
+// must be copied before the server keeps or changes them); arguments
+// decoded from the wire are private to the call.
+func (s *Server) endpoints(inproc bool) map[string]any {
 	return map[string]any{
 		"Status":   &Status{srv: s},
-		"Job":      &Job{srv: s},
+		"Job":      &Job{srv: s, inproc: inproc},
 		"Node":     &Node{srv: s},
 		"Eval":     &Eval{srv: s},
 		"Operator": &Operator{srv: s},
@@ -39,16 +42,17 @@ func (s *Server) endpoints() map[string]any {
 // method table used by in-process calls.
 func (s *Server) setupRPC() error {
 	s.rpcServer = rpc.NewServer()
-	s.methods = make(map[string]reflect.Value)
-	for name, recv := range s.endpoints() {
+	for name, recv := range s.endpoints(false) {
 		if err := s.rpcServer.RegisterName(name, recv); err != nil {
 			return fmt.Errorf("register %s endpoint: %w", name, err)
 		}
+	}
+	s.methods = make(map[string]reflect.Value)
+	for name, recv := range s.endpoints(true) {
 		v := reflect.ValueOf(recv)
 		t := v.Type()
 		for i := 0; i < t.NumMethod(); i++ {
-			m := t.Method(i)
-			s.methods[name+"."+m.Name] = v.Method(i)
+			s.methods[name+"."+t.Method(i).Name] = v.Method(i)
 		}
 	}
 	return nil
