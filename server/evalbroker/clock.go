@@ -1,26 +1,12 @@
 package evalbroker
 
-import "time"
+import "github.com/drover-project/drover/internal/clock"
 
-// Timer is a pending call scheduled by Clock.AfterFunc. Stop cancels it and
-// reports whether it was still pending. It is an alias of an unnamed
-// interface so that one Clock implementation satisfies every package that
-// declares the same Clock shape (blockedevals does).
-type Timer = interface{ Stop() bool }
-
-// Clock is the broker's only source of time. AfterFunc must run f on its own
-// goroutine (or from a test's manual advance), never inline, because the
-// broker calls it while holding its lock.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) Timer
-}
-
-// SystemClock is the real clock, backed by package time.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// AfterFunc wraps time.AfterFunc.
-func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+// Timer, Clock and SystemClock are the shared clock types (internal/clock):
+// the package's only source of time. AfterFunc must never run f inline,
+// because the package schedules timers while holding its lock.
+type (
+	Timer       = clock.Timer
+	Clock       = clock.Clock
+	SystemClock = clock.Real
+)

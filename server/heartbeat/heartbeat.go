@@ -4,26 +4,18 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/drover-project/drover/internal/clock"
 )
 
-// Timer is the part of *time.Timer the package uses.
-type Timer interface {
-	Stop() bool
-}
-
-// Clock is the time source. RealClock uses package time.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) Timer
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                            { return time.Now() }
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+// Timer, Clock and RealClock are the shared clock types (internal/clock).
+type (
+	Timer = clock.Timer
+	Clock = clock.Clock
+)
 
 // RealClock is the wall clock.
-var RealClock Clock = realClock{}
+var RealClock Clock = clock.Real{}
 
 // Config tunes the timers. Zero fields take Nomad's defaults.
 type Config struct {

@@ -5,59 +5,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drover-project/drover/internal/clock"
 )
-
-// fakeClock runs AfterFunc callbacks synchronously when Advance passes them.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c       *fakeClock
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := !t.stopped
-	t.stopped = true
-	return was
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*fakeTimer
-	for _, t := range c.timers {
-		if !t.stopped && !t.at.After(c.now) {
-			t.stopped = true
-			due = append(due, t)
-		}
-	}
-	c.mu.Unlock()
-	for _, t := range due {
-		t.f()
-	}
-}
 
 type recorder struct {
 	mu  sync.Mutex
@@ -78,8 +28,8 @@ func (r *recorder) got() []string {
 	return out
 }
 
-func newTest() (*Heartbeater, *fakeClock, *recorder) {
-	clk := &fakeClock{now: time.Unix(1000, 0)}
+func newTest() (*Heartbeater, *clock.Manual, *recorder) {
+	clk := clock.NewManual(time.Unix(1000, 0))
 	rec := &recorder{}
 	h := New(Config{Clock: clk, Expired: rec.expired, Rand: func() float64 { return 0 },
 		MinTTL: 10 * time.Second, Grace: 5 * time.Second, FailoverTTL: time.Minute})

@@ -1,0 +1,48 @@
+package clock
+
+import (
+	"testing"
+	"time"
+)
+
+func TestManualFiresInOrder(t *testing.T) {
+	c := NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := c.Now()
+	var got []time.Duration
+	rec := func() { got = append(got, c.Now().Sub(start)) }
+	c.AfterFunc(3*time.Second, rec)
+	c.AfterFunc(time.Second, func() {
+		rec()
+		c.AfterFunc(time.Second, rec) // scheduled by a firing timer, due at 2s
+	})
+	stopped := c.AfterFunc(2*time.Second, rec)
+	if !stopped.Stop() {
+		t.Fatal("Stop of a pending timer returned false")
+	}
+	if stopped.Stop() {
+		t.Fatal("second Stop returned true")
+	}
+	c.Advance(5 * time.Second)
+	want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}
+	if len(got) != len(want) {
+		t.Fatalf("fired at %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("fired at %v, want %v", got, want)
+		}
+	}
+	if c.Now().Sub(start) != 5*time.Second || c.Pending() != 0 {
+		t.Fatalf("now = %v pending = %d after advance", c.Now().Sub(start), c.Pending())
+	}
+}
+
+func TestRealAfterFunc(t *testing.T) {
+	done := make(chan struct{})
+	Real{}.AfterFunc(time.Millisecond, func() { close(done) })
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("real timer did not fire")
+	}
+}
