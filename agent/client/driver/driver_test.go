@@ -1,0 +1,123 @@
+package driver
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/structs"
+)
+
+func TestValidateTaskConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		driver string
+		cfg    map[string]any
+		// wantFields lists the fields named in the error, in order; nil
+		// means valid.
+		wantFields []string
+		wantText   string
+	}{
+		{"raw_exec valid", "raw_exec", map[string]any{"command": "/bin/sh", "args": []any{"-c", "echo hi"}}, nil, ""},
+		{"raw_exec []string args", "raw_exec", map[string]any{"command": "sh", "args": []string{"-c", "true"}}, nil, ""},
+		{"raw_exec relative inside", "raw_exec", map[string]any{"command": "local/run.sh"}, nil, ""},
+		{"missing command", "raw_exec", map[string]any{"args": []any{"x"}}, []string{"Config.command"}, "is required"},
+		{"empty command", "raw_exec", map[string]any{"command": " "}, []string{"Config.command"}, "must not be empty"},
+		{"wrong types", "raw_exec", map[string]any{"command": 42, "args": "x"}, []string{"Config.args", "Config.command"}, "must be a"},
+		{"args element type", "raw_exec", map[string]any{"command": "sh", "args": []any{"-c", 3}}, []string{"Config.args"}, "element 1 must be a string"},
+		{"unknown key", "raw_exec", map[string]any{"command": "sh", "image": "redis"}, []string{"Config.image"}, "unknown field"},
+		{"escape", "raw_exec", map[string]any{"command": "../../bin/sh"}, []string{"Config.command"}, "inside the task directory"},
+		{"escape hidden", "raw_exec", map[string]any{"command": "local/../../x"}, []string{"Config.command"}, "inside the task directory"},
+		{"mock valid", "mock_driver", map[string]any{"run_for": "10ms", "exit_code": float64(3), "kill_after": int64(5)}, nil, ""},
+		{"mock alias", "mock", map[string]any{"run_for": "1s"}, nil, ""},
+		{"mock bad duration", "mock_driver", map[string]any{"run_for": "soon"}, []string{"Config.run_for"}, "duration"},
+		{"mock fractional exit code", "mock_driver", map[string]any{"exit_code": 1.5}, []string{"Config.exit_code"}, "integer"},
+		{"mock negative duration", "mock_driver", map[string]any{"run_for": "-1s"}, []string{"Config.run_for"}, "negative"},
+		{"unknown driver", "docker", map[string]any{"image": "redis"}, []string{"Driver"}, "unknown driver"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateTaskConfig(tc.driver, tc.cfg)
+			if tc.wantFields == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			var ve *structs.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("want *structs.ValidationError, got %T %v", err, err)
+			}
+			var fields []string
+			for _, fe := range ve.Errors {
+				fields = append(fields, fe.Field)
+			}
+			if !reflect.DeepEqual(fields, tc.wantFields) {
+				t.Fatalf("fields = %v, want %v (%v)", fields, tc.wantFields, err)
+			}
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Fatalf("error %q does not mention %q", err, tc.wantText)
+			}
+			if structs.CodeOf(err) != structs.ErrCodeInvalid {
+				t.Fatalf("code = %v", structs.CodeOf(err))
+			}
+		})
+	}
+}
+
+func TestSchemaDecodeNormalises(t *testing.T) {
+	s := Schema{"d": {Type: TypeDuration}, "i": {Type: TypeInt}, "b": {Type: TypeBool},
+		"l": {Type: TypeStringList}, "m": {Type: TypeStringMap}}
+	got, err := s.Decode(map[string]any{"d": "2s", "i": uint64(7), "b": "true",
+		"l": []any{"a"}, "m": map[string]any{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"d": 2 * time.Second, "i": int64(7), "b": true,
+		"l": []string{"a"}, "m": map[string]string{"k": "v"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %#v want %#v", got, want)
+	}
+}
+
+func TestParseSignal(t *testing.T) {
+	tests := []struct {
+		in   string
+		want syscall.Signal
+		ok   bool
+	}{
+		{"", syscall.SIGINT, true}, {"SIGTERM", syscall.SIGTERM, true}, {"term", syscall.SIGTERM, true},
+		{"SIGKILL", syscall.SIGKILL, true}, {"SIGNOPE", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseSignal(tc.in)
+			if (err == nil) != tc.ok || got != tc.want {
+				t.Fatalf("ParseSignal(%q) = %v, %v", tc.in, got, err)
+			}
+		})
+	}
+}
+
+func TestResolveInTaskDir(t *testing.T) {
+	tests := []struct {
+		cmd, want string
+		ok        bool
+	}{
+		{"/bin/sh", "/bin/sh", true},
+		{"sh", "sh", true},
+		{"local/x", "/t/local/x", true},
+		{"./x", "/t/x", true},
+		{"../x", "", false},
+		{"local/../../x", "", false},
+	}
+	for _, tc := range tests {
+		got, err := ResolveInTaskDir("/t", tc.cmd)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ResolveInTaskDir(%q) = %q, %v", tc.cmd, got, err)
+		}
+	}
+}
