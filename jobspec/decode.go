@@ -1,0 +1,298 @@
+package jobspec
+
+import (
+	"time"
+
+	"github.com/drover-project/drover/structs"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// decoder turns the blocks of one file into a job, collecting every
+// problem in diags.
+type decoder struct {
+	ev    *evaluator
+	diags hcl.Diagnostics
+}
+
+var (
+	jobSpec = &bodySpec{what: "job",
+		attrs:  []string{"name", "type", "priority", "datacenters", "region", "namespace", "all_at_once", "meta"},
+		blocks: []string{"group", "constraint", "meta", "reschedule", "migrate"}}
+	groupSpec = &bodySpec{what: "group",
+		attrs:  []string{"count", "meta"},
+		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta"}}
+	taskSpec = &bodySpec{what: "task",
+		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
+		blocks: []string{"config", "env", "meta", "resources", "constraint"}}
+	resourcesSpec  = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "cores", "disk"}}
+	constraintSpec = &bodySpec{what: "constraint", attrs: []string{"attribute", "operator", "value",
+		"distinct_hosts", "distinct_property", "regexp", "version", "semver",
+		"set_contains", "set_contains_all", "set_contains_any"}}
+	restartSpec    = &bodySpec{what: "restart", attrs: []string{"attempts", "interval", "delay", "mode"}}
+	rescheduleSpec = &bodySpec{what: "reschedule",
+		attrs: []string{"attempts", "interval", "delay", "delay_function", "max_delay", "unlimited"}}
+	migrateSpec = &bodySpec{what: "migrate",
+		attrs: []string{"max_parallel", "health_check", "min_healthy_time", "healthy_deadline"}}
+)
+
+// job decodes a job block. Blocks that are present (restart, reschedule,
+// migrate) are laid over Nomad's defaults for the job type, so a block
+// that sets one field keeps sensible values for the others; absent blocks
+// stay nil for the server to default.
+func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
+	job := &structs.Job{}
+	if d.labels(blk, 1, "ID", "example") {
+		job.ID = blk.Labels[0]
+		job.Name = job.ID
+	}
+	attrs, blocks := d.content(blk.Body, jobSpec)
+	d.str(attrs, "name", &job.Name)
+	d.str(attrs, "type", &job.Type)
+	d.integer(attrs, "priority", &job.Priority)
+	d.strList(attrs, "datacenters", &job.Datacenters)
+	d.str(attrs, "region", &job.Region)
+	d.str(attrs, "namespace", &job.Namespace)
+	d.boolean(attrs, "all_at_once", &job.AllAtOnce)
+	job.Meta = d.strMap(attrs, blocks, "meta", "job")
+	job.Constraints = d.constraints(blocks["constraint"])
+
+	jobType := job.Type
+	if jobType == "" {
+		jobType = structs.JobTypeService
+	}
+	var resched *structs.ReschedulePolicy
+	if b := d.single(blocks["reschedule"], "job"); b != nil {
+		resched = d.reschedule(b, structs.DefaultReschedulePolicy(jobType))
+	}
+	var migrate *structs.MigrateStrategy
+	if b := d.single(blocks["migrate"], "job"); b != nil {
+		migrate = d.migrate(b, defaultMigrate())
+	}
+	if len(blocks["group"]) == 0 {
+		d.add(diagAt(blk.OpenBraceRange, "Missing group", "a job needs at least one group block"))
+	}
+	for _, gb := range blocks["group"] {
+		if tg := d.group(gb, jobType, resched, migrate); tg != nil {
+			job.TaskGroups = append(job.TaskGroups, tg)
+		}
+	}
+	return job
+}
+
+func defaultMigrate() *structs.MigrateStrategy {
+	return &structs.MigrateStrategy{MaxParallel: structs.DefaultMigrateMaxPar, HealthCheck: "checks",
+		MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute}
+}
+
+// group decodes a group block; jobResched and jobMigrate are the job-level
+// blocks (nil when absent), which the group's own blocks refine.
+func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *structs.ReschedulePolicy, jobMigrate *structs.MigrateStrategy) *structs.TaskGroup {
+	tg := &structs.TaskGroup{Count: 1}
+	if d.labels(blk, 1, "name", "web") {
+		tg.Name = blk.Labels[0]
+	}
+	attrs, blocks := d.content(blk.Body, groupSpec)
+	d.integer(attrs, "count", &tg.Count)
+	tg.Meta = d.strMap(attrs, blocks, "meta", "group")
+	tg.Constraints = d.constraints(blocks["constraint"])
+	if b := d.single(blocks["restart"], "group"); b != nil {
+		tg.RestartPolicy = d.restart(b, structs.DefaultRestartPolicy(jobType))
+	}
+
+	tg.ReschedulePolicy = copyResched(jobResched)
+	if b := d.single(blocks["reschedule"], "group"); b != nil {
+		base := tg.ReschedulePolicy
+		if base == nil {
+			base = structs.DefaultReschedulePolicy(jobType)
+		}
+		tg.ReschedulePolicy = d.reschedule(b, base)
+	}
+	tg.Migrate = copyMigrate(jobMigrate)
+	if b := d.single(blocks["migrate"], "group"); b != nil {
+		base := tg.Migrate
+		if base == nil {
+			base = defaultMigrate()
+		}
+		tg.Migrate = d.migrate(b, base)
+	}
+
+	if len(blocks["task"]) == 0 {
+		d.add(diagAt(blk.OpenBraceRange, "Missing task", "a group needs at least one task block"))
+	}
+	for _, tb := range blocks["task"] {
+		if t := d.task(tb); t != nil {
+			tg.Tasks = append(tg.Tasks, t)
+		}
+	}
+	return tg
+}
+
+func copyResched(p *structs.ReschedulePolicy) *structs.ReschedulePolicy {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}
+
+func copyMigrate(m *structs.MigrateStrategy) *structs.MigrateStrategy {
+	if m == nil {
+		return nil
+	}
+	c := *m
+	return &c
+}
+
+func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
+	t := &structs.Task{}
+	if d.labels(blk, 1, "name", "server") {
+		t.Name = blk.Labels[0]
+	}
+	attrs, blocks := d.content(blk.Body, taskSpec)
+	d.str(attrs, "driver", &t.Driver)
+	if attrs["driver"] == nil {
+		d.add(diagAt(blk.OpenBraceRange, "Missing required argument", `a task needs a driver, such as driver = "raw_exec"`))
+	}
+	d.str(attrs, "user", &t.User)
+	d.duration(attrs, "kill_timeout", &t.KillTimeout)
+	d.str(attrs, "kill_signal", &t.KillSignal)
+	d.boolean(attrs, "leader", &t.Leader)
+	t.Config = d.freeform(attrs, blocks, "config", "task")
+	t.Env = d.strMap(attrs, blocks, "env", "task")
+	t.Meta = d.strMap(attrs, blocks, "meta", "task")
+	t.Constraints = d.constraints(blocks["constraint"])
+	if b := d.single(blocks["resources"], "task"); b != nil {
+		t.Resources = d.resources(b)
+	}
+	return t
+}
+
+func (d *decoder) resources(blk *hclsyntax.Block) *structs.Resources {
+	r := &structs.Resources{}
+	attrs, _ := d.content(blk.Body, resourcesSpec)
+	d.integer(attrs, "cpu", &r.CPU)
+	d.integer(attrs, "memory", &r.MemoryMB)
+	d.integer(attrs, "cores", &r.Cores)
+	d.integer(attrs, "disk", &r.DiskMB)
+	return r
+}
+
+// shorthandOperands are constraint arguments that name the operator and
+// carry the value: version = ">= 1.2" is operator "version", value ">= 1.2".
+var shorthandOperands = []string{"regexp", "version", "semver", "set_contains", "set_contains_all", "set_contains_any"}
+
+func (d *decoder) constraints(blocks []*hclsyntax.Block) []*structs.Constraint {
+	var out []*structs.Constraint
+	for _, blk := range blocks {
+		if !d.labels(blk, 0, "", "") {
+			continue
+		}
+		if c := d.constraint(blk); c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// constraint decodes one constraint block; nil when it is empty or
+// distinct_hosts = false.
+func (d *decoder) constraint(blk *hclsyntax.Block) *structs.Constraint {
+	attrs, _ := d.content(blk.Body, constraintSpec)
+	c := &structs.Constraint{}
+	d.str(attrs, "attribute", &c.LTarget)
+	d.str(attrs, "value", &c.RTarget)
+	d.str(attrs, "operator", &c.Operand)
+
+	// At most one way of naming the operator.
+	var named []*hclsyntax.Attribute
+	for _, n := range append([]string{"operator", "distinct_hosts", "distinct_property"}, shorthandOperands...) {
+		if a := attrs[n]; a != nil {
+			named = append(named, a)
+		}
+	}
+	if len(named) > 1 {
+		d.add(diagAt(named[1].NameRange, "Conflicting constraint operators",
+			"%q and %q both set the operator; use one", named[0].Name, named[1].Name))
+		return nil
+	}
+	for _, n := range shorthandOperands {
+		if a := attrs[n]; a != nil {
+			if attrs["value"] != nil {
+				d.add(diagAt(a.NameRange, "Conflicting constraint value", "%s carries the value; remove value", n))
+				return nil
+			}
+			c.Operand = n
+			d.str(attrs, n, &c.RTarget)
+		}
+	}
+	if a := attrs["distinct_property"]; a != nil {
+		c.Operand = structs.ConstraintDistinctProperty
+		if attrs["attribute"] != nil {
+			d.add(diagAt(attrs["attribute"].NameRange, "Conflicting constraint attribute",
+				"distinct_property names the attribute; remove attribute"))
+			return nil
+		}
+		d.str(attrs, "distinct_property", &c.LTarget)
+	}
+	if a := attrs["distinct_hosts"]; a != nil {
+		var on bool
+		if !d.boolean(attrs, "distinct_hosts", &on) {
+			return nil
+		}
+		if attrs["attribute"] != nil || attrs["value"] != nil {
+			d.add(diagAt(a.NameRange, "Conflicting constraint arguments",
+				"distinct_hosts takes no attribute or value"))
+			return nil
+		}
+		if !on {
+			return nil
+		}
+		return &structs.Constraint{Operand: structs.ConstraintDistinctHosts}
+	}
+	if len(attrs) == 0 {
+		d.add(diagAt(blk.TypeRange, "Empty constraint", "a constraint needs an attribute and a value, or distinct_hosts = true"))
+		return nil
+	}
+	if c.Operand == "" {
+		c.Operand = structs.ConstraintEqual
+	}
+	return c
+}
+
+func (d *decoder) restart(blk *hclsyntax.Block, base *structs.RestartPolicy) *structs.RestartPolicy {
+	attrs, _ := d.content(blk.Body, restartSpec)
+	p := *base
+	d.integer(attrs, "attempts", &p.Attempts)
+	d.duration(attrs, "interval", &p.Interval)
+	d.duration(attrs, "delay", &p.Delay)
+	d.str(attrs, "mode", &p.Mode)
+	return &p
+}
+
+// reschedule lays the block over base. Setting attempts without saying
+// unlimited means a limited policy (Nomad's service default is unlimited,
+// which forbids attempts).
+func (d *decoder) reschedule(blk *hclsyntax.Block, base *structs.ReschedulePolicy) *structs.ReschedulePolicy {
+	attrs, _ := d.content(blk.Body, rescheduleSpec)
+	p := *base
+	if d.integer(attrs, "attempts", &p.Attempts) && attrs["unlimited"] == nil && p.Attempts > 0 {
+		p.Unlimited = false
+	}
+	d.duration(attrs, "interval", &p.Interval)
+	d.duration(attrs, "delay", &p.Delay)
+	d.str(attrs, "delay_function", &p.DelayFunction)
+	d.duration(attrs, "max_delay", &p.MaxDelay)
+	d.boolean(attrs, "unlimited", &p.Unlimited)
+	return &p
+}
+
+func (d *decoder) migrate(blk *hclsyntax.Block, base *structs.MigrateStrategy) *structs.MigrateStrategy {
+	attrs, _ := d.content(blk.Body, migrateSpec)
+	m := *base
+	d.integer(attrs, "max_parallel", &m.MaxParallel)
+	d.str(attrs, "health_check", &m.HealthCheck)
+	d.duration(attrs, "min_healthy_time", &m.MinHealthyTime)
+	d.duration(attrs, "healthy_deadline", &m.HealthyDeadline)
+	return &m
+}

@@ -1,0 +1,3 @@
+job "web" {
+  type = "batch"
+}

@@ -1,0 +1,12 @@
+job {
+  group {
+    task "t" {
+      driver = "raw_exec"
+    }
+  }
+  group "a" "b" {
+    task "t" {
+      driver = "raw_exec"
+    }
+  }
+}

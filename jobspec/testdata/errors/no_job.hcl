@@ -1,0 +1,4 @@
+# A file with only a variable.
+variable "x" {
+  default = 1
+}

@@ -1,0 +1,7 @@
+job "web" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+    
+  }
+}

@@ -1,0 +1,19 @@
+job "web" {
+  update {
+    max_parallel = 1
+  }
+  group "g" {
+    network {
+      port "http" {}
+    }
+    task "t" {
+      driver = "raw_exec"
+      service {
+        name = "web"
+      }
+      resources {
+        memory_max = 512
+      }
+    }
+  }
+}
