@@ -9,107 +9,105 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-func (f *FSM) applyNodeRegister(buf []byte, index uint64) any {
+// Each applyX decodes one entry and writes it to the batch. It returns
+// (resp, nil) when the entry is done: resp is nil, or the error of a
+// refusal found before anything was written; or (nil, err) when a write
+// failed and may have left part of itself in the batch (see
+// applyRunLocked). Hooks are queued with queueX and run after the commit.
+
+func (f *FSM) applyNodeRegister(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricNodeRegister), time.Now())
 	var req structs.NodeRegisterRequest
-	decode(buf, &req, structs.NodeRegisterRequestType, index)
+	f.decodeLocked(buf, &req, structs.NodeRegisterRequestType, index)
 	if req.Node == nil {
-		return structs.NewError(structs.ErrCodeInvalid, "node register entry without a node")
+		return structs.NewError(structs.ErrCodeInvalid, "node register entry without a node"), nil
 	}
-	store := f.State()
-	if err := store.UpsertNode(index, req.Node, req.CreateEvals); err != nil {
+	if err := b.UpsertNode(index, req.Node, req.CreateEvals); err != nil {
 		f.logger.Error("node register failed", "node_id", req.Node.ID, "error", err)
-		return err
+		return nil, err
 	}
-	f.nodeChanged(store, req.Node.ID, index)
-	f.evalsUpserted(req.CreateEvals)
-	return nil
+	f.queueNodeChanged(b, req.Node.ID, index)
+	f.queueEvalsUpserted(req.CreateEvals)
+	return nil, nil
 }
 
-func (f *FSM) applyNodeDeregister(buf []byte, index uint64) any {
+func (f *FSM) applyNodeDeregister(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricNodeDeregister), time.Now())
 	var req structs.NodeDeregisterRequest
-	decode(buf, &req, structs.NodeDeregisterRequestType, index)
-	if err := f.State().DeleteNodes(index, req.NodeIDs); err != nil {
+	f.decodeLocked(buf, &req, structs.NodeDeregisterRequestType, index)
+	if err := b.DeleteNodes(index, req.NodeIDs); err != nil {
 		f.logger.Error("node deregister failed", "node_ids", req.NodeIDs, "error", err)
-		return err
+		return nil, err
 	}
-	return nil
+	return nil, nil
 }
 
-func (f *FSM) applyNodeUpdateStatus(buf []byte, index uint64) any {
+func (f *FSM) applyNodeUpdateStatus(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricNodeUpdateStatus), time.Now())
 	var req structs.NodeUpdateStatusRequest
-	decode(buf, &req, structs.NodeUpdateStatusRequestType, index)
-	store := f.State()
-	if err := store.UpdateNodeStatus(index, req.NodeID, req.Status, req.UpdatedAt, req.NodeEvent, req.CreateEvals); err != nil {
+	f.decodeLocked(buf, &req, structs.NodeUpdateStatusRequestType, index)
+	if err := b.UpdateNodeStatus(index, req.NodeID, req.Status, req.UpdatedAt, req.NodeEvent, req.CreateEvals); err != nil {
 		f.logger.Error("node status update failed", "node_id", req.NodeID, "error", err)
-		return err
+		return nil, err
 	}
-	f.nodeChanged(store, req.NodeID, index)
-	f.evalsUpserted(req.CreateEvals)
-	return nil
+	f.queueNodeChanged(b, req.NodeID, index)
+	f.queueEvalsUpserted(req.CreateEvals)
+	return nil, nil
 }
 
-func (f *FSM) applyNodeUpdateDrain(buf []byte, index uint64) any {
+func (f *FSM) applyNodeUpdateDrain(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricNodeUpdateDrain), time.Now())
 	var req structs.NodeUpdateDrainRequest
-	decode(buf, &req, structs.NodeUpdateDrainRequestType, index)
-	store := f.State()
-	if err := store.UpdateNodeDrain(index, &req); err != nil {
+	f.decodeLocked(buf, &req, structs.NodeUpdateDrainRequestType, index)
+	if err := b.UpdateNodeDrain(index, &req); err != nil {
 		f.logger.Error("node drain update failed", "node_id", req.NodeID, "error", err)
-		return err
+		return nil, err
 	}
-	f.nodeChanged(store, req.NodeID, index)
-	f.evalsUpserted(req.CreateEvals)
-	return nil
+	f.queueNodeChanged(b, req.NodeID, index)
+	f.queueEvalsUpserted(req.CreateEvals)
+	return nil, nil
 }
 
-func (f *FSM) applyNodeUpdateEligibility(buf []byte, index uint64) any {
+func (f *FSM) applyNodeUpdateEligibility(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricNodeUpdateEligibility), time.Now())
 	var req structs.NodeUpdateEligibilityRequest
-	decode(buf, &req, structs.NodeUpdateEligibilityRequestType, index)
-	store := f.State()
-	if err := store.UpdateNodeEligibility(index, &req); err != nil {
+	f.decodeLocked(buf, &req, structs.NodeUpdateEligibilityRequestType, index)
+	if err := b.UpdateNodeEligibility(index, &req); err != nil {
 		f.logger.Error("node eligibility update failed", "node_id", req.NodeID, "error", err)
-		return err
+		return nil, err
 	}
-	f.nodeChanged(store, req.NodeID, index)
-	f.evalsUpserted(req.CreateEvals)
-	return nil
+	f.queueNodeChanged(b, req.NodeID, index)
+	f.queueEvalsUpserted(req.CreateEvals)
+	return nil, nil
 }
 
-func (f *FSM) applyJobRegister(buf []byte, index uint64) any {
+func (f *FSM) applyJobRegister(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricJobRegister), time.Now())
 	var req structs.JobRegisterRequest
-	decode(buf, &req, structs.JobRegisterRequestType, index)
+	f.decodeLocked(buf, &req, structs.JobRegisterRequestType, index)
 	if req.Job == nil {
-		return structs.NewError(structs.ErrCodeInvalid, "job register entry without a job")
+		return structs.NewError(structs.ErrCodeInvalid, "job register entry without a job"), nil
 	}
-	store := f.State()
 	if req.EnforceIndex {
-		if err := checkJobModifyIndex(store, req.Job, req.JobModifyIndex); err != nil {
-			return err
+		if err := checkJobModifyIndex(b, req.Job, req.JobModifyIndex); err != nil {
+			return err, nil
 		}
 	}
-	if err := store.UpsertJob(index, req.Job, req.Eval); err != nil {
+	if err := b.UpsertJob(index, req.Job, req.Eval); err != nil {
 		f.logger.Error("job register failed", "job_id", req.Job.ID, "namespace", req.Job.Namespace, "error", err)
-		return err
+		return nil, err
 	}
 	if req.Eval != nil {
-		f.evalsUpserted([]*structs.Evaluation{req.Eval})
+		f.queueEvalsUpserted([]*structs.Evaluation{req.Eval})
 	}
-	return nil
+	return nil, nil
 }
 
 // checkJobModifyIndex enforces a check-and-set register: want 0 means the
-// job must not exist, otherwise its JobModifyIndex must equal want.
-func checkJobModifyIndex(store *state.StateStore, job *structs.Job, want uint64) error {
-	ns := job.Namespace
-	if ns == "" {
-		ns = structs.DefaultNamespace
-	}
-	existing, err := store.JobByID(nil, ns, job.ID)
+// job must not exist, otherwise its JobModifyIndex must equal want. It
+// only reads.
+func checkJobModifyIndex(b *state.Batch, job *structs.Job, want uint64) error {
+	existing, err := b.JobByID(job.Namespace, job.ID)
 	switch {
 	case structs.CodeOf(err) == structs.ErrCodeNotFound:
 		if want != 0 {
@@ -129,122 +127,150 @@ func checkJobModifyIndex(store *state.StateStore, job *structs.Job, want uint64)
 	return nil
 }
 
-func (f *FSM) applyJobDeregister(buf []byte, index uint64) any {
+func (f *FSM) applyJobDeregister(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricJobDeregister), time.Now())
 	var req structs.JobDeregisterRequest
-	decode(buf, &req, structs.JobDeregisterRequestType, index)
+	f.decodeLocked(buf, &req, structs.JobDeregisterRequestType, index)
 	ns := req.RequestNamespace()
-	if err := f.State().DeregisterJob(index, ns, req.JobID, req.Purge, req.SubmitTime, req.Eval); err != nil {
+	if err := b.DeregisterJob(index, ns, req.JobID, req.Purge, req.SubmitTime, req.Eval); err != nil {
 		f.logger.Error("job deregister failed", "job_id", req.JobID, "namespace", ns, "error", err)
-		return err
+		return nil, err
 	}
 	if req.Eval != nil {
-		f.evalsUpserted([]*structs.Evaluation{req.Eval})
+		f.queueEvalsUpserted([]*structs.Evaluation{req.Eval})
 	}
-	return nil
+	return nil, nil
 }
 
-func (f *FSM) applyEvalUpdate(buf []byte, index uint64) any {
+func (f *FSM) applyEvalUpdate(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricEvalUpdate), time.Now())
 	var req structs.EvalUpdateRequest
-	decode(buf, &req, structs.EvalUpdateRequestType, index)
-	if err := f.State().UpsertEvals(index, req.Evals); err != nil {
+	f.decodeLocked(buf, &req, structs.EvalUpdateRequestType, index)
+	if err := b.UpsertEvals(index, req.Evals); err != nil {
 		f.logger.Error("eval update failed", "error", err)
-		return err
+		return nil, err
 	}
-	f.evalsUpserted(req.Evals)
-	return nil
+	f.queueEvalsUpserted(req.Evals)
+	return nil, nil
 }
 
-func (f *FSM) applyEvalDelete(buf []byte, index uint64) any {
+func (f *FSM) applyEvalDelete(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricEvalDelete), time.Now())
 	var req structs.EvalDeleteRequest
-	decode(buf, &req, structs.EvalDeleteRequestType, index)
-	if err := f.State().DeleteEvalsAndAllocs(index, req.Evals, req.Allocs); err != nil {
+	f.decodeLocked(buf, &req, structs.EvalDeleteRequestType, index)
+	if err := b.DeleteEvalsAndAllocs(index, req.Evals, req.Allocs); err != nil {
 		f.logger.Error("eval delete failed", "error", err)
-		return err
+		return nil, err
 	}
-	return nil
+	return nil, nil
 }
 
-func (f *FSM) applyAllocClientUpdate(buf []byte, index uint64) any {
+func (f *FSM) applyAllocClientUpdate(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricAllocClientUpdate), time.Now())
 	var req structs.AllocUpdateRequest
-	decode(buf, &req, structs.AllocClientUpdateRequestType, index)
-	store := f.State()
+	f.decodeLocked(buf, &req, structs.AllocClientUpdateRequestType, index)
 	// Nodes on which an update finishes an allocation that was still live.
-	freed := newNodeSet()
+	var freed nodeSet
 	for _, upd := range req.Alloc {
 		if !upd.ClientTerminalStatus() {
 			continue
 		}
-		if prev, err := store.AllocByID(nil, upd.ID); err == nil && !prev.ClientTerminalStatus() {
+		if prev, err := b.AllocByID(upd.ID); err == nil && !prev.ClientTerminalStatus() {
 			freed.add(prev.NodeID)
 		}
 	}
-	if err := store.UpdateAllocsFromClient(index, req.Alloc, req.Evals); err != nil {
+	if err := b.UpdateAllocsFromClient(index, req.Alloc, req.Evals); err != nil {
 		f.logger.Error("alloc client update failed", "error", err)
-		return err
+		return nil, err
 	}
-	f.allocsTerminal(freed, index)
-	f.evalsUpserted(req.Evals)
-	return nil
+	f.queueAllocsTerminal(freed.ids, index)
+	f.queueEvalsUpserted(req.Evals)
+	return nil, nil
 }
 
-func (f *FSM) applyPlanResults(buf []byte, index uint64) any {
+func (f *FSM) applyPlanResults(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricApplyPlanResults), time.Now())
 	var req structs.ApplyPlanResultsRequest
-	decode(buf, &req, structs.ApplyPlanResultsRequestType, index)
-	store := f.State()
+	f.decodeLocked(buf, &req, structs.ApplyPlanResultsRequestType, index)
 	// Nodes on which the plan stops an allocation that was still live.
-	freed := newNodeSet()
+	var freed nodeSet
 	for _, stop := range req.AllocsStopped {
-		if prev, err := store.AllocByID(nil, stop.ID); err == nil && !prev.TerminalStatus() {
+		if prev, err := b.AllocByID(stop.ID); err == nil && !prev.TerminalStatus() {
 			freed.add(prev.NodeID)
 		}
 	}
-	if err := store.UpsertPlanResults(index, &req); err != nil {
+	if err := b.UpsertPlanResults(index, &req); err != nil {
 		f.logger.Error("apply plan results failed", "eval_id", req.EvalID, "error", err)
-		return err
+		return nil, err
 	}
-	f.allocsTerminal(freed, index)
-	f.evalsUpserted(req.Evals)
-	return nil
+	f.queueAllocsTerminal(freed.ids, index)
+	f.queueEvalsUpserted(req.Evals)
+	return nil, nil
 }
 
-func (f *FSM) nodeChanged(store *state.StateStore, nodeID string, index uint64) {
-	node, err := store.NodeByID(nil, nodeID)
+// hookCall is one queued hook call: exactly one of evals, node or
+// terminalNode is set.
+type hookCall struct {
+	evals        []*structs.Evaluation
+	node         *structs.Node
+	terminalNode string
+	index        uint64
+}
+
+// queueNodeChanged queues NodeChanged with the node as this entry left it
+// (a later entry of the batch may change it again).
+func (f *FSM) queueNodeChanged(b *state.Batch, nodeID string, index uint64) {
+	node, err := b.NodeByID(nodeID)
 	if err != nil {
 		f.logger.Error("reading node after write", "node_id", nodeID, "error", err)
 		return
 	}
-	f.hooks.NodeChanged(node, index)
+	f.pending = append(f.pending, hookCall{node: node, index: index})
 }
 
-func (f *FSM) evalsUpserted(evals []*structs.Evaluation) {
+func (f *FSM) queueEvalsUpserted(evals []*structs.Evaluation) {
 	if len(evals) > 0 {
-		f.hooks.EvalsUpserted(evals)
+		f.pending = append(f.pending, hookCall{evals: evals})
 	}
 }
 
-func (f *FSM) allocsTerminal(nodes *nodeSet, index uint64) {
-	for _, id := range nodes.ids {
-		f.hooks.AllocsTerminal(id, index)
+func (f *FSM) queueAllocsTerminal(nodeIDs []string, index uint64) {
+	for _, id := range nodeIDs {
+		f.pending = append(f.pending, hookCall{terminalNode: id, index: index})
 	}
+}
+
+// runHooksLocked makes the queued hook calls, in order, and empties the
+// queue.
+func (f *FSM) runHooksLocked() {
+	for i, c := range f.pending {
+		switch {
+		case c.evals != nil:
+			f.hooks.EvalsUpserted(c.evals)
+		case c.node != nil:
+			f.hooks.NodeChanged(c.node, c.index)
+		default:
+			f.hooks.AllocsTerminal(c.terminalNode, c.index)
+		}
+		f.pending[i] = hookCall{} // drop references for the collector
+	}
+	f.pending = f.pending[:0]
 }
 
 // nodeSet collects distinct node IDs in first-seen order, so hooks fire in
-// a deterministic order.
+// a deterministic order. The zero value is ready.
 type nodeSet struct {
 	seen map[string]bool
 	ids  []string
 }
 
-func newNodeSet() *nodeSet { return &nodeSet{seen: map[string]bool{}} }
-
 func (s *nodeSet) add(id string) {
-	if id != "" && !s.seen[id] {
-		s.seen[id] = true
-		s.ids = append(s.ids, id)
+	if id == "" || s.seen[id] {
+		return
 	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[id] = true
+	s.ids = append(s.ids, id)
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -105,4 +106,61 @@ func newAllocs(job *structs.Job, nodes []*structs.Node, n int) []*structs.Alloca
 		out[i] = a
 	}
 	return out
+}
+
+// registerEntries encodes n job registrations as the Job.Register endpoint
+// does: a canonicalized job plus its pending evaluation in one entry.
+func registerEntries(b *testing.B, n int) [][]byte {
+	tmpl := mock.Job()
+	out := make([][]byte, n)
+	now := time.Unix(1700000000, 0)
+	for i := range out {
+		job := tmpl.Copy()
+		job.ID = structs.GenerateUUID()
+		job.Name = job.ID
+		job.SubmitTime = now.UnixNano()
+		buf, err := structs.Encode(structs.JobRegisterRequestType, &structs.JobRegisterRequest{
+			Job: job, Eval: structs.NewEval(job, structs.EvalTriggerJobRegister, now)})
+		must(b, err)
+		out[i] = buf
+	}
+	return out
+}
+
+// BenchmarkApplyJobRegister applies job registrations (decode + state
+// write + hooks) to an FSM that already holds 5,000 jobs: the FSM's share
+// of BenchmarkJobRegister in the server package. batch=1 applies one entry
+// per Apply; batch=N hands N entries at a time to ApplyBatch, as Raft does
+// under load.
+func BenchmarkApplyJobRegister(b *testing.B) {
+	for _, size := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			f, _ := testFSM(b)
+			index := uint64(0)
+			logs := func(entries [][]byte) []*raft.Log {
+				out := make([]*raft.Log, len(entries))
+				for i, buf := range entries {
+					index++
+					out[i] = &raft.Log{Index: index, Type: raft.LogCommand, Data: buf}
+				}
+				return out
+			}
+			apply := func(logs []*raft.Log) {
+				for len(logs) > 0 {
+					n := min(size, len(logs))
+					for _, res := range f.ApplyBatch(logs[:n]) {
+						if res != nil {
+							b.Fatal(res)
+						}
+					}
+					logs = logs[n:]
+				}
+			}
+			apply(logs(registerEntries(b, 5000)))
+			entries := logs(registerEntries(b, b.N))
+			b.ReportAllocs()
+			b.ResetTimer()
+			apply(entries)
+		})
+	}
 }

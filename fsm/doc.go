@@ -3,7 +3,9 @@
 // to compact its log and to bring new servers up to date.
 //
 // Apply reads the entry's first byte as a structs.MessageType and hands the
-// rest to one applyX function per type. Snapshot only takes a memdb
+// rest to one applyX function per type. ApplyBatch (raft.BatchingFSM) does
+// the same for a batch of entries in one state transaction; each entry
+// still gets its own result and hook calls. Snapshot only takes a memdb
 // snapshot (Raft blocks Apply while it runs); Persist streams it in the
 // format described in snapshot.go. Restore loads a snapshot into a fresh
 // store and swaps it in only once every byte has been verified.

@@ -2,9 +2,11 @@ package fsm
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/state"
@@ -42,7 +44,7 @@ type Config struct {
 	Hooks Hooks
 }
 
-// FSM implements raft.FSM over a state.StateStore.
+// FSM implements raft.FSM and raft.BatchingFSM over a state.StateStore.
 type FSM struct {
 	logger hclog.Logger
 	hooks  Hooks
@@ -50,9 +52,19 @@ type FSM struct {
 	// state is the live store. Apply and Restore replace or use it; readers
 	// load it at any time. Raft never runs Apply and Restore concurrently.
 	state atomic.Pointer[state.StateStore]
+
+	// applyMu serialises Apply and ApplyBatch (Raft calls them from one
+	// goroutine; the lock keeps direct callers safe and costs nothing
+	// uncontended).
+	applyMu sync.Mutex
+	dec     *codec.Decoder // guarded by applyMu; reused for every entry
+	pending []hookCall     // guarded by applyMu; hooks of the open batch
 }
 
-var _ raft.FSM = (*FSM)(nil)
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
 
 // New returns an FSM with an empty state store.
 func New(cfg Config) (*FSM, error) {
@@ -64,7 +76,8 @@ func New(cfg Config) (*FSM, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	f := &FSM{logger: logger.Named("fsm"), hooks: cfg.Hooks}
+	f := &FSM{logger: logger.Named("fsm"), hooks: cfg.Hooks,
+		dec: codec.NewDecoderBytes(nil, structs.MsgpackHandle)}
 	if f.hooks == nil {
 		f.hooks = noopHooks{}
 	}
@@ -102,6 +115,66 @@ func metricKey(name string) []string { return []string{"drover", "fsm", name} }
 // structs.IgnoreUnknownTypeFlag and otherwise panics: a server that cannot
 // apply the log must stop rather than diverge.
 func (f *FSM) Apply(log *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{log})[0]
+}
+
+// ApplyBatch applies committed entries in order, all in one state
+// transaction (one commit and one wake-up of blocking queries for the
+// batch), and returns one result per entry, as Apply would. Hooks run per
+// entry, in order, after the commit. Entries other than commands (Raft
+// configuration changes) are skipped with a nil result.
+//
+// An entry the store refuses writes nothing and does not affect the
+// others: refusals found before writing (a check-and-set conflict) just
+// become that entry's result; a write that fails part-way aborts the
+// transaction, which is then redone without the refused entry (see
+// applyRunLocked).
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	results := make([]any, len(logs))
+	for start := 0; start < len(logs); {
+		start = f.applyRunLocked(logs, start, results)
+	}
+	return results
+}
+
+// applyRunLocked applies logs[start:] in one transaction. If an entry's
+// write fails, the transaction (which may hold part of that write) is
+// aborted, the entries before it are applied again, freshly decoded, in a
+// new transaction (they succeed as before: same state, same entries), and
+// the failed entry gets its error without being written. It returns the
+// position of the first entry it did not handle.
+func (f *FSM) applyRunLocked(logs []*raft.Log, start int, results []any) int {
+	b := f.State().Batch()
+	defer b.Abort()
+	f.pending = f.pending[:0]
+	for i := start; i < len(logs); i++ {
+		resp, err := f.applyEntryLocked(b, logs[i])
+		if err != nil {
+			b.Abort()
+			if i > start {
+				f.applyRunLocked(logs[:i], start, results)
+			}
+			results[i] = err
+			return i + 1
+		}
+		results[i] = resp
+	}
+	if err := b.Commit(); err != nil {
+		panic(fmt.Sprintf("fsm: committing entries %d-%d: %v", logs[start].Index, logs[len(logs)-1].Index, err))
+	}
+	f.runHooksLocked()
+	return len(logs)
+}
+
+// applyEntryLocked applies one entry to b. resp is the entry's result
+// (nil, or the error of a refusal that wrote nothing); err reports a write
+// that failed and may have left part of itself in b.
+func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err error) {
+	if log.Type != raft.LogCommand {
+		return nil, nil
+	}
 	if len(log.Data) == 0 {
 		panic(fmt.Sprintf("fsm: empty log entry at index %d", log.Index))
 	}
@@ -112,40 +185,41 @@ func (f *FSM) Apply(log *raft.Log) any {
 
 	switch msgType {
 	case structs.NodeRegisterRequestType:
-		return f.applyNodeRegister(buf[1:], log.Index)
+		return f.applyNodeRegister(b, buf[1:], log.Index)
 	case structs.NodeDeregisterRequestType:
-		return f.applyNodeDeregister(buf[1:], log.Index)
+		return f.applyNodeDeregister(b, buf[1:], log.Index)
 	case structs.NodeUpdateStatusRequestType:
-		return f.applyNodeUpdateStatus(buf[1:], log.Index)
+		return f.applyNodeUpdateStatus(b, buf[1:], log.Index)
 	case structs.NodeUpdateDrainRequestType:
-		return f.applyNodeUpdateDrain(buf[1:], log.Index)
+		return f.applyNodeUpdateDrain(b, buf[1:], log.Index)
 	case structs.NodeUpdateEligibilityRequestType:
-		return f.applyNodeUpdateEligibility(buf[1:], log.Index)
+		return f.applyNodeUpdateEligibility(b, buf[1:], log.Index)
 	case structs.JobRegisterRequestType:
-		return f.applyJobRegister(buf[1:], log.Index)
+		return f.applyJobRegister(b, buf[1:], log.Index)
 	case structs.JobDeregisterRequestType:
-		return f.applyJobDeregister(buf[1:], log.Index)
+		return f.applyJobDeregister(b, buf[1:], log.Index)
 	case structs.EvalUpdateRequestType:
-		return f.applyEvalUpdate(buf[1:], log.Index)
+		return f.applyEvalUpdate(b, buf[1:], log.Index)
 	case structs.EvalDeleteRequestType:
-		return f.applyEvalDelete(buf[1:], log.Index)
+		return f.applyEvalDelete(b, buf[1:], log.Index)
 	case structs.AllocClientUpdateRequestType:
-		return f.applyAllocClientUpdate(buf[1:], log.Index)
+		return f.applyAllocClientUpdate(b, buf[1:], log.Index)
 	case structs.ApplyPlanResultsRequestType:
-		return f.applyPlanResults(buf[1:], log.Index)
+		return f.applyPlanResults(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)
-		return nil
+		return nil, nil
 	}
 	panic(fmt.Sprintf("fsm: unknown message type %d at index %d and no ignore flag: this server is too old for the log", uint8(msgType), log.Index))
 }
 
-// decode reads an entry body; a body that does not decode means the log is
-// corrupt or written by an incompatible server, so it panics like an
-// unknown type.
-func decode(buf []byte, out any, t structs.MessageType, index uint64) {
-	if err := structs.Decode(buf, out); err != nil {
+// decodeLocked reads an entry body with the FSM's reused decoder; a body
+// that does not decode means the log is corrupt or written by an
+// incompatible server, so it panics like an unknown type.
+func (f *FSM) decodeLocked(buf []byte, out any, t structs.MessageType, index uint64) {
+	f.dec.ResetBytes(buf)
+	if err := f.dec.Decode(out); err != nil {
 		panic(fmt.Sprintf("fsm: decoding %s entry at index %d: %v", t, index, err))
 	}
 }

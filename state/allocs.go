@@ -26,11 +26,20 @@ import (
 // The cost is linear in the number of allocations: the job is looked up
 // once per plan and each summary row is written once.
 func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.UpsertPlanResults(index, req); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// UpsertPlanResults is StateStore.UpsertPlanResults within the batch.
+func (b *Batch) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	b.t.begin(index)
+	txn, t := b.txn, &b.t
 	sums := newSummaries(txn)
-	jobs := newJobSet()
+	var jobs jobSet
 
 	planJob, err := planJobTxn(txn, req.Job)
 	if err != nil {
@@ -65,14 +74,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 	if err := upsertEvalsTxn(txn, t, index, req.Evals); err != nil {
 		return err
 	}
-	if err := setJobStatusesTxn(txn, t, index, jobs.ids); err != nil {
-		return err
-	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
-	return nil
+	return setJobStatusesTxn(txn, t, index, jobs.ids)
 }
 
 // planJobTxn returns the job a plan's allocations should point at: the
@@ -188,7 +190,7 @@ func upsertAllocTxn(txn *memdb.Txn, sums *summaries, index uint64, updatedAt int
 
 // touchEvalTxn sets the evaluation's ModifyIndex so that watchers see the
 // plan that was applied for it. A missing evaluation is skipped.
-func touchEvalTxn(txn *memdb.Txn, t touched, index uint64, evalID string) error {
+func touchEvalTxn(txn *memdb.Txn, t *touched, index uint64, evalID string) error {
 	raw, err := txn.First(TableEvals, IndexID, evalID)
 	if err != nil {
 		return fmt.Errorf("state: eval lookup: %w", err)
@@ -211,11 +213,21 @@ func touchEvalTxn(txn *memdb.Txn, t touched, index uint64, evalID string) error 
 // failed allocations that may be rescheduled) are written in the same
 // transaction.
 func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation, evals []*structs.Evaluation) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.UpdateAllocsFromClient(index, allocs, evals); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// UpdateAllocsFromClient is StateStore.UpdateAllocsFromClient within the
+// batch.
+func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation, evals []*structs.Evaluation) error {
+	b.t.begin(index)
+	txn, t := b.txn, &b.t
 	sums := newSummaries(txn)
-	jobs := newJobSet()
+	var jobs jobSet
 	for _, upd := range allocs {
 		raw, err := txn.First(TableAllocs, IndexID, upd.ID)
 		if err != nil {
@@ -250,14 +262,7 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 	if err := upsertEvalsTxn(txn, t, index, evals); err != nil {
 		return err
 	}
-	if err := setJobStatusesTxn(txn, t, index, jobs.ids); err != nil {
-		return err
-	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
-	return nil
+	return setJobStatusesTxn(txn, t, index, jobs.ids)
 }
 
 // UpsertAllocs writes allocations as given (tests and the scheduler
@@ -265,11 +270,20 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 // when nil). A nil Job on a new allocation is filled from the jobs table;
 // if the job does not exist either, nothing is written.
 func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.UpsertAllocs(index, allocs); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// UpsertAllocs is StateStore.UpsertAllocs within the batch.
+func (b *Batch) UpsertAllocs(index uint64, allocs []*structs.Allocation) error {
+	b.t.begin(index)
+	txn, t := b.txn, &b.t
 	sums := newSummaries(txn)
-	jobs := newJobSet()
+	var jobs jobSet
 	for _, a := range allocs {
 		if err := upsertAllocTxn(txn, sums, index, 0, a, false); err != nil {
 			return err
@@ -282,29 +296,39 @@ func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) er
 	if err := sums.flush(t, index); err != nil {
 		return err
 	}
-	if err := setJobStatusesTxn(txn, t, index, jobs.ids); err != nil {
-		return err
-	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
-	return nil
+	return setJobStatusesTxn(txn, t, index, jobs.ids)
 }
 
-// jobSet collects distinct job IDs in first-seen order.
+// jobSet collects distinct job IDs in first-seen order. Most writes touch
+// one or a few jobs, so it searches a slice until it holds more than
+// jobSetScan IDs and only then builds a map. The zero value is ready.
 type jobSet struct {
-	seen map[structs.NamespacedID]bool
 	ids  []structs.NamespacedID
+	seen map[structs.NamespacedID]bool
 }
 
-func newJobSet() *jobSet { return &jobSet{seen: map[structs.NamespacedID]bool{}} }
+const jobSetScan = 8
 
 func (j *jobSet) add(namespace, id string) {
 	k := structs.NamespacedID{Namespace: defaultNamespace(namespace), ID: id}
-	if !j.seen[k] {
-		j.seen[k] = true
-		j.ids = append(j.ids, k)
+	if j.seen != nil {
+		if !j.seen[k] {
+			j.seen[k] = true
+			j.ids = append(j.ids, k)
+		}
+		return
+	}
+	for _, have := range j.ids {
+		if have == k {
+			return
+		}
+	}
+	j.ids = append(j.ids, k)
+	if len(j.ids) > jobSetScan {
+		j.seen = make(map[structs.NamespacedID]bool, 2*len(j.ids))
+		for _, have := range j.ids {
+			j.seen[have] = true
+		}
 	}
 }
 

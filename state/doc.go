@@ -8,9 +8,11 @@
 // through the read methods (optionally as a BlockingQuery), schedulers
 // through a Snapshot.
 //
-// Every write has one shape: open a write txn, defer Abort, change rows
-// through an upsertXTxn helper, record the index of every table touched in
-// the index table, Commit.
+// Every write has one shape: open a write txn (a Batch), defer Abort,
+// change rows through an upsertXTxn helper, record the index of every
+// table touched in the index table, Commit. A Batch may carry several
+// writes with their own indexes: the FSM applies a batch of Raft entries
+// in one transaction that way (one commit, one wake-up of watchers).
 //
 // This package must never:
 //   - mutate an object after it has been handed to a reader (writers copy,

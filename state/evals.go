@@ -14,28 +14,28 @@ import (
 // failed placements cancels the job's other blocked evaluations, as Nomad
 // does: the capacity they waited for is no longer needed.
 func (s *StateStore) UpsertEvals(index uint64, evals []*structs.Evaluation) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
-	if err := upsertEvalsTxn(txn, t, index, evals); err != nil {
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.UpsertEvals(index, evals); err != nil {
 		return err
 	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
-	return nil
+	return b.Commit()
+}
+
+// UpsertEvals is StateStore.UpsertEvals within the batch.
+func (b *Batch) UpsertEvals(index uint64, evals []*structs.Evaluation) error {
+	b.t.begin(index)
+	return upsertEvalsTxn(b.txn, &b.t, index, evals)
 }
 
 // upsertEvalsTxn writes evals and everything that follows from them
 // (summaries, blocked-eval cancellation, job statuses).
-func upsertEvalsTxn(txn *memdb.Txn, t touched, index uint64, evals []*structs.Evaluation) error {
+func upsertEvalsTxn(txn *memdb.Txn, t *touched, index uint64, evals []*structs.Evaluation) error {
 	if len(evals) == 0 {
 		return nil
 	}
 	sums := newSummaries(txn)
-	var jobs []structs.NamespacedID
-	seen := map[structs.NamespacedID]bool{}
+	var jobs jobSet
 	for _, e := range evals {
 		if err := upsertEvalTxn(txn, index, e); err != nil {
 			return err
@@ -43,25 +43,23 @@ func upsertEvalsTxn(txn *memdb.Txn, t touched, index uint64, evals []*structs.Ev
 		if err := sums.evalWritten(e); err != nil {
 			return err
 		}
-		if e.JobID == "" {
-			continue
-		}
-		id := structs.NamespacedID{Namespace: e.Namespace, ID: e.JobID}
-		if !seen[id] {
-			seen[id] = true
-			jobs = append(jobs, id)
+		if e.JobID != "" {
+			jobs.add(e.Namespace, e.JobID)
 		}
 	}
 	t.add(TableEvals)
 	// Cancel blocked evaluations made redundant by a successful one (but
 	// never one written by this same call).
-	batch := make(map[string]bool, len(evals))
-	for _, e := range evals {
-		batch[e.ID] = true
-	}
+	var batch map[string]bool
 	for _, e := range evals {
 		if e.Status != structs.EvalStatusComplete || len(e.FailedTGAllocs) > 0 || e.JobID == "" {
 			continue
+		}
+		if batch == nil {
+			batch = make(map[string]bool, len(evals))
+			for _, e := range evals {
+				batch[e.ID] = true
+			}
 		}
 		if err := cancelBlockedTxn(txn, index, e, batch); err != nil {
 			return err
@@ -70,7 +68,7 @@ func upsertEvalsTxn(txn *memdb.Txn, t touched, index uint64, evals []*structs.Ev
 	if err := sums.flush(t, index); err != nil {
 		return err
 	}
-	return setJobStatusesTxn(txn, t, index, jobs)
+	return setJobStatusesTxn(txn, t, index, jobs.ids)
 }
 
 func upsertEvalTxn(txn *memdb.Txn, index uint64, e *structs.Evaluation) error {
@@ -115,31 +113,35 @@ func cancelBlockedTxn(txn *memdb.Txn, index uint64, done *structs.Evaluation, ba
 // DeleteEvalsAndAllocs removes evaluations and allocations (garbage
 // collection). IDs that do not exist are skipped.
 func (s *StateStore) DeleteEvalsAndAllocs(index uint64, evalIDs, allocIDs []string) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.DeleteEvalsAndAllocs(index, evalIDs, allocIDs); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// DeleteEvalsAndAllocs is StateStore.DeleteEvalsAndAllocs within the batch.
+func (b *Batch) DeleteEvalsAndAllocs(index uint64, evalIDs, allocIDs []string) error {
+	b.t.begin(index)
 	for _, id := range evalIDs {
-		n, err := txn.DeleteAll(TableEvals, IndexID, id)
+		n, err := b.txn.DeleteAll(TableEvals, IndexID, id)
 		if err != nil {
 			return fmt.Errorf("state: deleting eval %q: %w", id, err)
 		}
 		if n > 0 {
-			t.add(TableEvals)
+			b.t.add(TableEvals)
 		}
 	}
 	for _, id := range allocIDs {
-		n, err := txn.DeleteAll(TableAllocs, IndexID, id)
+		n, err := b.txn.DeleteAll(TableAllocs, IndexID, id)
 		if err != nil {
 			return fmt.Errorf("state: deleting alloc %q: %w", id, err)
 		}
 		if n > 0 {
-			t.add(TableAllocs)
+			b.t.add(TableAllocs)
 		}
 	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
 	return nil
 }
 
@@ -164,7 +166,22 @@ func (s *StateStore) EvalsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*
 	return listTxn[structs.Evaluation](s.db.Txn(false), ws, TableEvals, IndexJob, defaultNamespace(namespace), jobID)
 }
 
-// EvalsByStatus returns the evaluations with the given status, sorted by ID.
+// EvalsByStatus returns the evaluations with the given status, sorted by
+// ID. It reads every evaluation (there is no index by status: it would
+// cost every evaluation write and restore more than this rare read, used
+// when a leader rebuilds its queues, saves), and wakes ws on any change to
+// the evaluations.
 func (s *StateStore) EvalsByStatus(ws memdb.WatchSet, status string) ([]*structs.Evaluation, error) {
-	return listTxn[structs.Evaluation](s.db.Txn(false), ws, TableEvals, IndexStatus, status)
+	iter, err := s.db.Txn(false).Get(TableEvals, IndexID)
+	if err != nil {
+		return nil, fmt.Errorf("state: reading %s: %w", TableEvals, err)
+	}
+	ws.Add(iter.WatchCh())
+	var out []*structs.Evaluation
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		if e := raw.(*structs.Evaluation); e.Status == status {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }

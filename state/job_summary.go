@@ -35,7 +35,7 @@ func copySummary(js *structs.JobSummary) *structs.JobSummary {
 
 // ensureSummaryTxn creates the job's summary row, or adds entries for
 // groups the stored summary lacks.
-func ensureSummaryTxn(txn *memdb.Txn, t touched, index uint64, job *structs.Job) error {
+func ensureSummaryTxn(txn *memdb.Txn, t *touched, index uint64, job *structs.Job) error {
 	raw, err := txn.First(TableJobSummary, IndexID, job.Namespace, job.ID)
 	if err != nil {
 		return fmt.Errorf("state: job summary lookup: %w", err)
@@ -72,16 +72,21 @@ func ensureSummaryTxn(txn *memdb.Txn, t touched, index uint64, job *structs.Job)
 
 // summaries batches summary changes within one write: each job's row is
 // copied once, changed in memory and inserted once by flush, however many
-// allocations the write touches.
+// allocations the write touches. Its maps are made on first use: most
+// evaluation writes change no summary.
 type summaries struct {
 	txn   *memdb.Txn
 	cache map[structs.NamespacedID]*structs.JobSummary // nil value: job has no summary
 	dirty map[structs.NamespacedID]bool
 }
 
-func newSummaries(txn *memdb.Txn) *summaries {
-	return &summaries{txn: txn, cache: map[structs.NamespacedID]*structs.JobSummary{},
-		dirty: map[structs.NamespacedID]bool{}}
+func newSummaries(txn *memdb.Txn) *summaries { return &summaries{txn: txn} }
+
+func (m *summaries) markDirty(id structs.NamespacedID) {
+	if m.dirty == nil {
+		m.dirty = map[structs.NamespacedID]bool{}
+	}
+	m.dirty[id] = true
 }
 
 // get returns a writable copy of the job's summary, or nil when the job has
@@ -98,6 +103,9 @@ func (m *summaries) get(namespace, jobID string) (*structs.JobSummary, error) {
 	var js *structs.JobSummary
 	if raw != nil {
 		js = copySummary(raw.(*structs.JobSummary))
+	}
+	if m.cache == nil {
+		m.cache = map[structs.NamespacedID]*structs.JobSummary{}
 	}
 	m.cache[id] = js
 	return js, nil
@@ -126,7 +134,7 @@ func (m *summaries) allocChanged(prev, next *structs.Allocation) error {
 	}
 	countStatus(&tg, next.ClientStatus, 1)
 	js.Summary[a.TaskGroup] = tg
-	m.dirty[structs.NamespacedID{Namespace: js.Namespace, ID: js.JobID}] = true
+	m.markDirty(structs.NamespacedID{Namespace: js.Namespace, ID: js.JobID})
 	return nil
 }
 
@@ -146,7 +154,7 @@ func (m *summaries) evalWritten(e *structs.Evaluation) error {
 		}
 		tg.Queued = n
 		js.Summary[name] = tg
-		m.dirty[structs.NamespacedID{Namespace: js.Namespace, ID: js.JobID}] = true
+		m.markDirty(structs.NamespacedID{Namespace: js.Namespace, ID: js.JobID})
 	}
 	return nil
 }
@@ -176,7 +184,7 @@ func countStatus(tg *structs.TaskGroupSummary, clientStatus string, delta int) {
 }
 
 // flush inserts every changed summary at index.
-func (m *summaries) flush(t touched, index uint64) error {
+func (m *summaries) flush(t *touched, index uint64) error {
 	for id := range m.dirty {
 		js := m.cache[id]
 		js.ModifyIndex = index

@@ -14,30 +14,37 @@ import (
 // update), ModifyIndex and JobModifyIndex to index, Version (incremented on
 // every update of an existing job) and Status.
 func (s *StateStore) UpsertJob(index uint64, job *structs.Job, eval *structs.Evaluation) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
-	if err := upsertJobTxn(txn, t, index, job); err != nil {
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.UpsertJob(index, job, eval); err != nil {
 		return err
 	}
-	if eval != nil {
-		if err := upsertEvalsTxn(txn, t, index, []*structs.Evaluation{eval}); err != nil {
-			return err
-		}
-	}
-	if err := setJobStatusesTxn(txn, t, index, []structs.NamespacedID{job.NamespacedID()}); err != nil {
+	return b.Commit()
+}
+
+// UpsertJob is StateStore.UpsertJob within the batch.
+func (b *Batch) UpsertJob(index uint64, job *structs.Job, eval *structs.Evaluation) error {
+	b.t.begin(index)
+	if err := upsertJobTxn(b.txn, &b.t, index, job); err != nil {
 		return err
 	}
-	if err := t.commitIndex(txn, index); err != nil {
+	if eval == nil {
+		return setJobStatusesTxn(b.txn, &b.t, index, []structs.NamespacedID{job.NamespacedID()})
+	}
+	// Writing the evaluation recomputes the status of its job, which is
+	// this one when the evaluation is the job's own.
+	if err := upsertEvalsTxn(b.txn, &b.t, index, []*structs.Evaluation{eval}); err != nil {
 		return err
 	}
-	txn.Commit()
-	return nil
+	if defaultNamespace(eval.Namespace) == job.Namespace && eval.JobID == job.ID {
+		return nil
+	}
+	return setJobStatusesTxn(b.txn, &b.t, index, []structs.NamespacedID{job.NamespacedID()})
 }
 
 // upsertJobTxn inserts job as a new version and makes sure it has a
 // summary row with an entry for every group.
-func upsertJobTxn(txn *memdb.Txn, t touched, index uint64, job *structs.Job) error {
+func upsertJobTxn(txn *memdb.Txn, t *touched, index uint64, job *structs.Job) error {
 	job.Namespace = defaultNamespace(job.Namespace)
 	existing, err := txn.First(TableJobs, IndexID, job.Namespace, job.ID)
 	if err != nil {
@@ -73,9 +80,18 @@ func upsertJobTxn(txn *memdb.Txn, t touched, index uint64, job *structs.Job) err
 // garbage collection. eval (may be nil) is written in the same transaction.
 // submitTime, when non-zero, becomes the stopped job's SubmitTime.
 func (s *StateStore) DeregisterJob(index uint64, namespace, jobID string, purge bool, submitTime int64, eval *structs.Evaluation) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.DeregisterJob(index, namespace, jobID, purge, submitTime, eval); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// DeregisterJob is StateStore.DeregisterJob within the batch.
+func (b *Batch) DeregisterJob(index uint64, namespace, jobID string, purge bool, submitTime int64, eval *structs.Evaluation) error {
+	b.t.begin(index)
+	txn, t := b.txn, &b.t
 	namespace = defaultNamespace(namespace)
 	job, err := firstTxn[structs.Job](txn, nil, TableJobs, "job", jobID, namespace, jobID)
 	if err != nil {
@@ -88,7 +104,8 @@ func (s *StateStore) DeregisterJob(index uint64, namespace, jobID string, purge 
 		if _, err := txn.DeleteAll(TableJobSummary, IndexID, namespace, jobID); err != nil {
 			return fmt.Errorf("state: deleting job summary: %w", err)
 		}
-		t.add(TableJobs, TableJobSummary)
+		t.add(TableJobs)
+		t.add(TableJobSummary)
 	} else {
 		stopped := job.Copy()
 		stopped.Stop = true
@@ -105,20 +122,14 @@ func (s *StateStore) DeregisterJob(index uint64, namespace, jobID string, purge 
 		t.add(TableJobs)
 	}
 	if eval != nil {
-		if err := upsertEvalsTxn(txn, t, index, []*structs.Evaluation{eval}); err != nil {
-			return err
-		}
+		return upsertEvalsTxn(txn, t, index, []*structs.Evaluation{eval})
 	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
 	return nil
 }
 
 // setJobStatusesTxn recomputes the status of each job from its allocations
 // and evaluations and writes a copy of any job whose status changed.
-func setJobStatusesTxn(txn *memdb.Txn, t touched, index uint64, jobs []structs.NamespacedID) error {
+func setJobStatusesTxn(txn *memdb.Txn, t *touched, index uint64, jobs []structs.NamespacedID) error {
 	for _, id := range jobs {
 		raw, err := txn.First(TableJobs, IndexID, id.Namespace, id.ID)
 		if err != nil {

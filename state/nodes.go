@@ -16,10 +16,18 @@ const MaxNodeEvents = 10
 // server-owned fields (SchedulingEligibility, Drain, DrainStrategy) are
 // kept; the client owns everything else.
 func (s *StateStore) UpsertNode(index uint64, node *structs.Node, evals []*structs.Evaluation) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
-	raw, err := txn.First(TableNodes, IndexID, node.ID)
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.UpsertNode(index, node, evals); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// UpsertNode is StateStore.UpsertNode within the batch.
+func (b *Batch) UpsertNode(index uint64, node *structs.Node, evals []*structs.Evaluation) error {
+	b.t.begin(index)
+	raw, err := b.txn.First(TableNodes, IndexID, node.ID)
 	if err != nil {
 		return fmt.Errorf("state: node lookup: %w", err)
 	}
@@ -35,20 +43,13 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node, evals []*struc
 		node.Events = appendEvents(nil, node.Events, index)
 	}
 	node.ModifyIndex = index
-	if err := upsertNodeTxn(txn, t, node); err != nil {
+	if err := upsertNodeTxn(b.txn, &b.t, node); err != nil {
 		return err
 	}
-	if err := upsertEvalsTxn(txn, t, index, evals); err != nil {
-		return err
-	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
-	return nil
+	return upsertEvalsTxn(b.txn, &b.t, index, evals)
 }
 
-func upsertNodeTxn(txn *memdb.Txn, t touched, node *structs.Node) error {
+func upsertNodeTxn(txn *memdb.Txn, t *touched, node *structs.Node) error {
 	if err := txn.Insert(TableNodes, node); err != nil {
 		return fmt.Errorf("state: inserting node %q: %w", node.ID, err)
 	}
@@ -77,7 +78,7 @@ func appendEvents(prev, events []*structs.NodeEvent, index uint64) []*structs.No
 }
 
 // modifyNodeTxn writes a copy of the stored node changed by change.
-func modifyNodeTxn(txn *memdb.Txn, t touched, index uint64, nodeID string, change func(n *structs.Node) error) error {
+func modifyNodeTxn(txn *memdb.Txn, t *touched, index uint64, nodeID string, change func(n *structs.Node) error) error {
 	prev, err := firstTxn[structs.Node](txn, nil, TableNodes, "node", nodeID, nodeID)
 	if err != nil {
 		return err
@@ -92,23 +93,27 @@ func modifyNodeTxn(txn *memdb.Txn, t touched, index uint64, nodeID string, chang
 
 // DeleteNodes removes nodes. Every ID must exist, or nothing is deleted.
 func (s *StateStore) DeleteNodes(index uint64, nodeIDs []string) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.DeleteNodes(index, nodeIDs); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// DeleteNodes is StateStore.DeleteNodes within the batch.
+func (b *Batch) DeleteNodes(index uint64, nodeIDs []string) error {
+	b.t.begin(index)
 	for _, id := range nodeIDs {
-		n, err := firstTxn[structs.Node](txn, nil, TableNodes, "node", id, id)
+		n, err := firstTxn[structs.Node](b.txn, nil, TableNodes, "node", id, id)
 		if err != nil {
 			return err
 		}
-		if err := txn.Delete(TableNodes, n); err != nil {
+		if err := b.txn.Delete(TableNodes, n); err != nil {
 			return fmt.Errorf("state: deleting node %q: %w", id, err)
 		}
-		t.add(TableNodes)
+		b.t.add(TableNodes)
 	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
 	return nil
 }
 
@@ -116,10 +121,18 @@ func (s *StateStore) DeleteNodes(index uint64, nodeIDs []string) error {
 // (may be nil), and writes evals in the same transaction. Allocations on a
 // node that goes down are left to the scheduler, which stops them as lost.
 func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt int64, event *structs.NodeEvent, evals []*structs.Evaluation) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
-	err := modifyNodeTxn(txn, t, index, nodeID, func(n *structs.Node) error {
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.UpdateNodeStatus(index, nodeID, status, updatedAt, event, evals); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// UpdateNodeStatus is StateStore.UpdateNodeStatus within the batch.
+func (b *Batch) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt int64, event *structs.NodeEvent, evals []*structs.Evaluation) error {
+	b.t.begin(index)
+	err := modifyNodeTxn(b.txn, &b.t, index, nodeID, func(n *structs.Node) error {
 		n.Status = status
 		n.StatusUpdatedAt = updatedAt
 		n.Events = appendEvents(n.Events, []*structs.NodeEvent{event}, index)
@@ -128,23 +141,25 @@ func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updat
 	if err != nil {
 		return err
 	}
-	if err := upsertEvalsTxn(txn, t, index, evals); err != nil {
-		return err
-	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
-	return nil
+	return upsertEvalsTxn(b.txn, &b.t, index, evals)
 }
 
 // UpdateNodeEligibility sets a node's scheduling eligibility. A draining
 // node cannot be made eligible (an invalid error; nothing is written).
 func (s *StateStore) UpdateNodeEligibility(index uint64, req *structs.NodeUpdateEligibilityRequest) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
-	err := modifyNodeTxn(txn, t, index, req.NodeID, func(n *structs.Node) error {
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.UpdateNodeEligibility(index, req); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// UpdateNodeEligibility is StateStore.UpdateNodeEligibility within the
+// batch.
+func (b *Batch) UpdateNodeEligibility(index uint64, req *structs.NodeUpdateEligibilityRequest) error {
+	b.t.begin(index)
+	err := modifyNodeTxn(b.txn, &b.t, index, req.NodeID, func(n *structs.Node) error {
 		switch req.Eligibility {
 		case structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible:
 		default:
@@ -163,24 +178,25 @@ func (s *StateStore) UpdateNodeEligibility(index uint64, req *structs.NodeUpdate
 	if err != nil {
 		return err
 	}
-	if err := upsertEvalsTxn(txn, t, index, req.CreateEvals); err != nil {
-		return err
-	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
-	return nil
+	return upsertEvalsTxn(b.txn, &b.t, index, req.CreateEvals)
 }
 
 // UpdateNodeDrain starts a drain (DrainStrategy set: the node becomes
 // draining and ineligible) or ends one (nil: not draining, and eligible
 // again if MarkEligible).
 func (s *StateStore) UpdateNodeDrain(index uint64, req *structs.NodeUpdateDrainRequest) error {
-	txn := s.db.Txn(true)
-	defer txn.Abort()
-	t := touched{}
-	err := modifyNodeTxn(txn, t, index, req.NodeID, func(n *structs.Node) error {
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.UpdateNodeDrain(index, req); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// UpdateNodeDrain is StateStore.UpdateNodeDrain within the batch.
+func (b *Batch) UpdateNodeDrain(index uint64, req *structs.NodeUpdateDrainRequest) error {
+	b.t.begin(index)
+	err := modifyNodeTxn(b.txn, &b.t, index, req.NodeID, func(n *structs.Node) error {
 		n.DrainStrategy = req.DrainStrategy
 		if req.DrainStrategy != nil {
 			n.Drain = true
@@ -200,14 +216,7 @@ func (s *StateStore) UpdateNodeDrain(index uint64, req *structs.NodeUpdateDrainR
 	if err != nil {
 		return err
 	}
-	if err := upsertEvalsTxn(txn, t, index, req.CreateEvals); err != nil {
-		return err
-	}
-	if err := t.commitIndex(txn, index); err != nil {
-		return err
-	}
-	txn.Commit()
-	return nil
+	return upsertEvalsTxn(b.txn, &b.t, index, req.CreateEvals)
 }
 
 // NodeByID returns the node, or an error satisfying errors.Is(err,

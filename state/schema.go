@@ -22,11 +22,10 @@ const (
 // Index names. Append "_prefix" to an index that supports it for a prefix
 // scan (memdb convention), e.g. IndexID + PrefixSuffix.
 const (
-	IndexID     = "id"
-	IndexJob    = "job"
-	IndexNode   = "node"
-	IndexEval   = "eval"
-	IndexStatus = "status"
+	IndexID   = "id"
+	IndexJob  = "job"
+	IndexNode = "node"
+	IndexEval = "eval"
 
 	prefixSuffix = "_prefix"
 )
@@ -179,8 +178,6 @@ func schema() *memdb.DBSchema {
 					Indexer: fieldIndex[structs.Evaluation]{func(e *structs.Evaluation) string { return e.ID }}},
 				IndexJob: {Name: IndexJob, AllowMissing: true,
 					Indexer: pairIndex[structs.Evaluation]{func(e *structs.Evaluation) (string, string) { return e.Namespace, e.JobID }}},
-				IndexStatus: {Name: IndexStatus, AllowMissing: true,
-					Indexer: fieldIndex[structs.Evaluation]{func(e *structs.Evaluation) string { return e.Status }}},
 			},
 		},
 		TableAllocs: {

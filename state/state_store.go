@@ -128,35 +128,6 @@ func (s *StateStore) Indexes() ([]*IndexEntry, error) {
 	return out, nil
 }
 
-// setIndexTxn records index as the last write to each table.
-func setIndexTxn(txn *memdb.Txn, index uint64, tables ...string) error {
-	for _, t := range tables {
-		if err := txn.Insert(TableIndex, &IndexEntry{Key: t, Value: index}); err != nil {
-			return fmt.Errorf("state: updating index of %s: %w", t, err)
-		}
-	}
-	return nil
-}
-
-// touched collects the tables a write changed, so that one setIndexTxn call
-// at the end of the write records them all.
-type touched map[string]struct{}
-
-func (t touched) add(tables ...string) {
-	for _, tb := range tables {
-		t[tb] = struct{}{}
-	}
-}
-
-func (t touched) commitIndex(txn *memdb.Txn, index uint64) error {
-	for tb := range t {
-		if err := setIndexTxn(txn, index, tb); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // listTxn collects every object of table idx matching args.
 func listTxn[T any](txn *memdb.Txn, ws memdb.WatchSet, table, index string, args ...any) ([]*T, error) {
 	iter, err := txn.Get(table, index, args...)
