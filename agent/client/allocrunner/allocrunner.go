@@ -1,0 +1,384 @@
+package allocrunner
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/agent/client/allocdir"
+	"github.com/drover-project/drover/agent/client/driver"
+	clientstate "github.com/drover-project/drover/agent/client/state"
+	"github.com/drover-project/drover/structs"
+)
+
+// Kill reasons reported in Killing/Killed events.
+const (
+	ReasonAllocStopped  = "alloc was stopped by the servers"
+	ReasonSiblingFailed = "Sibling task failed"
+	ReasonLeaderDead    = "Leader task dead"
+	ReasonDestroyed     = "alloc is being removed from the client"
+)
+
+// DriverCatalog finds a driver by name (nil when not available).
+type DriverCatalog interface {
+	Driver(name string) driver.Driver
+}
+
+// StateDB is where runners save their state (*clientstate.DB).
+type StateDB interface {
+	PutAlloc(a *structs.Allocation) error
+	PutTaskState(allocID, task string, s *clientstate.TaskRunnerState) error
+	DeleteAlloc(id string) error
+}
+
+// Config configures one AllocRunner.
+type Config struct {
+	// Alloc is the allocation as the servers sent it (or as restored);
+	// the runner keeps it and never modifies it.
+	Alloc     *structs.Allocation
+	Logger    hclog.Logger
+	AllocRoot string
+	Drivers   DriverCatalog
+	// StateDB may be nil (nothing is saved).
+	StateDB StateDB
+	// Updater receives a fresh copy of the allocation (client status and
+	// task states) after every change. It must not block or call back
+	// into the runner.
+	Updater func(*structs.Allocation)
+	Node    NodeInfo
+	// Log rotation for task output (0: defaults).
+	LogMaxFiles    int
+	LogMaxFileSize int64
+	// MaxKillTimeout caps a task's kill_timeout (0: no cap).
+	MaxKillTimeout time.Duration
+	// Restored holds the saved task states of an allocation being
+	// restored after a client restart; nil for a new allocation.
+	Restored map[string]*clientstate.TaskRunnerState
+}
+
+// AllocRunner runs one allocation's tasks. Create with New, then Run.
+type AllocRunner struct {
+	cfg      Config
+	id       string
+	logger   hclog.Logger
+	allocDir *allocdir.AllocDir
+
+	// tasks is fixed after New.
+	tasks     map[string]*taskRunner
+	taskOrder []string
+
+	doneCh chan struct{} // closed when every task runner has returned
+
+	mu           sync.Mutex
+	alloc        *structs.Allocation // latest server view; guarded by mu
+	clientStatus string              // guarded by mu
+	clientDesc   string              // guarded by mu
+	setupErr     string              // guarded by mu
+	terminalAt   time.Time           // guarded by mu
+	killing      bool                // guarded by mu
+	detached     bool                // guarded by mu
+	started      bool                // Run was called; guarded by mu
+}
+
+// New prepares a runner (nothing runs until Run).
+func New(cfg Config) (*AllocRunner, error) {
+	a := cfg.Alloc
+	if a == nil || a.ID == "" {
+		return nil, fmt.Errorf("allocrunner: allocation without ID")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Updater == nil {
+		cfg.Updater = func(*structs.Allocation) {}
+	}
+	ad, err := allocdir.New(cfg.AllocRoot, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	ar := &AllocRunner{
+		cfg: cfg, id: a.ID, allocDir: ad, alloc: a,
+		logger: cfg.Logger.Named("alloc_runner").With("alloc_id", a.ID),
+		tasks:  map[string]*taskRunner{}, doneCh: make(chan struct{}),
+		clientStatus: structs.AllocClientStatusPending,
+	}
+	var tg *structs.TaskGroup
+	if a.Job != nil {
+		tg = a.Job.LookupTaskGroup(a.TaskGroup)
+	}
+	if tg == nil {
+		ar.setupErr = fmt.Sprintf("task group %q not found in the allocation's job", a.TaskGroup)
+		return ar, nil
+	}
+	for _, t := range tg.Tasks {
+		td, err := ad.TaskDir(t.Name)
+		if err != nil {
+			ar.setupErr = err.Error()
+			ar.tasks = map[string]*taskRunner{}
+			ar.taskOrder = nil
+			return ar, nil
+		}
+		ar.tasks[t.Name] = newTaskRunner(ar, tg, t, td, cfg.Restored[t.Name])
+		ar.taskOrder = append(ar.taskOrder, t.Name)
+	}
+	return ar, nil
+}
+
+// ID returns the allocation ID.
+func (ar *AllocRunner) ID() string { return ar.id }
+
+// AllocDir returns the allocation's directory layout.
+func (ar *AllocRunner) AllocDir() *allocdir.AllocDir { return ar.allocDir }
+
+// Run builds the allocation directory and starts the task runners. It
+// returns at once; DoneCh closes when every task is dead (or detached).
+func (ar *AllocRunner) Run() {
+	fail := func(msg string) {
+		ar.mu.Lock()
+		ar.clientStatus = structs.AllocClientStatusFailed
+		ar.clientDesc = msg
+		ar.terminalAt = time.Now()
+		ar.mu.Unlock()
+		ar.logger.Error("allocation failed before its tasks started", "error", msg)
+		ar.publish()
+		close(ar.doneCh)
+	}
+	ar.mu.Lock()
+	if ar.started {
+		ar.mu.Unlock()
+		return
+	}
+	ar.started = true
+	setupErr := ar.setupErr
+	ar.mu.Unlock()
+	if setupErr != "" {
+		fail(setupErr)
+		return
+	}
+	if err := ar.allocDir.Build(); err != nil {
+		fail("building the allocation directory: " + err.Error())
+		return
+	}
+	if ar.cfg.StateDB != nil && ar.cfg.Restored == nil {
+		if err := ar.cfg.StateDB.PutAlloc(ar.Alloc()); err != nil {
+			ar.logger.Error("failed to save allocation", "error", err)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, name := range ar.taskOrder {
+		tr := ar.tasks[name]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr.run()
+		}()
+	}
+	go func() {
+		wg.Wait()
+		ar.mu.Lock()
+		if ar.terminalAt.IsZero() && !ar.detached {
+			ar.terminalAt = time.Now()
+		}
+		ar.mu.Unlock()
+		close(ar.doneCh)
+	}()
+	ar.mu.Lock()
+	stop := ar.alloc.ServerTerminalStatus()
+	ar.mu.Unlock()
+	if stop {
+		ar.killAll(ReasonAllocStopped)
+	}
+	ar.publish()
+}
+
+// DoneCh is closed once the runner has nothing left running.
+func (ar *AllocRunner) DoneCh() <-chan struct{} { return ar.doneCh }
+
+// Update takes a newer server version of the allocation. A desired status
+// of stop or evict kills the tasks.
+func (ar *AllocRunner) Update(a *structs.Allocation) {
+	ar.mu.Lock()
+	if a.Job == nil {
+		c := *a
+		c.Job = ar.alloc.Job
+		a = &c
+	}
+	ar.alloc = a
+	ar.mu.Unlock()
+	if ar.cfg.StateDB != nil {
+		if err := ar.cfg.StateDB.PutAlloc(ar.Alloc()); err != nil {
+			ar.logger.Error("failed to save allocation", "error", err)
+		}
+	}
+	if a.ServerTerminalStatus() {
+		ar.killAll(ReasonAllocStopped)
+	}
+}
+
+// killAll asks every task to stop.
+func (ar *AllocRunner) killAll(reason string) {
+	ar.mu.Lock()
+	ar.killing = true
+	ar.mu.Unlock()
+	for _, tr := range ar.tasks {
+		tr.kill(reason)
+	}
+}
+
+// Kill stops every task; it does not wait (see DoneCh).
+func (ar *AllocRunner) Kill(reason string) { ar.killAll(reason) }
+
+// Destroy kills the tasks, waits for them, and removes the allocation's
+// directory and saved state.
+func (ar *AllocRunner) Destroy() error {
+	ar.killAll(ReasonDestroyed)
+	ar.waitIfStarted()
+	var err error
+	if ar.cfg.StateDB != nil {
+		err = ar.cfg.StateDB.DeleteAlloc(ar.id)
+	}
+	if rerr := ar.allocDir.Destroy(); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// Shutdown stops the runner without stopping its tasks (the client is
+// shutting down; a later client re-attaches). It waits for the task
+// runners to return.
+func (ar *AllocRunner) Shutdown() {
+	ar.mu.Lock()
+	ar.detached = true
+	ar.mu.Unlock()
+	for _, tr := range ar.tasks {
+		tr.detach()
+	}
+	ar.waitIfStarted()
+}
+
+// waitIfStarted waits for DoneCh if Run was called.
+func (ar *AllocRunner) waitIfStarted() {
+	ar.mu.Lock()
+	started := ar.started
+	ar.mu.Unlock()
+	if started {
+		<-ar.doneCh
+	}
+}
+
+// IsTerminal reports whether the client is done with the allocation, and
+// since when.
+func (ar *AllocRunner) IsTerminal() (bool, time.Time) {
+	select {
+	case <-ar.doneCh:
+	default:
+		return false, time.Time{}
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return !ar.detached, ar.terminalAt
+}
+
+// TaskDone reports whether the named task is dead (no more output will
+// come), and whether the task exists.
+func (ar *AllocRunner) TaskDone(task string) (done, ok bool) {
+	tr := ar.tasks[task]
+	if tr == nil {
+		return false, false
+	}
+	select {
+	case <-tr.doneCh:
+		return true, true
+	default:
+		return tr.State().State == structs.TaskStateDead, true
+	}
+}
+
+// Alloc returns a copy of the allocation with the client's view filled in:
+// client status, description and task states.
+func (ar *AllocRunner) Alloc() *structs.Allocation {
+	states := make(map[string]*structs.TaskState, len(ar.tasks))
+	for name, tr := range ar.tasks {
+		states[name] = tr.State()
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	c := *ar.alloc
+	c.TaskStates = states
+	c.ClientStatus, c.ClientDescription = ar.clientStatus, ar.clientDesc
+	return &c
+}
+
+// taskChanged is called by a task runner after each change of its state:
+// it kills siblings when a task failed or the leader died, recomputes the
+// client status and publishes the allocation.
+func (ar *AllocRunner) taskChanged(changed *taskRunner) {
+	st := changed.State()
+	if st.State == structs.TaskStateDead {
+		ar.mu.Lock()
+		killing := ar.killing
+		ar.mu.Unlock()
+		switch {
+		case killing:
+		case st.Failed:
+			ar.killOthers(changed, ReasonSiblingFailed)
+		case changed.task.Leader:
+			ar.killOthers(changed, ReasonLeaderDead)
+		}
+	}
+	ar.publish()
+}
+
+func (ar *AllocRunner) killOthers(except *taskRunner, reason string) {
+	for _, tr := range ar.tasks {
+		if tr != except {
+			tr.kill(reason)
+		}
+	}
+}
+
+// publish recomputes the client status and hands a copy to the Updater.
+func (ar *AllocRunner) publish() {
+	states := make(map[string]*structs.TaskState, len(ar.tasks))
+	for name, tr := range ar.tasks {
+		states[name] = tr.State()
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.setupErr == "" && len(states) > 0 {
+		ar.clientStatus, ar.clientDesc = clientStatus(states)
+	}
+	c := *ar.alloc
+	c.TaskStates = states
+	c.ClientStatus, c.ClientDescription = ar.clientStatus, ar.clientDesc
+	// Called under mu so that updates reach the Updater in order.
+	ar.cfg.Updater(&c)
+}
+
+// clientStatus derives the allocation's status from its tasks, as Nomad:
+// any failed task fails it; else any running task makes it running; else
+// any pending task keeps it pending; else it is complete.
+func clientStatus(states map[string]*structs.TaskState) (string, string) {
+	var failed, running, pending int
+	for _, s := range states {
+		switch {
+		case s.State == structs.TaskStateDead && s.Failed:
+			failed++
+		case s.State == structs.TaskStateRunning:
+			running++
+		case s.State == structs.TaskStatePending:
+			pending++
+		}
+	}
+	switch {
+	case failed > 0:
+		return structs.AllocClientStatusFailed, "Failed tasks"
+	case running > 0:
+		return structs.AllocClientStatusRunning, "Tasks are running"
+	case pending > 0:
+		return structs.AllocClientStatusPending, "No tasks have started"
+	}
+	return structs.AllocClientStatusComplete, "All tasks have completed"
+}

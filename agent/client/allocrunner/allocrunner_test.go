@@ -1,0 +1,472 @@
+package allocrunner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/agent/client/driver"
+	"github.com/drover-project/drover/agent/client/driver/mock"
+	"github.com/drover-project/drover/agent/client/driver/rawexec"
+	clientstate "github.com/drover-project/drover/agent/client/state"
+	"github.com/drover-project/drover/structs"
+)
+
+type catalog map[string]driver.Driver
+
+func (c catalog) Driver(name string) driver.Driver { return c[name] }
+
+func testDrivers() catalog {
+	return catalog{
+		"raw_exec":    rawexec.New(rawexec.Config{Enabled: true}),
+		"mock_driver": mock.New("mock_driver"),
+	}
+}
+
+// recorder keeps the latest allocation the runner published.
+type recorder struct {
+	mu     sync.Mutex
+	latest *structs.Allocation
+	n      int
+}
+
+func (r *recorder) update(a *structs.Allocation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.latest, r.n = a, r.n+1
+}
+
+func (r *recorder) get() *structs.Allocation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.latest
+}
+
+// waitFor polls the latest published allocation until cond holds.
+func (r *recorder) waitFor(t *testing.T, what string, cond func(a *structs.Allocation) bool) *structs.Allocation {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if a := r.get(); a != nil && cond(a) {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last: %s", what, describe(r.get()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func describe(a *structs.Allocation) string {
+	if a == nil {
+		return "<none>"
+	}
+	var b strings.Builder
+	b.WriteString(a.ClientStatus)
+	for name, ts := range a.TaskStates {
+		b.WriteString(" " + name + ":" + ts.State + "[")
+		for _, e := range ts.Events {
+			b.WriteString(e.Type + "(" + e.DisplayMessage + ") ")
+		}
+		b.WriteString("]")
+	}
+	return b.String()
+}
+
+func testAlloc(jobType string, policy *structs.RestartPolicy, tasks ...*structs.Task) *structs.Allocation {
+	job := &structs.Job{ID: "job1", Name: "job1", Type: jobType, Namespace: "default", Region: "global",
+		TaskGroups: []*structs.TaskGroup{{Name: "web", Count: 1, RestartPolicy: policy, Tasks: tasks}}}
+	for _, t := range tasks {
+		if t.KillTimeout == 0 {
+			t.KillTimeout = 500 * time.Millisecond
+		}
+	}
+	return &structs.Allocation{ID: structs.GenerateUUID(), Name: "job1.web[2]", Namespace: "default", JobID: "job1",
+		TaskGroup: "web", Job: job, DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending}
+}
+
+type runnerEnv struct {
+	root string
+	db   *clientstate.DB
+	rec  *recorder
+}
+
+func newEnv(t *testing.T) *runnerEnv {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := clientstate.Open(filepath.Join(dir, "client", "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &runnerEnv{root: filepath.Join(dir, "alloc"), db: db, rec: &recorder{}}
+}
+
+func (e *runnerEnv) start(t *testing.T, a *structs.Allocation, restored map[string]*clientstate.TaskRunnerState) *AllocRunner {
+	t.Helper()
+	ar, err := New(Config{Alloc: a, AllocRoot: e.root, Drivers: testDrivers(), StateDB: e.db,
+		Updater: e.rec.update, Node: NodeInfo{ID: "n1", Datacenter: "dc7", Region: "global"}, Restored: restored})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar.Run()
+	t.Cleanup(func() { ar.Kill("test cleanup"); <-ar.DoneCh() })
+	return ar
+}
+
+func eventTypes(ts *structs.TaskState) []string {
+	var out []string
+	for _, e := range ts.Events {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func findEvent(ts *structs.TaskState, typ string) *structs.TaskEvent {
+	for _, e := range ts.Events {
+		if e.Type == typ {
+			return e
+		}
+	}
+	return nil
+}
+
+func failPolicy(attempts int) *structs.RestartPolicy {
+	return &structs.RestartPolicy{Attempts: attempts, Interval: time.Minute, Delay: 10 * time.Millisecond, Mode: structs.RestartPolicyModeFail}
+}
+
+func rawExec(name, script string) *structs.Task {
+	return &structs.Task{Name: name, Driver: "raw_exec", Config: map[string]any{"command": "/bin/sh", "args": []any{"-c", script}}}
+}
+
+func TestBatchFailsWithExitCodeAndLogs(t *testing.T) {
+	e := newEnv(t)
+	a := testAlloc(structs.JobTypeBatch, failPolicy(0), rawExec("hello", "echo hi; exit 3"))
+	ar := e.start(t, a, nil)
+	<-ar.DoneCh()
+	got := e.rec.waitFor(t, "failed", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusFailed })
+	ts := got.TaskStates["hello"]
+	want := []string{structs.TaskReceived, structs.TaskSetup, structs.TaskStarted, structs.TaskTerminated, structs.TaskNotRestarting}
+	if strings.Join(eventTypes(ts), ",") != strings.Join(want, ",") {
+		t.Fatalf("events = %v, want %v", eventTypes(ts), want)
+	}
+	if ev := findEvent(ts, structs.TaskTerminated); ev.ExitCode != 3 {
+		t.Fatalf("exit code = %d", ev.ExitCode)
+	}
+	if ts.State != structs.TaskStateDead || !ts.Failed {
+		t.Fatalf("task state %+v", ts)
+	}
+	out, err := os.ReadFile(filepath.Join(e.root, a.ID, "alloc", "logs", "hello.stdout.0"))
+	if err != nil || string(out) != "hi\n" {
+		t.Fatalf("stdout log = %q, %v", out, err)
+	}
+}
+
+func TestBatchSuccessCompletes(t *testing.T) {
+	e := newEnv(t)
+	a := testAlloc(structs.JobTypeBatch, failPolicy(3), &structs.Task{Name: "m", Driver: "mock_driver", Config: map[string]any{"run_for": "5ms"}})
+	ar := e.start(t, a, nil)
+	<-ar.DoneCh()
+	got := e.rec.waitFor(t, "complete", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusComplete })
+	if ts := got.TaskStates["m"]; ts.Failed || ts.Restarts != 0 {
+		t.Fatalf("task state %+v", ts)
+	}
+}
+
+func TestServiceRestartsPerPolicy(t *testing.T) {
+	e := newEnv(t)
+	a := testAlloc(structs.JobTypeService, failPolicy(2),
+		&structs.Task{Name: "m", Driver: "mock_driver", Config: map[string]any{"run_for": "5ms", "exit_code": 0}})
+	ar := e.start(t, a, nil)
+	<-ar.DoneCh()
+	got := e.rec.waitFor(t, "failed", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusFailed })
+	ts := got.TaskStates["m"]
+	if ts.Restarts != 2 {
+		t.Fatalf("restarts = %d (%s)", ts.Restarts, describe(got))
+	}
+	var restarting, started int
+	for _, ev := range ts.Events {
+		switch ev.Type {
+		case structs.TaskRestarting:
+			restarting++
+		case structs.TaskStarted:
+			started++
+		}
+	}
+	if restarting < 2 || findEvent(ts, structs.TaskNotRestarting) == nil {
+		t.Fatalf("events %v", eventTypes(ts))
+	}
+	if nr := findEvent(ts, structs.TaskNotRestarting); !strings.Contains(nr.RestartReason, "Exceeded allowed attempts 2") {
+		t.Fatalf("reason %q", nr.RestartReason)
+	}
+}
+
+func TestRestartDelayModeKeepsGoing(t *testing.T) {
+	e := newEnv(t)
+	policy := &structs.RestartPolicy{Attempts: 1, Interval: 100 * time.Millisecond, Delay: 5 * time.Millisecond, Mode: structs.RestartPolicyModeDelay}
+	a := testAlloc(structs.JobTypeService, policy,
+		&structs.Task{Name: "m", Driver: "mock_driver", Config: map[string]any{"run_for": "5ms", "exit_code": 1}})
+	ar := e.start(t, a, nil)
+	e.rec.waitFor(t, "4 restarts", func(a *structs.Allocation) bool { return a.TaskStates["m"].Restarts >= 4 })
+	if a := e.rec.get(); a.ClientStatus == structs.AllocClientStatusFailed {
+		t.Fatalf("delay mode failed the alloc: %s", describe(a))
+	}
+	ar.Kill("done")
+	<-ar.DoneCh()
+}
+
+func TestStartFailures(t *testing.T) {
+	tests := []struct {
+		name      string
+		task      *structs.Task
+		wantEvent string
+		wantText  string
+	}{
+		{"missing binary", &structs.Task{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/nonexistent/prog"}},
+			structs.TaskDriverFailure, "no such file or directory"},
+		{"bad config", &structs.Task{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": 7, "bogus": true}},
+			structs.TaskFailedValidate, "Config.bogus"},
+		{"no such driver", &structs.Task{Name: "t", Driver: "docker", Config: map[string]any{}},
+			structs.TaskDriverFailure, "not available"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			ar := e.start(t, testAlloc(structs.JobTypeBatch, failPolicy(0), tc.task), nil)
+			<-ar.DoneCh()
+			got := e.rec.waitFor(t, "failed", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusFailed })
+			ev := findEvent(got.TaskStates["t"], tc.wantEvent)
+			if ev == nil {
+				t.Fatalf("no %s event: %s", tc.wantEvent, describe(got))
+			}
+			if !strings.Contains(ev.DisplayMessage, tc.wantText) {
+				t.Fatalf("event message %q lacks %q", ev.DisplayMessage, tc.wantText)
+			}
+		})
+	}
+}
+
+// liveGroupMembers lists processes of group pgid that have not exited.
+func liveGroupMembers(t *testing.T, pgid int) []int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// uniqueSleep returns a sleep duration (about 1000 s) unique to this call,
+// found again in /proc/<pid>/cmdline.
+func uniqueSleep() string {
+	return fmt.Sprintf("1000.%09d", time.Now().UnixNano()%1e9)
+}
+
+// processesWithMarker counts live processes whose command line has marker.
+func processesWithMarker(marker string) int {
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(b), marker) {
+			continue
+		}
+		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		s := string(st)
+		if i := strings.LastIndexByte(s, ')'); i > 0 && len(s) > i+2 && s[i+2] == 'Z' {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+func TestStopKillsProcessGroup(t *testing.T) {
+	e := newEnv(t)
+	a := testAlloc(structs.JobTypeService, failPolicy(0), rawExec("web", "sleep 1000 & wait"))
+	ar := e.start(t, a, nil)
+	e.rec.waitFor(t, "running", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusRunning })
+	tr := ar.tasks["web"]
+	pid := tr.handleState().PID
+	deadline := time.Now().Add(5 * time.Second)
+	for len(liveGroupMembers(t, pid)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("child sleep never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopped := a.Copy()
+	stopped.DesiredStatus = structs.AllocDesiredStatusStop
+	ar.Update(stopped)
+	select {
+	case <-ar.DoneCh():
+	case <-time.After(10 * time.Second):
+		t.Fatal("alloc did not stop")
+	}
+	got := e.rec.waitFor(t, "complete", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusComplete })
+	ts := got.TaskStates["web"]
+	if findEvent(ts, structs.TaskKilling) == nil || findEvent(ts, structs.TaskKilled) == nil || ts.Failed {
+		t.Fatalf("events %v failed=%v", eventTypes(ts), ts.Failed)
+	}
+	if left := liveGroupMembers(t, pid); len(left) != 0 {
+		t.Fatalf("processes left in group %d: %v", pid, left)
+	}
+}
+
+func TestSiblingFailureKillsOthers(t *testing.T) {
+	e := newEnv(t)
+	a := testAlloc(structs.JobTypeService, failPolicy(0),
+		&structs.Task{Name: "bad", Driver: "mock_driver", Config: map[string]any{"run_for": "10ms", "exit_code": 2}},
+		&structs.Task{Name: "good", Driver: "mock_driver", Config: map[string]any{"run_for": "1h"}})
+	ar := e.start(t, a, nil)
+	<-ar.DoneCh()
+	got := e.rec.waitFor(t, "failed", func(a *structs.Allocation) bool {
+		return a.ClientStatus == structs.AllocClientStatusFailed && a.TaskStates["good"].State == structs.TaskStateDead
+	})
+	if ev := findEvent(got.TaskStates["good"], structs.TaskKilling); ev == nil || ev.KillReason != ReasonSiblingFailed {
+		t.Fatalf("good task events %v", eventTypes(got.TaskStates["good"]))
+	}
+}
+
+func TestTaskEnvironment(t *testing.T) {
+	e := newEnv(t)
+	task := rawExec("envtask", `echo "$NOMAD_ALLOC_ID $NOMAD_TASK_NAME $NOMAD_GROUP_NAME $NOMAD_JOB_NAME $NOMAD_ALLOC_INDEX $NOMAD_DC $NOMAD_REGION $NOMAD_NAMESPACE $NOMAD_CPU_LIMIT $NOMAD_MEMORY_LIMIT $CUSTOM"; echo "$NOMAD_ALLOC_DIR"; echo "$NOMAD_TASK_DIR"; pwd`)
+	task.Env = map[string]string{"CUSTOM": "yes"}
+	a := testAlloc(structs.JobTypeBatch, failPolicy(0), task)
+	a.AllocatedResources = &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+		"envtask": {Cpu: structs.AllocatedCpuResources{CpuShares: 250}, Memory: structs.AllocatedMemoryResources{MemoryMB: 128}}}}
+	ar := e.start(t, a, nil)
+	<-ar.DoneCh()
+	out, _ := os.ReadFile(filepath.Join(e.root, a.ID, "alloc", "logs", "envtask.stdout.0"))
+	dir := filepath.Join(e.root, a.ID)
+	want := a.ID + " envtask web job1 2 dc7 global default 250 128 yes\n" +
+		filepath.Join(dir, "alloc") + "\n" + filepath.Join(dir, "envtask", "local") + "\n" + filepath.Join(dir, "envtask") + "\n"
+	if string(out) != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+func TestRestoreReattachesWithoutDuplicate(t *testing.T) {
+	e := newEnv(t)
+	marker := uniqueSleep()
+	a := testAlloc(structs.JobTypeService, failPolicy(0), rawExec("web", "exec sleep "+marker))
+	ar := e.start(t, a, nil)
+	e.rec.waitFor(t, "running", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusRunning })
+	pid := ar.tasks["web"].handleState().PID
+
+	// The client goes away without touching its tasks.
+	ar.Shutdown()
+	if n := processesWithMarker(marker); n != 1 {
+		t.Fatalf("%d processes after shutdown, want 1", n)
+	}
+
+	entries, err := e.db.Allocs()
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("restored entries %d, %v", len(entries), err)
+	}
+	e.rec = &recorder{}
+	ar2 := e.start(t, entries[0].Alloc, entries[0].Tasks)
+	got := e.rec.waitFor(t, "re-attached", func(a *structs.Allocation) bool {
+		return a.ClientStatus == structs.AllocClientStatusRunning && ar2.tasks["web"].handleState() != nil
+	})
+	if p := ar2.tasks["web"].handleState(); p == nil || p.PID != pid {
+		t.Fatalf("re-attached to %+v, want pid %d: %s", p, pid, describe(got))
+	}
+	if n := strings.Count(strings.Join(eventTypes(got.TaskStates["web"]), ","), structs.TaskStarted); n != 1 {
+		t.Fatalf("Started events = %d: %v", n, eventTypes(got.TaskStates["web"]))
+	}
+	time.Sleep(300 * time.Millisecond) // longer than the re-attach poll
+	if n := processesWithMarker(marker); n != 1 {
+		t.Fatalf("%d processes after restore, want 1", n)
+	}
+
+	stopped := entries[0].Alloc.Copy()
+	stopped.DesiredStatus = structs.AllocDesiredStatusStop
+	ar2.Update(stopped)
+	<-ar2.DoneCh()
+	e.rec.waitFor(t, "complete", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusComplete })
+	if n := processesWithMarker(marker); n != 0 {
+		t.Fatalf("%d processes after stop", n)
+	}
+}
+
+func TestRestoreDoesNotAdoptRecycledPID(t *testing.T) {
+	e := newEnv(t)
+	marker := uniqueSleep()
+	a := testAlloc(structs.JobTypeService, failPolicy(1), rawExec("web", "exec sleep "+marker))
+	if err := e.db.PutAlloc(a); err != nil {
+		t.Fatal(err)
+	}
+	// A saved handle naming a live process (this test) with the wrong
+	// start time: it must not be adopted.
+	restored := map[string]*clientstate.TaskRunnerState{"web": {
+		State:  &structs.TaskState{State: structs.TaskStateRunning, Events: []*structs.TaskEvent{{Type: structs.TaskStarted}}},
+		Handle: &driver.HandleState{Driver: "raw_exec", PID: os.Getpid(), ProcStartTime: 1},
+	}}
+	ar := e.start(t, a, restored)
+	got := e.rec.waitFor(t, "restarted and running", func(a *structs.Allocation) bool {
+		ts := a.TaskStates["web"]
+		return a.ClientStatus == structs.AllocClientStatusRunning && ts.Restarts == 1
+	})
+	ts := got.TaskStates["web"]
+	if ev := findEvent(ts, structs.TaskTerminated); ev == nil || !strings.Contains(ev.Message, "unknown") {
+		t.Fatalf("events %v", eventTypes(ts))
+	}
+	if p := ar.tasks["web"].handleState(); p == nil || p.PID == os.Getpid() {
+		t.Fatalf("adopted the wrong process: %+v", p)
+	}
+	if n := processesWithMarker(marker); n != 1 {
+		t.Fatalf("%d task processes, want 1", n)
+	}
+}
+
+func TestRestoredDeadTaskStaysDead(t *testing.T) {
+	e := newEnv(t)
+	a := testAlloc(structs.JobTypeBatch, failPolicy(0), &structs.Task{Name: "m", Driver: "mock_driver"})
+	if err := e.db.PutAlloc(a); err != nil {
+		t.Fatal(err)
+	}
+	restored := map[string]*clientstate.TaskRunnerState{"m": {State: &structs.TaskState{State: structs.TaskStateDead}}}
+	ar := e.start(t, a, restored)
+	<-ar.DoneCh()
+	got := e.rec.waitFor(t, "complete", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusComplete })
+	if len(got.TaskStates["m"].Events) != 0 {
+		t.Fatalf("a dead task ran again: %v", eventTypes(got.TaskStates["m"]))
+	}
+}
+
+func TestMissingGroupFailsAlloc(t *testing.T) {
+	e := newEnv(t)
+	a := testAlloc(structs.JobTypeBatch, nil, &structs.Task{Name: "m", Driver: "mock_driver"})
+	a.TaskGroup = "nope"
+	ar := e.start(t, a, nil)
+	<-ar.DoneCh()
+	got := e.rec.waitFor(t, "failed", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusFailed })
+	if !strings.Contains(got.ClientDescription, "nope") {
+		t.Fatalf("description %q", got.ClientDescription)
+	}
+}

@@ -1,0 +1,22 @@
+// Package allocrunner runs one allocation on a client: an AllocRunner per
+// allocation builds its directory and starts a task runner per task; each
+// task runner takes its task through Received, Task Setup, Started,
+// Terminated, Restarting / Not Restarting, Killing and Killed, applying the
+// group's restart policy, and saves its state and driver handle after every
+// change so that a restarted client can re-attach (Config.Restored).
+//
+//	ar, _ := allocrunner.New(allocrunner.Config{Alloc: a, Drivers: d, Updater: send, ...})
+//	ar.Run()                 // returns at once
+//	ar.Update(newer)         // desired stop/evict kills the tasks
+//	<-ar.DoneCh()            // every task dead
+//	ar.Destroy()             // kill, wait, remove dir and state
+//	ar.Shutdown()            // client shutdown: leave tasks running
+//
+// The client status follows Nomad: any failed task fails the allocation
+// (and its siblings are killed), else running, else pending, else complete.
+// A dead leader task kills its siblings.
+//
+// This package never talks to servers: every change goes to Config.Updater,
+// which the client batches. It must never block in the Updater or decide
+// anything about placement.
+package allocrunner

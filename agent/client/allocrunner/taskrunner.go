@@ -1,0 +1,448 @@
+package allocrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/agent/client/allocdir"
+	"github.com/drover-project/drover/agent/client/driver"
+	"github.com/drover-project/drover/agent/client/logs"
+	clientstate "github.com/drover-project/drover/agent/client/state"
+	"github.com/drover-project/drover/structs"
+)
+
+// maxTaskEvents is how many events a task state keeps (the oldest go), as
+// Nomad.
+const maxTaskEvents = 10
+
+// startTimeout bounds a driver's Start.
+const startTimeout = time.Minute
+
+// taskRunner runs one task through its life: setup, start, wait, restart
+// per policy, kill. Its run goroutine is the only writer of the task
+// state; other goroutines read it under mu and signal through killCh and
+// detachCh.
+type taskRunner struct {
+	ar      *AllocRunner
+	task    *structs.Task
+	tg      *structs.TaskGroup
+	drv     driver.Driver // nil: the driver is not available here
+	taskDir *allocdir.TaskDir
+	logger  hclog.Logger
+	restart *restartTracker
+
+	killCh     chan struct{} // closed by kill
+	killOnce   sync.Once
+	detachCh   chan struct{} // closed by detach
+	detachOnce sync.Once
+	doneCh     chan struct{} // closed when run returns
+
+	mu         sync.Mutex
+	state      *structs.TaskState  // guarded by mu
+	killReason string              // guarded by mu; set before killCh closes
+	saved      *driver.HandleState // handle of the running task; guarded by mu
+
+	// Owned by the run goroutine.
+	restored *clientstate.TaskRunnerState
+	pumps    []*logs.Pump
+}
+
+// setHandle records the running task's handle state (nil once it exited);
+// the next update saves it.
+func (tr *taskRunner) setHandle(h *driver.HandleState) {
+	tr.mu.Lock()
+	tr.saved = h
+	tr.mu.Unlock()
+}
+
+// handleState returns the running task's handle state, or nil.
+func (tr *taskRunner) handleState() *driver.HandleState {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.saved.Copy()
+}
+
+func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, td *allocdir.TaskDir,
+	restored *clientstate.TaskRunnerState) *taskRunner {
+	tr := &taskRunner{
+		ar: ar, task: task, tg: tg, taskDir: td,
+		logger:   ar.logger.With("task", task.Name),
+		restart:  newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
+		killCh:   make(chan struct{}),
+		detachCh: make(chan struct{}),
+		doneCh:   make(chan struct{}),
+		state:    &structs.TaskState{State: structs.TaskStatePending},
+		restored: restored,
+	}
+	if ar.cfg.Drivers != nil {
+		tr.drv = ar.cfg.Drivers.Driver(task.Driver)
+	}
+	if restored != nil && restored.State != nil {
+		tr.state = restored.State.Copy()
+	}
+	return tr
+}
+
+func jobType(a *structs.Allocation) string {
+	if a.Job != nil {
+		return a.Job.Type
+	}
+	return structs.JobTypeService
+}
+
+// State returns a copy of the task state.
+func (tr *taskRunner) State() *structs.TaskState {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.state.Copy()
+}
+
+// kill asks the task to stop for good (non-blocking).
+func (tr *taskRunner) kill(reason string) {
+	tr.killOnce.Do(func() {
+		tr.mu.Lock()
+		tr.killReason = reason
+		tr.mu.Unlock()
+		close(tr.killCh)
+	})
+}
+
+// detach makes run return without touching the task (client shutdown).
+func (tr *taskRunner) detach() { tr.detachOnce.Do(func() { close(tr.detachCh) }) }
+
+func (tr *taskRunner) killed() bool {
+	select {
+	case <-tr.killCh:
+		return true
+	default:
+		return false
+	}
+}
+
+func (tr *taskRunner) detached() bool {
+	select {
+	case <-tr.detachCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// newEvent returns an event stamped now.
+func newEvent(typ, display string) *structs.TaskEvent {
+	return &structs.TaskEvent{Type: typ, Time: time.Now().UnixNano(), DisplayMessage: display}
+}
+
+// update applies fn and appends events to the task state, saves it with
+// the current handle state, and tells the alloc runner.
+func (tr *taskRunner) update(fn func(ts *structs.TaskState), events ...*structs.TaskEvent) {
+	tr.mu.Lock()
+	if fn != nil {
+		fn(tr.state)
+	}
+	tr.state.Events = append(tr.state.Events, events...)
+	if n := len(tr.state.Events); n > maxTaskEvents {
+		tr.state.Events = append([]*structs.TaskEvent(nil), tr.state.Events[n-maxTaskEvents:]...)
+	}
+	snap := tr.state.Copy()
+	saved := tr.saved.Copy()
+	tr.mu.Unlock()
+	if db := tr.ar.cfg.StateDB; db != nil {
+		if err := db.PutTaskState(tr.ar.id, tr.task.Name, &clientstate.TaskRunnerState{State: snap, Handle: saved}); err != nil {
+			tr.logger.Error("failed to save task state", "error", err)
+		}
+	}
+	tr.ar.taskChanged(tr)
+}
+
+// run is the task's life. It returns when the task is dead, or at once
+// when detached.
+func (tr *taskRunner) run() {
+	defer close(tr.doneCh)
+	if tr.State().State == structs.TaskStateDead {
+		return // restored after it finished
+	}
+	if tr.restored == nil {
+		tr.update(nil, newEvent(structs.TaskReceived, "Task received by client"))
+	}
+	if err := tr.setup(); err != nil {
+		ev := newEvent(structs.TaskSetupFailure, "Task setup failed: "+err.Error())
+		ev.Message, ev.FailsTask = err.Error(), true
+		tr.finish(true, ev)
+		return
+	}
+
+	var h driver.Handle
+	if tr.restored != nil && tr.restored.Handle != nil {
+		var res *driver.ExitResult
+		h, res = tr.recover(tr.restored.Handle)
+		if h == nil && !tr.afterExit(res, nil) {
+			return
+		}
+	}
+	for {
+		if h == nil {
+			if tr.detached() {
+				tr.detachLogs()
+				return
+			}
+			if tr.killed() {
+				tr.finish(false, tr.killedEvent())
+				return
+			}
+			var err error
+			if h, err = tr.start(); err != nil {
+				if errors.Is(err, errInvalidConfig) {
+					return // finished inside start
+				}
+				if !tr.afterExit(nil, err) {
+					return
+				}
+				continue
+			}
+		}
+		exitCh := make(chan *driver.ExitResult, 1)
+		go func(h driver.Handle) {
+			res, _ := h.Wait(context.Background())
+			exitCh <- res
+		}(h)
+		select {
+		case res := <-exitCh:
+			h = nil
+			if !tr.afterExit(res, nil) {
+				return
+			}
+		case <-tr.killCh:
+			tr.stop(h, exitCh)
+			return
+		case <-tr.detachCh:
+			tr.detachLogs()
+			return
+		}
+	}
+}
+
+// setup builds the task directory and starts draining its output.
+func (tr *taskRunner) setup() error {
+	if tr.restored == nil {
+		tr.update(nil, newEvent(structs.TaskSetup, "Building Task Directory"))
+	}
+	if err := tr.taskDir.Build(); err != nil {
+		return err
+	}
+	ad := tr.ar.allocDir
+	for _, typ := range []string{allocdir.Stdout, allocdir.Stderr} {
+		w, err := logs.NewRotator(ad.LogDir, allocdir.LogBase(tr.task.Name, typ), tr.ar.cfg.LogMaxFiles, tr.ar.cfg.LogMaxFileSize)
+		if err != nil {
+			return fmt.Errorf("opening %s log: %w", typ, err)
+		}
+		p, err := logs.StartPump(ad.LogFIFO(tr.task.Name, typ), w)
+		if err != nil {
+			w.Close()
+			return fmt.Errorf("opening %s fifo: %w", typ, err)
+		}
+		tr.pumps = append(tr.pumps, p)
+	}
+	return nil
+}
+
+// drainLogs copies what is left of the task's output, then stops.
+func (tr *taskRunner) drainLogs() {
+	for _, p := range tr.pumps {
+		if err := p.Stop(); err != nil {
+			tr.logger.Warn("writing task log failed", "error", err)
+		}
+	}
+	tr.pumps = nil
+}
+
+// detachLogs leaves unread output in the FIFOs for the next client.
+func (tr *taskRunner) detachLogs() {
+	for _, p := range tr.pumps {
+		p.Detach()
+	}
+	tr.pumps = nil
+}
+
+// errInvalidConfig: start failed validation and already finished the task.
+var errInvalidConfig = errors.New("invalid task config")
+
+// start validates the config and starts the task.
+func (tr *taskRunner) start() (driver.Handle, error) {
+	if tr.drv == nil {
+		return nil, driver.Unrecoverable(fmt.Errorf("driver %q is not available on this client", tr.task.Driver))
+	}
+	if err := tr.drv.ValidateConfig(tr.task.Config); err != nil {
+		ev := newEvent(structs.TaskFailedValidate, "Task config is invalid: "+err.Error())
+		ev.Message, ev.DriverError, ev.FailsTask = err.Error(), err.Error(), true
+		tr.finish(true, ev)
+		return nil, errInvalidConfig
+	}
+	ad := tr.ar.allocDir
+	alloc := tr.ar.Alloc()
+	cfg := &driver.TaskConfig{
+		ID: tr.ar.id + "/" + tr.task.Name, AllocID: tr.ar.id, TaskName: tr.task.Name,
+		GroupName: tr.tg.Name, Namespace: alloc.Namespace,
+		Config:  tr.task.Config,
+		Env:     buildEnv(alloc, tr.tg, tr.task, ad, tr.taskDir, tr.ar.cfg.Node),
+		User:    tr.task.User,
+		TaskDir: tr.taskDir.Dir, AllocDir: ad.Dir,
+		StdoutPath: ad.LogFIFO(tr.task.Name, allocdir.Stdout),
+		StderrPath: ad.LogFIFO(tr.task.Name, allocdir.Stderr),
+	}
+	if alloc.Job != nil {
+		cfg.JobName = alloc.Job.Name
+	}
+	if r := alloc.AllocatedResources; r != nil {
+		cfg.Resources = r.Tasks[tr.task.Name]
+	}
+	// A kill while the driver is starting cancels the start.
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	go func() {
+		select {
+		case <-tr.killCh:
+			cancel()
+		case <-stopWatch:
+		}
+	}()
+	h, err := tr.drv.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr.setHandle(h.State())
+	now := time.Now()
+	tr.update(func(ts *structs.TaskState) {
+		ts.State = structs.TaskStateRunning
+		ts.StartedAt = now
+		ts.FinishedAt = time.Time{}
+	}, newEvent(structs.TaskStarted, "Task started by client"))
+	return h, nil
+}
+
+// recover re-attaches to a task a previous client started. When the task
+// is gone, it returns the exit to report instead.
+func (tr *taskRunner) recover(st *driver.HandleState) (driver.Handle, *driver.ExitResult) {
+	if tr.drv != nil {
+		h, err := tr.drv.Recover(st)
+		if err == nil {
+			tr.setHandle(h.State())
+			tr.logger.Info("re-attached to task", "pid", st.PID)
+			tr.update(func(ts *structs.TaskState) { ts.State = structs.TaskStateRunning })
+			return h, nil
+		}
+		tr.logger.Info("task did not survive the client restart", "error", err)
+	}
+	return nil, &driver.ExitResult{Err: driver.ErrExitUnknown}
+}
+
+// afterExit reports an exit (or a failed start) and applies the restart
+// policy. It returns true when the task should start again.
+func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
+	tr.setHandle(nil)
+	var ev *structs.TaskEvent
+	if startErr != nil {
+		ev = newEvent(structs.TaskDriverFailure, "Failed to start task: "+startErr.Error())
+		ev.DriverError, ev.Message = startErr.Error(), startErr.Error()
+	} else {
+		ev = newEvent(structs.TaskTerminated, fmt.Sprintf("Exit Code: %d", res.ExitCode))
+		ev.ExitCode, ev.Signal = res.ExitCode, res.Signal
+		if res.Signal != 0 {
+			ev.DisplayMessage += fmt.Sprintf(", Signal: %d", res.Signal)
+		}
+		if res.Err != nil {
+			ev.Message = res.Err.Error()
+			ev.DisplayMessage += ", Exit Message: " + res.Err.Error()
+		}
+	}
+	d := tr.restart.afterExit(res, startErr)
+	if !d.restart {
+		if !d.failed {
+			tr.finish(false, ev)
+			return false
+		}
+		nr := newEvent(structs.TaskNotRestarting, d.reason)
+		nr.RestartReason, nr.FailsTask = d.reason, true
+		tr.finish(true, ev, nr)
+		return false
+	}
+	rs := newEvent(structs.TaskRestarting, fmt.Sprintf("Task restarting in %v", d.delay.Round(time.Millisecond)))
+	rs.StartDelay, rs.RestartReason = int64(d.delay), d.reason
+	now := time.Now()
+	tr.update(func(ts *structs.TaskState) {
+		ts.State = structs.TaskStatePending
+		ts.Restarts++
+		ts.LastRestart = now
+		ts.FinishedAt = now
+	}, ev, rs)
+	t := time.NewTimer(d.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-tr.killCh:
+		return true // the loop sees the kill and finishes
+	case <-tr.detachCh:
+		return true // the loop sees the detach and returns
+	}
+}
+
+// killedEvent is the event for a task killed while nothing ran.
+func (tr *taskRunner) killedEvent() *structs.TaskEvent {
+	tr.mu.Lock()
+	reason := tr.killReason
+	tr.mu.Unlock()
+	ev := newEvent(structs.TaskKilled, "Task successfully killed")
+	ev.KillReason = reason
+	return ev
+}
+
+// stop kills a running task with its kill signal and timeout.
+func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
+	timeout := tr.task.KillTimeout
+	if timeout <= 0 {
+		timeout = structs.DefaultKillTimeout
+	}
+	if max := tr.ar.cfg.MaxKillTimeout; max > 0 && timeout > max {
+		timeout = max
+	}
+	sig := tr.task.KillSignal
+	if sig == "" {
+		sig = driver.DefaultKillSignal
+	}
+	tr.mu.Lock()
+	reason := tr.killReason
+	tr.mu.Unlock()
+	ev := newEvent(structs.TaskKilling, fmt.Sprintf("Sent %s. Waiting %v before force killing", sig, timeout))
+	ev.KillTimeout, ev.KillReason = timeout, reason
+	tr.update(nil, ev)
+	killed := tr.killedEvent()
+	if err := h.Stop(sig, timeout); err != nil {
+		killed.KillError = err.Error()
+		tr.logger.Error("failed to kill task", "error", err)
+	}
+	if res := <-exitCh; res != nil {
+		killed.ExitCode, killed.Signal = res.ExitCode, res.Signal
+	}
+	tr.setHandle(nil)
+	tr.finish(false, killed)
+}
+
+// finish drains the task's output and marks it dead.
+func (tr *taskRunner) finish(failed bool, events ...*structs.TaskEvent) {
+	tr.setHandle(nil)
+	tr.drainLogs()
+	now := time.Now()
+	tr.update(func(ts *structs.TaskState) {
+		ts.State = structs.TaskStateDead
+		ts.Failed = failed
+		ts.FinishedAt = now
+	}, events...)
+}
