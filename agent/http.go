@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/go-hclog"
+	metrics "github.com/hashicorp/go-metrics"
 )
 
 // Limits of the HTTP API.
@@ -57,50 +58,26 @@ type Server interface {
 // httpAPI serves Drover's (Nomad-compatible) HTTP API. It holds no mutable
 // state: every request is an RPC to the server.
 type httpAPI struct {
-	srv    Server
-	cfg    *Config // read only
-	logger hclog.Logger
+	srv     Server
+	cfg     *Config // read only
+	logger  hclog.Logger
+	metrics *metrics.InmemSink
 }
 
 // handlerFunc answers one request with a value to encode as JSON, or an
 // error that wrap maps to a status code and a plain-text body.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) (any, error)
 
-// NewHTTPHandler returns the API's handler. A request with a known path
-// and the wrong method gets 405; an unknown path gets 404.
-func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger) http.Handler {
-	h := &httpAPI{srv: srv, cfg: cfg, logger: logger}
-	mux := http.NewServeMux()
-	handle := func(pattern string, fn handlerFunc) { mux.Handle(pattern, h.wrap(fn)) }
-
-	handle("GET /v1/status/leader", h.statusLeader)
-	handle("GET /v1/status/peers", h.statusPeers)
-
-	handle("GET /v1/jobs", h.jobList)
-	handle("PUT /v1/jobs", h.jobRegister)
-	handle("POST /v1/jobs", h.jobRegister)
-	handle("GET /v1/job/{id}", h.jobGet)
-	handle("PUT /v1/job/{id}", h.jobRegister)
-	handle("POST /v1/job/{id}", h.jobRegister)
-	handle("DELETE /v1/job/{id}", h.jobDeregister)
-
-	handle("GET /v1/nodes", h.nodeList)
-	handle("GET /v1/node/{id}", h.nodeGet)
-
-	handle("GET /v1/evaluation/{id}", h.evalGet)
-
-	handle("GET /v1/operator/raft/configuration", h.raftConfiguration)
-	handle("DELETE /v1/operator/raft/peer", h.raftRemovePeer)
-
-	handle("GET /v1/agent/self", h.agentSelf)
-	handle("GET /v1/agent/health", h.agentHealth)
-	handle("GET /v1/agent/members", h.agentMembers)
-	return mux
+// newHTTPServer returns an http.Server with the API's timeouts and a cap
+// of DefaultMaxConnsPerClient open connections per client address.
+func newHTTPServer(handler http.Handler, logger hclog.Logger) *http.Server {
+	return newHTTPServerWithLimit(handler, logger, DefaultMaxConnsPerClient)
 }
 
-// newHTTPServer returns an http.Server with the API's timeouts.
-func newHTTPServer(handler http.Handler, logger hclog.Logger) *http.Server {
+func newHTTPServerWithLimit(handler http.Handler, logger hclog.Logger, maxConnsPerClient int) *http.Server {
+	limiter := newConnLimiter(maxConnsPerClient, logger)
 	return &http.Server{
+		ConnState:         limiter.connState,
 		Handler:           handler,
 		ReadHeaderTimeout: httpReadHeaderTimeout,
 		ReadTimeout:       httpReadTimeout,
@@ -225,6 +202,9 @@ func (h *httpAPI) parseQuery(w http.ResponseWriter, r *http.Request, q *structs.
 	q.Region = region
 	q.Namespace = v.Get("namespace")
 	q.Prefix = v.Get("prefix")
+	if v.Get("filter") != "" {
+		return structs.NewError(structs.ErrCodeUnsupported, "Drover does not support filter expressions (?filter=); use ?prefix=")
+	}
 	if s, ok := v["stale"]; ok {
 		switch s[0] {
 		case "", "true":

@@ -3,14 +3,21 @@ package agent
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
+	"github.com/drover-project/drover/jobspec"
 	"github.com/drover-project/drover/structs"
 )
 
-// GET /v1/jobs[?prefix=]: job stubs, sorted by namespace and ID.
+// GET /v1/jobs[?prefix=&per_page=&next_token=]: job stubs, sorted by
+// namespace and ID.
 func (h *httpAPI) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 	var args structs.JobListRequest
 	if err := h.parseQuery(w, r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	page, err := parsePage(r)
+	if err != nil {
 		return nil, err
 	}
 	var out structs.JobListResponse
@@ -18,10 +25,7 @@ func (h *httpAPI) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, err
 	}
 	setMeta(w, &out.QueryMeta)
-	if out.Jobs == nil {
-		out.Jobs = []*structs.JobListStub{}
-	}
-	return out.Jobs, nil
+	return paginate(w, page, out.Jobs, func(j *structs.JobListStub) string { return j.Namespace + "." + j.ID }), nil
 }
 
 // PUT|POST /v1/jobs and /v1/job/<id>: register or update a job. The body is
@@ -116,4 +120,136 @@ func (h *httpAPI) jobDeregister(w http.ResponseWriter, r *http.Request) (any, er
 	}
 	setIndex(w, out.Index)
 	return out, nil
+}
+
+// GET /v1/job/<id>/allocations[?all=true]: stubs of the job's allocations.
+func (h *httpAPI) jobAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
+	args := structs.JobSpecificRequest{JobID: r.PathValue("id")}
+	if err := h.parseQuery(w, r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return nil, err
+	}
+	args.All = all
+	var out structs.AllocListResponse
+	if err := h.srv.RPC("Job.Allocations", &args, &out); err != nil {
+		return nil, err
+	}
+	setMeta(w, &out.QueryMeta)
+	return nonNil(out.Allocations), nil
+}
+
+// GET /v1/job/<id>/evaluations: the job's evaluations.
+func (h *httpAPI) jobEvaluations(w http.ResponseWriter, r *http.Request) (any, error) {
+	args := structs.JobSpecificRequest{JobID: r.PathValue("id")}
+	if err := h.parseQuery(w, r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	var out structs.EvalListResponse
+	if err := h.srv.RPC("Job.Evaluations", &args, &out); err != nil {
+		return nil, err
+	}
+	setMeta(w, &out.QueryMeta)
+	return nonNil(out.Evaluations), nil
+}
+
+// GET /v1/job/<id>/summary: allocation counts per group; 404 when the job
+// does not exist.
+func (h *httpAPI) jobSummary(w http.ResponseWriter, r *http.Request) (any, error) {
+	args := structs.JobSpecificRequest{JobID: r.PathValue("id")}
+	if err := h.parseQuery(w, r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	var out structs.JobSummaryResponse
+	if err := h.srv.RPC("Job.Summary", &args, &out); err != nil {
+		return nil, err
+	}
+	setMeta(w, &out.QueryMeta)
+	if out.JobSummary == nil {
+		return nil, notFound("job not found")
+	}
+	return out.JobSummary, nil
+}
+
+// PUT|POST /v1/job/<id>/plan: a dry run of registering the body's job.
+// The body is {"Job": {...}, "Diff": bool}.
+func (h *httpAPI) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
+	var body structs.JobPlanHTTPRequest
+	if err := decodeBody(w, r, &body); err != nil {
+		return nil, err
+	}
+	if body.Job == nil {
+		return nil, badRequest("Job must be specified")
+	}
+	if id := r.PathValue("id"); body.Job.ID != id {
+		return nil, badRequest("Job ID %q does not match the URL's job %q", body.Job.ID, id)
+	}
+	args := structs.JobPlanRequest{Job: body.Job, Diff: body.Diff}
+	if err := h.parseWrite(r, &args.WriteRequest); err != nil {
+		return nil, err
+	}
+	if err := reconcileNamespace(&args.WriteRequest, &body.Job.Namespace); err != nil {
+		return nil, err
+	}
+	if body.Job.Region == "" {
+		body.Job.Region = args.Region
+	} else if body.Job.Region != args.Region {
+		return nil, badRequest("Job region %q is not this cluster's region %q", body.Job.Region, args.Region)
+	}
+	var out structs.JobPlanResponse
+	if err := h.srv.RPC("Job.Plan", &args, &out); err != nil {
+		return nil, err
+	}
+	setIndex(w, out.Index)
+	return out, nil
+}
+
+// PUT|POST /v1/jobs/parse: turn an HCL job file into the API's job, as
+// `drover job run` would send it. Canonicalize fills the defaults the
+// server would. Nothing is registered.
+func (h *httpAPI) jobsParse(w http.ResponseWriter, r *http.Request) (any, error) {
+	var body structs.JobsParseHTTPRequest
+	if err := decodeBody(w, r, &body); err != nil {
+		return nil, err
+	}
+	switch {
+	case body.HCLv1:
+		return nil, structs.NewError(structs.ErrCodeUnsupported, "Drover does not support HCL1 job files; it reads HCL2")
+	case body.Variables != "":
+		return nil, structs.NewError(structs.ErrCodeUnsupported,
+			"Drover does not support Variables in /v1/jobs/parse; pass -var to drover job run")
+	case strings.TrimSpace(body.JobHCL) == "":
+		return nil, badRequest("JobHCL must be specified")
+	}
+	job, err := jobspec.Parse("job.hcl", []byte(body.JobHCL), nil)
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	if body.Canonicalize {
+		job.Canonicalize()
+	}
+	return job, nil
+}
+
+// boolParam reads an optional boolean query parameter.
+func boolParam(r *http.Request, name string) (bool, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, badRequest("Invalid %s value %q: want true or false", name, s)
+	}
+	return b, nil
+}
+
+// nonNil returns s, or an empty slice for nil, so lists encode as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

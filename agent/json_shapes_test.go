@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/structs"
+	metrics "github.com/hashicorp/go-metrics"
 	nomad "github.com/hashicorp/nomad/api"
 )
 
@@ -90,8 +91,19 @@ func TestJSONShapesMatchNomad(t *testing.T) {
 		{"AgentSelf", filled[structs.AgentSelf](), &nomad.AgentSelf{}},
 		{"AgentMembers", filled[structs.AgentMembersResponse](), &nomad.ServerMembers{}},
 		{"AgentHealth", filled[structs.AgentHealthResponse](), &nomad.AgentHealthResponse{}},
+		{"AllocListStub", filled[structs.AllocListStub](), &nomad.AllocationListStub{}},
+		{"JobSummary", filled[structs.JobSummary](), &nomad.JobSummary{}},
+		{"JobPlanResponse", planResponse(), &nomad.JobPlanResponse{}},
+		{"AllocStopResponse", filled[structs.AllocStopResponse](), &nomad.AllocStopResponse{}},
+		{"NodeDrainUpdateResponse", filled[structs.NodeUpdateHTTPResponse](), &nomad.NodeDrainUpdateResponse{}},
+		{"NodeEligibilityUpdateResponse", filled[structs.NodeUpdateHTTPResponse](), &nomad.NodeEligibilityUpdateResponse{}},
+		{"MetricsSummary", filled[metrics.MetricsSummary](), &nomad.MetricsSummary{}},
 		// The request direction: what Nomad's client sends.
 		{"JobRegisterRequest (request)", filled[nomad.JobRegisterRequest](), &structs.JobRegisterHTTPRequest{}},
+		{"JobPlanRequest (request)", filled[nomad.JobPlanRequest](), &structs.JobPlanHTTPRequest{}},
+		{"NodeUpdateDrainRequest (request)", filled[nomad.NodeUpdateDrainRequest](), &structs.NodeDrainHTTPRequest{}},
+		{"NodeUpdateEligibilityRequest (request)", filled[nomad.NodeUpdateEligibilityRequest](), &structs.NodeEligibilityHTTPRequest{}},
+		{"JobsParseRequest (request)", filled[nomad.JobsParseRequest](), &structs.JobsParseHTTPRequest{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,6 +116,15 @@ func TestJSONShapesMatchNomad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// planResponse is a filled JobPlanResponse whose diff lists are empty:
+// structs.JobDiff does not compute field diffs yet (its lists are []any),
+// and the server leaves them nil.
+func planResponse() *structs.JobPlanResponse {
+	p := filled[structs.JobPlanResponse]()
+	p.Diff.Fields, p.Diff.Objects, p.Diff.TaskGroups = nil, nil, nil
+	return p
 }
 
 // The check can fail: a field with the same name and another JSON type is

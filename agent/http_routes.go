@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"net/http"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// NewHTTPHandler returns the API's handler. A request with a known path
+// and the wrong method gets 405; an unknown path gets 404; a path of
+// Nomad's API that Drover does not implement gets 501 naming the feature.
+// The first call also installs the agent's in-memory metrics sink
+// (GET /v1/metrics).
+func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger) http.Handler {
+	h := &httpAPI{srv: srv, cfg: cfg, logger: logger, metrics: globalInmemSink()}
+	mux := http.NewServeMux()
+	handle := func(pattern string, fn handlerFunc) { mux.Handle(pattern, h.wrap(fn)) }
+
+	handle("GET /v1/status/leader", h.statusLeader)
+	handle("GET /v1/status/peers", h.statusPeers)
+
+	handle("GET /v1/jobs", h.jobList)
+	handle("PUT /v1/jobs", h.jobRegister)
+	handle("POST /v1/jobs", h.jobRegister)
+	handle("PUT /v1/jobs/parse", h.jobsParse)
+	handle("POST /v1/jobs/parse", h.jobsParse)
+	handle("GET /v1/job/{id}", h.jobGet)
+	handle("PUT /v1/job/{id}", h.jobRegister)
+	handle("POST /v1/job/{id}", h.jobRegister)
+	handle("DELETE /v1/job/{id}", h.jobDeregister)
+	handle("GET /v1/job/{id}/allocations", h.jobAllocations)
+	handle("GET /v1/job/{id}/evaluations", h.jobEvaluations)
+	handle("GET /v1/job/{id}/summary", h.jobSummary)
+	handle("PUT /v1/job/{id}/plan", h.jobPlan)
+	handle("POST /v1/job/{id}/plan", h.jobPlan)
+
+	handle("GET /v1/nodes", h.nodeList)
+	handle("GET /v1/node/{id}", h.nodeGet)
+	handle("GET /v1/node/{id}/allocations", h.nodeAllocations)
+	handle("PUT /v1/node/{id}/drain", h.nodeDrain)
+	handle("POST /v1/node/{id}/drain", h.nodeDrain)
+	handle("PUT /v1/node/{id}/eligibility", h.nodeEligibility)
+	handle("POST /v1/node/{id}/eligibility", h.nodeEligibility)
+
+	handle("GET /v1/allocations", h.allocList)
+	handle("GET /v1/allocation/{id}", h.allocGet)
+	handle("PUT /v1/allocation/{id}/stop", h.allocStop)
+	handle("POST /v1/allocation/{id}/stop", h.allocStop)
+
+	handle("GET /v1/evaluations", h.evalList)
+	handle("GET /v1/evaluation/{id}", h.evalGet)
+	handle("GET /v1/evaluation/{id}/allocations", h.evalAllocations)
+
+	handle("PUT /v1/system/gc", h.systemGC)
+	handle("GET /v1/metrics", h.metricsGet)
+
+	handle("GET /v1/operator/raft/configuration", h.raftConfiguration)
+	handle("DELETE /v1/operator/raft/peer", h.raftRemovePeer)
+
+	handle("GET /v1/agent/self", h.agentSelf)
+	handle("GET /v1/agent/health", h.agentHealth)
+	handle("GET /v1/agent/members", h.agentMembers)
+
+	for _, u := range unsupportedEndpoints {
+		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
+			handle(m+" "+u.pattern, unsupported(u.feature))
+		}
+	}
+	return mux
+}
+
+// unsupportedEndpoints are paths of Nomad's HTTP API that Drover does not
+// implement. They answer 501 "Drover does not support <feature>" for GET,
+// PUT, POST and DELETE, so a Nomad tool gets a clear error rather than a 404 or, worse,
+// a silently wrong answer. README.md's compatibility table lists them.
+var unsupportedEndpoints = []struct{ pattern, feature string }{
+	{"/v1/job/{id}/deployments", "deployments"},
+	{"/v1/job/{id}/deployment", "deployments"},
+	{"/v1/deployments", "deployments"},
+	{"/v1/deployment/", "deployments"},
+	{"/v1/job/{id}/versions", "job versions"},
+	{"/v1/job/{id}/revert", "job versions (revert)"},
+	{"/v1/job/{id}/stable", "job versions (stable)"},
+	{"/v1/job/{id}/submission", "job submissions"},
+	{"/v1/job/{id}/dispatch", "parameterized jobs (dispatch)"},
+	{"/v1/job/{id}/periodic/force", "periodic jobs"},
+	{"/v1/job/{id}/scale", "job scaling"},
+	{"/v1/job/{id}/services", "services"},
+	{"/v1/job/{id}/evaluate", "forced job evaluation"},
+	{"/v1/job/{id}/action", "task actions"},
+	{"/v1/job/{id}/actions", "task actions"},
+	{"/v1/validate/job", "job validation over HTTP (drover job run validates on the server)"},
+	{"/v1/allocation/{id}/services", "services"},
+	{"/v1/allocation/{id}/checks", "service checks"},
+	{"/v1/evaluations/count", "evaluation counts"},
+	{"/v1/node/{id}/purge", "node purge"},
+	{"/v1/node/{id}/meta", "dynamic node metadata"},
+	{"/v1/node/pools", "node pools"},
+	{"/v1/client/", "the client HTTP API (logs, files, stats, exec)"},
+	{"/v1/acl/", "ACLs"},
+	{"/v1/namespaces", "namespaces management"},
+	{"/v1/namespace/", "namespaces management"},
+	{"/v1/quotas", "quotas"},
+	{"/v1/quota/", "quotas"},
+	{"/v1/sentinel/", "Sentinel policies"},
+	{"/v1/volumes", "volumes"},
+	{"/v1/volume/", "volumes"},
+	{"/v1/plugins", "CSI plugins"},
+	{"/v1/plugin/", "CSI plugins"},
+	{"/v1/services", "services"},
+	{"/v1/service/", "services"},
+	{"/v1/vars", "variables"},
+	{"/v1/var/", "variables"},
+	{"/v1/event/stream", "the event stream"},
+	{"/v1/search", "search"},
+	{"/v1/search/", "search"},
+	{"/v1/scaling/", "scaling policies"},
+	{"/v1/recommendations", "recommendations"},
+	{"/v1/recommendation/", "recommendations"},
+	{"/v1/regions", "multiple regions"},
+	{"/v1/system/reconcile/summaries", "summary reconciliation"},
+	{"/v1/operator/autopilot/", "autopilot"},
+	{"/v1/operator/scheduler/configuration", "scheduler configuration"},
+	{"/v1/operator/snapshot", "snapshots over HTTP"},
+	{"/v1/operator/license", "licensing"},
+	{"/v1/operator/keyring/", "the keyring"},
+	{"/v1/operator/raft/transfer-leadership", "leadership transfer"},
+	{"/v1/agent/join", "joining over HTTP (use retry_join)"},
+	{"/v1/agent/force-leave", "force-leave"},
+	{"/v1/agent/servers", "client server lists"},
+	{"/v1/agent/keyring/", "the gossip keyring"},
+	{"/v1/agent/monitor", "log streaming"},
+	{"/v1/agent/pprof/", "profiling over HTTP"},
+	{"/v1/agent/host", "host data"},
+	{"/v1/agent/schedulers", "scheduler worker configuration"},
+}

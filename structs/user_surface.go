@@ -1,0 +1,59 @@
+package structs
+
+import "time"
+
+// HTTP request and response bodies of the user surface (jobs, nodes,
+// allocations) whose shape is Nomad's rather than an RPC type's. Nomad's
+// Go client encodes and decodes these; unknown fields are ignored on
+// decode.
+
+// JobPlanHTTPRequest is the body of PUT|POST /v1/job/<id>/plan.
+type JobPlanHTTPRequest struct {
+	Job  *Job
+	Diff bool
+	// PolicyOverride is accepted for Nomad's client and ignored (Drover
+	// has no Sentinel policies).
+	PolicyOverride bool
+}
+
+// JobsParseHTTPRequest is the body of PUT|POST /v1/jobs/parse: an HCL job
+// file to turn into the API's JSON job.
+type JobsParseHTTPRequest struct {
+	JobHCL string
+	// Variables is the text of a variable file (name = value lines).
+	Variables string
+	// HCLv1 asks for the old HCL dialect, which Drover does not read.
+	HCLv1        bool `json:"hclv1,omitempty"`
+	Canonicalize bool
+}
+
+// DrainSpec is how a node drain is requested over HTTP. Deadline 0 means
+// no deadline; a negative one forces the drain at once (as in Nomad).
+type DrainSpec struct {
+	Deadline         time.Duration
+	IgnoreSystemJobs bool
+}
+
+// NodeDrainHTTPRequest is the body of PUT|POST /v1/node/<id>/drain. A nil
+// DrainSpec ends the drain; MarkEligible then makes the node eligible.
+type NodeDrainHTTPRequest struct {
+	NodeID       string
+	DrainSpec    *DrainSpec
+	MarkEligible bool
+	Meta         map[string]string
+}
+
+// NodeEligibilityHTTPRequest is the body of PUT|POST
+// /v1/node/<id>/eligibility: Eligibility is "eligible" or "ineligible".
+type NodeEligibilityHTTPRequest struct {
+	NodeID      string
+	Eligibility string
+}
+
+// NodeUpdateHTTPResponse answers the node drain and eligibility writes
+// (Nomad's NodeDrainUpdateResponse and NodeEligibilityUpdateResponse).
+type NodeUpdateHTTPResponse struct {
+	NodeModifyIndex uint64
+	EvalIDs         []string
+	EvalCreateIndex uint64
+}
