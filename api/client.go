@@ -71,6 +71,13 @@ type QueryOptions struct {
 	// exceeds WaitIndex, or after WaitTime (server default 5m, max 10m).
 	WaitIndex uint64
 	WaitTime  time.Duration
+	// PerPage and NextToken page through lists; the response's
+	// QueryMeta.NextToken is the token of the next page ("" on the last).
+	PerPage   int
+	NextToken string
+	// Params are extra query parameters (e.g. "job" and "status" for
+	// evaluation lists).
+	Params map[string]string
 }
 
 // QueryMeta is what a read's response headers say.
@@ -78,6 +85,7 @@ type QueryMeta struct {
 	LastIndex   uint64
 	LastContact time.Duration
 	KnownLeader bool
+	NextToken   string
 }
 
 // WriteOptions are the parameters common to writes.
@@ -113,6 +121,15 @@ func (q *QueryOptions) values() url.Values {
 	}
 	if q.WaitTime != 0 {
 		v.Set("wait", strconv.FormatInt(q.WaitTime.Milliseconds(), 10)+"ms")
+	}
+	if q.PerPage > 0 {
+		v.Set("per_page", strconv.Itoa(q.PerPage))
+	}
+	if q.NextToken != "" {
+		v.Set("next_token", q.NextToken)
+	}
+	for k, val := range q.Params {
+		v.Set(k, val)
 	}
 	return v
 }
@@ -244,5 +261,6 @@ func parseQueryMeta(h http.Header) *QueryMeta {
 		qm.LastContact = time.Duration(ms) * time.Millisecond
 	}
 	qm.KnownLeader = h.Get("X-Nomad-KnownLeader") == "true"
+	qm.NextToken = h.Get("X-Nomad-NextToken")
 	return qm
 }

@@ -1,0 +1,70 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// JobAllocations lists the stubs of a job's allocations; all includes
+// those of earlier jobs with the same ID.
+func (c *Client) JobAllocations(ctx context.Context, id string, all bool, q *QueryOptions) ([]*structs.AllocListStub, *QueryMeta, error) {
+	q = withParam(q, "all", strconv.FormatBool(all))
+	var out []*structs.AllocListStub
+	qm, err := c.query(ctx, "/v1/job/"+url.PathEscape(id)+"/allocations", q, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, qm, nil
+}
+
+// JobEvaluations lists a job's evaluations.
+func (c *Client) JobEvaluations(ctx context.Context, id string, q *QueryOptions) ([]*structs.Evaluation, *QueryMeta, error) {
+	var out []*structs.Evaluation
+	qm, err := c.query(ctx, "/v1/job/"+url.PathEscape(id)+"/evaluations", q, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, qm, nil
+}
+
+// JobSummary returns a job's allocation counts per group; a missing job is
+// a 404 *StatusError.
+func (c *Client) JobSummary(ctx context.Context, id string, q *QueryOptions) (*structs.JobSummary, *QueryMeta, error) {
+	var out structs.JobSummary
+	qm, err := c.query(ctx, "/v1/job/"+url.PathEscape(id)+"/summary", q, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, qm, nil
+}
+
+// PlanJob is a dry run of registering job: what would be placed, stopped
+// or updated. Nothing is written.
+func (c *Client) PlanJob(ctx context.Context, job *structs.Job, diff bool, w *WriteOptions) (*structs.JobPlanResponse, *WriteMeta, error) {
+	req := &structs.JobPlanHTTPRequest{Job: job, Diff: diff}
+	var out structs.JobPlanResponse
+	wm, err := c.write(ctx, http.MethodPut, "/v1/job/"+url.PathEscape(job.ID)+"/plan", nil, w, req, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, wm, nil
+}
+
+// withParam returns a copy of q with one more query parameter.
+func withParam(q *QueryOptions, key, value string) *QueryOptions {
+	var c QueryOptions
+	if q != nil {
+		c = *q
+	}
+	params := make(map[string]string, len(c.Params)+1)
+	for k, v := range c.Params {
+		params[k] = v
+	}
+	params[key] = value
+	c.Params = params
+	return &c
+}

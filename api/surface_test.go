@@ -1,0 +1,110 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/structs"
+)
+
+func TestClientSurfaceRequests(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name      string
+		reply     string
+		call      func(c *Client) error
+		wantMeth  string
+		wantPath  string
+		wantQuery string
+		wantBody  string
+	}{
+		{name: "job allocations", reply: `[{"ID":"a1"}]`, wantMeth: "GET", wantPath: "/v1/job/web/allocations", wantQuery: "all=true",
+			call: func(c *Client) error {
+				out, _, err := c.JobAllocations(ctx, "web", true, nil)
+				if err == nil && (len(out) != 1 || out[0].ID != "a1") {
+					t.Errorf("allocs = %+v", out)
+				}
+				return err
+			}},
+		{name: "job evaluations", reply: `[]`, wantMeth: "GET", wantPath: "/v1/job/web/evaluations",
+			call: func(c *Client) error { _, _, err := c.JobEvaluations(ctx, "web", nil); return err }},
+		{name: "job summary", reply: `{"JobID":"web","Summary":{"g":{"Running":1}}}`, wantMeth: "GET", wantPath: "/v1/job/web/summary",
+			call: func(c *Client) error {
+				s, _, err := c.JobSummary(ctx, "web", nil)
+				if err == nil && s.Summary["g"].Running != 1 {
+					t.Errorf("summary = %+v", s)
+				}
+				return err
+			}},
+		{name: "plan", reply: `{"JobModifyIndex":3}`, wantMeth: "PUT", wantPath: "/v1/job/web/plan", wantBody: `"Diff":true`,
+			call: func(c *Client) error {
+				p, _, err := c.PlanJob(ctx, &structs.Job{ID: "web"}, true, nil)
+				if err == nil && p.JobModifyIndex != 3 {
+					t.Errorf("plan = %+v", p)
+				}
+				return err
+			}},
+		{name: "allocations paged", reply: `[]`, wantMeth: "GET", wantPath: "/v1/allocations",
+			wantQuery: "next_token=abc&per_page=5&prefix=ab",
+			call: func(c *Client) error {
+				_, _, err := c.Allocations(ctx, &QueryOptions{Prefix: "ab", PerPage: 5, NextToken: "abc"})
+				return err
+			}},
+		{name: "allocation", reply: `{"ID":"a1"}`, wantMeth: "GET", wantPath: "/v1/allocation/a1",
+			call: func(c *Client) error { _, _, err := c.Allocation(ctx, "a1", nil); return err }},
+		{name: "stop allocation", reply: `{"EvalID":"e1","Index":4}`, wantMeth: "PUT", wantPath: "/v1/allocation/a1/stop",
+			call: func(c *Client) error {
+				out, _, err := c.StopAllocation(ctx, "a1", nil)
+				if err == nil && out.EvalID != "e1" {
+					t.Errorf("stop = %+v", out)
+				}
+				return err
+			}},
+		{name: "evals filtered", reply: `[]`, wantMeth: "GET", wantPath: "/v1/evaluations", wantQuery: "job=web&status=blocked",
+			call: func(c *Client) error {
+				_, _, err := c.Evals(ctx, &QueryOptions{Params: map[string]string{"job": "web", "status": "blocked"}})
+				return err
+			}},
+		{name: "eval allocations", reply: `[]`, wantMeth: "GET", wantPath: "/v1/evaluation/e1/allocations",
+			call: func(c *Client) error { _, _, err := c.EvalAllocations(ctx, "e1", nil); return err }},
+		{name: "gc", wantMeth: "PUT", wantPath: "/v1/system/gc", wantBody: "{}",
+			call: func(c *Client) error { return c.GarbageCollect(ctx) }},
+		{name: "node allocations", reply: `[{"ID":"a1"}]`, wantMeth: "GET", wantPath: "/v1/node/n1/allocations",
+			call: func(c *Client) error { _, _, err := c.NodeAllocations(ctx, "n1", nil); return err }},
+		{name: "drain", reply: `{"NodeModifyIndex":5}`, wantMeth: "PUT", wantPath: "/v1/node/n1/drain",
+			wantBody: `"DrainSpec":{"Deadline":60000000000,"IgnoreSystemJobs":false}`,
+			call: func(c *Client) error {
+				_, _, err := c.DrainNode(ctx, "n1", &structs.DrainSpec{Deadline: time.Minute}, false, nil)
+				return err
+			}},
+		{name: "undrain", reply: `{}`, wantMeth: "PUT", wantPath: "/v1/node/n1/drain", wantBody: `"DrainSpec":null,"MarkEligible":true`,
+			call: func(c *Client) error { _, _, err := c.DrainNode(ctx, "n1", nil, true, nil); return err }},
+		{name: "eligibility", reply: `{}`, wantMeth: "PUT", wantPath: "/v1/node/n1/eligibility", wantBody: `"Eligibility":"ineligible"`,
+			call: func(c *Client) error { _, _, err := c.SetNodeEligibility(ctx, "n1", false, nil); return err }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &recorder{reply: tc.reply}
+			c := r.server(t)
+			if err := tc.call(c); err != nil {
+				t.Fatalf("call: %v", err)
+			}
+			if r.method != tc.wantMeth || r.path != tc.wantPath || r.query != tc.wantQuery {
+				t.Fatalf("request = %s %s ?%s; want %s %s ?%s", r.method, r.path, r.query, tc.wantMeth, tc.wantPath, tc.wantQuery)
+			}
+			if !strings.Contains(r.body, tc.wantBody) {
+				t.Fatalf("body %q does not contain %q", r.body, tc.wantBody)
+			}
+		})
+	}
+}
+
+func TestClientNextToken(t *testing.T) {
+	c := (&recorder{reply: `[]`, header: map[string]string{"X-Nomad-NextToken": "n2"}}).server(t)
+	_, qm, err := c.Nodes(context.Background(), &QueryOptions{PerPage: 1})
+	if err != nil || qm.NextToken != "n2" {
+		t.Fatalf("meta = %+v, %v", qm, err)
+	}
+}
