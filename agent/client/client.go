@@ -1,0 +1,373 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/agent/client/allocrunner"
+	"github.com/drover-project/drover/agent/client/driver"
+	"github.com/drover-project/drover/agent/client/driver/mock"
+	"github.com/drover-project/drover/agent/client/driver/rawexec"
+	clientstate "github.com/drover-project/drover/agent/client/state"
+	"github.com/drover-project/drover/server/pool"
+	"github.com/drover-project/drover/structs"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultUpdateInterval = 200 * time.Millisecond
+	DefaultMaxQueryTime   = 5 * time.Minute
+	DefaultGCInterval     = time.Minute
+	DefaultGCRetention    = time.Hour
+	DefaultGCMaxAllocs    = 50
+	DefaultRetryBase      = 250 * time.Millisecond
+	DefaultRetryLimit     = 15 * time.Second
+	// DefaultReservedCPU and DefaultReservedMemoryMB are held back for the
+	// operating system and the agent unless the config says otherwise.
+	DefaultReservedCPU      = 100
+	DefaultReservedMemoryMB = 256
+)
+
+// Config configures a Client.
+type Config struct {
+	// DataDir is the agent's data directory: the client keeps its state in
+	// DataDir/client and allocation directories in DataDir/alloc.
+	DataDir string
+	// Servers are server RPC addresses (host:port).
+	Servers []string
+	// Transport carries RPCs (nil: a connection pool the client owns).
+	Transport Transport
+	// LocalServer, if set, is a server in this process: calls to its
+	// address skip the network, and it is the default server.
+	LocalServer LocalServer
+
+	Region     string
+	Datacenter string
+	NodeName   string
+	NodeClass  string
+	Meta       map[string]string
+	// HTTPAddr is the agent's HTTP address, reported on the node.
+	HTTPAddr string
+	// NetworkAddr, if set, is the node's IP address attribute.
+	NetworkAddr string
+	// Reserved resources; nil takes the defaults.
+	Reserved *structs.NodeReservedResources
+
+	// Drivers.
+	RawExecEnabled bool
+	MockEnabled    bool
+
+	// Terminal allocations are removed GCRetention after they finished,
+	// and beyond the newest GCMaxAllocs terminal ones; checked every
+	// GCInterval.
+	GCInterval  time.Duration
+	GCRetention time.Duration
+	GCMaxAllocs int
+
+	// Task log rotation (0: 10 files of 10 MB).
+	LogMaxFiles    int
+	LogMaxFileSize int64
+
+	// UpdateInterval is how often batched allocation updates are sent.
+	UpdateInterval time.Duration
+	// MaxQueryTime bounds each blocking allocation watch.
+	MaxQueryTime time.Duration
+	// RetryBase and RetryLimit bound the backoff after failed RPCs.
+	RetryBase  time.Duration
+	RetryLimit time.Duration
+	// MaxKillTimeout caps tasks' kill timeouts (0: no cap).
+	MaxKillTimeout time.Duration
+
+	Logger hclog.Logger
+
+	// fingerprintHook adjusts the node before it is first registered
+	// (tests).
+	fingerprintHook func(*structs.Node)
+}
+
+func (c *Config) withDefaults() *Config {
+	out := *c
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&out.UpdateInterval, DefaultUpdateInterval)
+	def(&out.MaxQueryTime, DefaultMaxQueryTime)
+	def(&out.GCInterval, DefaultGCInterval)
+	def(&out.GCRetention, DefaultGCRetention)
+	def(&out.RetryBase, DefaultRetryBase)
+	def(&out.RetryLimit, DefaultRetryLimit)
+	if out.GCMaxAllocs <= 0 {
+		out.GCMaxAllocs = DefaultGCMaxAllocs
+	}
+	if out.Region == "" {
+		out.Region = structs.DefaultRegion
+	}
+	if out.Datacenter == "" {
+		out.Datacenter = "dc1"
+	}
+	if out.Reserved == nil {
+		out.Reserved = &structs.NodeReservedResources{
+			Cpu:    structs.NodeReservedCpuResources{CpuShares: DefaultReservedCPU},
+			Memory: structs.NodeReservedMemoryResources{MemoryMB: DefaultReservedMemoryMB},
+		}
+	}
+	if out.Logger == nil {
+		out.Logger = hclog.NewNullLogger()
+	}
+	return &out
+}
+
+// Client is a running client agent. Create it with New; stop it with
+// Shutdown.
+type Client struct {
+	cfg       *Config
+	logger    hclog.Logger
+	transport Transport
+	ownPool   *pool.Pool // closed on Shutdown; nil if the transport was given
+	servers   *serverList
+	stateDB   *clientstate.DB
+	drivers   driverCatalog
+	allocRoot string
+
+	shutdownCh   chan struct{}
+	shutdownOnce sync.Once
+	wg           sync.WaitGroup
+
+	// registeredCh is closed after the first successful registration.
+	registeredCh   chan struct{}
+	registeredOnce sync.Once
+
+	nodeMu sync.Mutex
+	node   *structs.Node // guarded by nodeMu
+
+	allocMu sync.Mutex
+	runners map[string]*allocrunner.AllocRunner // guarded by allocMu
+	// known maps every allocation the client has seen to the
+	// AllocModifyIndex it last acted on (also for allocations it chose not
+	// to run or already collected), so the watch fetches only changes.
+	known map[string]uint64 // guarded by allocMu
+
+	updates *updateBatcher
+}
+
+// driverCatalog maps driver names to drivers.
+type driverCatalog map[string]driver.Driver
+
+func (d driverCatalog) Driver(name string) driver.Driver { return d[name] }
+
+// New starts a client: it sets up the node, restores saved allocations
+// (re-attaching to their tasks), and starts registering with the servers,
+// watching for allocations, sending updates and collecting garbage.
+func New(cfg *Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if cfg.DataDir == "" {
+		return nil, errors.New("client: a data directory is required")
+	}
+	if len(cfg.Servers) == 0 && cfg.LocalServer == nil {
+		return nil, errors.New("client: no servers configured (client { servers = [...] } or -servers)")
+	}
+	c := &Client{
+		cfg:          cfg,
+		logger:       cfg.Logger.Named("client"),
+		allocRoot:    filepath.Join(cfg.DataDir, "alloc"),
+		shutdownCh:   make(chan struct{}),
+		registeredCh: make(chan struct{}),
+		runners:      map[string]*allocrunner.AllocRunner{},
+		known:        map[string]uint64{},
+	}
+	c.transport = cfg.Transport
+	if c.transport == nil {
+		c.ownPool = pool.New(pool.Config{Logger: cfg.Logger})
+		c.transport = c.ownPool
+	}
+	servers := cfg.Servers
+	if cfg.LocalServer != nil {
+		c.transport = &localTransport{local: cfg.LocalServer, next: c.transport}
+		servers = append([]string{cfg.LocalServer.RPCAddr()}, servers...)
+	}
+	c.servers = newServerList(servers)
+	c.drivers = driverCatalog{
+		driver.RawExecName: rawexec.New(rawexec.Config{Enabled: cfg.RawExecEnabled, Logger: c.logger}),
+	}
+	if cfg.MockEnabled {
+		c.drivers[driver.MockName] = mock.New(driver.MockName)
+		c.drivers[driver.MockAlias] = mock.New(driver.MockAlias)
+	}
+
+	clientDir := filepath.Join(cfg.DataDir, "client")
+	for _, d := range []string{clientDir, c.allocRoot} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			c.closeResources()
+			return nil, fmt.Errorf("client: %w", err)
+		}
+	}
+	db, err := clientstate.Open(filepath.Join(clientDir, "state.db"))
+	if err != nil {
+		c.closeResources()
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	c.stateDB = db
+	node, err := c.setupNode(clientDir)
+	if err != nil {
+		c.closeResources()
+		return nil, err
+	}
+	c.node = node
+	c.updates = newUpdateBatcher(c)
+	c.restore()
+
+	c.goLoop(c.registerLoop)
+	c.goLoop(c.watchAllocs)
+	c.goLoop(c.updates.run)
+	c.goLoop(c.gcLoop)
+	c.logger.Info("client started", "node_id", node.ID, "node_name", node.Name,
+		"datacenter", node.Datacenter, "servers", c.servers.all(), "data_dir", cfg.DataDir)
+	return c, nil
+}
+
+func (c *Client) goLoop(f func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+}
+
+// closeResources releases what New opened.
+func (c *Client) closeResources() {
+	if c.stateDB != nil {
+		c.stateDB.Close()
+	}
+	if c.ownPool != nil {
+		c.ownPool.Shutdown()
+	}
+}
+
+// Shutdown stops the client's loops and its allocation runners but leaves
+// every task running: a client started later on the same data directory
+// re-attaches to them. Pending status updates are sent once more (best
+// effort). It is idempotent.
+func (c *Client) Shutdown() error {
+	c.shutdownOnce.Do(func() {
+		c.logger.Info("shutting down; tasks keep running")
+		close(c.shutdownCh)
+		c.allocMu.Lock()
+		runners := make([]*allocrunner.AllocRunner, 0, len(c.runners))
+		for _, ar := range c.runners {
+			runners = append(runners, ar)
+		}
+		c.allocMu.Unlock()
+		for _, ar := range runners {
+			ar.Shutdown()
+		}
+		c.wg.Wait()
+		c.closeResources()
+	})
+	return nil
+}
+
+// shuttingDown reports whether Shutdown has begun.
+func (c *Client) shuttingDown() bool {
+	select {
+	case <-c.shutdownCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits for d or shutdown; it returns false on shutdown.
+func (c *Client) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.shutdownCh:
+		return false
+	}
+}
+
+// Node returns a copy of the node as the client registers it.
+func (c *Client) Node() *structs.Node {
+	c.nodeMu.Lock()
+	defer c.nodeMu.Unlock()
+	return c.node.Copy()
+}
+
+// NodeID returns the node's ID.
+func (c *Client) NodeID() string {
+	c.nodeMu.Lock()
+	defer c.nodeMu.Unlock()
+	return c.node.ID
+}
+
+// Allocs returns the client's view of the allocations it holds (running or
+// finished but not yet collected), sorted by ID.
+func (c *Client) Allocs() []*structs.Allocation {
+	c.allocMu.Lock()
+	runners := make([]*allocrunner.AllocRunner, 0, len(c.runners))
+	for _, ar := range c.runners {
+		runners = append(runners, ar)
+	}
+	c.allocMu.Unlock()
+	out := make([]*structs.Allocation, 0, len(runners))
+	for _, ar := range runners {
+		out = append(out, ar.Alloc())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// runner returns the runner of an allocation, or nil.
+func (c *Client) runner(id string) *allocrunner.AllocRunner {
+	c.allocMu.Lock()
+	defer c.allocMu.Unlock()
+	return c.runners[id]
+}
+
+// newRunner builds (but does not run) a runner for a.
+func (c *Client) newRunner(a *structs.Allocation, restored map[string]*clientstate.TaskRunnerState) (*allocrunner.AllocRunner, error) {
+	node := c.Node()
+	return allocrunner.New(allocrunner.Config{
+		Alloc: a, Logger: c.logger, AllocRoot: c.allocRoot, Drivers: c.drivers,
+		StateDB: c.stateDB, Updater: c.updates.add,
+		Node: allocrunner.NodeInfo{ID: node.ID, Name: node.Name, Datacenter: node.Datacenter,
+			Region: c.cfg.Region, Class: node.NodeClass},
+		LogMaxFiles: c.cfg.LogMaxFiles, LogMaxFileSize: c.cfg.LogMaxFileSize,
+		MaxKillTimeout: c.cfg.MaxKillTimeout,
+		Restored:       restored,
+	})
+}
+
+// restore starts runners for the allocations saved by an earlier client,
+// re-attaching to their tasks. The servers' view, once fetched, decides
+// whether they keep running.
+func (c *Client) restore() {
+	entries, err := c.stateDB.Allocs()
+	if err != nil {
+		c.logger.Error("some saved allocations could not be read", "error", err)
+	}
+	for _, e := range entries {
+		ar, err := c.newRunner(e.Alloc, e.Tasks)
+		if err != nil {
+			c.logger.Error("cannot restore allocation", "alloc_id", e.Alloc.ID, "error", err)
+			continue
+		}
+		c.allocMu.Lock()
+		c.runners[e.Alloc.ID] = ar
+		c.known[e.Alloc.ID] = e.Alloc.AllocModifyIndex
+		c.allocMu.Unlock()
+		ar.Run()
+		c.logger.Info("restored allocation", "alloc_id", e.Alloc.ID)
+	}
+}

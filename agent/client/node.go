@@ -1,0 +1,190 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/drover-project/drover/agent/client/fingerprint"
+	"github.com/drover-project/drover/internal/backoff"
+	"github.com/drover-project/drover/structs"
+)
+
+// Files in <data dir>/client.
+const (
+	nodeIDFile   = "node-id"
+	secretIDFile = "secret-id"
+)
+
+// minHeartbeatInterval keeps a tiny TTL from spinning the loop.
+const minHeartbeatInterval = 10 * time.Millisecond
+
+// setupNode builds the node: persisted IDs, fingerprint, drivers, config.
+func (c *Client) setupNode(clientDir string) (*structs.Node, error) {
+	id, err := persistentID(filepath.Join(clientDir, nodeIDFile))
+	if err != nil {
+		return nil, fmt.Errorf("client: node ID: %w", err)
+	}
+	secret, err := persistentID(filepath.Join(clientDir, secretIDFile))
+	if err != nil {
+		return nil, fmt.Errorf("client: node secret ID: %w", err)
+	}
+	fp := fingerprint.Fingerprint(fingerprint.Config{
+		DataDir: c.cfg.DataDir, NetworkAddr: c.cfg.NetworkAddr, ReachAddrs: c.servers.all(), Logger: c.logger,
+	})
+	name := c.cfg.NodeName
+	if name == "" {
+		name = fp.Attributes["unique.hostname"]
+	}
+	if name == "" {
+		name = "drover-client"
+	}
+	res := fp.Resources
+	node := &structs.Node{
+		ID: id, SecretID: secret, Name: name,
+		Datacenter: c.cfg.Datacenter, NodeClass: c.cfg.NodeClass, NodePool: "default",
+		HTTPAddr:   c.cfg.HTTPAddr,
+		Attributes: fp.Attributes, NodeResources: &res,
+		ReservedResources:     c.cfg.Reserved,
+		Meta:                  map[string]string{},
+		Drivers:               map[string]*structs.DriverInfo{},
+		Status:                structs.NodeStatusReady,
+		SchedulingEligibility: structs.NodeSchedulingEligible,
+	}
+	for k, v := range c.cfg.Meta {
+		node.Meta[k] = v
+	}
+	for name, d := range c.drivers {
+		info := d.Fingerprint()
+		node.Drivers[name] = info
+		for k, v := range info.Attributes {
+			node.Attributes[k] = v
+		}
+	}
+	if c.cfg.fingerprintHook != nil {
+		c.cfg.fingerprintHook(node)
+	}
+	node.ComputeClass()
+	return node, nil
+}
+
+// persistentID reads an ID from path, or creates one there.
+func persistentID(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		id := strings.TrimSpace(string(b))
+		if structs.ValidName(id) == "" {
+			return id, nil
+		}
+		return "", fmt.Errorf("%s holds an invalid ID %q", path, id)
+	}
+	if !os.IsNotExist(err) {
+		return "", err
+	}
+	id := structs.GenerateUUID()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// heartbeatInterval is when to heartbeat next for a TTL: about half of it,
+// less up to a tenth at random so clients spread out.
+func heartbeatInterval(ttl time.Duration, r float64) time.Duration {
+	d := ttl/2 - time.Duration(float64(ttl/10)*r)
+	if d < minHeartbeatInterval {
+		d = minHeartbeatInterval
+	}
+	return d
+}
+
+// registerLoop registers the node, then heartbeats within each TTL the
+// servers return. When heartbeats fail for longer than the TTL (the
+// servers will have marked the node down) or the servers no longer know
+// the node, it registers again. Failed RPCs back off.
+func (c *Client) registerLoop() {
+	b := backoff.New(c.cfg.RetryBase, c.cfg.RetryLimit)
+	registered := false
+	var ttl, next time.Duration
+	var lastOK time.Time
+	for !c.shuttingDown() {
+		if !registered {
+			t, err := c.register()
+			if err != nil {
+				c.logger.Warn("registering the node failed; will retry", "error", err, "servers", c.servers.all())
+				if !c.sleep(b.Next()) {
+					return
+				}
+				continue
+			}
+			registered, ttl, lastOK = true, t, time.Now()
+			next = heartbeatInterval(ttl, rand.Float64())
+			b.Reset()
+			c.registeredOnce.Do(func() { close(c.registeredCh) })
+		}
+		if !c.sleep(next) {
+			return
+		}
+		t, err := c.heartbeat()
+		switch {
+		case err == nil:
+			ttl, lastOK = t, time.Now()
+			next = heartbeatInterval(ttl, rand.Float64())
+			b.Reset()
+		case errors.Is(err, structs.ErrNotFound):
+			c.logger.Info("servers do not know this node; registering again")
+			registered = false
+		default:
+			c.logger.Warn("heartbeat failed", "error", err, "since_last_ok", time.Since(lastOK).Round(time.Millisecond))
+			if time.Since(lastOK) > ttl {
+				registered = false // the servers will mark the node down: register again when possible
+			}
+			// Retry sooner than a regular heartbeat.
+			next = max(min(b.Next(), ttl/4), minHeartbeatInterval)
+		}
+	}
+}
+
+// register sends Node.Register and returns the heartbeat TTL.
+func (c *Client) register() (time.Duration, error) {
+	node := c.Node()
+	node.Status = structs.NodeStatusReady
+	node.StatusUpdatedAt = time.Now().Unix()
+	req := &structs.NodeRegisterRequest{Node: node, WriteRequest: structs.WriteRequest{Region: c.cfg.Region}}
+	var resp structs.NodeUpdateResponse
+	if err := c.RPC("Node.Register", req, &resp); err != nil {
+		return 0, err
+	}
+	c.servers.add(resp.Servers)
+	ttl := resp.HeartbeatTTL
+	if ttl <= 0 {
+		return 0, fmt.Errorf("server returned no heartbeat TTL")
+	}
+	c.logger.Info("node registered", "node_id", node.ID, "heartbeat_ttl", ttl, "server", c.servers.current())
+	return ttl, nil
+}
+
+// heartbeat sends Node.UpdateStatus (ready) and returns the next TTL.
+func (c *Client) heartbeat() (time.Duration, error) {
+	req := &structs.NodeUpdateStatusRequest{
+		NodeID: c.NodeID(), Status: structs.NodeStatusReady, UpdatedAt: time.Now().Unix(),
+		WriteRequest: structs.WriteRequest{Region: c.cfg.Region},
+	}
+	var resp structs.NodeUpdateResponse
+	if err := c.RPC("Node.UpdateStatus", req, &resp); err != nil {
+		return 0, err
+	}
+	c.servers.add(resp.Servers)
+	if resp.HeartbeatTTL <= 0 {
+		return 0, fmt.Errorf("server returned no heartbeat TTL")
+	}
+	return resp.HeartbeatTTL, nil
+}

@@ -1,0 +1,92 @@
+package client
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// updateBatcher collects allocation status changes and sends them to the
+// servers every UpdateInterval in one Node.UpdateAlloc, keeping only the
+// latest state of each allocation. Updates that fail to send stay queued
+// (unless a newer one replaced them) for the next round.
+type updateBatcher struct {
+	c *Client
+
+	mu      sync.Mutex
+	pending map[string]*structs.Allocation // guarded by mu
+	// sent counts RPCs made (for tests and metrics); guarded by mu.
+	sent int
+}
+
+func newUpdateBatcher(c *Client) *updateBatcher {
+	return &updateBatcher{c: c, pending: map[string]*structs.Allocation{}}
+}
+
+// add queues the latest state of an allocation. It never blocks on I/O:
+// runners call it on every change.
+func (u *updateBatcher) add(a *structs.Allocation) {
+	upd := &structs.Allocation{
+		ID: a.ID, NodeID: a.NodeID, Namespace: a.Namespace, JobID: a.JobID, TaskGroup: a.TaskGroup,
+		EvalID: a.EvalID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
+		TaskStates: a.TaskStates, ModifyTime: time.Now().UnixNano(),
+	}
+	u.mu.Lock()
+	u.pending[a.ID] = upd
+	u.mu.Unlock()
+}
+
+// run sends batches until shutdown, then tries once more.
+func (u *updateBatcher) run() {
+	t := time.NewTicker(u.c.cfg.UpdateInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			u.flush()
+		case <-u.c.shutdownCh:
+			u.flush()
+			return
+		}
+	}
+}
+
+// flush sends what is pending in one RPC.
+func (u *updateBatcher) flush() {
+	u.mu.Lock()
+	if len(u.pending) == 0 {
+		u.mu.Unlock()
+		return
+	}
+	batch := u.pending
+	u.pending = map[string]*structs.Allocation{}
+	u.sent++
+	u.mu.Unlock()
+
+	list := make([]*structs.Allocation, 0, len(batch))
+	for _, a := range batch {
+		list = append(list, a)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	req := &structs.AllocUpdateRequest{Alloc: list, WriteRequest: structs.WriteRequest{Region: u.c.cfg.Region}}
+	var resp structs.GenericResponse
+	if err := u.c.RPC("Node.UpdateAlloc", req, &resp); err != nil {
+		u.c.logger.Warn("sending allocation updates failed; will retry", "error", err, "count", len(list))
+		u.mu.Lock()
+		for id, a := range batch {
+			if _, newer := u.pending[id]; !newer {
+				u.pending[id] = a
+			}
+		}
+		u.mu.Unlock()
+	}
+}
+
+// stats returns the number of RPCs sent and updates pending.
+func (u *updateBatcher) stats() (sent, pending int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.sent, len(u.pending)
+}

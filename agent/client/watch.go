@@ -1,0 +1,184 @@
+package client
+
+import (
+	"errors"
+	"sort"
+
+	"github.com/drover-project/drover/agent/client/allocrunner"
+	"github.com/drover-project/drover/internal/backoff"
+	"github.com/drover-project/drover/structs"
+)
+
+// errShutdown is returned by blocking calls cut short by Shutdown.
+var errShutdown = structs.ErrShutdown
+
+// blockingRPC makes an RPC that may block for a long time; Shutdown
+// abandons it (the call finishes in the background and is discarded).
+func (c *Client) blockingRPC(method string, args, reply any) error {
+	done := make(chan error, 1)
+	go func() { done <- c.RPC(method, args, reply) }()
+	select {
+	case err := <-done:
+		return err
+	case <-c.shutdownCh:
+		return errShutdown
+	}
+}
+
+// watchAllocs waits for the node to be registered, then follows the
+// servers' allocations for it with blocking queries: each answer maps
+// allocation IDs to their AllocModifyIndex; only new or changed ones are
+// fetched (Alloc.GetAllocs) and handed to runners, and runners of
+// allocations the servers no longer list are destroyed.
+func (c *Client) watchAllocs() {
+	select {
+	case <-c.registeredCh:
+	case <-c.shutdownCh:
+		return
+	}
+	b := backoff.New(c.cfg.RetryBase, c.cfg.RetryLimit)
+	var index uint64
+	for !c.shuttingDown() {
+		node := c.Node()
+		// The first query is answered by the leader, so that a lagging
+		// follower's empty answer never removes restored allocations.
+		req := &structs.NodeSpecificRequest{NodeID: node.ID, SecretID: node.SecretID,
+			QueryOptions: structs.QueryOptions{Region: c.cfg.Region, MinQueryIndex: index,
+				MaxQueryTime: c.cfg.MaxQueryTime, AllowStale: index != 0}}
+		var resp structs.NodeClientAllocsResponse
+		if err := c.blockingRPC("Node.GetClientAllocs", req, &resp); err != nil {
+			if errors.Is(err, errShutdown) && c.shuttingDown() {
+				return
+			}
+			c.logger.Warn("watching allocations failed; will retry", "error", err)
+			if !c.sleep(b.Next()) {
+				return
+			}
+			continue
+		}
+		if resp.Index == index && index != 0 {
+			continue // the query timed out with no change
+		}
+		pull, removed := c.diffAllocs(resp.Allocs)
+		var allocs []*structs.Allocation
+		if len(pull) > 0 {
+			got, err := c.fetchAllocs(pull, resp.Index)
+			if err != nil {
+				c.logger.Warn("fetching allocations failed; will retry", "error", err, "count", len(pull))
+				if !c.sleep(b.Next()) {
+					return
+				}
+				continue
+			}
+			allocs = got
+		}
+		b.Reset()
+		c.runAllocs(allocs, removed)
+		// (A lower index than ours, from a rebuilt cluster, is taken as is.)
+		index = resp.Index
+	}
+}
+
+// diffAllocs compares the servers' map with what the client knows: it
+// returns the IDs to fetch (new or modified) and the runners to remove.
+func (c *Client) diffAllocs(server map[string]uint64) (pull, removed []string) {
+	c.allocMu.Lock()
+	defer c.allocMu.Unlock()
+	for id, idx := range server {
+		if known, ok := c.known[id]; !ok || idx > known {
+			pull = append(pull, id)
+		}
+	}
+	for id := range c.runners {
+		if _, ok := server[id]; !ok {
+			removed = append(removed, id)
+		}
+	}
+	// Forget IDs the servers dropped that have no runner (collected).
+	for id := range c.known {
+		if _, ok := server[id]; !ok && c.runners[id] == nil {
+			delete(c.known, id)
+		}
+	}
+	sort.Strings(pull)
+	sort.Strings(removed)
+	return pull, removed
+}
+
+// fetchAllocs gets allocations by ID from a server that has caught up with
+// index. Every requested allocation must come back, else it is an error
+// (retried).
+func (c *Client) fetchAllocs(ids []string, index uint64) ([]*structs.Allocation, error) {
+	min := uint64(0)
+	if index > 0 {
+		min = index - 1
+	}
+	req := &structs.AllocsGetRequest{AllocIDs: ids, QueryOptions: structs.QueryOptions{
+		Region: c.cfg.Region, MinQueryIndex: min, MaxQueryTime: c.cfg.MaxQueryTime, AllowStale: true}}
+	var resp structs.AllocsGetResponse
+	if err := c.blockingRPC("Alloc.GetAllocs", req, &resp); err != nil {
+		return nil, err
+	}
+	if len(resp.Allocs) != len(ids) {
+		return nil, structs.NewError(structs.ErrCodeNotFound, "asked for %d allocations, got %d", len(ids), len(resp.Allocs))
+	}
+	out := make([]*structs.Allocation, 0, len(resp.Allocs))
+	for _, a := range resp.Allocs {
+		// Answers from an in-process server share the state store's
+		// objects: take a copy the runner may keep.
+		out = append(out, a.Copy())
+	}
+	return out, nil
+}
+
+// runAllocs starts, updates and removes runners.
+func (c *Client) runAllocs(allocs []*structs.Allocation, removed []string) {
+	for _, id := range removed {
+		c.allocMu.Lock()
+		ar := c.runners[id]
+		delete(c.runners, id)
+		delete(c.known, id)
+		c.allocMu.Unlock()
+		if ar == nil {
+			continue
+		}
+		c.logger.Info("servers no longer list the allocation; removing it", "alloc_id", id)
+		c.goLoop(func() { c.destroy(ar) })
+	}
+	for _, a := range allocs {
+		c.allocMu.Lock()
+		ar := c.runners[a.ID]
+		c.known[a.ID] = a.AllocModifyIndex
+		c.allocMu.Unlock()
+		if ar != nil {
+			ar.Update(a)
+			continue
+		}
+		if a.ServerTerminalStatus() || a.ClientTerminalStatus() {
+			// Stopped before it ran here, or finished by an earlier
+			// client and since collected: nothing to run.
+			continue
+		}
+		if a.NodeID != "" && a.NodeID != c.NodeID() {
+			c.logger.Warn("ignoring an allocation for another node", "alloc_id", a.ID, "node_id", a.NodeID)
+			continue
+		}
+		ar, err := c.newRunner(a, nil)
+		if err != nil {
+			c.logger.Error("cannot run allocation", "alloc_id", a.ID, "error", err)
+			continue
+		}
+		c.allocMu.Lock()
+		c.runners[a.ID] = ar
+		c.allocMu.Unlock()
+		c.logger.Debug("starting allocation", "alloc_id", a.ID, "job_id", a.JobID, "task_group", a.TaskGroup)
+		ar.Run()
+	}
+}
+
+// destroy kills an allocation's tasks and removes its directory and state.
+func (c *Client) destroy(ar *allocrunner.AllocRunner) {
+	if err := ar.Destroy(); err != nil {
+		c.logger.Warn("removing allocation failed", "alloc_id", ar.ID(), "error", err)
+	}
+}
