@@ -53,7 +53,7 @@ func mockAlloc(nodeID, jobType string, cfg map[string]any) *structs.Allocation {
 	job := &structs.Job{ID: "job-" + jobType, Name: "job-" + jobType, Type: jobType, Namespace: "default", Region: "global",
 		TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 1,
 			RestartPolicy: &structs.RestartPolicy{Attempts: 0, Interval: time.Minute, Delay: time.Millisecond, Mode: "fail"},
-			Tasks: []*structs.Task{{Name: "t", Driver: "mock_driver", Config: cfg, KillTimeout: 200 * time.Millisecond}}}}}
+			Tasks:         []*structs.Task{{Name: "t", Driver: "mock_driver", Config: cfg, KillTimeout: 200 * time.Millisecond}}}}}
 	return &structs.Allocation{ID: structs.GenerateUUID(), Name: job.ID + ".g[0]", Namespace: "default",
 		NodeID: nodeID, JobID: job.ID, TaskGroup: "g", Job: job,
 		DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending}

@@ -3,15 +3,15 @@
 // servers place on it as real processes (raw_exec) or simulated tasks
 // (mock_driver).
 //
-//	            register / heartbeat (Node.Register, Node.UpdateStatus)
-//	  Client ─────────────────────────────────────────────────────► servers
-//	    │      watch (Node.GetClientAllocs, blocking) + Alloc.GetAllocs  ▲
-//	    │                                                               │
-//	    ├─► AllocRunner per allocation ─► task runner per task ─► driver │
-//	    │        │ every change                                          │
-//	    │        ▼                                                       │
-//	    └── update batcher: latest state per alloc, every 200 ms ────────┘
-//	                         (Node.UpdateAlloc)
+//	          register / heartbeat (Node.Register, Node.UpdateStatus)
+//	Client ─────────────────────────────────────────────────────► servers
+//	  │      watch (Node.GetClientAllocs, blocking) + Alloc.GetAllocs  ▲
+//	  │                                                               │
+//	  ├─► AllocRunner per allocation ─► task runner per task ─► driver │
+//	  │        │ every change                                          │
+//	  │        ▼                                                       │
+//	  └── update batcher: latest state per alloc, every 200 ms ────────┘
+//	                       (Node.UpdateAlloc)
 //
 // The client fingerprints the machine (package fingerprint), persists its
 // node ID in <data dir>/client/node-id and its state in
