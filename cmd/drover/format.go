@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/drover-project/drover/api"
 )
@@ -64,7 +67,117 @@ func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) (code int, ok bool
 	return 0, true
 }
 
+// usagef reports a mistake in the command line and returns exit code 1.
+func usagef(e *env, format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "Error: "+format+"\n", args...)
+	return 1
+}
+
 func errorf(e *env, format string, args ...any) int {
 	fmt.Fprintf(e.stderr, "Error "+format+"\n", args...)
 	return 1
+}
+
+// defaultMonitorWait is how long a monitor's blocking query waits before
+// it prints that it is still waiting.
+const defaultMonitorWait = 5 * time.Second
+
+// kv writes "Key = Value" lines with the "=" aligned, as Nomad does.
+func kv(w io.Writer, pairs ...string) {
+	width := 0
+	for i := 0; i < len(pairs); i += 2 {
+		width = max(width, len(pairs[i]))
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintf(w, "%-*s = %s\n", width, pairs[i], pairs[i+1])
+	}
+}
+
+// shortID returns the first 8 characters of a UUID, or all of id with
+// verbose.
+func shortID(id string, verbose bool) string {
+	if verbose || len(id) <= 8 {
+		return id
+	}
+	return id[:8]
+}
+
+// orNone returns s, or "<none>" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// formatTime renders t in the env's location, RFC 3339; "N/A" for zero.
+func (e *env) formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "N/A"
+	}
+	return t.In(e.loc).Format(time.RFC3339)
+}
+
+// formatUnixNano renders a Unix nanosecond timestamp.
+func (e *env) formatUnixNano(ns int64) string {
+	if ns == 0 {
+		return "N/A"
+	}
+	return e.formatTime(time.Unix(0, ns))
+}
+
+// ago renders how long before now t was: "45s ago", "3m12s ago",
+// "2h5m ago", "3d4h ago"; "just now" under a second.
+func (e *env) ago(t time.Time) string {
+	if t.IsZero() {
+		return "N/A"
+	}
+	d := e.now().Sub(t).Round(time.Second)
+	if d < 0 {
+		return "in the future"
+	}
+	if d < time.Second {
+		return "just now"
+	}
+	units := []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
+	var b strings.Builder
+	shown := 0
+	for _, u := range units {
+		if n := d / u.d; n > 0 && shown < 2 {
+			fmt.Fprintf(&b, "%d%s", n, u.name)
+			d -= n * u.d
+			shown++
+		} else if shown > 0 {
+			break
+		}
+	}
+	return b.String() + " ago"
+}
+
+func (e *env) agoUnixNano(ns int64) string {
+	if ns == 0 {
+		return "N/A"
+	}
+	return e.ago(time.Unix(0, ns))
+}
+
+// printJSON writes v as indented JSON (Nomad's -json output).
+func printJSON(e *env, v any) int {
+	buf, err := json.MarshalIndent(v, "", "    ")
+	if err != nil {
+		return errorf(e, "encoding JSON: %v", err)
+	}
+	fmt.Fprintln(e.stdout, string(buf))
+	return 0
+}
+
+// formatMiB renders a size in MiB: "64 MiB", "7.6 GiB".
+func formatMiB(mb int64) string {
+	if mb >= 1024 {
+		return strconv.FormatFloat(float64(mb)/1024, 'f', 1, 64) + " GiB"
+	}
+	return strconv.FormatInt(mb, 10) + " MiB"
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/drover-project/drover/agent"
 )
@@ -16,7 +17,14 @@ import (
 // run commands in-process.
 type env struct {
 	stdout, stderr io.Writer
+	stdin          io.Reader
 	getenv         func(string) string
+	// now and loc render times ("5m ago", dates); tests fix both.
+	now func() time.Time
+	loc *time.Location
+	// monitorWait is how long one blocking query of a monitor waits
+	// before it reports that it is still waiting.
+	monitorWait time.Duration
 	// signals returns a channel of shutdown signals and a function that
 	// stops delivery.
 	signals func() (<-chan os.Signal, func())
@@ -26,9 +34,13 @@ type env struct {
 
 func osEnv() *env {
 	return &env{
-		stdout: os.Stdout,
-		stderr: os.Stderr,
-		getenv: os.Getenv,
+		stdout:      os.Stdout,
+		stderr:      os.Stderr,
+		stdin:       os.Stdin,
+		getenv:      os.Getenv,
+		now:         time.Now,
+		loc:         time.Local,
+		monitorWait: defaultMonitorWait,
 		signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 2)
 			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -51,6 +63,12 @@ func commands() []*command {
 	all = append(all, statusCommands()...)
 	all = append(all, operatorCommands()...)
 	all = append(all, versionCommands()...)
+	all = append(all, jobCommands()...)
+	all = append(all, nodeCommands()...)
+	all = append(all, allocCommands()...)
+	all = append(all, evalCommands()...)
+	all = append(all, serverCommands()...)
+	all = append(all, systemCommands()...)
 	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
 	return all
 }
@@ -60,7 +78,9 @@ func main() {
 }
 
 // run dispatches args to a command and returns the exit code: 0 on
-// success, 1 on any error.
+// success, 1 on any error; some commands use more (job run: 2 when
+// allocations could not be placed; job plan: 1 when it would change
+// allocations, 255 on error).
 func run(args []string, e *env) int {
 	table := commands()
 	if len(args) == 0 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/version"
@@ -32,13 +33,21 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// testNow is the clock of every test env: output with relative times is
+// stable.
+var testNow = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+
 // testEnv returns an env with captured output and the given variables.
 func testEnv(vars map[string]string) (*env, *syncBuffer, *syncBuffer) {
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	e := &env{
-		stdout: out,
-		stderr: errOut,
-		getenv: func(k string) string { return vars[k] },
+		stdout:      out,
+		stderr:      errOut,
+		stdin:       strings.NewReader(""),
+		getenv:      func(k string) string { return vars[k] },
+		now:         func() time.Time { return testNow },
+		loc:         time.UTC,
+		monitorWait: 2 * time.Second,
 		signals: func() (<-chan os.Signal, func()) {
 			return make(chan os.Signal), func() {}
 		},
@@ -89,13 +98,18 @@ func TestDispatch(t *testing.T) {
 	}
 }
 
-// fakeAgent serves fixed JSON for the paths the CLI reads.
+// fakeAgent serves fixed JSON for the paths the CLI reads; a route whose
+// value is an http.HandlerFunc is served by it.
 func fakeAgent(t *testing.T, routes map[string]any) *httptest.Server {
 	t.Helper()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, ok := routes[r.Method+" "+r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
+			return
+		}
+		if h, ok := v.(http.HandlerFunc); ok {
+			h(w, r)
 			return
 		}
 		if err, ok := v.(error); ok {

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/drover-project/drover/api"
+	"github.com/drover-project/drover/structs"
+)
+
+func allocCommands() []*command {
+	return []*command{
+		{name: "alloc status", synopsis: "Show an allocation and its tasks", run: runAllocStatus},
+		{name: "alloc stop", synopsis: "Stop an allocation (its job replaces it)", run: runAllocStop},
+	}
+}
+
+// resolveAlloc finds an allocation by ID or unique prefix (at least two
+// characters, as Nomad requires).
+func resolveAlloc(e *env, c *api.Client, id string, verbose bool) (*structs.AllocListStub, int, bool) {
+	if len(id) < 2 {
+		return nil, usagef(e, "an allocation ID or prefix needs at least two characters"), false
+	}
+	return resolve(e, "allocation", id,
+		func(prefix string) ([]*structs.AllocListStub, error) {
+			allocs, _, err := c.Allocations(context.Background(), &api.QueryOptions{Prefix: prefix, Namespace: "*"})
+			return allocs, err
+		},
+		func(a *structs.AllocListStub) string { return a.ID },
+		func(allocs []*structs.AllocListStub) { allocTable(e, e.stderr, allocs, verbose, true) })
+}
+
+func runAllocStatus(e *env, args []string) int {
+	var af apiFlags
+	var asJSON, verbose bool
+	fs := newFlagSet(e, "alloc status", "[options] <alloc>",
+		"Show an allocation (an ID or a unique prefix): where it runs, its status and its tasks' events.")
+	af.register(fs, e)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitError
+	}
+	c := af.client()
+	stub, code, ok := resolveAlloc(e, c, fs.Arg(0), verbose)
+	if !ok {
+		return code
+	}
+	alloc, _, err := c.Allocation(context.Background(), stub.ID, nil)
+	if err != nil {
+		return errorf(e, "querying allocation: %v", err)
+	}
+	if asJSON {
+		return printJSON(e, alloc)
+	}
+	e.printAlloc(alloc, verbose)
+	return exitOK
+}
+
+func (e *env) printAlloc(a *structs.Allocation, verbose bool) {
+	out := e.stdout
+	kv(out,
+		"ID", shortID(a.ID, verbose),
+		"Eval ID", shortID(a.EvalID, verbose),
+		"Name", a.Name,
+		"Node ID", shortID(a.NodeID, verbose),
+		"Node Name", a.NodeName,
+		"Job ID", a.JobID,
+		"Job Version", strconv.FormatUint(a.JobVersion, 10),
+		"Client Status", a.ClientStatus,
+		"Client Description", orNone(a.ClientDescription),
+		"Desired Status", a.DesiredStatus,
+		"Desired Description", orNone(a.DesiredDescription),
+		"Created", e.agoUnixNano(a.CreateTime),
+		"Modified", e.agoUnixNano(a.ModifyTime),
+	)
+	if a.PreviousAllocation != "" {
+		kv(out, "Replaces", shortID(a.PreviousAllocation, verbose))
+	}
+	if a.NextAllocation != "" {
+		kv(out, "Replaced By", shortID(a.NextAllocation, verbose))
+	}
+
+	var tg *structs.TaskGroup
+	if a.Job != nil {
+		tg = a.Job.LookupTaskGroup(a.TaskGroup)
+	}
+	var names []string
+	if tg != nil {
+		for _, t := range tg.Tasks {
+			names = append(names, t.Name)
+		}
+	}
+	for name := range a.TaskStates {
+		if tg == nil || !hasTask(tg, name) {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		state := a.TaskStates[name]
+		st := structs.TaskStatePending
+		if state != nil {
+			st = state.State
+		}
+		fmt.Fprintln(out)
+		fmt.Fprintf(out, "Task %q is %q\n", name, st)
+		if res := a.AllocatedResources; res != nil && res.Tasks[name] != nil {
+			tr := res.Tasks[name]
+			fmt.Fprintln(out, "Task Resources:")
+			t := newTable(out)
+			t.row("CPU", "Memory")
+			t.row(fmt.Sprintf("%d MHz", tr.Cpu.CpuShares), formatMiB(tr.Memory.MemoryMB))
+			t.flush()
+		}
+		if state == nil {
+			continue
+		}
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "Task Events:")
+		kv(out,
+			"Started At", e.formatTime(state.StartedAt),
+			"Finished At", e.formatTime(state.FinishedAt),
+			"Total Restarts", strconv.FormatUint(state.Restarts, 10),
+			"Last Restart", e.formatTime(state.LastRestart),
+		)
+		if len(state.Events) == 0 {
+			continue
+		}
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "Recent Events:")
+		t := newTable(out)
+		t.row("Time", "Type", "Description")
+		events := append([]*structs.TaskEvent(nil), state.Events...)
+		sort.SliceStable(events, func(i, j int) bool { return events[i].Time > events[j].Time })
+		if len(events) > 10 && !verbose {
+			events = events[:10]
+		}
+		for _, ev := range events {
+			t.row(e.formatTime(time.Unix(0, ev.Time)), ev.Type, taskEventText(ev))
+		}
+		t.flush()
+	}
+}
+
+func hasTask(tg *structs.TaskGroup, name string) bool {
+	for _, t := range tg.Tasks {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// taskEventText is the description of a task event.
+func taskEventText(ev *structs.TaskEvent) string {
+	switch {
+	case ev.DisplayMessage != "":
+		return ev.DisplayMessage
+	case ev.Message != "":
+		return ev.Message
+	case ev.DriverError != "":
+		return ev.DriverError
+	case ev.Type == structs.TaskTerminated:
+		return fmt.Sprintf("Exit Code: %d", ev.ExitCode)
+	case ev.KillReason != "":
+		return ev.KillReason
+	case ev.RestartReason != "":
+		return ev.RestartReason
+	}
+	return ""
+}
+
+func runAllocStop(e *env, args []string) int {
+	var af apiFlags
+	var detach, verbose bool
+	fs := newFlagSet(e, "alloc stop", "[options] <alloc>",
+		"Stop an allocation; the scheduler replaces it as its job says. Monitors the evaluation unless -detach.")
+	af.register(fs, e)
+	fs.BoolVar(&detach, "detach", false, "return once the stop is registered, without monitoring")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitError
+	}
+	c := af.client()
+	stub, code, ok := resolveAlloc(e, c, fs.Arg(0), verbose)
+	if !ok {
+		return code
+	}
+	ctx := context.Background()
+	resp, _, err := c.StopAllocation(ctx, stub.ID, nil)
+	if err != nil {
+		return errorf(e, "stopping allocation: %v", err)
+	}
+	if detach || resp.EvalID == "" {
+		fmt.Fprintln(e.stdout, resp.EvalID)
+		return exitOK
+	}
+	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
+}

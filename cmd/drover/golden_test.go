@@ -1,0 +1,383 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/structs"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// Fixture IDs: full UUIDs so that short IDs show.
+const (
+	evalID    = "5c3c4c5e-1111-4a4a-8b8b-000000000001"
+	blockedID = "b10cced0-2222-4a4a-8b8b-000000000002"
+	node1ID   = "0e2b3d4f-aaaa-4a4a-8b8b-000000000010"
+	node2ID   = "7a1c9e2d-bbbb-4a4a-8b8b-000000000020"
+	alloc1ID  = "a1a1a1a1-0000-4a4a-8b8b-000000000101"
+	alloc2ID  = "a2a2a2a2-0000-4a4a-8b8b-000000000102"
+	alloc3ID  = "a3a3a3a3-0000-4a4a-8b8b-000000000103"
+)
+
+func ago(d time.Duration) int64 { return testNow.Add(-d).UnixNano() }
+
+func fixtureJob() *structs.Job {
+	return &structs.Job{
+		ID: "web", Name: "web", Namespace: "default", Region: "global", Type: "service", Priority: 50,
+		Datacenters: []string{"dc1"}, Status: "running", SubmitTime: ago(90 * time.Minute),
+		TaskGroups: []*structs.TaskGroup{{Name: "web", Count: 3, Tasks: []*structs.Task{{Name: "server", Driver: "raw_exec",
+			Config: map[string]any{"command": "/bin/sh"}, Resources: &structs.Resources{CPU: 100, MemoryMB: 64}}}}},
+		CreateIndex: 10, ModifyIndex: 10, JobModifyIndex: 10,
+	}
+}
+
+func fixtureAllocs() []*structs.Allocation {
+	job := fixtureJob()
+	mk := func(id, node, nodeName string, idx int, created time.Duration) *structs.Allocation {
+		return &structs.Allocation{
+			ID: id, EvalID: evalID, Name: fmt.Sprintf("web.web[%d]", idx), Namespace: "default",
+			NodeID: node, NodeName: nodeName, JobID: "web", Job: job, TaskGroup: "web",
+			DesiredStatus: "run", ClientStatus: "running", ClientDescription: "Tasks are running",
+			AllocatedResources: &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+				"server": {Cpu: structs.AllocatedCpuResources{CpuShares: 100}, Memory: structs.AllocatedMemoryResources{MemoryMB: 64}}}},
+			CreateIndex: uint64(11 + idx), ModifyIndex: uint64(14 + idx),
+			CreateTime: ago(created), ModifyTime: ago(created - 5*time.Second),
+		}
+	}
+	a1 := mk(alloc1ID, node1ID, "node-1", 0, 80*time.Minute)
+	a1.TaskStates = map[string]*structs.TaskState{"server": {
+		State: "running", StartedAt: testNow.Add(-79 * time.Minute),
+		Events: []*structs.TaskEvent{
+			{Type: structs.TaskReceived, Time: ago(80 * time.Minute), DisplayMessage: "Task received by client"},
+			{Type: structs.TaskStarted, Time: ago(79 * time.Minute), DisplayMessage: "Task started by client"},
+		},
+	}}
+	return []*structs.Allocation{a1, mk(alloc2ID, node2ID, "node-2", 1, 80*time.Minute), mk(alloc3ID, node1ID, "node-1", 2, 2*time.Minute)}
+}
+
+func stubs(allocs []*structs.Allocation) []*structs.AllocListStub {
+	out := make([]*structs.AllocListStub, 0, len(allocs))
+	for _, a := range allocs {
+		out = append(out, a.Stub())
+	}
+	return out
+}
+
+func fixtureNodes() []*structs.Node {
+	mk := func(id, name string) *structs.Node {
+		return &structs.Node{
+			ID: id, Name: name, Datacenter: "dc1", NodePool: "default", Status: "ready",
+			SchedulingEligibility: "eligible",
+			Attributes:            map[string]string{"unique.network.ip-address": "10.0.0.1", "kernel.name": "linux"},
+			NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 4000},
+				Memory: structs.NodeMemoryResources{MemoryMB: 8192}, Disk: structs.NodeDiskResources{DiskMB: 51200}},
+			ReservedResources: &structs.NodeReservedResources{Memory: structs.NodeReservedMemoryResources{MemoryMB: 256}},
+			Drivers:           map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}},
+			Events: []*structs.NodeEvent{{Message: "Node registered", Subsystem: "Cluster",
+				Timestamp: testNow.Add(-2 * time.Hour)}},
+		}
+	}
+	return []*structs.Node{mk(node1ID, "node-1"), mk(node2ID, "node-2")}
+}
+
+func failedMetric() *structs.AllocMetric {
+	return &structs.AllocMetric{
+		NodesEvaluated: 8, NodesFiltered: 5, NodesExhausted: 3, NodesAvailable: map[string]int{"dc1": 8},
+		ConstraintFiltered: map[string]int{"${attr.kernel.name} = windows": 5},
+		DimensionExhausted: map[string]int{"memory": 3}, CoalescedFailures: 2,
+	}
+}
+
+// sequence answers with each value in turn, then repeats the last; each
+// value is sent as JSON with X-Nomad-Index set to index+position.
+func sequence(index uint64, values ...any) http.HandlerFunc {
+	var mu sync.Mutex
+	n := 0
+	return func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		i := min(n, len(values)-1)
+		n++
+		mu.Unlock()
+		w.Header().Set("X-Nomad-Index", fmt.Sprint(index+uint64(i)))
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(values[i])
+	}
+}
+
+// prefixed answers list requests filtered by ?prefix=, as the agent does.
+func prefixed[T any](items []T, id func(T) string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		out := []T{}
+		for _, it := range items {
+			if strings.HasPrefix(id(it), r.URL.Query().Get("prefix")) {
+				out = append(out, it)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	}
+}
+
+func status(code int, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { http.Error(w, body, code) }
+}
+
+func TestCLIGolden(t *testing.T) {
+	job := fixtureJob()
+	allocs := fixtureAllocs()
+	nodes := fixtureNodes()
+	jobStubs := []*structs.JobListStub{job.Stub(nil), {ID: "web-canary", Name: "web-canary", Namespace: "default",
+		Type: "batch", Priority: 70, Status: "dead", Stop: true, SubmitTime: ago(time.Hour)}}
+	pending := &structs.Evaluation{ID: evalID, Namespace: "default", Priority: 50, Type: "service",
+		TriggeredBy: "job-register", JobID: "web", Status: "pending", CreateTime: ago(time.Second), ModifyTime: ago(time.Second)}
+	complete := *pending
+	complete.Status = "complete"
+	failed := complete
+	failed.FailedTGAllocs = map[string]*structs.AllocMetric{"web": failedMetric()}
+	failed.BlockedEval = blockedID
+	registered := structs.JobRegisterResponse{EvalID: evalID, EvalCreateIndex: 10, JobModifyIndex: 10}
+	nodeStubs := []*structs.NodeListStub{nodes[0].Stub(), nodes[1].Stub()}
+	jobsRoute := prefixed(jobStubs, func(j *structs.JobListStub) string { return j.ID })
+
+	cases := []struct {
+		name     string
+		args     []string
+		routes   map[string]any
+		stdin    string
+		wantCode int
+	}{
+		{name: "job_run", args: []string{"job", "run", "testdata/web.nomad.hcl"}, wantCode: 0, routes: map[string]any{
+			"PUT /v1/jobs":                                  registered,
+			"GET /v1/evaluation/" + evalID:                  sequence(10, pending, complete),
+			"GET /v1/evaluation/" + evalID + "/allocations": sequence(10, []any{}, stubs(allocs)),
+		}},
+		{name: "job_run_placement_failure", args: []string{"job", "run", "testdata/web.nomad.hcl"}, wantCode: 2, routes: map[string]any{
+			"PUT /v1/jobs":                                  registered,
+			"GET /v1/evaluation/" + evalID:                  sequence(10, failed),
+			"GET /v1/evaluation/" + evalID + "/allocations": []any{},
+		}},
+		{name: "job_run_detach", args: []string{"job", "run", "-detach", "-var", "count=5", "testdata/web.nomad.hcl"},
+			routes: map[string]any{"PUT /v1/jobs": registered}},
+		{name: "job_run_parse_error", args: []string{"job", "run", "testdata/bad.nomad.hcl"}, wantCode: 1},
+		{name: "job_run_conflict", args: []string{"job", "run", "-check-index", "3", "testdata/web.nomad.hcl"}, wantCode: 1,
+			routes: map[string]any{"PUT /v1/jobs": status(409, "Enforcing job modify index 3: job exists with conflicting job modify index: 10")}},
+		{name: "job_status_list", args: []string{"job", "status"}, routes: map[string]any{"GET /v1/jobs": jobStubs}},
+		{name: "job_status_none", args: []string{"job", "status"}, routes: map[string]any{"GET /v1/jobs": []any{}}},
+		{name: "job_status", args: []string{"job", "status", "web"}, routes: map[string]any{
+			"GET /v1/jobs":                jobsRoute,
+			"GET /v1/job/web":             job,
+			"GET /v1/job/web/summary":     structs.JobSummary{JobID: "web", Summary: map[string]structs.TaskGroupSummary{"web": {Running: 3}}},
+			"GET /v1/job/web/allocations": stubs(allocs),
+		}},
+		{name: "job_status_ambiguous", args: []string{"job", "status", "we"}, wantCode: 1,
+			routes: map[string]any{"GET /v1/jobs": jobsRoute}},
+		{name: "job_status_missing", args: []string{"job", "status", "nope"}, wantCode: 1,
+			routes: map[string]any{"GET /v1/jobs": jobsRoute}},
+		{name: "job_plan_changes", args: []string{"job", "plan", "testdata/web.nomad.hcl"}, wantCode: 1, routes: map[string]any{
+			"PUT /v1/job/web/plan": structs.JobPlanResponse{JobModifyIndex: 0, Diff: &structs.JobDiff{Type: "Added", ID: "web"},
+				Annotations: &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{"web": {Place: 3}}}},
+		}},
+		{name: "job_plan_no_change", args: []string{"job", "plan", "testdata/web.nomad.hcl"}, wantCode: 0, routes: map[string]any{
+			"PUT /v1/job/web/plan": structs.JobPlanResponse{JobModifyIndex: 10, Diff: &structs.JobDiff{Type: "None", ID: "web"},
+				Annotations: &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{"web": {Ignore: 3}}}},
+		}},
+		{name: "job_plan_failure", args: []string{"job", "plan", "testdata/web.nomad.hcl"}, wantCode: 1, routes: map[string]any{
+			"PUT /v1/job/web/plan": structs.JobPlanResponse{JobModifyIndex: 10, Diff: &structs.JobDiff{Type: "Edited", ID: "web"},
+				Annotations:    &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{"web": {Place: 1, Ignore: 2}}},
+				FailedTGAllocs: map[string]*structs.AllocMetric{"web": failedMetric()}},
+		}},
+		{name: "job_plan_error", args: []string{"job", "plan", "testdata/web.nomad.hcl"}, wantCode: 255,
+			routes: map[string]any{"PUT /v1/job/web/plan": status(500, "No cluster leader")}},
+		{name: "job_stop_detach", args: []string{"job", "stop", "-detach", "web"}, routes: map[string]any{
+			"GET /v1/jobs":       jobsRoute,
+			"DELETE /v1/job/web": structs.JobDeregisterResponse{EvalID: evalID},
+		}},
+		{name: "job_stop", args: []string{"job", "stop", "-purge", "web"}, routes: map[string]any{
+			"GET /v1/jobs":                                  jobsRoute,
+			"DELETE /v1/job/web":                            structs.JobDeregisterResponse{EvalID: evalID},
+			"GET /v1/evaluation/" + evalID:                  sequence(20, complete),
+			"GET /v1/evaluation/" + evalID + "/allocations": []any{},
+		}},
+		{name: "node_status_list", args: []string{"node", "status"}, routes: map[string]any{"GET /v1/nodes": nodeStubs}},
+		{name: "node_status", args: []string{"node", "status", "0e2"}, routes: map[string]any{
+			"GET /v1/nodes":                            prefixed(nodeStubs, func(n *structs.NodeListStub) string { return n.ID }),
+			"GET /v1/node/" + node1ID:                  nodes[0],
+			"GET /v1/node/" + node1ID + "/allocations": []*structs.Allocation{allocs[0], allocs[2]},
+		}},
+		{name: "node_drain", args: []string{"node", "drain", "-enable", "-deadline", "10m", "-detach", "-yes", "0e2"}, routes: map[string]any{
+			"GET /v1/nodes":                      prefixed(nodeStubs, func(n *structs.NodeListStub) string { return n.ID }),
+			"PUT /v1/node/" + node1ID + "/drain": structs.NodeUpdateHTTPResponse{NodeModifyIndex: 30},
+		}},
+		{name: "node_drain_declined", args: []string{"node", "drain", "-disable", "0e2"}, stdin: "n\n", wantCode: 1, routes: map[string]any{
+			"GET /v1/nodes": prefixed(nodeStubs, func(n *structs.NodeListStub) string { return n.ID }),
+		}},
+		{name: "node_drain_monitor", args: []string{"node", "drain", "-enable", "-yes", "7a1"}, routes: map[string]any{
+			"GET /v1/nodes":                      prefixed(nodeStubs, func(n *structs.NodeListStub) string { return n.ID }),
+			"PUT /v1/node/" + node2ID + "/drain": structs.NodeUpdateHTTPResponse{NodeModifyIndex: 30},
+			"GET /v1/node/" + node2ID + "/allocations": sequence(30, []*structs.Allocation{allocs[1]},
+				[]*structs.Allocation{withStatus(allocs[1], "complete")}),
+		}},
+		{name: "node_eligibility", args: []string{"node", "eligibility", "-disable", "7a1"}, routes: map[string]any{
+			"GET /v1/nodes": prefixed(nodeStubs, func(n *structs.NodeListStub) string { return n.ID }),
+			"PUT /v1/node/" + node2ID + "/eligibility": structs.NodeUpdateHTTPResponse{NodeModifyIndex: 31},
+		}},
+		{name: "alloc_status", args: []string{"alloc", "status", "a1a1"}, routes: map[string]any{
+			"GET /v1/allocations":            prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
+			"GET /v1/allocation/" + alloc1ID: allocs[0],
+		}},
+		{name: "alloc_status_short_prefix", args: []string{"alloc", "status", "a"}, wantCode: 1},
+		{name: "alloc_stop", args: []string{"alloc", "stop", "a2a2"}, routes: map[string]any{
+			"GET /v1/allocations":                           prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
+			"PUT /v1/allocation/" + alloc2ID + "/stop":      structs.AllocStopResponse{EvalID: evalID, Index: 40},
+			"GET /v1/evaluation/" + evalID:                  sequence(40, complete),
+			"GET /v1/evaluation/" + evalID + "/allocations": []any{},
+		}},
+		{name: "eval_status_failed", args: []string{"eval", "status", "5c3c"}, routes: map[string]any{
+			"GET /v1/evaluations":          prefixed([]*structs.Evaluation{&failed}, func(e *structs.Evaluation) string { return e.ID }),
+			"GET /v1/evaluation/" + evalID: &failed,
+		}},
+		{name: "eval_list", args: []string{"eval", "list"}, routes: map[string]any{
+			"GET /v1/evaluations": func() http.HandlerFunc {
+				return func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("X-Nomad-NextToken", "c0ffee00")
+					_ = json.NewEncoder(w).Encode([]*structs.Evaluation{&failed, &complete})
+				}
+			}(),
+		}},
+		{name: "server_members", args: []string{"server", "members"}, routes: map[string]any{
+			"GET /v1/agent/members": structs.AgentMembersResponse{Members: []*structs.AgentMember{
+				{Name: "s2.global", Addr: "10.0.0.2", Port: 4647, Status: "alive", Tags: map[string]string{"leader": "false", "build": "0.1.0", "dc": "dc1", "region": "global"}},
+				{Name: "s1.global", Addr: "10.0.0.1", Port: 4647, Status: "alive", Tags: map[string]string{"leader": "true", "build": "0.1.0", "dc": "dc1", "region": "global"}},
+			}},
+		}},
+		{name: "system_gc", args: []string{"system", "gc"}, routes: map[string]any{"PUT /v1/system/gc": struct{}{}}},
+		{name: "agent_unreachable", args: []string{"job", "status", "-address", "http://127.0.0.1:1"}, wantCode: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := fakeAgent(t, tc.routes)
+			e, out, errOut := testEnv(map[string]string{"DROVER_ADDR": ts.URL})
+			e.stdin = strings.NewReader(tc.stdin)
+			code := run(tc.args, e)
+			got := fmt.Sprintf("$ drover %s\nexit: %d\n--- stdout\n%s--- stderr\n%s",
+				strings.Join(tc.args, " "), code, out, strings.ReplaceAll(errOut.String(), ts.URL, "$ADDR"))
+			if code != tc.wantCode {
+				t.Errorf("exit = %d; want %d", code, tc.wantCode)
+			}
+			checkGolden(t, filepath.Join("testdata", "golden", tc.name+".txt"), got)
+		})
+	}
+}
+
+func withStatus(a *structs.Allocation, clientStatus string) *structs.Allocation {
+	c := *a
+	c.ClientStatus = clientStatus
+	return &c
+}
+
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading %s (run go test -update to create it): %v", path, err)
+	}
+	if got != string(want) {
+		t.Fatalf("output differs from %s\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// job run sends the parsed file, with -var applied, and -check-index as
+// a check-and-set register.
+func TestJobRunRequest(t *testing.T) {
+	var body structs.JobRegisterHTTPRequest
+	ts := fakeAgent(t, map[string]any{"PUT /v1/jobs": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(buf, &body); err != nil {
+			t.Errorf("body: %v", err)
+		}
+		_ = json.NewEncoder(w).Encode(structs.JobRegisterResponse{EvalID: evalID})
+	})})
+	e, _, errOut := testEnv(map[string]string{"DROVER_ADDR": ts.URL})
+	if code := run([]string{"job", "run", "-detach", "-check-index", "0", "-var", "count=7", "testdata/web.nomad.hcl"}, e); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if body.Job == nil || body.Job.ID != "web" || body.Job.TaskGroups[0].Count != 7 || !body.EnforceIndex || body.JobModifyIndex != 0 {
+		t.Fatalf("request = %+v job %+v", body, body.Job)
+	}
+}
+
+func TestJobInit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "example.nomad.hcl")
+	e, out, errOut := testEnv(nil)
+	if code := run([]string{"job", "init", path}, e); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out.String(), "Example job file written to "+path) {
+		t.Fatalf("stdout = %q", out)
+	}
+	buf, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(buf), `job "example"`) {
+		t.Fatalf("file: %v %q", err, buf)
+	}
+	e, _, errOut = testEnv(nil)
+	if code := run([]string{"job", "init", path}, e); code != 1 || !strings.Contains(errOut.String(), "already exists") {
+		t.Fatalf("second init: exit %d: %s", code, errOut)
+	}
+}
+
+// Every read command takes -json and prints JSON that decodes.
+func TestJSONFlag(t *testing.T) {
+	job := fixtureJob()
+	allocs := fixtureAllocs()
+	nodes := fixtureNodes()
+	ev := &structs.Evaluation{ID: evalID, JobID: "web", Status: "complete"}
+	ts := fakeAgent(t, map[string]any{
+		"GET /v1/jobs":                             []*structs.JobListStub{job.Stub(nil)},
+		"GET /v1/job/web":                          job,
+		"GET /v1/job/web/summary":                  structs.JobSummary{JobID: "web"},
+		"GET /v1/job/web/allocations":              stubs(allocs),
+		"GET /v1/job/web/evaluations":              []*structs.Evaluation{ev},
+		"GET /v1/nodes":                            []*structs.NodeListStub{nodes[0].Stub()},
+		"GET /v1/node/" + node1ID:                  nodes[0],
+		"GET /v1/node/" + node1ID + "/allocations": allocs,
+		"GET /v1/allocations":                      stubs(allocs[:1]),
+		"GET /v1/allocation/" + alloc1ID:           allocs[0],
+		"GET /v1/evaluations":                      []*structs.Evaluation{ev},
+		"GET /v1/evaluation/" + evalID:             ev,
+		"GET /v1/agent/members":                    structs.AgentMembersResponse{},
+	})
+	for _, args := range [][]string{
+		{"job", "status", "-json"}, {"job", "status", "-json", "web"}, {"job", "inspect", "web"},
+		{"node", "status", "-json"}, {"node", "status", "-json", node1ID},
+		{"alloc", "status", "-json", alloc1ID}, {"eval", "status", "-json", evalID}, {"eval", "list", "-json"},
+		{"server", "members", "-json"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			e, out, errOut := testEnv(map[string]string{"DROVER_ADDR": ts.URL})
+			if code := run(args, e); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var v any
+			if err := json.Unmarshal([]byte(out.String()), &v); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, out)
+			}
+		})
+	}
+}

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/drover-project/drover/api"
+	"github.com/drover-project/drover/jobspec"
+	"github.com/drover-project/drover/structs"
+)
+
+func jobCommands() []*command {
+	return []*command{
+		{name: "job run", synopsis: "Submit a job file and monitor its evaluation", run: runJobRun},
+		{name: "job status", synopsis: "List jobs, or show one job with its allocations", run: runJobStatus},
+		{name: "job stop", synopsis: "Stop a job (and with -purge remove it)", run: runJobStop},
+		{name: "job plan", synopsis: "Dry run: show what submitting a job file would change", run: runJobPlan},
+		{name: "job inspect", synopsis: "Print a registered job as JSON", run: runJobInspect},
+		{name: "job init", synopsis: "Write an example job file", run: runJobInit},
+	}
+}
+
+// varFlags collects repeated -var name=value flags.
+type varFlags map[string]string
+
+func (v varFlags) String() string { return "" }
+
+func (v varFlags) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want name=value, got %q", s)
+	}
+	v[name] = value
+	return nil
+}
+
+// listFlags collects a repeated string flag.
+type listFlags []string
+
+func (l *listFlags) String() string     { return strings.Join(*l, ",") }
+func (l *listFlags) Set(s string) error { *l = append(*l, s); return nil }
+
+// jobFileFlags are the flags of commands that read a job file.
+type jobFileFlags struct {
+	vars     varFlags
+	varFiles listFlags
+}
+
+func (f *jobFileFlags) register(fs *flag.FlagSet) {
+	f.vars = varFlags{}
+	fs.Var(f.vars, "var", "set a job file variable: -var name=value (repeatable)")
+	fs.Var(&f.varFiles, "var-file", "read job file variables from an HCL file of name = value lines (repeatable)")
+}
+
+// parse reads the job file; problems are printed and code returned.
+func (f *jobFileFlags) parse(e *env, path string) (*structs.Job, int, bool) {
+	job, err := jobspec.ParseFile(path, &jobspec.Options{Vars: f.vars, VarFiles: f.varFiles})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "Error parsing job file %s:\n%s\n", path, indent(err.Error()))
+		return nil, exitError, false
+	}
+	return job, exitOK, true
+}
+
+func runJobRun(e *env, args []string) int {
+	var af apiFlags
+	var jf jobFileFlags
+	var detach, verbose bool
+	var checkIndex string
+	fs := newFlagSet(e, "job run", "[options] <file>",
+		"Submit a job file (HCL or JSON) and monitor the evaluation it creates.\n\n"+
+			"Exit codes: 0 everything was placed, 1 error, 2 some allocations could not be placed.")
+	af.register(fs, e)
+	jf.register(fs)
+	fs.BoolVar(&detach, "detach", false, "return once the job is registered, without monitoring")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	fs.StringVar(&checkIndex, "check-index", "", "register only if the job's modify index is this (0: only if it does not exist)")
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitError
+	}
+	job, code, ok := jf.parse(e, fs.Arg(0))
+	if !ok {
+		return code
+	}
+	var opts *api.RegisterOptions
+	if checkIndex != "" {
+		idx, err := strconv.ParseUint(checkIndex, 10, 64)
+		if err != nil {
+			return usagef(e, "-check-index %q: must be a non-negative integer", checkIndex)
+		}
+		opts = &api.RegisterOptions{EnforceIndex: true, ModifyIndex: idx}
+	}
+	c := af.client()
+	ctx := context.Background()
+	resp, _, err := c.RegisterJob(ctx, job, opts, nil)
+	if err != nil {
+		var se *api.StatusError
+		if errors.As(err, &se) && se.Code == 409 {
+			return errorf(e, "submitting job: %s", strings.TrimSpace(se.Body))
+		}
+		return errorf(e, "submitting job: %v", err)
+	}
+	if resp.Warnings != "" {
+		fmt.Fprintf(e.stdout, "Job Warnings:\n%s\n\n", resp.Warnings)
+	}
+	if detach || resp.EvalID == "" {
+		fmt.Fprintln(e.stdout, "Job registration successful")
+		if resp.EvalID != "" {
+			fmt.Fprintf(e.stdout, "Evaluation ID: %s\n", resp.EvalID)
+		}
+		return exitOK
+	}
+	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
+}
+
+// resolveJob finds a job by ID or unique prefix.
+func resolveJob(e *env, c *api.Client, id string) (*structs.JobListStub, int, bool) {
+	return resolve(e, "job", id,
+		func(prefix string) ([]*structs.JobListStub, error) {
+			jobs, _, err := c.Jobs(context.Background(), &api.QueryOptions{Prefix: prefix})
+			return jobs, err
+		},
+		func(j *structs.JobListStub) string { return j.ID },
+		func(jobs []*structs.JobListStub) { jobTable(e, e.stderr, jobs) })
+}
+
+func runJobStatus(e *env, args []string) int {
+	var af apiFlags
+	var asJSON, verbose bool
+	fs := newFlagSet(e, "job status", "[options] [job]",
+		"Without a job, list jobs. With one (an ID or a unique prefix), show it: its summary per group and its allocations.")
+	af.register(fs, e)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return code
+	}
+	c := af.client()
+	ctx := context.Background()
+	if fs.NArg() == 0 {
+		jobs, _, err := c.Jobs(ctx, nil)
+		if err != nil {
+			return errorf(e, "querying jobs: %v", err)
+		}
+		if asJSON {
+			return printJSON(e, jobs)
+		}
+		if len(jobs) == 0 {
+			fmt.Fprintln(e.stdout, "No running jobs")
+			return exitOK
+		}
+		jobTable(e, e.stdout, jobs)
+		return exitOK
+	}
+	stub, code, ok := resolveJob(e, c, fs.Arg(0))
+	if !ok {
+		return code
+	}
+	q := &api.QueryOptions{Namespace: stub.Namespace}
+	job, _, err := c.Job(ctx, stub.ID, q)
+	if err != nil {
+		return errorf(e, "querying job %q: %v", stub.ID, err)
+	}
+	summary, _, err := c.JobSummary(ctx, stub.ID, q)
+	if err != nil && !api.IsNotFound(err) {
+		return errorf(e, "querying job summary: %v", err)
+	}
+	allocs, _, err := c.JobAllocations(ctx, stub.ID, false, q)
+	if err != nil {
+		return errorf(e, "querying job allocations: %v", err)
+	}
+	if asJSON {
+		evals, _, err := c.JobEvaluations(ctx, stub.ID, q)
+		if err != nil {
+			return errorf(e, "querying job evaluations: %v", err)
+		}
+		return printJSON(e, map[string]any{"Job": job, "Summary": summary, "Allocations": allocs, "Evaluations": evals})
+	}
+	status := job.Status
+	if job.Stop {
+		status += " (stopped)"
+	}
+	kv(e.stdout,
+		"ID", job.ID,
+		"Name", job.Name,
+		"Submit Date", e.formatUnixNano(job.SubmitTime),
+		"Type", job.Type,
+		"Priority", strconv.Itoa(job.Priority),
+		"Datacenters", strings.Join(job.Datacenters, ","),
+		"Namespace", job.Namespace,
+		"Status", status,
+		"Periodic", "false",
+		"Parameterized", "false",
+	)
+	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.stdout, "Summary")
+	t := newTable(e.stdout)
+	t.row("Task Group", "Queued", "Starting", "Running", "Failed", "Complete", "Lost", "Unknown")
+	for _, tg := range job.TaskGroups {
+		var s structs.TaskGroupSummary
+		if summary != nil {
+			s = summary.Summary[tg.Name]
+		}
+		t.row(tg.Name, itoa(s.Queued), itoa(s.Starting), itoa(s.Running), itoa(s.Failed),
+			itoa(s.Complete), itoa(s.Lost), itoa(s.Unknown))
+	}
+	t.flush()
+	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.stdout, "Allocations")
+	if len(allocs) == 0 {
+		fmt.Fprintln(e.stdout, "No allocations placed")
+		return exitOK
+	}
+	allocTable(e, e.stdout, allocs, verbose, true)
+	return exitOK
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// jobTable lists job stubs.
+func jobTable(e *env, w io.Writer, jobs []*structs.JobListStub) {
+	t := newTable(w)
+	t.row("ID", "Type", "Priority", "Status", "Submit Date")
+	for _, j := range jobs {
+		status := j.Status
+		if j.Stop {
+			status += " (stopped)"
+		}
+		t.row(j.ID, j.Type, strconv.Itoa(j.Priority), status, e.formatUnixNano(j.SubmitTime))
+	}
+	t.flush()
+}
+
+// allocTable lists allocation stubs, newest first, as Nomad does.
+func allocTable(e *env, w io.Writer, allocs []*structs.AllocListStub, verbose, withNode bool) {
+	allocs = append([]*structs.AllocListStub(nil), allocs...)
+	sort.SliceStable(allocs, func(i, j int) bool {
+		if allocs[i].CreateIndex != allocs[j].CreateIndex {
+			return allocs[i].CreateIndex > allocs[j].CreateIndex
+		}
+		return allocs[i].ID < allocs[j].ID
+	})
+	t := newTable(w)
+	header := []string{"ID"}
+	if withNode {
+		header = append(header, "Node ID")
+	}
+	t.row(append(header, "Task Group", "Version", "Desired", "Status", "Created", "Modified")...)
+	for _, a := range allocs {
+		row := []string{shortID(a.ID, verbose)}
+		if withNode {
+			row = append(row, shortID(a.NodeID, verbose))
+		}
+		t.row(append(row, a.TaskGroup, strconv.FormatUint(a.JobVersion, 10), a.DesiredStatus, a.ClientStatus,
+			e.agoUnixNano(a.CreateTime), e.agoUnixNano(a.ModifyTime))...)
+	}
+	t.flush()
+}
+
+func runJobStop(e *env, args []string) int {
+	var af apiFlags
+	var purge, detach, verbose, yes bool
+	fs := newFlagSet(e, "job stop", "[options] <job>",
+		"Stop a job's allocations and mark it stopped; -purge also removes it. Monitors the evaluation unless -detach.")
+	af.register(fs, e)
+	fs.BoolVar(&purge, "purge", false, "remove the job instead of keeping it stopped")
+	fs.BoolVar(&detach, "detach", false, "return once the stop is registered, without monitoring")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	fs.BoolVar(&yes, "yes", false, "accepted for Nomad compatibility (drover never prompts here)")
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitError
+	}
+	c := af.client()
+	stub, code, ok := resolveJob(e, c, fs.Arg(0))
+	if !ok {
+		return code
+	}
+	ctx := context.Background()
+	resp, _, err := c.DeregisterJob(ctx, stub.ID, purge, &api.WriteOptions{Namespace: stub.Namespace})
+	if err != nil {
+		return errorf(e, "deregistering job: %v", err)
+	}
+	if detach || resp.EvalID == "" {
+		fmt.Fprintln(e.stdout, resp.EvalID)
+		return exitOK
+	}
+	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
+}
+
+func runJobInspect(e *env, args []string) int {
+	var af apiFlags
+	var asJSON bool
+	fs := newFlagSet(e, "job inspect", "[options] <job>",
+		"Print a registered job as JSON ({\"Job\": {...}}), which drover job run reads back.")
+	af.register(fs, e)
+	fs.BoolVar(&asJSON, "json", true, "print JSON (always on; accepted for symmetry with other reads)")
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitError
+	}
+	c := af.client()
+	stub, code, ok := resolveJob(e, c, fs.Arg(0))
+	if !ok {
+		return code
+	}
+	job, _, err := c.Job(context.Background(), stub.ID, &api.QueryOptions{Namespace: stub.Namespace})
+	if err != nil {
+		return errorf(e, "querying job %q: %v", stub.ID, err)
+	}
+	return printJSON(e, map[string]any{"Job": job})
+}
+
+func runJobInit(e *env, args []string) int {
+	fs := newFlagSet(e, "job init", "[options] [file]",
+		"Write a commented example job file (default "+jobspec.ExampleFileName+").")
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return code
+	}
+	path := jobspec.ExampleFileName
+	if fs.NArg() == 1 {
+		path = fs.Arg(0)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return errorf(e, "writing %s: the file already exists", path)
+	}
+	if err != nil {
+		return errorf(e, "writing %s: %v", path, err)
+	}
+	if _, err := f.WriteString(jobspec.ExampleJob); err != nil {
+		f.Close()
+		return errorf(e, "writing %s: %v", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return errorf(e, "writing %s: %v", path, err)
+	}
+	fmt.Fprintf(e.stdout, "Example job file written to %s\n", path)
+	return exitOK
+}

@@ -1,0 +1,11 @@
+job "web" {
+  group "web" {
+    count = "three"
+    task "server" {
+      driver = "raw_exec"
+      service {
+        name = "web"
+      }
+    }
+  }
+}
