@@ -12,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/agent/client"
 	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -20,13 +22,15 @@ import (
 // requests (blocking queries are cut off).
 const httpShutdownTimeout = 5 * time.Second
 
-// Agent is a running Drover agent: a server and the HTTP API in front of
-// it. Create one with NewAgent and stop it with Shutdown.
+// Agent is a running Drover agent: a server, a client, or both, and the
+// HTTP API in front of them. Create one with NewAgent and stop it with
+// Shutdown.
 type Agent struct {
 	config *Config
 	logger hclog.Logger
 
-	server     *server.Server
+	server     *server.Server // nil for a client-only agent
+	client     *client.Client // nil unless the client is enabled
 	httpServer *http.Server
 	httpAddr   string
 	httpDone   chan struct{} // closed when Serve returns
@@ -40,16 +44,14 @@ type Agent struct {
 	shutdownErr  error
 }
 
-// NewAgent validates cfg, starts the server and then the HTTP API, and
-// returns once both accept connections (it does not wait for a leader).
+// NewAgent validates cfg, starts the server (if enabled), the HTTP API and
+// the client (if enabled), and returns once they accept connections (it
+// does not wait for a leader or for the client's registration).
 // logger may be nil: one is built from cfg writing to stderr. On error
 // everything started is stopped again.
 func NewAgent(cfg *Config, logger hclog.Logger) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if !cfg.Server.Enabled {
-		return nil, errors.New("client-only agents are not implemented yet; enable the server (-server or -dev)")
 	}
 	if logger == nil {
 		logger = NewLogger(cfg, os.Stderr)
@@ -74,10 +76,52 @@ func (a *Agent) start(root hclog.Logger) error {
 		dataDir = dir
 	}
 	a.dataDir = dataDir
+
+	// The HTTP listener comes first so the client can report its address;
+	// the server next; then the client; the API serves once all are up.
+	addr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.HTTP))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("starting HTTP API on %s: %w", addr, err)
+	}
+	a.httpAddr = ln.Addr().String()
+	if cfg.Server.Enabled {
+		if err := a.startServer(root, dataDir); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	if cfg.Client.Enabled {
-		a.logger.Debug("client mode is not available yet; running the server only")
+		if err := a.startClient(root, dataDir); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 
+	var api Server
+	if a.server != nil {
+		api = a.server
+	} else {
+		api = &clientAPIServer{c: a.client}
+	}
+	httpLogger := root.Named("http")
+	a.httpServer = newHTTPServer(NewHTTPHandler(api, cfg, httpLogger), httpLogger)
+	a.httpDone = make(chan struct{})
+	go func() {
+		defer close(a.httpDone)
+		if err := a.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.logger.Error("HTTP server stopped", "error", err)
+		}
+	}()
+	a.logger.Info("agent started", "http_addr", a.httpAddr, "rpc_addr", a.RPCAddr(),
+		"data_dir", dataDir, "region", cfg.Region, "datacenter", cfg.Datacenter,
+		"server", cfg.Server.Enabled, "client", cfg.Client.Enabled,
+		"bootstrap_expect", cfg.Server.BootstrapExpect, "dev", cfg.DevMode)
+	return nil
+}
+
+func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
+	cfg := a.config
 	srvCfg := &server.Config{
 		Name:            cfg.NodeNameOrHost(),
 		Region:          cfg.Region,
@@ -99,26 +143,81 @@ func (a *Agent) start(root hclog.Logger) error {
 		return fmt.Errorf("starting server: %w", err)
 	}
 	a.server = srv
-
-	addr := net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Ports.HTTP))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("starting HTTP API on %s: %w", addr, err)
-	}
-	a.httpAddr = ln.Addr().String()
-	httpLogger := root.Named("http")
-	a.httpServer = newHTTPServer(NewHTTPHandler(srv, cfg, httpLogger), httpLogger)
-	a.httpDone = make(chan struct{})
-	go func() {
-		defer close(a.httpDone)
-		if err := a.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.logger.Error("HTTP server stopped", "error", err)
-		}
-	}()
-	a.logger.Info("agent started", "http_addr", a.httpAddr, "rpc_addr", srv.RPCAddr(),
-		"data_dir", dataDir, "region", cfg.Region, "datacenter", cfg.Datacenter,
-		"bootstrap_expect", cfg.Server.BootstrapExpect, "dev", cfg.DevMode)
 	return nil
+}
+
+// startClient starts the client; with a server in this agent it talks to
+// that server in process (plus any servers configured).
+func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
+	cfg := a.config
+	cc := &client.Config{
+		DataDir:        dataDir,
+		Servers:        cfg.clientServers(),
+		Region:         cfg.Region,
+		Datacenter:     cfg.Datacenter,
+		NodeName:       cfg.NodeNameOrHost(),
+		NodeClass:      cfg.Client.NodeClass,
+		Meta:           cfg.Client.Meta,
+		HTTPAddr:       a.httpAddr,
+		RawExecEnabled: cfg.PluginEnabled(PluginRawExec),
+		MockEnabled:    cfg.PluginEnabled(PluginMock),
+		GCRetention:    cfg.Client.GCRetention,
+		GCMaxAllocs:    cfg.Client.GCMaxAllocs,
+		MaxKillTimeout: cfg.Client.MaxKillTimeout,
+		// A dev agent throws its data dir away: its tasks go with it.
+		DestroyOnShutdown: cfg.DevMode,
+		Logger:            root,
+	}
+	if a.server != nil {
+		cc.LocalServer = a.server
+	}
+	if ip := net.ParseIP(cfg.BindAddr); ip != nil && !ip.IsUnspecified() {
+		cc.NetworkAddr = ip.String()
+	}
+	if r := cfg.Client.Reserved; r != nil {
+		cc.Reserved = &structs.NodeReservedResources{
+			Cpu:    structs.NodeReservedCpuResources{CpuShares: int64(r.CPU)},
+			Memory: structs.NodeReservedMemoryResources{MemoryMB: int64(r.MemoryMB)},
+			Disk:   structs.NodeReservedDiskResources{DiskMB: int64(r.DiskMB)},
+		}
+	}
+	if cfg.clientConfigHook != nil {
+		cfg.clientConfigHook(cc)
+	}
+	c, err := client.New(cc)
+	if err != nil {
+		return fmt.Errorf("starting client: %w", err)
+	}
+	a.client = c
+	return nil
+}
+
+// clientAPIServer serves the HTTP API of a client-only agent: every
+// request is an RPC to the client's servers (with failover).
+type clientAPIServer struct{ c *client.Client }
+
+func (s *clientAPIServer) RPC(method string, args, reply any) error {
+	return s.c.RPC(method, args, reply)
+}
+
+func (s *clientAPIServer) Leader() string {
+	var leader string
+	if err := s.c.RPC("Status.Leader", &structs.GenericRequest{}, &leader); err != nil {
+		return ""
+	}
+	return leader
+}
+
+func (s *clientAPIServer) IsLeader() bool { return false }
+
+func (s *clientAPIServer) RPCAddr() string { return "" }
+
+func (s *clientAPIServer) Members() []*structs.ServerMember {
+	var resp structs.ServerMembersResponse
+	if err := s.c.RPC("Status.Members", &structs.GenericRequest{}, &resp); err != nil {
+		return nil
+	}
+	return resp.Members
 }
 
 // HTTPAddr returns the address the HTTP API listens on (host:port).
@@ -137,20 +236,31 @@ func (a *Agent) HTTPURL() string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// RPCAddr returns the server's RPC (and Raft) address.
-func (a *Agent) RPCAddr() string { return a.server.RPCAddr() }
+// RPCAddr returns the server's RPC (and Raft) address, or "" for a
+// client-only agent.
+func (a *Agent) RPCAddr() string {
+	if a.server == nil {
+		return ""
+	}
+	return a.server.RPCAddr()
+}
 
 // DataDir returns the data directory in use (for -dev, the temporary one).
 func (a *Agent) DataDir() string { return a.dataDir }
 
-// Server returns the agent's server.
+// Server returns the agent's server (nil for a client-only agent).
 func (a *Agent) Server() *server.Server { return a.server }
+
+// Client returns the agent's client (nil when the client is not enabled).
+// The HTTP layer streams task logs through Client().TaskLogs.
+func (a *Agent) Client() *client.Client { return a.client }
 
 // Config returns the agent's configuration; callers must not modify it.
 func (a *Agent) Config() *Config { return a.config }
 
 // Shutdown stops the HTTP API (waiting briefly for in-flight requests),
-// then the server, and removes a dev data dir. It is idempotent and
+// then the client (its tasks keep running, except in -dev), then the
+// server, and removes a dev data dir. It is idempotent and
 // returns the first error.
 func (a *Agent) Shutdown() error {
 	a.shutdownOnce.Do(func() {
@@ -164,6 +274,11 @@ func (a *Agent) Shutdown() error {
 			}
 			cancel()
 			<-a.httpDone
+		}
+		if a.client != nil {
+			if err := a.client.Shutdown(); err != nil {
+				errs = append(errs, fmt.Errorf("client shutdown: %w", err))
+			}
 		}
 		if a.server != nil {
 			if err := a.server.Shutdown(); err != nil {

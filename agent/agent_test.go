@@ -281,8 +281,8 @@ func TestAgentStartErrors(t *testing.T) {
 
 	client := DefaultConfig()
 	client.Client.Enabled = true
-	if _, err := NewAgent(client, testLogger()); err == nil || !strings.Contains(err.Error(), "client-only") {
-		t.Fatalf("client-only agent: %v", err)
+	if _, err := NewAgent(client, testLogger()); err == nil || !strings.Contains(err.Error(), "needs servers") {
+		t.Fatalf("client-only agent without servers: %v", err)
 	}
 }
 

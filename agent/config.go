@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-project/drover/agent/client"
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/go-hclog"
@@ -52,6 +53,9 @@ type Config struct {
 	// serverConfigHook, if set, adjusts the server configuration just
 	// before the server starts (tests shorten Raft timeouts).
 	serverConfigHook func(*server.Config)
+	// clientConfigHook, if set, adjusts the client configuration just
+	// before the client starts (tests).
+	clientConfigHook func(*client.Config)
 }
 
 // Ports are the agent's listening ports.
@@ -71,14 +75,43 @@ type ServerConfig struct {
 	RetryInterval time.Duration
 }
 
-// ClientConfig configures the client part of the agent (next issue: parsed
-// and validated now so that config files written for it already load).
+// ClientConfig configures the client part of the agent.
 type ClientConfig struct {
-	Enabled   bool
+	Enabled bool
+	// Servers are server RPC addresses, host[:port]; the default port is
+	// DefaultRPCPort. A client in an agent that also runs a server uses
+	// that server when Servers is empty.
 	Servers   []string
 	NodeClass string
 	Meta      map[string]string
+	// Reserved resources are held back from scheduling (nil: the client's
+	// small defaults).
+	Reserved *ReservedConfig
+	// GCRetention is how long a finished allocation's directory is kept
+	// (0: one hour); GCMaxAllocs bounds how many finished ones are kept
+	// (0: 50).
+	GCRetention time.Duration
+	GCMaxAllocs int
+	// MaxKillTimeout caps tasks' kill_timeout (0: no cap).
+	MaxKillTimeout time.Duration
 }
+
+// ReservedConfig is the client { reserved { ... } } block: CPU in MHz,
+// memory and disk in MB.
+type ReservedConfig struct {
+	CPU      int
+	MemoryMB int
+	DiskMB   int
+}
+
+// Task driver plugins the client knows.
+const (
+	PluginRawExec = "raw_exec"
+	PluginMock    = "mock_driver"
+)
+
+// knownPlugins lists the plugin names a config may set.
+var knownPlugins = map[string]bool{PluginRawExec: true, PluginMock: true}
 
 // PluginConfig is one task driver's settings.
 type PluginConfig struct {
@@ -99,9 +132,9 @@ func DefaultConfig() *Config {
 	}
 }
 
-// DevConfig returns the -dev defaults: a single-node server (and, once it
-// exists, client) on loopback with debug logging. Files and flags still
-// override it. The data directory is left empty: the agent creates a fresh
+// DevConfig returns the -dev defaults: a single-node server and a client
+// (raw_exec and mock_driver enabled) on loopback with debug logging. Files
+// and flags still override it. The data directory is left empty: the agent creates a fresh
 // temporary one and removes it on shutdown.
 func DevConfig() *Config {
 	c := DefaultConfig()
@@ -111,8 +144,15 @@ func DevConfig() *Config {
 	c.Server.Enabled = true
 	c.Server.BootstrapExpect = 1
 	c.Client.Enabled = true
-	c.Plugins["raw_exec"] = &PluginConfig{Enabled: true}
+	c.Plugins[PluginRawExec] = &PluginConfig{Enabled: true}
+	c.Plugins[PluginMock] = &PluginConfig{Enabled: true}
 	return c
+}
+
+// PluginEnabled reports whether the named driver plugin is enabled.
+func (c *Config) PluginEnabled(name string) bool {
+	p := c.Plugins[name]
+	return p != nil && p.Enabled
 }
 
 // NodeNameOrHost returns NodeName, or the host name when it is empty.
@@ -150,6 +190,23 @@ func (c *Config) Validate() error {
 	if c.Server.Enabled && !c.DevMode && c.DataDir == "" {
 		add("data_dir is required for a server (or use -dev)")
 	}
+	if c.Client.Enabled && !c.Server.Enabled && !c.DevMode && c.DataDir == "" {
+		add("data_dir is required for a client (or use -dev)")
+	}
+	if c.Client.Enabled && !c.Server.Enabled && len(c.Client.Servers) == 0 {
+		add("a client needs servers to join: set client { servers = [...] } or -servers")
+	}
+	for _, addr := range c.Client.Servers {
+		if err := checkJoinAddr(addr); err != nil {
+			add("client servers %q: %v", addr, err)
+		}
+	}
+	if r := c.Client.Reserved; r != nil && (r.CPU < 0 || r.MemoryMB < 0 || r.DiskMB < 0) {
+		add("client reserved resources must not be negative; got cpu %d, memory %d, disk %d", r.CPU, r.MemoryMB, r.DiskMB)
+	}
+	if c.Client.GCRetention < 0 || c.Client.GCMaxAllocs < 0 || c.Client.MaxKillTimeout < 0 {
+		add("client gc_retention, gc_max_allocs and max_kill_timeout must not be negative")
+	}
 	if c.Server.RetryInterval <= 0 {
 		add("retry_interval must be positive; got %s", c.Server.RetryInterval)
 	}
@@ -184,8 +241,8 @@ func (c *Config) Validate() error {
 		add("log_level must be one of trace, debug, info, warn, error; got %q", c.LogLevel)
 	}
 	for name := range c.Plugins {
-		if name != "raw_exec" {
-			add("plugin %q is not supported (Drover has raw_exec)", name)
+		if !knownPlugins[name] {
+			add("plugin %q is not supported (Drover has raw_exec and mock_driver)", name)
 		}
 	}
 	return errors.Join(errs...)
@@ -214,9 +271,15 @@ func checkJoinAddr(addr string) error {
 
 // joinAddrs returns RetryJoin with the default RPC port added where a port
 // is missing.
-func (c *Config) joinAddrs() []string {
-	out := make([]string, 0, len(c.Server.RetryJoin))
-	for _, a := range c.Server.RetryJoin {
+func (c *Config) joinAddrs() []string { return withDefaultPort(c.Server.RetryJoin) }
+
+// clientServers returns the client's servers with the default RPC port
+// added where a port is missing.
+func (c *Config) clientServers() []string { return withDefaultPort(c.Client.Servers) }
+
+func withDefaultPort(addrs []string) []string {
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			a = net.JoinHostPort(a, strconv.Itoa(DefaultRPCPort))
 		}

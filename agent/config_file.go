@@ -49,10 +49,23 @@ type fileServerJoin struct {
 }
 
 type fileClient struct {
-	Enabled   *bool     `hcl:"enabled,optional"`
-	Servers   []string  `hcl:"servers,optional"`
-	NodeClass *string   `hcl:"node_class,optional"`
-	Meta      *fileMeta `hcl:"meta,block"`
+	Enabled             *bool         `hcl:"enabled,optional"`
+	Servers             []string      `hcl:"servers,optional"`
+	NodeClass           *string       `hcl:"node_class,optional"`
+	Meta                *fileMeta     `hcl:"meta,block"`
+	Reserved            *fileReserved `hcl:"reserved,block"`
+	GCRetention         *string       `hcl:"gc_retention,optional"`
+	GCRetentionRange    hcl.Range     `hcl:"gc_retention,attr_value_range"`
+	GCMaxAllocs         *int          `hcl:"gc_max_allocs,optional"`
+	MaxKillTimeout      *string       `hcl:"max_kill_timeout,optional"`
+	MaxKillTimeoutRange hcl.Range     `hcl:"max_kill_timeout,attr_value_range"`
+}
+
+// fileReserved is client { reserved { cpu memory disk } } (MHz, MB, MB).
+type fileReserved struct {
+	CPU      *int `hcl:"cpu,optional"`
+	MemoryMB *int `hcl:"memory,optional"`
+	DiskMB   *int `hcl:"disk,optional"`
 }
 
 // fileMeta is a block of arbitrary string attributes.
@@ -170,6 +183,33 @@ func (fc *fileConfig) apply(c *Config) error {
 			c.Client.Servers = cl.Servers
 		}
 		setString(&c.Client.NodeClass, cl.NodeClass)
+		if r := cl.Reserved; r != nil {
+			if c.Client.Reserved == nil {
+				c.Client.Reserved = &ReservedConfig{}
+			}
+			setInt(&c.Client.Reserved.CPU, r.CPU)
+			setInt(&c.Client.Reserved.MemoryMB, r.MemoryMB)
+			setInt(&c.Client.Reserved.DiskMB, r.DiskMB)
+		}
+		setInt(&c.Client.GCMaxAllocs, cl.GCMaxAllocs)
+		for _, d := range []struct {
+			src   *string
+			rng   hcl.Range
+			name  string
+			field *time.Duration
+		}{
+			{cl.GCRetention, cl.GCRetentionRange, "gc_retention", &c.Client.GCRetention},
+			{cl.MaxKillTimeout, cl.MaxKillTimeoutRange, "max_kill_timeout", &c.Client.MaxKillTimeout},
+		} {
+			if d.src == nil {
+				continue
+			}
+			v, err := time.ParseDuration(*d.src)
+			if err != nil {
+				return fmt.Errorf("%s: %s: %v", posString(d.rng), d.name, err)
+			}
+			*d.field = v
+		}
 		if cl.Meta != nil {
 			if c.Client.Meta == nil {
 				c.Client.Meta = map[string]string{}
@@ -184,8 +224,8 @@ func (fc *fileConfig) apply(c *Config) error {
 		}
 	}
 	for _, p := range fc.Plugins {
-		if p.Name != "raw_exec" {
-			return fmt.Errorf("%s: plugin %q is not supported (Drover has raw_exec)", posString(p.NameRange), p.Name)
+		if !knownPlugins[p.Name] {
+			return fmt.Errorf("%s: plugin %q is not supported (Drover has raw_exec and mock_driver)", posString(p.NameRange), p.Name)
 		}
 		pc := c.Plugins[p.Name]
 		if pc == nil {

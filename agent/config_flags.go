@@ -18,6 +18,10 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 type agentFlags struct {
 	dev             bool
 	server          bool
+	client          bool
+	servers         stringList
+	nodeClass       string
+	meta            stringList
 	bootstrapExpect int
 	dataDir         string
 	bind            string
@@ -40,6 +44,10 @@ func (f *agentFlags) flagSet(out io.Writer) *flag.FlagSet {
 	fs.SetOutput(out)
 	fs.BoolVar(&f.dev, "dev", false, "run a single-node dev server on 127.0.0.1 with a throwaway data dir")
 	fs.BoolVar(&f.server, "server", false, "enable server mode")
+	fs.BoolVar(&f.client, "client", false, "enable client mode (runs allocations on this machine)")
+	fs.Var(&f.servers, "servers", "servers a client joins, host[:port], comma-separated; repeatable")
+	fs.StringVar(&f.nodeClass, "node-class", "", "the client's node class")
+	fs.Var(&f.meta, "meta", "client node metadata key=value; repeatable")
 	fs.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of servers to wait for before bootstrapping Raft")
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for Raft data (required for a server outside -dev)")
 	fs.StringVar(&f.bind, "bind", "", "address to bind the HTTP and RPC listeners to (default 0.0.0.0)")
@@ -78,10 +86,38 @@ func LoadConfig(args []string, out io.Writer) (*Config, error) {
 			return nil, err
 		}
 	}
+	var flagErr error
 	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "meta" {
+			if c.Client.Meta == nil {
+				c.Client.Meta = map[string]string{}
+			}
+			for _, kv := range f.meta {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					flagErr = fmt.Errorf("-meta %q: want key=value", kv)
+					return
+				}
+				c.Client.Meta[k] = v
+			}
+		}
 		switch fl.Name {
 		case "server":
 			c.Server.Enabled = f.server
+		case "client":
+			c.Client.Enabled = f.client
+		case "servers":
+			var list []string
+			for _, v := range f.servers {
+				for _, s := range strings.Split(v, ",") {
+					if s = strings.TrimSpace(s); s != "" {
+						list = append(list, s)
+					}
+				}
+			}
+			c.Client.Servers = list
+		case "node-class":
+			c.Client.NodeClass = f.nodeClass
 		case "bootstrap-expect":
 			c.Server.BootstrapExpect = f.bootstrapExpect
 		case "data-dir":
@@ -108,6 +144,9 @@ func LoadConfig(args []string, out io.Writer) (*Config, error) {
 			c.Server.NumSchedulers = f.numSchedulers
 		}
 	})
+	if flagErr != nil {
+		return nil, flagErr
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

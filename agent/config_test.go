@@ -111,6 +111,19 @@ func TestParseConfig(t *testing.T) {
 			err: "t.hcl:2:11: Unsuitable value type"},
 		{name: "bad duration", file: "d.hcl", src: "server {\n  server_join {\n    retry_interval = \"soon\"\n  }\n}\n",
 			err: "d.hcl:3:22: retry_interval"},
+		{
+			name: "client settings", file: "cl.hcl",
+			src: "client {\n  enabled = true\n  servers = [\"a\"]\n  gc_retention = \"2h\"\n  gc_max_allocs = 7\n  max_kill_timeout = \"30s\"\n" +
+				"  reserved {\n    cpu = 500\n    memory = 512\n    disk = 1024\n  }\n}\nplugin \"mock_driver\" {\n  config {\n    enabled = true\n  }\n}\n",
+			check: func(t *testing.T, c *Config) {
+				cl := c.Client
+				if cl.GCRetention != 2*time.Hour || cl.GCMaxAllocs != 7 || cl.MaxKillTimeout != 30*time.Second ||
+					!reflect.DeepEqual(cl.Reserved, &ReservedConfig{CPU: 500, MemoryMB: 512, DiskMB: 1024}) || !c.PluginEnabled(PluginMock) {
+					t.Fatalf("client config %+v plugins %v", cl, c.Plugins)
+				}
+			},
+		},
+		{name: "bad gc retention", file: "g.hcl", src: "client {\n  gc_retention = \"later\"\n}\n", err: "g.hcl:2:18: gc_retention"},
 		{name: "syntax error", file: "s.hcl", src: "server {\n", err: "s.hcl:1:"},
 		{name: "duplicate block", file: "dup.hcl", src: "ports {\n}\nports {\n}\n", err: "dup.hcl:3:1: Duplicate ports block"},
 	}
@@ -223,6 +236,33 @@ func TestLoadConfig(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "client flags",
+			args: []string{"-client", "-data-dir", "/d", "-servers", "10.0.0.1,10.0.0.2:5000", "-servers", "h3",
+				"-node-class", "gpu", "-meta", "rack=r9", "-meta", "zone=a=b"},
+			check: func(t *testing.T, c *Config) {
+				if !c.Client.Enabled || c.Server.Enabled || c.Client.NodeClass != "gpu" ||
+					!reflect.DeepEqual(c.Client.Meta, map[string]string{"rack": "r9", "zone": "a=b"}) {
+					t.Fatalf("client flags: %+v", c.Client)
+				}
+				if got := c.clientServers(); !reflect.DeepEqual(got, []string{"10.0.0.1:4647", "10.0.0.2:5000", "h3:4647"}) {
+					t.Fatalf("clientServers = %v", got)
+				}
+			},
+		},
+		{
+			name: "dev runs a client with both drivers",
+			args: []string{"-dev"},
+			check: func(t *testing.T, c *Config) {
+				if !c.Client.Enabled || !c.PluginEnabled(PluginRawExec) || !c.PluginEnabled(PluginMock) {
+					t.Fatalf("dev client: %+v %v", c.Client, c.Plugins)
+				}
+			},
+		},
+		{name: "client without servers", args: []string{"-client", "-data-dir", "/d"}, err: "needs servers"},
+		{name: "client without data dir", args: []string{"-client", "-servers", "a"}, err: "data_dir is required for a client"},
+		{name: "client bad server", args: []string{"-client", "-data-dir", "/d", "-servers", "h:x"}, err: `client servers "h:x"`},
+		{name: "bad meta", args: []string{"-client", "-data-dir", "/d", "-servers", "a", "-meta", "novalue"}, err: "want key=value"},
 		{name: "unknown setting in file", args: []string{"-config", bad}, err: "bad.hcl:3:3: Unsupported argument"},
 		{name: "missing file", args: []string{"-config", filepath.Join(dir, "nope.hcl")}, err: "no such file"},
 		{name: "nothing enabled", args: []string{}, err: "must run a server or a client"},

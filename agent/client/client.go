@@ -84,6 +84,9 @@ type Config struct {
 	RetryLimit time.Duration
 	// MaxKillTimeout caps tasks' kill timeouts (0: no cap).
 	MaxKillTimeout time.Duration
+	// DestroyOnShutdown makes Shutdown kill every task and remove the
+	// allocations (a -dev agent, whose data dir is thrown away).
+	DestroyOnShutdown bool
 
 	Logger hclog.Logger
 
@@ -254,18 +257,32 @@ func (c *Client) closeResources() {
 
 // Shutdown stops the client's loops and its allocation runners but leaves
 // every task running: a client started later on the same data directory
-// re-attaches to them. Pending status updates are sent once more (best
-// effort). It is idempotent.
+// re-attaches to them (with DestroyOnShutdown it kills them first).
+// Pending status updates are sent once more (best effort). It is
+// idempotent.
 func (c *Client) Shutdown() error {
 	c.shutdownOnce.Do(func() {
-		c.logger.Info("shutting down; tasks keep running")
-		close(c.shutdownCh)
 		c.allocMu.Lock()
 		runners := make([]*allocrunner.AllocRunner, 0, len(c.runners))
 		for _, ar := range c.runners {
 			runners = append(runners, ar)
 		}
 		c.allocMu.Unlock()
+		if c.cfg.DestroyOnShutdown {
+			c.logger.Info("shutting down; stopping every task")
+			var wg sync.WaitGroup
+			for _, ar := range runners {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c.destroy(ar)
+				}()
+			}
+			wg.Wait()
+		} else {
+			c.logger.Info("shutting down; tasks keep running")
+		}
+		close(c.shutdownCh)
 		for _, ar := range runners {
 			ar.Shutdown()
 		}
