@@ -62,6 +62,7 @@ type httpAPI struct {
 	cfg     *Config // read only
 	logger  hclog.Logger
 	metrics *metrics.InmemSink
+	client  LocalClient // nil when the agent runs no client
 }
 
 // handlerFunc answers one request with a value to encode as JSON, or an

@@ -44,6 +44,9 @@ func (h *httpAPI) agentSelf(w http.ResponseWriter, r *http.Request) (any, error)
 			"raft": {"leader": strconv.FormatBool(h.srv.IsLeader()), "leader_addr": leader},
 		},
 	}
+	if h.client != nil {
+		self.Stats["client"] = map[string]string{"node_id": h.client.NodeID()}
+	}
 	return self, nil
 }
 

@@ -11,8 +11,11 @@ import (
 // Nomad's API that Drover does not implement gets 501 naming the feature.
 // The first call also installs the agent's in-memory metrics sink
 // (GET /v1/metrics).
-func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger) http.Handler {
+func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOption) http.Handler {
 	h := &httpAPI{srv: srv, cfg: cfg, logger: logger, metrics: globalInmemSink()}
+	for _, o := range opts {
+		o(h)
+	}
 	mux := http.NewServeMux()
 	handle := func(pattern string, fn handlerFunc) { mux.Handle(pattern, h.wrap(fn)) }
 
@@ -61,6 +64,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger) http.Handler {
 	handle("GET /v1/agent/health", h.agentHealth)
 	handle("GET /v1/agent/members", h.agentMembers)
 
+	handle("GET /v1/client/fs/logs/{alloc}", h.clientLogs)
+
 	for _, u := range unsupportedEndpoints {
 		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
 			handle(m+" "+u.pattern, unsupported(u.feature))
@@ -96,7 +101,7 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/node/{id}/purge", "node purge"},
 	{"/v1/node/{id}/meta", "dynamic node metadata"},
 	{"/v1/node/pools", "node pools"},
-	{"/v1/client/", "the client HTTP API (logs, files, stats, exec)"},
+	{"/v1/client/", "this client endpoint (Drover's clients serve task logs only)"},
 	{"/v1/acl/", "ACLs"},
 	{"/v1/namespaces", "namespaces management"},
 	{"/v1/namespace/", "namespaces management"},

@@ -108,3 +108,19 @@ func TestClientNextToken(t *testing.T) {
 		t.Fatalf("meta = %+v, %v", qm, err)
 	}
 }
+
+func TestClientTaskLogs(t *testing.T) {
+	r := &recorder{reply: "hello\n"}
+	c := r.server(t)
+	rc, err := c.TaskLogs(context.Background(), "a1", "web", "stderr", true, "end", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	buf := make([]byte, 16)
+	n, _ := rc.Read(buf)
+	if string(buf[:n]) != "hello\n" || r.path != "/v1/client/fs/logs/a1" ||
+		r.query != "follow=true&offset=10&origin=end&plain=true&task=web&type=stderr" {
+		t.Fatalf("got %q from %s ?%s", buf[:n], r.path, r.query)
+	}
+}

@@ -15,6 +15,7 @@ func allocCommands() []*command {
 	return []*command{
 		{name: "alloc status", synopsis: "Show an allocation and its tasks", run: runAllocStatus},
 		{name: "alloc stop", synopsis: "Stop an allocation (its job replaces it)", run: runAllocStop},
+		{name: "alloc logs", synopsis: "Print a task's stdout or stderr", run: runAllocLogs},
 	}
 }
 

@@ -242,6 +242,18 @@ func TestCLIGolden(t *testing.T) {
 			"GET /v1/evaluation/" + evalID:                  sequence(40, complete),
 			"GET /v1/evaluation/" + evalID + "/allocations": []any{},
 		}},
+		{name: "alloc_logs", args: []string{"alloc", "logs", "-stderr", "a1a1"}, routes: map[string]any{
+			"GET /v1/allocations":                prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
+			"GET /v1/allocation/" + alloc1ID:     allocs[0],
+			"GET /v1/node/" + node1ID:            nodes[0],
+			"GET /v1/client/fs/logs/" + alloc1ID: logRoute("starting\nlistening on :8080\nready\n"),
+		}},
+		{name: "alloc_logs_tail", args: []string{"alloc", "logs", "-tail", "-n", "2", "a1a1", "server"}, routes: map[string]any{
+			"GET /v1/allocations":                prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
+			"GET /v1/allocation/" + alloc1ID:     allocs[0],
+			"GET /v1/node/" + node1ID:            nodes[0],
+			"GET /v1/client/fs/logs/" + alloc1ID: logRoute("starting\nlistening on :8080\nready\n"),
+		}},
 		{name: "eval_status_failed", args: []string{"eval", "status", "5c3c"}, routes: map[string]any{
 			"GET /v1/evaluations":          prefixed([]*structs.Evaluation{&failed}, func(e *structs.Evaluation) string { return e.ID }),
 			"GET /v1/evaluation/" + evalID: &failed,
@@ -276,6 +288,17 @@ func TestCLIGolden(t *testing.T) {
 			}
 			checkGolden(t, filepath.Join("testdata", "golden", tc.name+".txt"), got)
 		})
+	}
+}
+
+// logRoute serves a log as the agent does with plain=true, echoing the
+// query it was asked with on the first line.
+func logRoute(log string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		fmt.Fprintf(w, "[task=%s type=%s origin=%s offset=%s follow=%s]\n", q.Get("task"), q.Get("type"),
+			q.Get("origin"), q.Get("offset"), q.Get("follow"))
+		_, _ = io.WriteString(w, log)
 	}
 }
 
@@ -379,5 +402,38 @@ func TestJSONFlag(t *testing.T) {
 				t.Fatalf("not JSON: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc\n"},
+		{"a\nb\nc", 2, "b\nc"},
+		{"a\nb\nc\n", 5, "a\nb\nc\n"},
+		{"a\nb\nc\n", 0, ""},
+		{"", 3, ""},
+		{"only", 1, "only"},
+	}
+	for _, tc := range cases {
+		if got := string(lastLines([]byte(tc.in), tc.n)); got != tc.want {
+			t.Errorf("lastLines(%q, %d) = %q; want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestNodeAddress(t *testing.T) {
+	cases := []struct{ node, agent, want string }{
+		{"10.0.0.5:4646", "http://127.0.0.1:4646", "http://10.0.0.5:4646"},
+		{"0.0.0.0:4646", "http://10.1.1.1:4646", "http://10.1.1.1:4646"},
+		{"[::]:4646", "", "http://127.0.0.1:4646"},
+	}
+	for _, tc := range cases {
+		if got := nodeAddress(tc.node, tc.agent); got != tc.want {
+			t.Errorf("nodeAddress(%q, %q) = %q; want %q", tc.node, tc.agent, got, tc.want)
+		}
 	}
 }
