@@ -200,6 +200,10 @@ func (tr *taskRunner) run() {
 				if errors.Is(err, errInvalidConfig) {
 					return // finished inside start
 				}
+				if tr.killed() { // the kill cancelled the start
+					tr.finish(false, tr.killedEvent())
+					return
+				}
 				if !tr.afterExit(nil, err) {
 					return
 				}
@@ -424,11 +428,18 @@ func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
 	ev.KillTimeout, ev.KillReason = timeout, reason
 	tr.update(nil, ev)
 	killed := tr.killedEvent()
+	var res *driver.ExitResult
 	if err := h.Stop(sig, timeout); err != nil {
 		killed.KillError = err.Error()
 		tr.logger.Error("failed to kill task", "error", err)
+		select { // it may never exit; do not wait forever
+		case res = <-exitCh:
+		case <-time.After(time.Second):
+		}
+	} else {
+		res = <-exitCh
 	}
-	if res := <-exitCh; res != nil {
+	if res != nil {
 		killed.ExitCode, killed.Signal = res.ExitCode, res.Signal
 	}
 	tr.setHandle(nil)

@@ -193,3 +193,37 @@ func TestPumpDrainAndDetach(t *testing.T) {
 		t.Fatalf("pumps got %q + %q", out1.String(), out2.String())
 	}
 }
+
+func TestPumpDrainsLargeOutput(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, ".big.fifo")
+	w, err := NewRotator(dir, "big.stdout", 3, 100<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := StartPump(fifo, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wend, err := OpenWriteEnd(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB, four pipe buffers
+	if _, err := wend.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	wend.Close()
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(dir, "big.stdout", 0, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, _ := io.ReadAll(r)
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, want %d", len(got), len(data))
+	}
+}

@@ -9,11 +9,12 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
-// DefaultDrainQuiet is how long Stop waits for more output before it
-// decides the FIFO is drained.
-const DefaultDrainQuiet = 50 * time.Millisecond
+// drainQuiet is how long Stop waits for more output before it decides the
+// FIFO is drained, when the kernel cannot say how much is buffered.
+const drainQuiet = 50 * time.Millisecond
 
 // CreateFIFO makes a FIFO at path unless one is there already; anything
 // else at path is replaced.
@@ -73,7 +74,7 @@ func StartPump(fifo string, w io.WriteCloser) (*Pump, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pump{f: f, w: w, done: make(chan struct{}), quiet: DefaultDrainQuiet}
+	p := &Pump{f: f, w: w, done: make(chan struct{}), quiet: drainQuiet}
 	go p.run()
 	return p, nil
 }
@@ -85,30 +86,80 @@ func (p *Pump) run() {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := p.f.Read(buf)
-		if n > 0 {
-			if _, werr := p.w.Write(buf[:n]); werr != nil && p.err == nil {
-				p.err = werr
-			}
-			if p.state.Load() == pumpDraining {
-				_ = p.f.SetReadDeadline(time.Now().Add(p.quiet))
-			}
+		p.write(buf[:n])
+		if err == nil {
+			continue
 		}
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) && p.state.Load() == pumpRunning {
-				continue
-			}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return
+		}
+		switch p.state.Load() {
+		case pumpRunning:
+			continue
+		case pumpDraining:
+			p.drain(buf)
+		}
+		return
+	}
+}
+
+func (p *Pump) write(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if _, err := p.w.Write(b); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+// drain reads what the pipe holds. The writers are gone (the task exited
+// and its group was killed), so the kernel's count of buffered bytes says
+// exactly when to stop; without it, reading stops after a quiet period.
+func (p *Pump) drain(buf []byte) {
+	for {
+		avail, err := buffered(p.f)
+		if err == nil && avail == 0 {
+			return
+		}
+		wait := p.quiet
+		if err == nil {
+			wait = time.Second // data is there: the read returns at once
+		}
+		_ = p.f.SetReadDeadline(time.Now().Add(wait))
+		n, rerr := p.f.Read(buf)
+		p.write(buf[:n])
+		if rerr != nil {
 			return
 		}
 	}
 }
 
-// Stop reads what is left in the FIFO (until no output arrives for a short
-// quiet period), then closes the FIFO and the writer. Call it once the task
-// has exited for good.
+// buffered returns how many bytes wait in the pipe (FIONREAD).
+func buffered(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int32
+	var errno syscall.Errno
+	if err := rc.Control(func(fd uintptr) {
+		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+	}); err != nil {
+		return 0, err
+	}
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// Stop reads what is left in the FIFO, then closes the FIFO and the
+// writer. Call it once the task has exited for good (output written later
+// is lost).
 func (p *Pump) Stop() error {
 	p.once.Do(func() {
 		p.state.Store(pumpDraining)
-		_ = p.f.SetReadDeadline(time.Now().Add(p.quiet))
+		_ = p.f.SetReadDeadline(time.Unix(1, 0)) // wake a blocked read
 	})
 	<-p.done
 	return p.err
