@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics"
+
 	"github.com/drover-project/drover/agent/client/fingerprint"
 	"github.com/drover-project/drover/internal/backoff"
 	"github.com/drover-project/drover/structs"
@@ -155,6 +157,7 @@ func (c *Client) registerLoop() {
 
 // register sends Node.Register and returns the heartbeat TTL.
 func (c *Client) register() (time.Duration, error) {
+	start := time.Now()
 	node := c.Node()
 	node.Status = structs.NodeStatusReady
 	node.StatusUpdatedAt = time.Now().Unix()
@@ -168,23 +171,27 @@ func (c *Client) register() (time.Duration, error) {
 	if ttl <= 0 {
 		return 0, fmt.Errorf("server returned no heartbeat TTL")
 	}
+	metrics.MeasureSince(metricRegister, start)
 	c.logger.Info("node registered", "node_id", node.ID, "heartbeat_ttl", ttl, "server", c.servers.current())
 	return ttl, nil
 }
 
 // heartbeat sends Node.UpdateStatus (ready) and returns the next TTL.
 func (c *Client) heartbeat() (time.Duration, error) {
+	start := time.Now()
 	req := &structs.NodeUpdateStatusRequest{
 		NodeID: c.NodeID(), Status: structs.NodeStatusReady, UpdatedAt: time.Now().Unix(),
 		WriteRequest: structs.WriteRequest{Region: c.cfg.Region},
 	}
 	var resp structs.NodeUpdateResponse
 	if err := c.RPC("Node.UpdateStatus", req, &resp); err != nil {
+		incr(metricHeartbeatFailed)
 		return 0, err
 	}
 	c.servers.add(resp.Servers)
 	if resp.HeartbeatTTL <= 0 {
 		return 0, fmt.Errorf("server returned no heartbeat TTL")
 	}
+	metrics.MeasureSince(metricHeartbeat, start)
 	return resp.HeartbeatTTL, nil
 }

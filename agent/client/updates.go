@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics"
+
 	"github.com/drover-project/drover/structs"
 )
 
@@ -17,8 +19,6 @@ type updateBatcher struct {
 
 	mu      sync.Mutex
 	pending map[string]*structs.Allocation // guarded by mu
-	// sent counts RPCs made (for tests and metrics); guarded by mu.
-	sent int
 }
 
 func newUpdateBatcher(c *Client) *updateBatcher {
@@ -62,7 +62,6 @@ func (u *updateBatcher) flush() {
 	}
 	batch := u.pending
 	u.pending = map[string]*structs.Allocation{}
-	u.sent++
 	u.mu.Unlock()
 
 	list := make([]*structs.Allocation, 0, len(batch))
@@ -72,7 +71,13 @@ func (u *updateBatcher) flush() {
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
 	req := &structs.AllocUpdateRequest{Alloc: list, WriteRequest: structs.WriteRequest{Region: u.c.cfg.Region}}
 	var resp structs.GenericResponse
-	if err := u.c.RPC("Node.UpdateAlloc", req, &resp); err != nil {
+	start := time.Now()
+	metrics.AddSample(metricUpdateBatchSize, float32(len(list)))
+	err := u.c.RPC("Node.UpdateAlloc", req, &resp)
+	if err == nil {
+		metrics.MeasureSince(metricUpdateBatch, start)
+	}
+	if err != nil {
 		u.c.logger.Warn("sending allocation updates failed; will retry", "error", err, "count", len(list))
 		u.mu.Lock()
 		for id, a := range batch {
@@ -82,11 +87,4 @@ func (u *updateBatcher) flush() {
 		}
 		u.mu.Unlock()
 	}
-}
-
-// stats returns the number of RPCs sent and updates pending.
-func (u *updateBatcher) stats() (sent, pending int) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.sent, len(u.pending)
 }

@@ -172,6 +172,7 @@ func (c *Client) runAllocs(allocs []*structs.Allocation, removed []string) {
 		c.runners[a.ID] = ar
 		c.allocMu.Unlock()
 		c.logger.Debug("starting allocation", "alloc_id", a.ID, "job_id", a.JobID, "task_group", a.TaskGroup)
+		incr(metricAllocsStarted)
 		ar.Run()
 	}
 }
