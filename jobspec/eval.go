@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -18,8 +19,9 @@ import (
 )
 
 // functions are the functions a job file may call: cty's standard library
-// under Terraform's (and Nomad's) names, plus try and can.
-func functions() map[string]function.Function {
+// under Terraform's (and Nomad's) names, plus try and can. Built once;
+// the map and the functions are read only.
+var functions = sync.OnceValue(func() map[string]function.Function {
 	return map[string]function.Function{
 		"abs": stdlib.AbsoluteFunc, "ceil": stdlib.CeilFunc, "floor": stdlib.FloorFunc,
 		"log": stdlib.LogFunc, "max": stdlib.MaxFunc, "min": stdlib.MinFunc,
@@ -54,7 +56,7 @@ func functions() map[string]function.Function {
 
 		"try": tryfunc.TryFunc, "can": tryfunc.CanFunc,
 	}
-}
+})
 
 // runtimeRoots are the interpolation roots resolved at run time by the
 // scheduler or the client, not by the parser.

@@ -25,6 +25,15 @@ func minimal(task string) string {
 }`
 }
 
+func mustJSON(tb testing.TB, v any) []byte {
+	tb.Helper()
+	buf, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return buf
+}
+
 func mustParse(t *testing.T, src string, opts *Options) *structs.Job {
 	t.Helper()
 	job, err := Parse("test.hcl", []byte(src), opts)
