@@ -71,6 +71,11 @@ type AllocRunner struct {
 
 	doneCh chan struct{} // closed when every task runner has returned
 
+	// stateMu orders saving the allocation against deleting it, so a late
+	// save never brings a destroyed allocation back.
+	stateMu   sync.Mutex
+	destroyed bool // guarded by stateMu
+
 	mu           sync.Mutex
 	alloc        *structs.Allocation // latest server view; guarded by mu
 	clientStatus string              // guarded by mu
@@ -161,10 +166,8 @@ func (ar *AllocRunner) Run() {
 		fail("building the allocation directory: " + err.Error())
 		return
 	}
-	if ar.cfg.StateDB != nil && ar.cfg.Restored == nil {
-		if err := ar.cfg.StateDB.PutAlloc(ar.Alloc()); err != nil {
-			ar.logger.Error("failed to save allocation", "error", err)
-		}
+	if ar.cfg.Restored == nil {
+		ar.saveAlloc()
 	}
 	var wg sync.WaitGroup
 	for _, name := range ar.taskOrder {
@@ -207,13 +210,24 @@ func (ar *AllocRunner) Update(a *structs.Allocation) {
 	}
 	ar.alloc = a
 	ar.mu.Unlock()
-	if ar.cfg.StateDB != nil {
-		if err := ar.cfg.StateDB.PutAlloc(ar.Alloc()); err != nil {
-			ar.logger.Error("failed to save allocation", "error", err)
-		}
-	}
+	ar.saveAlloc()
 	if a.ServerTerminalStatus() {
 		ar.killAll(ReasonAllocStopped)
+	}
+}
+
+// saveAlloc saves the allocation, unless it was destroyed.
+func (ar *AllocRunner) saveAlloc() {
+	if ar.cfg.StateDB == nil {
+		return
+	}
+	ar.stateMu.Lock()
+	defer ar.stateMu.Unlock()
+	if ar.destroyed {
+		return
+	}
+	if err := ar.cfg.StateDB.PutAlloc(ar.Alloc()); err != nil {
+		ar.logger.Error("failed to save allocation", "error", err)
 	}
 }
 
@@ -236,9 +250,12 @@ func (ar *AllocRunner) Destroy() error {
 	ar.killAll(ReasonDestroyed)
 	ar.waitIfStarted()
 	var err error
+	ar.stateMu.Lock()
+	ar.destroyed = true
 	if ar.cfg.StateDB != nil {
 		err = ar.cfg.StateDB.DeleteAlloc(ar.id)
 	}
+	ar.stateMu.Unlock()
 	if rerr := ar.allocDir.Destroy(); rerr != nil && err == nil {
 		err = rerr
 	}

@@ -470,3 +470,21 @@ func TestMissingGroupFailsAlloc(t *testing.T) {
 		t.Fatalf("description %q", got.ClientDescription)
 	}
 }
+
+func TestDestroyRemovesStateAndLateUpdatesDoNotRevive(t *testing.T) {
+	e := newEnv(t)
+	a := testAlloc(structs.JobTypeService, failPolicy(0), &structs.Task{Name: "m", Driver: "mock_driver", Config: map[string]any{"run_for": "1h"}})
+	ar := e.start(t, a, nil)
+	e.rec.waitFor(t, "running", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusRunning })
+	if err := ar.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	ar.Update(a.Copy()) // a late server update
+	entries, err := e.db.Allocs()
+	if err != nil || len(entries) != 0 {
+		t.Fatalf("saved allocations after destroy: %d, %v", len(entries), err)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, a.ID)); !os.IsNotExist(err) {
+		t.Fatalf("alloc dir after destroy: %v", err)
+	}
+}
