@@ -3,12 +3,14 @@ package server
 import (
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/fsm"
+	"github.com/drover-project/drover/worker"
 )
 
 // Defaults for Config fields left zero.
@@ -19,7 +21,18 @@ const (
 	DefaultApplyTimeout    = 30 * time.Second
 	DefaultMaxQueryTime    = 5 * time.Minute
 	MaxMaxQueryTime        = 10 * time.Minute
-	DefaultHeartbeatTTL    = 10 * time.Second
+	// DefaultHeartbeatMinTTL, DefaultHeartbeatGrace and
+	// DefaultFailoverHeartbeatTTL are Nomad's node liveness defaults.
+	DefaultHeartbeatMinTTL      = 10 * time.Second
+	DefaultHeartbeatGrace       = 10 * time.Second
+	DefaultFailoverHeartbeatTTL = 5 * time.Minute
+	// DefaultLeaderWorkerFraction is the share of scheduler workers left
+	// running on the leader (at least one), which is busy applying plans.
+	DefaultLeaderWorkerFraction = 0.25
+	// DefaultFailedEvalFollowupDelay is the base wait of the follow-up
+	// evaluation created for one that reached the delivery limit; up to as
+	// much again is added at random.
+	DefaultFailedEvalFollowupDelay = time.Minute
 )
 
 // Config configures one server. Zero values take the defaults above; only
@@ -52,8 +65,28 @@ type Config struct {
 	// RetryInterval is the period of the announce loop.
 	RetryInterval time.Duration
 
-	// NumSchedulers is the number of scheduler workers (next issue).
+	// NumSchedulers is the number of scheduler workers; default
+	// runtime.NumCPU(). Negative is invalid.
 	NumSchedulers int
+	// LeaderWorkerFraction is the share of workers kept running while this
+	// server leads (the rest pause, since the leader also applies plans);
+	// at least one always runs. 0 means DefaultLeaderWorkerFraction; 1 or
+	// more keeps every worker running.
+	LeaderWorkerFraction float64
+	// WorkerConfig, if set, adjusts each worker's configuration before it
+	// starts (tests shorten timings).
+	WorkerConfig func(*worker.Config)
+
+	// EvalNackTimeout, EvalDeliveryLimit, EvalInitialNackDelay and
+	// EvalSubsequentNackDelay tune the eval broker; zero takes the broker's
+	// defaults (60 s, 3, 1 s, 20 s).
+	EvalNackTimeout         time.Duration
+	EvalDeliveryLimit       int
+	EvalInitialNackDelay    time.Duration
+	EvalSubsequentNackDelay time.Duration
+	// FailedEvalFollowupDelay is the base wait of the follow-up evaluation
+	// created when an evaluation reaches the delivery limit.
+	FailedEvalFollowupDelay time.Duration
 
 	Logger hclog.Logger
 
@@ -70,16 +103,28 @@ type Config struct {
 	NoLeaderTimeout time.Duration
 	// ApplyTimeout bounds raft.Apply enqueueing.
 	ApplyTimeout time.Duration
-	// HeartbeatTTL is returned to registering nodes.
+	// HeartbeatMinTTL is the shortest heartbeat TTL handed to nodes; the
+	// TTL grows with the cluster so that the leader sees about
+	// HeartbeatMaxPerSecond heartbeats per second.
+	HeartbeatMinTTL       time.Duration
+	HeartbeatMaxPerSecond float64
+	// HeartbeatGrace is added to a node's TTL before it is marked down.
+	HeartbeatGrace time.Duration
+	// FailoverHeartbeatTTL is the TTL every node gets when a server gains
+	// leadership, so clients have time to find the new leader.
+	FailoverHeartbeatTTL time.Duration
+	// HeartbeatTTL is the former name of HeartbeatMinTTL, used when that
+	// is zero.
 	HeartbeatTTL time.Duration
 
 	// LeaderHooks run, in order, when this server gains leadership (after
-	// a Raft barrier) and are revoked, in reverse order, when it loses it.
-	// The eval broker, plan applier and heartbeat timers plug in here.
+	// a Raft barrier and after the server's own leader components: plan
+	// queue and applier, eval broker and blocked evals, heartbeat timers,
+	// worker pausing) and are revoked, in reverse order, when it loses it.
 	LeaderHooks []LeaderHook
 
-	// FSMHooks receive the FSM's leader-side notifications (eval broker,
-	// blocked evals). nil means none.
+	// FSMHooks receive the FSM's notifications after the server's own
+	// hooks (which feed the eval broker and blocked evals). nil means none.
 	FSMHooks fsm.Hooks
 
 	// OnBootstrap, if set, is called each time this server calls
@@ -125,8 +170,26 @@ func (c *Config) withDefaults() *Config {
 	if out.ApplyTimeout <= 0 {
 		out.ApplyTimeout = DefaultApplyTimeout
 	}
-	if out.HeartbeatTTL <= 0 {
-		out.HeartbeatTTL = DefaultHeartbeatTTL
+	if out.HeartbeatMinTTL <= 0 {
+		out.HeartbeatMinTTL = out.HeartbeatTTL
+	}
+	if out.HeartbeatMinTTL <= 0 {
+		out.HeartbeatMinTTL = DefaultHeartbeatMinTTL
+	}
+	if out.HeartbeatGrace <= 0 {
+		out.HeartbeatGrace = DefaultHeartbeatGrace
+	}
+	if out.FailoverHeartbeatTTL <= 0 {
+		out.FailoverHeartbeatTTL = DefaultFailoverHeartbeatTTL
+	}
+	if out.NumSchedulers == 0 {
+		out.NumSchedulers = runtime.NumCPU()
+	}
+	if out.LeaderWorkerFraction <= 0 {
+		out.LeaderWorkerFraction = DefaultLeaderWorkerFraction
+	}
+	if out.FailedEvalFollowupDelay <= 0 {
+		out.FailedEvalFollowupDelay = DefaultFailedEvalFollowupDelay
 	}
 	out.RetryJoin = append([]string(nil), c.RetryJoin...)
 	out.LeaderHooks = append([]LeaderHook(nil), c.LeaderHooks...)

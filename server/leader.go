@@ -121,11 +121,12 @@ func (s *Server) triggerReconcile() {
 // establishLeadership runs every LeaderHook in order. On error it returns
 // the hooks established so far so the caller can revoke them.
 //
-// This is the place for leader-only components (eval broker, blocked evals,
-// plan applier, heartbeat timers): add them to Config.LeaderHooks.
+// The server's own leader components (plan applier, eval broker and
+// blocked evals, heartbeat timers, worker pausing) come first, then
+// Config.LeaderHooks.
 func (s *Server) establishLeadership() ([]LeaderHook, error) {
 	var done []LeaderHook
-	for _, h := range s.config.LeaderHooks {
+	for _, h := range s.leaderHooks {
 		if err := h.Establish(s); err != nil {
 			s.logger.Error("leader hook failed", "hook", h.Name(), "error", err)
 			return done, err

@@ -20,6 +20,19 @@ var (
 	metricJobRegister   = []string{"drover", "job", "register"}
 	metricJobDeregister = []string{"drover", "job", "deregister"}
 	metricNodeRegister  = []string{"drover", "node", "register"}
+	// metricNodeUpdateStatus: heartbeat latency on the leader.
+	metricNodeUpdateStatus = []string{"drover", "node", "update_status"}
+	// metricNodeUpdateAlloc: client allocation update, including the wait
+	// for its (group-committed) Raft write.
+	metricNodeUpdateAlloc = []string{"drover", "node", "update_alloc"}
+	// metricEvalDequeue: a broker dequeue on the leader, including the wait.
+	metricEvalDequeue = []string{"drover", "eval", "dequeue"}
+	// metricEvalUpdate: a worker's evaluation write on the leader.
+	metricEvalUpdate = []string{"drover", "eval", "update"}
+	// metricPlanSubmit: a plan's time in the queue and applier.
+	metricPlanSubmit = []string{"drover", "plan", "submit"}
+	// metricJobPlan: a dry run.
+	metricJobPlan = []string{"drover", "job", "plan"}
 )
 
 func measureSince(key []string, start time.Time) { metrics.MeasureSince(key, start) }

@@ -10,16 +10,20 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// Node is the node endpoint: client registration and node reads.
+// Node is the node endpoint: client registration, heartbeats, allocation
+// watches and updates, drain and eligibility, and node reads.
 type Node struct {
 	srv *Server
 }
 
 // Register creates or updates a client node. A node that exists already
-// must present the same SecretID. The reply carries the heartbeat TTL and
-// the servers the client may use.
+// must present the same SecretID. A node that becomes ready (new, or back
+// from another status) gets evaluations for the jobs with allocations on
+// it and for every system job, written in the same Raft entry. The reply
+// carries the heartbeat TTL and the servers the client may use.
 func (n *Node) Register(args *structs.NodeRegisterRequest, reply *structs.NodeUpdateResponse) error {
-	if done, err := n.srv.forward("Node.Register", args, args, reply); done {
+	s := n.srv
+	if done, err := s.forward("Node.Register", args, args, reply); done {
 		return err
 	}
 	defer measureSince(metricNodeRegister, time.Now())
@@ -35,37 +39,266 @@ func (n *Node) Register(args *structs.NodeRegisterRequest, reply *structs.NodeUp
 	if node.SecretID == "" {
 		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "SecretID", Message: "missing node secret ID"}}}
 	}
-	existing, err := n.srv.fsm.State().NodeByID(nil, node.ID)
+	node.ComputeClass()
+	st := s.fsm.State()
+	existing, err := st.NodeByID(nil, node.ID)
 	switch {
 	case err == nil:
 		if existing.SecretID != node.SecretID {
 			return structs.NewError(structs.ErrCodeInvalid, "node secret ID does not match the registered node")
 		}
-	case !errors.Is(err, structs.ErrNotFound):
+	case errors.Is(err, structs.ErrNotFound):
+		existing = nil
+	default:
 		return err
 	}
-	node.StatusUpdatedAt = time.Now().Unix()
+	now := time.Now()
+	node.StatusUpdatedAt = now.Unix()
 
 	req := *args
 	req.Node = node
-	index, _, err := n.srv.raftApply(structs.NodeRegisterRequestType, &req)
+	req.CreateEvals = nil
+	if node.Ready() && (existing == nil || !existing.Ready()) {
+		if req.CreateEvals, err = s.nodeEvals(st, node, now); err != nil {
+			return err
+		}
+	}
+	index, _, err := s.raftApply(structs.NodeRegisterRequestType, &req)
 	if err != nil {
 		return err
 	}
-	reply.HeartbeatTTL = n.srv.config.HeartbeatTTL
+	s.nodeReply(node.ID, node.Status, index, reply)
 	reply.NodeModifyIndex = index
+	reply.EvalIDs = evalIDs(req.CreateEvals)
+	if len(req.CreateEvals) > 0 {
+		reply.EvalCreateIndex = index
+	}
+	return nil
+}
+
+// nodeReply fills what every node write answers: the heartbeat TTL (and
+// arms the node's timer, or clears it for a down node), the leader and the
+// servers, and the cluster size.
+func (s *Server) nodeReply(nodeID, status string, index uint64, reply *structs.NodeUpdateResponse) {
+	if status == structs.NodeStatusDown {
+		s.heartbeats.Clear(nodeID)
+	} else {
+		reply.HeartbeatTTL = s.heartbeats.Reset(nodeID)
+	}
 	reply.Index = index
-	reply.LeaderRPCAddr = n.srv.rpcAddr
-	for _, m := range n.srv.Members() {
+	reply.LeaderRPCAddr = s.rpcAddr
+	for _, m := range s.Members() {
 		if m.Status == MemberStatusAlive {
 			reply.Servers = append(reply.Servers, &structs.NodeServerInfo{
 				RPCAdvertiseAddr: m.RPCAddr, Datacenter: m.Datacenter,
 			})
 		}
 	}
-	if nodes, err := n.srv.fsm.State().Nodes(nil); err == nil {
-		reply.NumNodes = int32(len(nodes))
+	reply.NumNodes = int32(s.heartbeats.Tracked())
+}
+
+// UpdateStatus is the client heartbeat. It always resets the node's
+// liveness timer and returns its TTL; only a change of status is written
+// through Raft, with evaluations when the node goes down (its jobs) or
+// becomes ready (its jobs and every system job).
+func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *structs.NodeUpdateResponse) error {
+	s := n.srv
+	if done, err := s.forward("Node.UpdateStatus", args, args, reply); done {
+		return err
 	}
+	defer measureSince(metricNodeUpdateStatus, time.Now())
+	if args.NodeID == "" {
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "NodeID", Message: "missing node ID"}}}
+	}
+	if !structs.ValidNodeStatus(args.Status) {
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Status", Message: "unknown node status " + args.Status}}}
+	}
+	st := s.fsm.State()
+	node, err := st.NodeByID(nil, args.NodeID)
+	if err != nil {
+		return err
+	}
+	index, err := st.Index(state.TableNodes)
+	if err != nil {
+		return err
+	}
+	if node.Status != args.Status {
+		now := time.Now()
+		req := *args
+		req.UpdatedAt = now.Unix()
+		req.CreateEvals = nil
+		if req.NodeEvent == nil {
+			req.NodeEvent = &structs.NodeEvent{Message: "Node status changed to " + args.Status, Subsystem: "Cluster", Timestamp: now}
+		}
+		next := node.Copy()
+		next.Status = args.Status
+		if args.Status == structs.NodeStatusDown || (next.Ready() && !node.Ready()) {
+			if req.CreateEvals, err = s.nodeEvals(st, next, now); err != nil {
+				return err
+			}
+		}
+		if index, _, err = s.raftApply(structs.NodeUpdateStatusRequestType, &req); err != nil {
+			return err
+		}
+		reply.NodeModifyIndex = index
+		reply.EvalIDs = evalIDs(req.CreateEvals)
+		if len(req.CreateEvals) > 0 {
+			reply.EvalCreateIndex = index
+		}
+	}
+	s.nodeReply(args.NodeID, args.Status, index, reply)
+	return nil
+}
+
+// UpdateDrain starts or ends a drain. Starting one makes the node
+// ineligible and marks every allocation on it (but system jobs') for
+// migration, with a node-drain evaluation per job, so the schedulers move
+// the work elsewhere (respecting each group's migrate max_parallel).
+func (n *Node) UpdateDrain(args *structs.NodeUpdateDrainRequest, reply *structs.NodeUpdateResponse) error {
+	s := n.srv
+	if done, err := s.forward("Node.UpdateDrain", args, args, reply); done {
+		return err
+	}
+	if args.NodeID == "" {
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "NodeID", Message: "missing node ID"}}}
+	}
+	st := s.fsm.State()
+	node, err := st.NodeByID(nil, args.NodeID)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	req := *args
+	req.UpdatedAt = now.Unix()
+	req.CreateEvals = nil
+	if req.DrainStrategy != nil && req.DrainStrategy.StartedAt.IsZero() {
+		ds := *req.DrainStrategy
+		ds.StartedAt = now
+		req.DrainStrategy = &ds
+	}
+	if req.NodeEvent == nil {
+		msg := "Node drain strategy set"
+		if req.DrainStrategy == nil {
+			msg = "Node drain complete"
+		}
+		req.NodeEvent = &structs.NodeEvent{Message: msg, Subsystem: "Drain", Timestamp: now}
+	}
+	if req.DrainStrategy == nil && req.MarkEligible && !node.Ready() {
+		next := node.Copy()
+		next.Drain, next.DrainStrategy, next.SchedulingEligibility = false, nil, structs.NodeSchedulingEligible
+		if req.CreateEvals, err = s.nodeEvals(st, next, now); err != nil {
+			return err
+		}
+	}
+	index, _, err := s.raftApply(structs.NodeUpdateDrainRequestType, &req)
+	if err != nil {
+		return err
+	}
+	reply.NodeModifyIndex = index
+	reply.EvalIDs = evalIDs(req.CreateEvals)
+	if req.DrainStrategy != nil {
+		ids, evalIndex, err := s.migrateNodeAllocs(args.NodeID, now)
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 {
+			reply.EvalIDs, reply.EvalCreateIndex, index = ids, evalIndex, evalIndex
+		}
+	}
+	reply.Index = index
+	return nil
+}
+
+// migrateNodeAllocs marks the node's live allocations (system jobs'
+// excepted) with DesiredTransition.Migrate and writes a node-drain
+// evaluation per job, in one Raft entry.
+func (s *Server) migrateNodeAllocs(nodeID string, now time.Time) ([]string, uint64, error) {
+	st := s.fsm.State()
+	allocs, err := st.AllocsByNode(nil, nodeID)
+	if err != nil {
+		return nil, 0, err
+	}
+	req := &structs.ApplyPlanResultsRequest{UpdatedAt: now.UnixNano()}
+	seen := map[structs.NamespacedID]bool{}
+	migrate := true
+	for _, a := range allocs {
+		if a.TerminalStatus() || a.Job == nil || a.Job.Type == structs.JobTypeSystem || a.DesiredTransition.ShouldMigrate() {
+			continue
+		}
+		c := a.CopySkipJob()
+		c.DesiredTransition.Migrate = &migrate
+		c.ModifyTime = now.UnixNano()
+		req.AllocsUpdated = append(req.AllocsUpdated, c)
+		id := structs.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		job := a.Job
+		if cur, err := st.JobByID(nil, a.Namespace, a.JobID); err == nil {
+			job = cur
+		}
+		e := structs.NewEval(job, structs.EvalTriggerNodeDrain, now)
+		e.NodeID = nodeID
+		req.Evals = append(req.Evals, e)
+	}
+	if len(req.AllocsUpdated) == 0 {
+		return nil, 0, nil
+	}
+	index, _, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	return evalIDs(req.Evals), index, nil
+}
+
+// UpdateEligibility sets a node's scheduling eligibility. A node that
+// becomes able to take placements gets evaluations as on registration.
+func (n *Node) UpdateEligibility(args *structs.NodeUpdateEligibilityRequest, reply *structs.NodeUpdateResponse) error {
+	s := n.srv
+	if done, err := s.forward("Node.UpdateEligibility", args, args, reply); done {
+		return err
+	}
+	if args.NodeID == "" {
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "NodeID", Message: "missing node ID"}}}
+	}
+	switch args.Eligibility {
+	case structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible:
+	default:
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Eligibility", Message: "must be eligible or ineligible; got " + args.Eligibility}}}
+	}
+	st := s.fsm.State()
+	node, err := st.NodeByID(nil, args.NodeID)
+	if err != nil {
+		return err
+	}
+	if node.DrainStrategy != nil && args.Eligibility == structs.NodeSchedulingEligible {
+		return structs.NewError(structs.ErrCodeInvalid, "node %q is draining and cannot be marked eligible", node.ID)
+	}
+	now := time.Now()
+	req := *args
+	req.UpdatedAt = now.Unix()
+	req.CreateEvals = nil
+	if req.NodeEvent == nil {
+		req.NodeEvent = &structs.NodeEvent{Message: "Node marked as " + args.Eligibility, Subsystem: "Cluster", Timestamp: now}
+	}
+	next := node.Copy()
+	next.SchedulingEligibility = args.Eligibility
+	if next.Ready() && !node.Ready() {
+		if req.CreateEvals, err = s.nodeEvals(st, next, now); err != nil {
+			return err
+		}
+	}
+	index, _, err := s.raftApply(structs.NodeUpdateEligibilityRequestType, &req)
+	if err != nil {
+		return err
+	}
+	reply.NodeModifyIndex = index
+	reply.EvalIDs = evalIDs(req.CreateEvals)
+	if len(req.CreateEvals) > 0 {
+		reply.EvalCreateIndex = index
+	}
+	reply.Index = index
 	return nil
 }
 

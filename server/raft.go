@@ -187,14 +187,32 @@ func (s *Server) raftApply(t structs.MessageType, msg any) (index uint64, resp a
 func (s *Server) raftApplyEncoded(buf []byte) (index uint64, resp any, err error) {
 	defer measureSince(metricRaftApply, time.Now())
 	f := s.raft.Apply(buf, s.config.ApplyTimeout)
-	if err := f.Error(); err != nil {
-		return 0, nil, raftError(err)
+	if err := s.waitApply(f); err != nil {
+		return 0, nil, err
 	}
 	resp = f.Response()
 	if rerr, ok := resp.(error); ok && rerr != nil {
 		return f.Index(), nil, rerr
 	}
 	return f.Index(), resp, nil
+}
+
+// waitApply waits for an apply future, or for shutdown: with BatchApplyCh
+// an entry still buffered in raft's apply channel when raft shuts down is
+// never answered, and a caller waiting on it (the plan applier, which the
+// leader's revocation waits for) would hang the shutdown.
+func (s *Server) waitApply(f raft.ApplyFuture) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return raftError(err)
+		}
+		return nil
+	case <-s.shutdownCh:
+		return structs.ErrShutdown
+	}
 }
 
 // raftError maps raft's errors to typed ones callers can test with errors.Is.

@@ -34,6 +34,9 @@ func (s *Server) endpoints(inproc bool) map[string]any {
 		"Job":      &Job{srv: s, inproc: inproc},
 		"Node":     &Node{srv: s},
 		"Eval":     &Eval{srv: s},
+		"Plan":     &Plan{srv: s, inproc: inproc},
+		"Alloc":    &Alloc{srv: s},
+		"System":   &System{srv: s},
 		"Operator": &Operator{srv: s},
 	}
 }

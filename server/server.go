@@ -17,9 +17,14 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/drover-project/drover/fsm"
+	"github.com/drover-project/drover/server/blockedevals"
+	"github.com/drover-project/drover/server/evalbroker"
+	"github.com/drover-project/drover/server/heartbeat"
+	"github.com/drover-project/drover/server/planqueue"
 	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
+	"github.com/drover-project/drover/worker"
 )
 
 // Server is one Drover server. Create it with NewServer; stop it with
@@ -51,6 +56,17 @@ type Server struct {
 
 	members *memberTable
 
+	// The scheduling pipeline. The broker, blocked evals, plan queue and
+	// heartbeat timers exist on every server but are enabled only on the
+	// leader (see builtinLeaderHooks); workers run everywhere.
+	leaderHooks  []LeaderHook // built-in hooks, then Config.LeaderHooks
+	broker       *evalbroker.Broker
+	blocked      *blockedevals.BlockedEvals
+	planQueue    *planqueue.Queue
+	heartbeats   *heartbeat.Heartbeater
+	allocUpdates *allocUpdateBatcher
+	workers      []*worker.Worker // fixed after start
+
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{} // accepted connections; nil once shut down; guarded by connsMu
 
@@ -74,6 +90,9 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	if cfg.BootstrapExpect < 0 {
 		return nil, fmt.Errorf("server: invalid bootstrap_expect %d", cfg.BootstrapExpect)
+	}
+	if cfg.NumSchedulers < 0 {
+		return nil, fmt.Errorf("server: invalid num_schedulers %d", cfg.NumSchedulers)
 	}
 	config := cfg.withDefaults()
 	nodeID, err := loadNodeID(config)
@@ -110,8 +129,13 @@ func NewServer(cfg *Config) (*Server, error) {
 
 // start brings up every component in dependency order.
 func (s *Server) start() error {
+	if err := s.newPipeline(); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.allocUpdates = &allocUpdateBatcher{s: s}
+	s.leaderHooks = append(s.builtinLeaderHooks(), s.config.LeaderHooks...)
 	var err error
-	s.fsm, err = fsm.New(fsm.Config{Logger: s.logger, Hooks: s.config.FSMHooks})
+	s.fsm, err = fsm.New(fsm.Config{Logger: s.logger, Hooks: &fsmHooks{s: s, next: s.config.FSMHooks}})
 	if err != nil {
 		return fmt.Errorf("server: fsm: %w", err)
 	}
@@ -145,6 +169,7 @@ func (s *Server) start() error {
 	go s.listen()
 	go s.monitorLeadership()
 	go s.joinLoop()
+	s.startWorkers()
 	s.logger.Info("server started", "node_id", s.nodeID, "bootstrap_expect", s.config.BootstrapExpect,
 		"had_state", s.hadState)
 	return nil

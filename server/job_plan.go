@@ -1,0 +1,197 @@
+package server
+
+import (
+	"errors"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/drover-project/drover/scheduler"
+	"github.com/drover-project/drover/state"
+	"github.com/drover-project/drover/structs"
+)
+
+// Plan is a dry run of a job registration: the job's scheduler runs on a
+// snapshot of the leader's state with the new version written into it
+// (a snapshot's writes never reach the store), against a planner that
+// records the plan instead of submitting it. The reply says what would be
+// placed, stopped and updated per group (Annotations), what could not be
+// placed (FailedTGAllocs), and which evaluations would follow. Nothing is
+// written.
+func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse) error {
+	s := j.srv
+	if done, err := s.forward("Job.Plan", args, args, reply); done {
+		return err
+	}
+	defer measureSince(metricJobPlan, time.Now())
+	if args.Job == nil {
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Job", Message: "missing job"}}}
+	}
+	if err := checkJobShape(args.Job); err != nil {
+		return err
+	}
+	job := args.Job.Copy()
+	job.Canonicalize()
+	if err := job.Validate(); err != nil {
+		return err
+	}
+
+	snap, err := s.fsm.State().Snapshot()
+	if err != nil {
+		return err
+	}
+	existing, err := snap.JobByID(nil, job.Namespace, job.ID)
+	switch {
+	case errors.Is(err, structs.ErrNotFound):
+		existing = nil
+	case err != nil:
+		return err
+	}
+	if args.Diff {
+		reply.Diff = jobDiff(existing, job)
+	}
+	if existing != nil {
+		reply.JobModifyIndex = existing.JobModifyIndex
+	}
+	index, err := snap.LatestIndex()
+	if err != nil {
+		return err
+	}
+	index++
+	now := time.Now()
+	job.SubmitTime = now.UnixNano()
+	if err := snap.UpsertJob(index, job, nil); err != nil {
+		return err
+	}
+	eval := structs.NewEval(job, structs.EvalTriggerJobRegister, now)
+	eval.AnnotatePlan = true
+	eval.CreateIndex, eval.ModifyIndex = index, index
+
+	rec := &planRecorder{}
+	sched, err := scheduler.NewScheduler(job.Type, s.logger, snap, rec, time.Now)
+	if err != nil {
+		return err
+	}
+	if err := sched.Process(eval); err != nil {
+		return err
+	}
+	reply.Annotations = rec.annotations(snap.StateStore, job)
+	if rec.update != nil {
+		reply.FailedTGAllocs = rec.update.FailedTGAllocs
+	}
+	reply.CreatedEvals = rec.created
+	reply.Index = index - 1
+	return nil
+}
+
+// planRecorder is the scheduler.Planner of a dry run: every plan is
+// "committed" in full without being applied anywhere.
+type planRecorder struct {
+	mu      sync.Mutex
+	plan    *structs.Plan         // the last plan submitted; guarded by mu
+	update  *structs.Evaluation   // the final evaluation; guarded by mu
+	created []*structs.Evaluation // follow-ups and blocked; guarded by mu
+}
+
+var _ scheduler.Planner = (*planRecorder)(nil)
+
+func (r *planRecorder) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.State, error) {
+	r.mu.Lock()
+	r.plan = plan
+	r.mu.Unlock()
+	return &structs.PlanResult{NodeUpdate: plan.NodeUpdate, NodeAllocation: plan.NodeAllocation}, nil, nil
+}
+
+func (r *planRecorder) UpdateEval(e *structs.Evaluation) error {
+	r.mu.Lock()
+	r.update = e
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *planRecorder) CreateEval(e *structs.Evaluation) error {
+	r.mu.Lock()
+	r.created = append(r.created, e)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *planRecorder) ReblockEval(e *structs.Evaluation) error { return r.UpdateEval(e) }
+
+// annotations returns the scheduler's own annotations when it made them,
+// and otherwise counts them from the recorded plan: placements (new
+// allocations), in-place updates (allocations already in st), stops, and
+// running allocations the plan leaves alone (ignore).
+func (r *planRecorder) annotations(st *state.StateStore, job *structs.Job) *structs.PlanAnnotations {
+	r.mu.Lock()
+	plan := r.plan
+	r.mu.Unlock()
+	if plan != nil && plan.Annotations != nil {
+		return plan.Annotations
+	}
+	out := &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
+	for _, tg := range job.TaskGroups {
+		out.DesiredTGUpdates[tg.Name] = &structs.DesiredUpdates{}
+	}
+	group := func(name string) *structs.DesiredUpdates {
+		du := out.DesiredTGUpdates[name]
+		if du == nil {
+			du = &structs.DesiredUpdates{}
+			out.DesiredTGUpdates[name] = du
+		}
+		return du
+	}
+	touched := map[string]bool{}
+	if plan != nil {
+		for _, allocs := range plan.NodeUpdate {
+			for _, a := range allocs {
+				touched[a.ID] = true
+				group(a.TaskGroup).Stop++
+			}
+		}
+		for _, allocs := range plan.NodeAllocation {
+			for _, a := range allocs {
+				touched[a.ID] = true
+				if _, err := st.AllocByID(nil, a.ID); err == nil {
+					group(a.TaskGroup).InPlaceUpdate++
+				} else {
+					group(a.TaskGroup).Place++
+				}
+			}
+		}
+	}
+	allocs, err := st.AllocsByJob(nil, job.Namespace, job.ID)
+	if err == nil {
+		for _, a := range allocs {
+			if !a.TerminalStatus() && !touched[a.ID] {
+				group(a.TaskGroup).Ignore++
+			}
+		}
+	}
+	return out
+}
+
+// jobDiff classifies the change from existing to job. Only the type is
+// computed (field-level diffs are not).
+func jobDiff(existing, job *structs.Job) *structs.JobDiff {
+	d := &structs.JobDiff{ID: job.ID}
+	switch {
+	case existing == nil:
+		d.Type = "Added"
+	case job.Stop && !existing.Stop:
+		d.Type = "Deleted"
+	case reflect.DeepEqual(specOf(existing), specOf(job)):
+		d.Type = "None"
+	default:
+		d.Type = "Edited"
+	}
+	return d
+}
+
+// specOf is a copy of job without the fields the servers set.
+func specOf(job *structs.Job) *structs.Job {
+	c := job.Copy()
+	c.Status, c.StatusDescription, c.Stable, c.Version, c.SubmitTime = "", "", false, 0, 0
+	c.CreateIndex, c.ModifyIndex, c.JobModifyIndex = 0, 0, 0
+	return c
+}
