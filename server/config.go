@@ -65,8 +65,8 @@ type Config struct {
 	// RetryInterval is the period of the announce loop.
 	RetryInterval time.Duration
 
-	// NumSchedulers is the number of scheduler workers; default
-	// runtime.NumCPU(). Negative is invalid.
+	// NumSchedulers is the number of scheduler workers; 0 means
+	// runtime.NumCPU() and -1 none (tests that play the worker).
 	NumSchedulers int
 	// LeaderWorkerFraction is the share of workers kept running while this
 	// server leads (the rest pause, since the leader also applies plans);
@@ -182,8 +182,11 @@ func (c *Config) withDefaults() *Config {
 	if out.FailoverHeartbeatTTL <= 0 {
 		out.FailoverHeartbeatTTL = DefaultFailoverHeartbeatTTL
 	}
-	if out.NumSchedulers == 0 {
+	switch {
+	case out.NumSchedulers == 0:
 		out.NumSchedulers = runtime.NumCPU()
+	case out.NumSchedulers < 0:
+		out.NumSchedulers = 0
 	}
 	if out.LeaderWorkerFraction <= 0 {
 		out.LeaderWorkerFraction = DefaultLeaderWorkerFraction

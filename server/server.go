@@ -91,7 +91,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	if cfg.BootstrapExpect < 0 {
 		return nil, fmt.Errorf("server: invalid bootstrap_expect %d", cfg.BootstrapExpect)
 	}
-	if cfg.NumSchedulers < 0 {
+	if cfg.NumSchedulers < -1 {
 		return nil, fmt.Errorf("server: invalid num_schedulers %d", cfg.NumSchedulers)
 	}
 	config := cfg.withDefaults()

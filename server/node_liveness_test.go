@@ -1,0 +1,155 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/state/mock"
+	"github.com/drover-project/drover/structs"
+)
+
+// heartbeatLoop sends ready heartbeats for nodeID every interval until ctx
+// ends, and records the TTL of the last one.
+func heartbeatLoop(ctx context.Context, t *testing.T, s *server.Server, nodeID string, interval time.Duration, last *lastBeat) {
+	for {
+		var resp structs.NodeUpdateResponse
+		err := s.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: structs.NodeStatusReady}, &resp)
+		if err != nil && ctx.Err() == nil {
+			t.Errorf("heartbeat %s: %v", nodeID, err)
+			return
+		}
+		last.set(resp.HeartbeatTTL)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+type lastBeat struct {
+	mu  sync.Mutex
+	at  time.Time
+	ttl time.Duration
+}
+
+func (l *lastBeat) set(ttl time.Duration) {
+	l.mu.Lock()
+	l.at, l.ttl = time.Now(), ttl
+	l.mu.Unlock()
+}
+
+func (l *lastBeat) get() (time.Time, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at, l.ttl
+}
+
+// TestNodeDownReplacesAllocs: a node that stops heartbeating is marked down
+// within its TTL plus the grace period, its allocations are lost, and
+// their replacements run on the other nodes.
+func TestNodeDownReplacesAllocs(t *testing.T) {
+	const grace = 200 * time.Millisecond
+	s := schedServer(t, 2, func(cfg *server.Config) {
+		cfg.HeartbeatMinTTL = 300 * time.Millisecond
+		cfg.HeartbeatGrace = grace
+		cfg.FailoverHeartbeatTTL = time.Second
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	doomed := mock.Node()
+	if ttl := registerNode(t, s, doomed).HeartbeatTTL; ttl < 300*time.Millisecond || ttl >= 600*time.Millisecond {
+		t.Fatalf("heartbeat TTL %v, want in [300ms, 600ms)", ttl)
+	}
+	doomedCtx, stopDoomed := context.WithCancel(ctx)
+	var doomedBeat lastBeat
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		heartbeatLoop(doomedCtx, t, s, doomed.ID, 50*time.Millisecond, &doomedBeat)
+	}()
+
+	job := smallJob("web", 6)
+	submitJob(t, s, job)
+	st := s.State()
+	waitFor(t, 10*time.Second, func() string { return jobsPlaced(st, []*structs.Job{job}) })
+	for _, a := range liveAllocs(st, job.Namespace, job.ID) {
+		if a.NodeID != doomed.ID {
+			t.Fatalf("alloc %s on %s, want the only node %s", a.ID, a.NodeID, doomed.ID)
+		}
+	}
+
+	for i := 0; i < 2; i++ {
+		n := mock.Node()
+		registerNode(t, s, n)
+		var beat lastBeat
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			heartbeatLoop(ctx, t, s, n.ID, 50*time.Millisecond, &beat)
+		}()
+	}
+
+	stopDoomed()
+	waitFor(t, 5*time.Second, func() string {
+		node, err := st.NodeByID(nil, doomed.ID)
+		if err != nil {
+			return err.Error()
+		}
+		if node.Status != structs.NodeStatusDown {
+			return "node is " + node.Status
+		}
+		return ""
+	})
+	last, ttl := doomedBeat.get()
+	if took := time.Since(last); took > ttl+grace+time.Second {
+		t.Errorf("node marked down %v after its last heartbeat; TTL %v + grace %v", took, ttl, grace)
+	}
+
+	waitFor(t, 10*time.Second, func() string {
+		live := liveAllocs(st, job.Namespace, job.ID)
+		if len(live) != 6 {
+			return fmt.Sprintf("%d live allocations", len(live))
+		}
+		for _, a := range live {
+			if a.NodeID == doomed.ID {
+				return "allocation " + a.Name + " still on the down node"
+			}
+		}
+		return ""
+	})
+	allocs, err := st.AllocsByNode(nil, doomed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range allocs {
+		if a.ClientStatus != structs.AllocClientStatusLost || !a.ServerTerminalStatus() {
+			t.Errorf("alloc %s on the down node is %s/%s, want stopped and lost", a.ID, a.DesiredStatus, a.ClientStatus)
+		}
+	}
+	if len(allocs) != 6 {
+		t.Errorf("%d allocations on the down node, want the original 6", len(allocs))
+	}
+	// The down node's evaluation (node-update) completed.
+	var nodeEvals int
+	for _, e := range jobEvals(t, st, job) {
+		if e.TriggeredBy == structs.EvalTriggerNodeUpdate && e.NodeID == doomed.ID {
+			nodeEvals++
+			if e.Status != structs.EvalStatusComplete {
+				t.Errorf("node-update eval %s is %s", e.ID, e.Status)
+			}
+		}
+	}
+	if nodeEvals != 1 {
+		t.Errorf("%d node-update evaluations for the down node, want 1", nodeEvals)
+	}
+	checkPlacements(t, st)
+}

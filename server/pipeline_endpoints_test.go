@@ -1,0 +1,392 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/server/pool"
+	"github.com/drover-project/drover/state/mock"
+	"github.com/drover-project/drover/structs"
+)
+
+// remote calls s over a real RPC connection, so errors come back decoded.
+func remote(t *testing.T, s *server.Server) func(method string, args, reply any) error {
+	t.Helper()
+	p := pool.New(pool.Config{})
+	t.Cleanup(func() { p.Shutdown() })
+	return func(method string, args, reply any) error { return p.RPC(s.RPCAddr(), method, args, reply) }
+}
+
+func dequeue(t *testing.T, call func(string, any, any) error, timeout time.Duration) structs.EvalDequeueResponse {
+	t.Helper()
+	var resp structs.EvalDequeueResponse
+	args := &structs.EvalDequeueRequest{Schedulers: []string{structs.JobTypeService}, Timeout: timeout}
+	if err := call("Eval.Dequeue", args, &resp); err != nil {
+		t.Fatalf("dequeue: %v", err)
+	}
+	return resp
+}
+
+// TestEvalWorkerEndpoints plays the worker over RPC against a server with
+// no workers of its own: dequeue, token checks (typed across the wire),
+// plan submission, eval update and ack.
+func TestEvalWorkerEndpoints(t *testing.T) {
+	s := schedServer(t, -1)
+	call := remote(t, s)
+	node := mock.Node()
+	registerNode(t, s, node)
+
+	if resp := dequeue(t, call, 50*time.Millisecond); resp.Eval != nil {
+		t.Fatalf("dequeue from an empty broker returned %s", resp.Eval.ID)
+	}
+	job := smallJob("web", 1)
+	reg := submitJob(t, s, job)
+	got := dequeue(t, call, 5*time.Second)
+	if got.Eval == nil || got.Eval.ID != reg.EvalID || got.Token == "" || got.WaitIndex < reg.EvalCreateIndex {
+		t.Fatalf("dequeue = %+v, want eval %s with a token and wait index >= %d", got, reg.EvalID, reg.EvalCreateIndex)
+	}
+	eval := got.Eval
+
+	stored, err := s.State().JobByID(nil, job.Namespace, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := mock.Alloc(stored, node)
+	alloc.Name = job.ID + ".web[0]"
+	alloc.EvalID = eval.ID
+	alloc.AllocatedResources.Tasks["web"].Cpu.CpuShares = 50
+	alloc.AllocatedResources.Tasks["web"].Memory.MemoryMB = 64
+	plan := func(token string) *structs.Plan {
+		return &structs.Plan{EvalID: eval.ID, EvalToken: token, Priority: eval.Priority, Job: stored,
+			NodeAllocation: map[string][]*structs.Allocation{node.ID: {alloc}}}
+	}
+	complete := eval.Copy()
+	complete.Status = structs.EvalStatusComplete
+
+	errCases := []struct {
+		name   string
+		method string
+		args   any
+		reply  any
+		code   structs.ErrorCode
+	}{
+		{"update with a stale token", "Eval.Update", &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{complete}, EvalToken: "stale"},
+			&structs.GenericResponse{}, structs.ErrCodeTokenMismatch},
+		{"update of an eval not held", "Eval.Update", &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{mock.Eval()}, EvalToken: got.Token},
+			&structs.GenericResponse{}, structs.ErrCodeNotFound},
+		{"create of an existing eval", "Eval.Create", &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{complete}, EvalToken: got.Token},
+			&structs.GenericResponse{}, structs.ErrCodeInvalid},
+		{"plan with a stale token", "Plan.Submit", &structs.PlanRequest{Plan: plan("stale")},
+			&structs.PlanResponse{}, structs.ErrCodeTokenMismatch},
+		{"ack with a stale token", "Eval.Ack", &structs.EvalAckRequest{EvalID: eval.ID, Token: "stale"},
+			&structs.GenericResponse{}, structs.ErrCodeTokenMismatch},
+		{"reblock of a pending eval", "Eval.Reblock", &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}, EvalToken: got.Token},
+			&structs.GenericResponse{}, structs.ErrCodeInvalid},
+		{"dequeue without schedulers", "Eval.Dequeue", &structs.EvalDequeueRequest{},
+			&structs.EvalDequeueResponse{}, structs.ErrCodeInvalid},
+	}
+	for _, tc := range errCases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := call(tc.method, tc.args, tc.reply)
+			if structs.CodeOf(err) != tc.code {
+				t.Fatalf("err = %v, want code %s", err, tc.code)
+			}
+		})
+	}
+
+	var planResp structs.PlanResponse
+	if err := call("Plan.Submit", &structs.PlanRequest{Plan: plan(got.Token)}, &planResp); err != nil {
+		t.Fatal(err)
+	}
+	if r := planResp.Result; r == nil || r.AllocIndex == 0 || len(r.RejectedNodes) != 0 {
+		t.Fatalf("plan result %+v", planResp.Result)
+	}
+	placed, err := s.State().AllocByID(nil, alloc.ID)
+	if err != nil || placed.Job == nil || placed.NodeID != node.ID {
+		t.Fatalf("placed alloc %+v, %v", placed, err)
+	}
+
+	if err := call("Eval.Update", &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{complete}, EvalToken: got.Token}, &structs.GenericResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := call("Eval.Ack", &structs.EvalAckRequest{EvalID: eval.ID, Token: got.Token}, &structs.GenericResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := call("Eval.Ack", &structs.EvalAckRequest{EvalID: eval.ID, Token: got.Token}, &structs.GenericResponse{}); structs.CodeOf(err) != structs.ErrCodeNotFound {
+		t.Fatalf("second ack: %v, want not_found", err)
+	}
+	if e, err := s.State().EvalByID(nil, eval.ID); err != nil || e.Status != structs.EvalStatusComplete {
+		t.Fatalf("eval after update: %+v, %v", e, err)
+	}
+}
+
+// TestEvalDeliveryLimit: an evaluation nacked up to the delivery limit is
+// marked failed with a delayed follow-up evaluation.
+func TestEvalDeliveryLimit(t *testing.T) {
+	s := schedServer(t, -1, func(cfg *server.Config) {
+		cfg.EvalDeliveryLimit = 2
+		cfg.EvalInitialNackDelay = time.Millisecond
+		cfg.EvalSubsequentNackDelay = time.Millisecond
+		cfg.FailedEvalFollowupDelay = time.Hour
+	})
+	call := remote(t, s)
+	reg := submitJob(t, s, smallJob("web", 1))
+	for i := 0; i < 2; i++ {
+		got := dequeue(t, call, 5*time.Second)
+		if got.Eval == nil || got.Eval.ID != reg.EvalID {
+			t.Fatalf("delivery %d: %+v", i+1, got.Eval)
+		}
+		if err := call("Eval.Nack", &structs.EvalAckRequest{EvalID: got.Eval.ID, Token: got.Token}, &structs.GenericResponse{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := s.State()
+	var failed *structs.Evaluation
+	waitFor(t, 5*time.Second, func() string {
+		e, err := st.EvalByID(nil, reg.EvalID)
+		if err != nil {
+			return err.Error()
+		}
+		if e.Status != structs.EvalStatusFailed {
+			return "eval is " + e.Status
+		}
+		failed = e
+		return ""
+	})
+	follow, err := st.EvalByID(nil, failed.NextEval)
+	if err != nil {
+		t.Fatalf("follow-up %q: %v", failed.NextEval, err)
+	}
+	if follow.Status != structs.EvalStatusPending || follow.TriggeredBy != structs.EvalTriggerFailedFollowUp ||
+		follow.PreviousEval != failed.ID || time.Until(follow.WaitUntil) < 50*time.Minute {
+		t.Fatalf("follow-up %+v", follow)
+	}
+	// It waits: nothing is delivered now.
+	if resp := dequeue(t, call, 100*time.Millisecond); resp.Eval != nil {
+		t.Fatalf("delivered %s (%s) before its wait", resp.Eval.ID, resp.Eval.TriggeredBy)
+	}
+}
+
+// TestJobPlanDryRun: Job.Plan reports what a registration would do and
+// writes nothing.
+func TestJobPlanDryRun(t *testing.T) {
+	s := schedServer(t, 2)
+	for i := 0; i < 2; i++ {
+		registerNode(t, s, mock.Node())
+	}
+	st := s.State()
+	before, _ := st.LatestIndex()
+
+	plan := func(job *structs.Job) structs.JobPlanResponse {
+		t.Helper()
+		var resp structs.JobPlanResponse
+		if err := s.RPC("Job.Plan", &structs.JobPlanRequest{Job: job, Diff: true}, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	job := smallJob("web", 5)
+	resp := plan(job)
+	if du := resp.Annotations.DesiredTGUpdates["web"]; du == nil || du.Place != 5 {
+		t.Fatalf("new job annotations %+v", resp.Annotations.DesiredTGUpdates["web"])
+	}
+	if resp.Diff == nil || resp.Diff.Type != "Added" || len(resp.FailedTGAllocs) != 0 || resp.JobModifyIndex != 0 {
+		t.Fatalf("new job plan %+v", resp)
+	}
+	if after, _ := st.LatestIndex(); after != before {
+		t.Fatalf("dry run wrote to state: index %d -> %d", before, after)
+	}
+	if _, err := st.JobByID(nil, job.Namespace, job.ID); !errors.Is(err, structs.ErrNotFound) {
+		t.Fatalf("dry run registered the job: %v", err)
+	}
+
+	reg := submitJob(t, s, job)
+	waitFor(t, 10*time.Second, func() string { return jobsPlaced(st, []*structs.Job{job}) })
+
+	same := plan(job)
+	if same.Diff.Type != "None" || same.JobModifyIndex != reg.JobModifyIndex {
+		t.Fatalf("unchanged job plan: diff %+v, job modify index %d want %d", same.Diff, same.JobModifyIndex, reg.JobModifyIndex)
+	}
+	if du := same.Annotations.DesiredTGUpdates["web"]; du == nil || du.Place != 0 || du.Stop != 0 || du.DestructiveUpdate != 0 {
+		t.Fatalf("unchanged job annotations %+v", du)
+	}
+
+	bigger := job.Copy()
+	bigger.TaskGroups[0].Count = 7
+	resp = plan(bigger)
+	if du := resp.Annotations.DesiredTGUpdates["web"]; du == nil || du.Place != 2 || du.Stop != 0 {
+		t.Fatalf("scaled job annotations %+v", du)
+	}
+	if resp.Diff.Type != "Edited" {
+		t.Fatalf("scaled job diff %+v", resp.Diff)
+	}
+
+	huge := smallJob("huge", 1)
+	huge.TaskGroups[0].Tasks[0].Resources.MemoryMB = 1 << 20
+	resp = plan(huge)
+	if resp.FailedTGAllocs["web"] == nil {
+		t.Fatalf("unplaceable job: FailedTGAllocs %+v", resp.FailedTGAllocs)
+	}
+	if len(liveAllocs(st, job.Namespace, job.ID)) != 5 {
+		t.Fatal("dry runs changed the registered job's allocations")
+	}
+}
+
+// TestAllocStopReplaces: a stopped allocation is replaced.
+func TestAllocStopReplaces(t *testing.T) {
+	s := schedServer(t, 2)
+	registerNode(t, s, mock.Node())
+	registerNode(t, s, mock.Node())
+	st := s.State()
+	job := smallJob("web", 3)
+	submitJob(t, s, job)
+	waitFor(t, 10*time.Second, func() string { return jobsPlaced(st, []*structs.Job{job}) })
+	victim := liveAllocs(st, job.Namespace, job.ID)[0]
+
+	var resp structs.AllocStopResponse
+	if err := s.RPC("Alloc.Stop", &structs.AllocStopRequest{AllocID: victim.ID}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.EvalID == "" || resp.Index == 0 {
+		t.Fatalf("stop response %+v", resp)
+	}
+	waitFor(t, 10*time.Second, func() string {
+		if msg := jobsPlaced(st, []*structs.Job{job}); msg != "" {
+			return msg
+		}
+		for _, a := range liveAllocs(st, job.Namespace, job.ID) {
+			if a.ID == victim.ID {
+				return "stopped allocation still live"
+			}
+			if a.PreviousAllocation == victim.ID {
+				return ""
+			}
+		}
+		return "no replacement"
+	})
+	if err := s.RPC("Alloc.Stop", &structs.AllocStopRequest{AllocID: "nope"}, &resp); !errors.Is(err, structs.ErrNotFound) {
+		t.Fatalf("stop of an unknown alloc: %v", err)
+	}
+}
+
+// TestUpdateAllocFailedReschedules: a client reporting an allocation failed
+// gets it replaced per the reschedule policy, and the client's watch
+// (GetClientAllocs) wakes for the changes.
+func TestUpdateAllocFailedReschedules(t *testing.T) {
+	s := schedServer(t, 2)
+	node := mock.Node()
+	nodeReg := registerNode(t, s, node)
+	st := s.State()
+
+	// The client's watch, started before anything is placed.
+	watch := make(chan structs.NodeClientAllocsResponse, 1)
+	go func() {
+		args := &structs.NodeSpecificRequest{NodeID: node.ID, SecretID: node.SecretID}
+		args.MinQueryIndex = nodeReg.Index
+		args.MaxQueryTime = 10 * time.Second
+		var resp structs.NodeClientAllocsResponse
+		if err := s.RPC("Node.GetClientAllocs", args, &resp); err != nil {
+			t.Errorf("watch: %v", err)
+		}
+		watch <- resp
+	}()
+
+	job := smallJob("web", 2)
+	job.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 1, Interval: time.Hour, DelayFunction: structs.DelayFunctionConstant}
+	submitJob(t, s, job)
+	waitFor(t, 10*time.Second, func() string { return jobsPlaced(st, []*structs.Job{job}) })
+	select {
+	case resp := <-watch:
+		if len(resp.Allocs) != 2 || resp.Index <= nodeReg.Index {
+			t.Fatalf("watch woke with %+v", resp)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch did not wake")
+	}
+
+	live := liveAllocs(st, job.Namespace, job.ID)
+	failed := live[0]
+	upd := []*structs.Allocation{
+		{ID: failed.ID, ClientStatus: structs.AllocClientStatusFailed, ClientDescription: "exit 1"},
+		{ID: live[1].ID, ClientStatus: structs.AllocClientStatusRunning},
+	}
+	if err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: upd}, &structs.GenericResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() string {
+		var replaced bool
+		for _, a := range liveAllocs(st, job.Namespace, job.ID) {
+			if a.PreviousAllocation == failed.ID {
+				replaced = true
+			}
+		}
+		if !replaced {
+			return "failed allocation not replaced"
+		}
+		return jobsPlaced(st, []*structs.Job{job})
+	})
+	var retries int
+	for _, e := range jobEvals(t, st, job) {
+		if e.TriggeredBy == structs.EvalTriggerRetryFailedAlloc {
+			retries++
+		}
+	}
+	if retries != 1 {
+		t.Fatalf("%d alloc-failure evaluations, want 1", retries)
+	}
+	running, err := st.AllocByID(nil, live[1].ID)
+	if err != nil || running.ClientStatus != structs.AllocClientStatusRunning {
+		t.Fatalf("running update not applied: %+v, %v", running, err)
+	}
+}
+
+// TestNodeDrainMigrates: draining a node moves its allocations to other
+// nodes; eligibility can be toggled back once the drain ends.
+func TestNodeDrainMigrates(t *testing.T) {
+	s := schedServer(t, 2)
+	st := s.State()
+	drained := mock.Node()
+	registerNode(t, s, drained)
+	job := smallJob("web", 3)
+	job.TaskGroups[0].Migrate = &structs.MigrateStrategy{MaxParallel: 3}
+	submitJob(t, s, job)
+	waitFor(t, 10*time.Second, func() string { return jobsPlaced(st, []*structs.Job{job}) })
+	registerNode(t, s, mock.Node())
+
+	var resp structs.NodeUpdateResponse
+	args := &structs.NodeUpdateDrainRequest{NodeID: drained.ID, DrainStrategy: &structs.DrainStrategy{Deadline: time.Hour}}
+	if err := s.RPC("Node.UpdateDrain", args, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.EvalIDs) != 1 {
+		t.Fatalf("drain created evals %v, want one", resp.EvalIDs)
+	}
+	waitFor(t, 10*time.Second, func() string {
+		if msg := jobsPlaced(st, []*structs.Job{job}); msg != "" {
+			return msg
+		}
+		for _, a := range liveAllocs(st, job.Namespace, job.ID) {
+			if a.NodeID == drained.ID {
+				return fmt.Sprintf("allocation %s still on the drained node", a.Name)
+			}
+		}
+		return ""
+	})
+	checkPlacements(t, st)
+
+	elig := &structs.NodeUpdateEligibilityRequest{NodeID: drained.ID, Eligibility: structs.NodeSchedulingEligible}
+	if err := s.RPC("Node.UpdateEligibility", elig, &resp); structs.CodeOf(err) != structs.ErrCodeInvalid {
+		t.Fatalf("eligible while draining: %v, want invalid", err)
+	}
+	args = &structs.NodeUpdateDrainRequest{NodeID: drained.ID, MarkEligible: true}
+	if err := s.RPC("Node.UpdateDrain", args, &resp); err != nil {
+		t.Fatal(err)
+	}
+	node, err := st.NodeByID(nil, drained.ID)
+	if err != nil || !node.Ready() {
+		t.Fatalf("node after drain end: %+v, %v", node, err)
+	}
+}
