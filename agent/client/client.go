@@ -18,6 +18,7 @@ import (
 	clientstate "github.com/drover-project/drover/agent/client/state"
 	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
+	"github.com/drover-project/drover/structs/driverspec"
 )
 
 // Defaults for Config fields left zero.
@@ -199,11 +200,11 @@ func New(cfg *Config) (*Client, error) {
 	}
 	c.servers = newServerList(servers)
 	c.drivers = driverCatalog{
-		driver.RawExecName: rawexec.New(rawexec.Config{Enabled: cfg.RawExecEnabled, Logger: c.logger}),
+		driverspec.RawExecName: rawexec.New(rawexec.Config{Enabled: cfg.RawExecEnabled, Logger: c.logger}),
 	}
 	if cfg.MockEnabled {
-		c.drivers[driver.MockName] = mock.New(driver.MockName)
-		c.drivers[driver.MockAlias] = mock.New(driver.MockAlias)
+		c.drivers[driverspec.MockName] = mock.New(driverspec.MockName)
+		c.drivers[driverspec.MockAlias] = mock.New(driverspec.MockAlias)
 	}
 
 	clientDir := filepath.Join(cfg.DataDir, "client")

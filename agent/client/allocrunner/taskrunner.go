@@ -14,6 +14,7 @@ import (
 	"github.com/drover-project/drover/agent/client/logs"
 	clientstate "github.com/drover-project/drover/agent/client/state"
 	"github.com/drover-project/drover/structs"
+	"github.com/drover-project/drover/structs/driverspec"
 )
 
 // maxTaskEvents is how many events a task state keeps (the oldest go), as
@@ -419,7 +420,7 @@ func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
 	}
 	sig := tr.task.KillSignal
 	if sig == "" {
-		sig = driver.DefaultKillSignal
+		sig = driverspec.DefaultKillSignal
 	}
 	tr.mu.Lock()
 	reason := tr.killReason

@@ -3,12 +3,9 @@
 // mock), returns a Handle to wait for it and stop it, and can re-attach to a
 // task it started before the client restarted (Recover).
 //
-// It also holds each built-in driver's configuration schema, so that a
-// task's `config` block can be checked without a client: ValidateTaskConfig
-// returns a *structs.ValidationError naming every bad field. The server may
-// call it at job registration; for that reason this package imports only
-// structs and the standard library, and must never import the client, a
-// driver implementation, or anything that starts processes.
+// Each built-in driver's configuration schema lives in structs/driverspec,
+// so that servers can validate task configs at job registration without
+// importing the client.
 //
 // Usage (client side):
 //

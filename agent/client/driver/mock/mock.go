@@ -11,6 +11,7 @@ import (
 	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/agent/client/logs"
 	"github.com/drover-project/drover/structs"
+	"github.com/drover-project/drover/structs/driverspec"
 )
 
 // Driver is the mock driver.
@@ -20,8 +21,8 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-// New returns the mock driver registered under name (driver.MockName or
-// driver.MockAlias).
+// New returns the mock driver registered under name (driverspec.MockName or
+// driverspec.MockAlias).
 func New(name string) *Driver { return &Driver{name: name} }
 
 // Name implements driver.Driver.
@@ -35,7 +36,7 @@ func (d *Driver) Fingerprint() *structs.DriverInfo {
 
 // ValidateConfig implements driver.Driver.
 func (d *Driver) ValidateConfig(cfg map[string]any) error {
-	_, err := driver.MockSpec.Decode(cfg)
+	_, err := driverspec.MockSpec.Decode(cfg)
 	return err
 }
 
@@ -50,7 +51,7 @@ type plan struct {
 
 // Start implements driver.Driver.
 func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Handle, error) {
-	conf, err := driver.MockSpec.Decode(cfg.Config)
+	conf, err := driverspec.MockSpec.Decode(cfg.Config)
 	if err != nil {
 		return nil, driver.Unrecoverable(err)
 	}
@@ -177,7 +178,7 @@ func (h *handle) Wait(ctx context.Context) (*driver.ExitResult, error) {
 // Stop implements driver.Handle: the task exits after kill_after, or is
 // "killed" at timeout if kill_after is longer.
 func (h *handle) Stop(signal string, timeout time.Duration) error {
-	sig, err := driver.ParseSignal(signal)
+	sig, err := driverspec.ParseSignal(signal)
 	if err != nil {
 		return err
 	}

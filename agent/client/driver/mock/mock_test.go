@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent/client/driver"
+	"github.com/drover-project/drover/structs/driverspec"
 )
 
 func start(t *testing.T, cfg map[string]any) (driver.Handle, error) {
 	t.Helper()
-	return New(driver.MockName).Start(context.Background(), &driver.TaskConfig{ID: "a/t", Config: cfg})
+	return New(driverspec.MockName).Start(context.Background(), &driver.TaskConfig{ID: "a/t", Config: cfg})
 }
 
 func wait(t *testing.T, h driver.Handle) *driver.ExitResult {
@@ -84,14 +85,14 @@ func TestMockRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h2, err := New(driver.MockName).Recover(h.State())
+	h2, err := New(driverspec.MockName).Recover(h.State())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res := wait(t, h2); res.ExitCode != 2 {
 		t.Fatalf("recovered result %v", res)
 	}
-	if _, err := New(driver.MockName).Recover(&driver.HandleState{}); !errors.Is(err, driver.ErrTaskGone) {
+	if _, err := New(driverspec.MockName).Recover(&driver.HandleState{}); !errors.Is(err, driver.ErrTaskGone) {
 		t.Fatalf("empty state: %v", err)
 	}
 }

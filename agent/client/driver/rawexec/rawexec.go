@@ -19,10 +19,11 @@ import (
 	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/agent/client/logs"
 	"github.com/drover-project/drover/structs"
+	"github.com/drover-project/drover/structs/driverspec"
 )
 
 // Name is the driver's name.
-const Name = driver.RawExecName
+const Name = driverspec.RawExecName
 
 // Defaults.
 const (
@@ -78,7 +79,7 @@ func (d *Driver) Fingerprint() *structs.DriverInfo {
 
 // ValidateConfig implements driver.Driver.
 func (d *Driver) ValidateConfig(cfg map[string]any) error {
-	_, err := driver.RawExecSpec.Decode(cfg)
+	_, err := driverspec.RawExecSpec.Decode(cfg)
 	return err
 }
 
@@ -87,7 +88,7 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 	if !d.cfg.Enabled {
 		return nil, driver.Unrecoverable(driver.ErrDisabled)
 	}
-	conf, err := driver.RawExecSpec.Decode(cfg.Config)
+	conf, err := driverspec.RawExecSpec.Decode(cfg.Config)
 	if err != nil {
 		return nil, driver.Unrecoverable(err)
 	}
@@ -137,7 +138,7 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 // resolveCommand finds the executable: absolute as is, a relative path
 // with a slash inside the task directory, a bare name in the task's PATH.
 func (d *Driver) resolveCommand(cfg *driver.TaskConfig, command string) (string, error) {
-	p, err := driver.ResolveInTaskDir(cfg.TaskDir, command)
+	p, err := driverspec.ResolveInTaskDir(cfg.TaskDir, command)
 	if err != nil {
 		return "", driver.Unrecoverable(err)
 	}
@@ -290,7 +291,7 @@ func (h *handle) Stop(signal string, timeout time.Duration) error {
 		return nil
 	default:
 	}
-	sig, err := driver.ParseSignal(signal)
+	sig, err := driverspec.ParseSignal(signal)
 	if err != nil {
 		return err
 	}
