@@ -160,7 +160,9 @@ func BenchmarkApplyJobRegister(b *testing.B) {
 			entries := logs(registerEntries(b, b.N))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := processCPU()
 			apply(entries)
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
