@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/agent"
+	"github.com/drover-project/drover/structs"
+)
+
+// startCLIAgent runs `drover agent -dev` in-process (server and client)
+// and returns its HTTP address once a leader is elected and the client's
+// node is ready. The agent is stopped with a signal when the test ends.
+func startCLIAgent(t *testing.T) string {
+	t.Helper()
+	e, _, errOut := testEnv(nil)
+	sig := make(chan os.Signal, 2)
+	e.signals = func() (<-chan os.Signal, func()) { return sig, func() {} }
+	started := make(chan *agent.Agent, 1)
+	e.agentStarted = func(a *agent.Agent) { started <- a }
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"agent", "-dev", "-http-port", "0", "-rpc-port", "0", "-log-level", "error", "-node", "cli2"}, e)
+	}()
+	var a *agent.Agent
+	select {
+	case a = <-started:
+	case code := <-done:
+		t.Fatalf("agent exited with %d: %s", code, errOut)
+	case <-time.After(20 * time.Second):
+		t.Fatal("agent did not start")
+	}
+	t.Cleanup(func() {
+		sig <- syscall.SIGINT
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("agent did not stop")
+		}
+	})
+	addr := a.HTTPURL()
+	waitFor(t, "a ready node", 30*time.Second, func() bool {
+		code, out, _ := cli(addr, "node", "status")
+		return code == 0 && strings.Contains(out, "ready")
+	})
+	return addr
+}
+
+// cli runs one command against the agent at addr.
+func cli(addr string, args ...string) (int, string, string) {
+	e, out, errOut := testEnv(map[string]string{"DROVER_ADDR": addr})
+	e.now = time.Now
+	code := run(args, e)
+	return code, out.String(), errOut.String()
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCLIAgainstDevAgent runs the examples through the CLI on a real dev
+// agent (server and raw_exec client in one process).
+func TestCLIAgainstDevAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent and runs processes")
+	}
+	addr := startCLIAgent(t)
+
+	// A batch job runs to completion.
+	code, out, errOut := cli(addr, "job", "run", "../../examples/batch.nomad.hcl")
+	if code != 0 {
+		t.Fatalf("job run batch: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{`==> Monitoring evaluation "`, `Evaluation triggered by job "hello"`,
+		`Allocation "`, `created: node "`, `group "hello"`, `finished with status "complete"`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("job run output lacks %q:\n%s", want, out)
+		}
+	}
+	waitFor(t, "the batch job to finish", 30*time.Second, func() bool {
+		_, out, _ := cli(addr, "job", "status", "hello")
+		return strings.Contains(out, "Status        = dead") && strings.Contains(out, "complete")
+	})
+	code, out, _ = cli(addr, "job", "status", "-json", "hello")
+	var status struct {
+		Allocations []*structs.AllocListStub
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &status) != nil || len(status.Allocations) != 1 {
+		t.Fatalf("job status -json: %d %s", code, out)
+	}
+	allocID := status.Allocations[0].ID
+	code, out, errOut = cli(addr, "alloc", "status", allocID[:6])
+	if code != 0 || !strings.Contains(out, "Client Status       = complete") || !strings.Contains(out, `Task "hello" is "dead"`) {
+		t.Fatalf("alloc status: %d\n%s%s", code, out, errOut)
+	}
+
+	// A job no node can take: exit 2 and the reason.
+	dir := t.TempDir()
+	win := filepath.Join(dir, "win.nomad.hcl")
+	if err := os.WriteFile(win, []byte(`job "win" {
+  constraint {
+    attribute = "${attr.kernel.name}"
+    value     = "windows"
+  }
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/true" }
+    }
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = cli(addr, "job", "run", win)
+	if code != 2 || !strings.Contains(out, `Constraint "${attr.kernel.name} = windows": 1 nodes excluded by filter`) ||
+		!strings.Contains(out, "waiting for additional capacity") {
+		t.Fatalf("unplaceable job: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// A service: plan says what would change, and exits 1 when it would.
+	code, out, errOut = cli(addr, "job", "plan", "-var", "count=1", "../../examples/service.nomad.hcl")
+	if code != 1 || !strings.Contains(out, `+ Task Group: "ticker" (1 create)`) {
+		t.Fatalf("plan of a new job: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut = cli(addr, "job", "run", "-var", "count=1", "../../examples/service.nomad.hcl"); code != 0 {
+		t.Fatalf("job run service: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli(addr, "job", "plan", "-var", "count=1", "../../examples/service.nomad.hcl")
+	if code != 0 || !strings.Contains(out, "- All tasks successfully allocated.") {
+		t.Fatalf("plan of an unchanged job: exit %d\n%s%s", code, out, errOut)
+	}
+
+	for _, args := range [][]string{{"eval", "list"}, {"node", "status"}, {"job", "status"}} {
+		if code, out, errOut := cli(addr, args...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	if code, out, _ := cli(addr, "server", "members"); code != 0 || !strings.Contains(out, "cli2.global") {
+		t.Fatalf("server members: %d\n%s", code, out)
+	}
+	if code, out, errOut := cli(addr, "job", "stop", "ticker"); code != 0 || !strings.Contains(out, `finished with status "complete"`) {
+		t.Fatalf("job stop: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := cli(addr, "job", "stop", "-purge", "-detach", "hello"); code != 0 {
+		t.Fatalf("job stop -purge: exit %d\n%s%s", code, out, errOut)
+	}
+}
