@@ -138,6 +138,8 @@ func (e *env) printNode(n *structs.Node, allocs []*structs.Allocation, verbose b
 			drain = "true (force)"
 		case !ds.ForceDeadline.IsZero():
 			drain = "true (deadline " + e.formatTime(ds.ForceDeadline) + ")"
+		case ds.Deadline > 0:
+			drain = "true (deadline " + ds.Deadline.String() + ")"
 		default:
 			drain = "true (no deadline)"
 		}
