@@ -36,8 +36,8 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 
 // UpsertPlanResults is StateStore.UpsertPlanResults within the batch.
 func (b *Batch) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
-	b.t.begin(index)
-	txn, t := b.txn, &b.t
+	b.txn.t.begin(index)
+	txn := b.txn
 	sums := newSummaries(txn)
 	var jobs jobSet
 
@@ -61,30 +61,30 @@ func (b *Batch) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsReq
 		jobs.add(a.Namespace, a.JobID)
 	}
 	if len(req.AllocsStopped)+len(req.AllocsUpdated) > 0 {
-		t.add(TableAllocs)
+		txn.t.add(TableAllocs)
 	}
 	if req.EvalID != "" {
-		if err := touchEvalTxn(txn, t, index, req.EvalID); err != nil {
+		if err := touchEvalTxn(txn, index, req.EvalID); err != nil {
 			return err
 		}
 	}
-	if err := sums.flush(t, index); err != nil {
+	if err := sums.flush(index); err != nil {
 		return err
 	}
-	if err := upsertEvalsTxn(txn, t, index, req.Evals); err != nil {
+	if err := upsertEvalsTxn(txn, index, req.Evals); err != nil {
 		return err
 	}
-	return setJobStatusesTxn(txn, t, index, jobs.ids)
+	return setJobStatusesTxn(txn, index, jobs.ids)
 }
 
 // planJobTxn returns the job a plan's allocations should point at: the
 // stored job when it is the version planned for, else the plan's own.
-func planJobTxn(txn *memdb.Txn, job *structs.Job) (*structs.Job, error) {
+func planJobTxn(txn *writeTxn, job *structs.Job) (*structs.Job, error) {
 	if job == nil {
 		return nil, nil
 	}
 	job.Namespace = defaultNamespace(job.Namespace)
-	raw, err := txn.First(TableJobs, IndexID, job.Namespace, job.ID)
+	raw, err := txn.first(TableJobs, job.Namespace, job.ID)
 	if err != nil {
 		return nil, fmt.Errorf("state: job lookup: %w", err)
 	}
@@ -100,8 +100,8 @@ func planJobTxn(txn *memdb.Txn, job *structs.Job) (*structs.Job, error) {
 // stopAllocTxn merges a stop (DesiredStatus, DesiredDescription, and
 // ClientStatus, FollowupEvalID, ModifyTime when set) onto a copy of the
 // stored allocation.
-func stopAllocTxn(txn *memdb.Txn, sums *summaries, index uint64, updatedAt int64, diff *structs.Allocation) error {
-	raw, err := txn.First(TableAllocs, IndexID, diff.ID)
+func stopAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int64, diff *structs.Allocation) error {
+	raw, err := txn.first(TableAllocs, diff.ID)
 	if err != nil {
 		return fmt.Errorf("state: alloc lookup: %w", err)
 	}
@@ -127,7 +127,7 @@ func stopAllocTxn(txn *memdb.Txn, sums *summaries, index uint64, updatedAt int64
 	}
 	a.ModifyIndex = index
 	a.AllocModifyIndex = index
-	if err := txn.Insert(TableAllocs, a); err != nil {
+	if err := txn.insert(TableAllocs, a); err != nil {
 		return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
 	}
 	return sums.allocChanged(prev, a)
@@ -138,9 +138,9 @@ func stopAllocTxn(txn *memdb.Txn, sums *summaries, index uint64, updatedAt int64
 // description, task states) unless it marks the allocation lost or
 // unknown, as the scheduler does for allocations on down nodes. A nil Job
 // is filled from the stored allocation or the stored job.
-func upsertAllocTxn(txn *memdb.Txn, sums *summaries, index uint64, updatedAt int64, a *structs.Allocation, keepClient bool) error {
+func upsertAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int64, a *structs.Allocation, keepClient bool) error {
 	a.Namespace = defaultNamespace(a.Namespace)
-	raw, err := txn.First(TableAllocs, IndexID, a.ID)
+	raw, err := txn.first(TableAllocs, a.ID)
 	if err != nil {
 		return fmt.Errorf("state: alloc lookup: %w", err)
 	}
@@ -171,7 +171,7 @@ func upsertAllocTxn(txn *memdb.Txn, sums *summaries, index uint64, updatedAt int
 		}
 	}
 	if a.Job == nil {
-		job, err := firstTxn[structs.Job](txn, nil, TableJobs, "job", a.JobID, a.Namespace, a.JobID)
+		job, err := lookup[structs.Job](txn, TableJobs, "job", a.JobID, a.Namespace, a.JobID)
 		if err != nil {
 			return fmt.Errorf("state: allocation %q has no job: %w", a.ID, err)
 		}
@@ -182,7 +182,7 @@ func upsertAllocTxn(txn *memdb.Txn, sums *summaries, index uint64, updatedAt int
 	}
 	a.ModifyIndex = index
 	a.AllocModifyIndex = index
-	if err := txn.Insert(TableAllocs, a); err != nil {
+	if err := txn.insert(TableAllocs, a); err != nil {
 		return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
 	}
 	return sums.allocChanged(prev, a)
@@ -190,8 +190,8 @@ func upsertAllocTxn(txn *memdb.Txn, sums *summaries, index uint64, updatedAt int
 
 // touchEvalTxn sets the evaluation's ModifyIndex so that watchers see the
 // plan that was applied for it. A missing evaluation is skipped.
-func touchEvalTxn(txn *memdb.Txn, t *touched, index uint64, evalID string) error {
-	raw, err := txn.First(TableEvals, IndexID, evalID)
+func touchEvalTxn(txn *writeTxn, index uint64, evalID string) error {
+	raw, err := txn.first(TableEvals, evalID)
 	if err != nil {
 		return fmt.Errorf("state: eval lookup: %w", err)
 	}
@@ -200,10 +200,10 @@ func touchEvalTxn(txn *memdb.Txn, t *touched, index uint64, evalID string) error
 	}
 	e := raw.(*structs.Evaluation).Copy()
 	e.ModifyIndex = index
-	if err := txn.Insert(TableEvals, e); err != nil {
+	if err := txn.insert(TableEvals, e); err != nil {
 		return fmt.Errorf("state: inserting eval %q: %w", e.ID, err)
 	}
-	t.add(TableEvals)
+	txn.t.add(TableEvals)
 	return nil
 }
 
@@ -224,12 +224,12 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 // UpdateAllocsFromClient is StateStore.UpdateAllocsFromClient within the
 // batch.
 func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation, evals []*structs.Evaluation) error {
-	b.t.begin(index)
-	txn, t := b.txn, &b.t
+	b.txn.t.begin(index)
+	txn := b.txn
 	sums := newSummaries(txn)
 	var jobs jobSet
 	for _, upd := range allocs {
-		raw, err := txn.First(TableAllocs, IndexID, upd.ID)
+		raw, err := txn.first(TableAllocs, upd.ID)
 		if err != nil {
 			return fmt.Errorf("state: alloc lookup: %w", err)
 		}
@@ -247,22 +247,22 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 			a.ModifyTime = upd.ModifyTime
 		}
 		a.ModifyIndex = index
-		if err := txn.Insert(TableAllocs, a); err != nil {
+		if err := txn.insert(TableAllocs, a); err != nil {
 			return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
 		}
-		t.add(TableAllocs)
+		txn.t.add(TableAllocs)
 		if err := sums.allocChanged(prev, a); err != nil {
 			return err
 		}
 		jobs.add(a.Namespace, a.JobID)
 	}
-	if err := sums.flush(t, index); err != nil {
+	if err := sums.flush(index); err != nil {
 		return err
 	}
-	if err := upsertEvalsTxn(txn, t, index, evals); err != nil {
+	if err := upsertEvalsTxn(txn, index, evals); err != nil {
 		return err
 	}
-	return setJobStatusesTxn(txn, t, index, jobs.ids)
+	return setJobStatusesTxn(txn, index, jobs.ids)
 }
 
 // UpsertAllocs writes allocations as given (tests and the scheduler
@@ -280,8 +280,8 @@ func (s *StateStore) UpsertAllocs(index uint64, allocs []*structs.Allocation) er
 
 // UpsertAllocs is StateStore.UpsertAllocs within the batch.
 func (b *Batch) UpsertAllocs(index uint64, allocs []*structs.Allocation) error {
-	b.t.begin(index)
-	txn, t := b.txn, &b.t
+	b.txn.t.begin(index)
+	txn := b.txn
 	sums := newSummaries(txn)
 	var jobs jobSet
 	for _, a := range allocs {
@@ -291,45 +291,56 @@ func (b *Batch) UpsertAllocs(index uint64, allocs []*structs.Allocation) error {
 		jobs.add(a.Namespace, a.JobID)
 	}
 	if len(allocs) > 0 {
-		t.add(TableAllocs)
+		txn.t.add(TableAllocs)
 	}
-	if err := sums.flush(t, index); err != nil {
+	if err := sums.flush(index); err != nil {
 		return err
 	}
-	return setJobStatusesTxn(txn, t, index, jobs.ids)
+	return setJobStatusesTxn(txn, index, jobs.ids)
 }
 
-// jobSet collects distinct job IDs in first-seen order. Most writes touch
-// one or a few jobs, so it searches a slice until it holds more than
-// jobSetScan IDs and only then builds a map. The zero value is ready.
+// jobSet collects the distinct jobs a write touched, in first-seen order,
+// for setJobStatusesTxn. Most writes touch one or a few jobs, so it
+// searches a slice until it holds more than jobSetScan jobs and only then
+// builds a map. The zero value is ready.
 type jobSet struct {
-	ids  []structs.NamespacedID
-	seen map[structs.NamespacedID]bool
+	ids  []jobRef
+	seen map[structs.NamespacedID]int // position in ids
+}
+
+// jobRef is a job whose status a write must recompute.
+type jobRef struct {
+	id structs.NamespacedID
+	// liveEval: the write stored a non-terminal evaluation of the job.
+	liveEval bool
 }
 
 const jobSetScan = 8
 
-func (j *jobSet) add(namespace, id string) {
+// add records the job and returns its position in j.ids.
+func (j *jobSet) add(namespace, id string) int {
 	k := structs.NamespacedID{Namespace: defaultNamespace(namespace), ID: id}
 	if j.seen != nil {
-		if !j.seen[k] {
-			j.seen[k] = true
-			j.ids = append(j.ids, k)
+		if pos, ok := j.seen[k]; ok {
+			return pos
 		}
-		return
+		j.seen[k] = len(j.ids)
+		j.ids = append(j.ids, jobRef{id: k})
+		return len(j.ids) - 1
 	}
-	for _, have := range j.ids {
-		if have == k {
-			return
+	for pos, have := range j.ids {
+		if have.id == k {
+			return pos
 		}
 	}
-	j.ids = append(j.ids, k)
+	j.ids = append(j.ids, jobRef{id: k})
 	if len(j.ids) > jobSetScan {
-		j.seen = make(map[structs.NamespacedID]bool, 2*len(j.ids))
-		for _, have := range j.ids {
-			j.seen[have] = true
+		j.seen = make(map[structs.NamespacedID]int, 2*len(j.ids))
+		for pos, have := range j.ids {
+			j.seen[have.id] = pos
 		}
 	}
+	return len(j.ids) - 1
 }
 
 // AllocByID returns the allocation, or an error satisfying errors.Is(err,

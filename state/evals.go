@@ -24,13 +24,13 @@ func (s *StateStore) UpsertEvals(index uint64, evals []*structs.Evaluation) erro
 
 // UpsertEvals is StateStore.UpsertEvals within the batch.
 func (b *Batch) UpsertEvals(index uint64, evals []*structs.Evaluation) error {
-	b.t.begin(index)
-	return upsertEvalsTxn(b.txn, &b.t, index, evals)
+	b.txn.t.begin(index)
+	return upsertEvalsTxn(b.txn, index, evals)
 }
 
 // upsertEvalsTxn writes evals and everything that follows from them
 // (summaries, blocked-eval cancellation, job statuses).
-func upsertEvalsTxn(txn *memdb.Txn, t *touched, index uint64, evals []*structs.Evaluation) error {
+func upsertEvalsTxn(txn *writeTxn, index uint64, evals []*structs.Evaluation) error {
 	if len(evals) == 0 {
 		return nil
 	}
@@ -44,10 +44,15 @@ func upsertEvalsTxn(txn *memdb.Txn, t *touched, index uint64, evals []*structs.E
 			return err
 		}
 		if e.JobID != "" {
-			jobs.add(e.Namespace, e.JobID)
+			pos := jobs.add(e.Namespace, e.JobID)
+			// Only other evaluations get cancelled below, so this one
+			// stays live until the statuses are computed.
+			if !e.TerminalStatus() {
+				jobs.ids[pos].liveEval = true
+			}
 		}
 	}
-	t.add(TableEvals)
+	txn.t.add(TableEvals)
 	// Cancel blocked evaluations made redundant by a successful one (but
 	// never one written by this same call).
 	var batch map[string]bool
@@ -65,15 +70,15 @@ func upsertEvalsTxn(txn *memdb.Txn, t *touched, index uint64, evals []*structs.E
 			return err
 		}
 	}
-	if err := sums.flush(t, index); err != nil {
+	if err := sums.flush(index); err != nil {
 		return err
 	}
-	return setJobStatusesTxn(txn, t, index, jobs.ids)
+	return setJobStatusesTxn(txn, index, jobs.ids)
 }
 
-func upsertEvalTxn(txn *memdb.Txn, index uint64, e *structs.Evaluation) error {
+func upsertEvalTxn(txn *writeTxn, index uint64, e *structs.Evaluation) error {
 	e.Namespace = defaultNamespace(e.Namespace)
-	existing, err := txn.First(TableEvals, IndexID, e.ID)
+	existing, err := txn.first(TableEvals, e.ID)
 	if err != nil {
 		return fmt.Errorf("state: eval lookup: %w", err)
 	}
@@ -83,15 +88,15 @@ func upsertEvalTxn(txn *memdb.Txn, index uint64, e *structs.Evaluation) error {
 		e.CreateIndex = index
 	}
 	e.ModifyIndex = index
-	if err := txn.Insert(TableEvals, e); err != nil {
+	if err := txn.insert(TableEvals, e); err != nil {
 		return fmt.Errorf("state: inserting eval %q: %w", e.ID, err)
 	}
 	return nil
 }
 
 // cancelBlockedTxn cancels the other blocked evaluations of done's job.
-func cancelBlockedTxn(txn *memdb.Txn, index uint64, done *structs.Evaluation, batch map[string]bool) error {
-	blocked, err := listTxn[structs.Evaluation](txn, nil, TableEvals, IndexJob, done.Namespace, done.JobID)
+func cancelBlockedTxn(txn *writeTxn, index uint64, done *structs.Evaluation, batch map[string]bool) error {
+	blocked, err := listWrite[structs.Evaluation](txn, TableEvals, IndexJob, done.Namespace, done.JobID)
 	if err != nil {
 		return err
 	}
@@ -103,7 +108,7 @@ func cancelBlockedTxn(txn *memdb.Txn, index uint64, done *structs.Evaluation, ba
 		c.Status = structs.EvalStatusCancelled
 		c.StatusDescription = fmt.Sprintf("evaluation %q successful", done.ID)
 		c.ModifyIndex = index
-		if err := txn.Insert(TableEvals, c); err != nil {
+		if err := txn.insert(TableEvals, c); err != nil {
 			return fmt.Errorf("state: inserting eval %q: %w", c.ID, err)
 		}
 	}
@@ -123,25 +128,30 @@ func (s *StateStore) DeleteEvalsAndAllocs(index uint64, evalIDs, allocIDs []stri
 
 // DeleteEvalsAndAllocs is StateStore.DeleteEvalsAndAllocs within the batch.
 func (b *Batch) DeleteEvalsAndAllocs(index uint64, evalIDs, allocIDs []string) error {
-	b.t.begin(index)
+	b.txn.t.begin(index)
 	for _, id := range evalIDs {
-		n, err := b.txn.DeleteAll(TableEvals, IndexID, id)
-		if err != nil {
-			return fmt.Errorf("state: deleting eval %q: %w", id, err)
-		}
-		if n > 0 {
-			b.t.add(TableEvals)
+		if err := deleteByIDTxn(b.txn, TableEvals, id); err != nil {
+			return err
 		}
 	}
 	for _, id := range allocIDs {
-		n, err := b.txn.DeleteAll(TableAllocs, IndexID, id)
-		if err != nil {
-			return fmt.Errorf("state: deleting alloc %q: %w", id, err)
-		}
-		if n > 0 {
-			b.t.add(TableAllocs)
+		if err := deleteByIDTxn(b.txn, TableAllocs, id); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// deleteByIDTxn deletes the row of table with primary key args, if any.
+func deleteByIDTxn(txn *writeTxn, table string, args ...any) error {
+	raw, err := txn.first(table, args...)
+	if err != nil || raw == nil {
+		return err
+	}
+	if err := txn.delete(table, raw); err != nil {
+		return fmt.Errorf("state: deleting %s row %v: %w", table, args, err)
+	}
+	txn.t.add(table)
 	return nil
 }
 

@@ -35,8 +35,8 @@ func copySummary(js *structs.JobSummary) *structs.JobSummary {
 
 // ensureSummaryTxn creates the job's summary row, or adds entries for
 // groups the stored summary lacks.
-func ensureSummaryTxn(txn *memdb.Txn, t *touched, index uint64, job *structs.Job) error {
-	raw, err := txn.First(TableJobSummary, IndexID, job.Namespace, job.ID)
+func ensureSummaryTxn(txn *writeTxn, index uint64, job *structs.Job) error {
+	raw, err := txn.first(TableJobSummary, job.Namespace, job.ID)
 	if err != nil {
 		return fmt.Errorf("state: job summary lookup: %w", err)
 	}
@@ -63,10 +63,10 @@ func ensureSummaryTxn(txn *memdb.Txn, t *touched, index uint64, job *structs.Job
 		}
 	}
 	js.ModifyIndex = index
-	if err := txn.Insert(TableJobSummary, js); err != nil {
+	if err := txn.insert(TableJobSummary, js); err != nil {
 		return fmt.Errorf("state: inserting job summary: %w", err)
 	}
-	t.add(TableJobSummary)
+	txn.t.add(TableJobSummary)
 	return nil
 }
 
@@ -75,12 +75,12 @@ func ensureSummaryTxn(txn *memdb.Txn, t *touched, index uint64, job *structs.Job
 // allocations the write touches. Its maps are made on first use: most
 // evaluation writes change no summary.
 type summaries struct {
-	txn   *memdb.Txn
+	txn   *writeTxn
 	cache map[structs.NamespacedID]*structs.JobSummary // nil value: job has no summary
 	dirty map[structs.NamespacedID]bool
 }
 
-func newSummaries(txn *memdb.Txn) *summaries { return &summaries{txn: txn} }
+func newSummaries(txn *writeTxn) *summaries { return &summaries{txn: txn} }
 
 func (m *summaries) markDirty(id structs.NamespacedID) {
 	if m.dirty == nil {
@@ -96,7 +96,7 @@ func (m *summaries) get(namespace, jobID string) (*structs.JobSummary, error) {
 	if js, ok := m.cache[id]; ok {
 		return js, nil
 	}
-	raw, err := m.txn.First(TableJobSummary, IndexID, namespace, jobID)
+	raw, err := m.txn.first(TableJobSummary, namespace, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("state: job summary lookup: %w", err)
 	}
@@ -184,14 +184,14 @@ func countStatus(tg *structs.TaskGroupSummary, clientStatus string, delta int) {
 }
 
 // flush inserts every changed summary at index.
-func (m *summaries) flush(t *touched, index uint64) error {
+func (m *summaries) flush(index uint64) error {
 	for id := range m.dirty {
 		js := m.cache[id]
 		js.ModifyIndex = index
-		if err := m.txn.Insert(TableJobSummary, js); err != nil {
+		if err := m.txn.insert(TableJobSummary, js); err != nil {
 			return fmt.Errorf("state: inserting job summary: %w", err)
 		}
-		t.add(TableJobSummary)
+		m.txn.t.add(TableJobSummary)
 	}
 	return nil
 }

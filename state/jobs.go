@@ -24,29 +24,29 @@ func (s *StateStore) UpsertJob(index uint64, job *structs.Job, eval *structs.Eva
 
 // UpsertJob is StateStore.UpsertJob within the batch.
 func (b *Batch) UpsertJob(index uint64, job *structs.Job, eval *structs.Evaluation) error {
-	b.t.begin(index)
-	if err := upsertJobTxn(b.txn, &b.t, index, job); err != nil {
+	b.txn.t.begin(index)
+	if err := upsertJobTxn(b.txn, index, job); err != nil {
 		return err
 	}
 	if eval == nil {
-		return setJobStatusesTxn(b.txn, &b.t, index, []structs.NamespacedID{job.NamespacedID()})
+		return setJobStatusesTxn(b.txn, index, []jobRef{{id: job.NamespacedID()}})
 	}
 	// Writing the evaluation recomputes the status of its job, which is
 	// this one when the evaluation is the job's own.
-	if err := upsertEvalsTxn(b.txn, &b.t, index, []*structs.Evaluation{eval}); err != nil {
+	if err := upsertEvalsTxn(b.txn, index, []*structs.Evaluation{eval}); err != nil {
 		return err
 	}
 	if defaultNamespace(eval.Namespace) == job.Namespace && eval.JobID == job.ID {
 		return nil
 	}
-	return setJobStatusesTxn(b.txn, &b.t, index, []structs.NamespacedID{job.NamespacedID()})
+	return setJobStatusesTxn(b.txn, index, []jobRef{{id: job.NamespacedID()}})
 }
 
 // upsertJobTxn inserts job as a new version and makes sure it has a
 // summary row with an entry for every group.
-func upsertJobTxn(txn *memdb.Txn, t *touched, index uint64, job *structs.Job) error {
+func upsertJobTxn(txn *writeTxn, index uint64, job *structs.Job) error {
 	job.Namespace = defaultNamespace(job.Namespace)
-	existing, err := txn.First(TableJobs, IndexID, job.Namespace, job.ID)
+	existing, err := txn.first(TableJobs, job.Namespace, job.ID)
 	if err != nil {
 		return fmt.Errorf("state: job lookup: %w", err)
 	}
@@ -68,11 +68,11 @@ func upsertJobTxn(txn *memdb.Txn, t *touched, index uint64, job *structs.Job) er
 	default:
 		job.Status = structs.JobStatusPending
 	}
-	if err := txn.Insert(TableJobs, job); err != nil {
+	if err := txn.insert(TableJobs, job); err != nil {
 		return fmt.Errorf("state: inserting job: %w", err)
 	}
-	t.add(TableJobs)
-	return ensureSummaryTxn(txn, t, index, job)
+	txn.t.add(TableJobs)
+	return ensureSummaryTxn(txn, index, job)
 }
 
 // DeregisterJob stops the job (a copy with Stop set and status dead), or
@@ -90,22 +90,22 @@ func (s *StateStore) DeregisterJob(index uint64, namespace, jobID string, purge 
 
 // DeregisterJob is StateStore.DeregisterJob within the batch.
 func (b *Batch) DeregisterJob(index uint64, namespace, jobID string, purge bool, submitTime int64, eval *structs.Evaluation) error {
-	b.t.begin(index)
-	txn, t := b.txn, &b.t
+	b.txn.t.begin(index)
+	txn := b.txn
 	namespace = defaultNamespace(namespace)
-	job, err := firstTxn[structs.Job](txn, nil, TableJobs, "job", jobID, namespace, jobID)
+	job, err := lookup[structs.Job](txn, TableJobs, "job", jobID, namespace, jobID)
 	if err != nil {
 		return err
 	}
 	if purge {
-		if err := txn.Delete(TableJobs, job); err != nil {
+		if err := txn.delete(TableJobs, job); err != nil {
 			return fmt.Errorf("state: deleting job: %w", err)
 		}
-		if _, err := txn.DeleteAll(TableJobSummary, IndexID, namespace, jobID); err != nil {
-			return fmt.Errorf("state: deleting job summary: %w", err)
+		txn.t.add(TableJobs)
+		if err := deleteByIDTxn(txn, TableJobSummary, namespace, jobID); err != nil {
+			return err
 		}
-		t.add(TableJobs)
-		t.add(TableJobSummary)
+		txn.t.add(TableJobSummary)
 	} else {
 		stopped := job.Copy()
 		stopped.Stop = true
@@ -116,22 +116,22 @@ func (b *Batch) DeregisterJob(index uint64, namespace, jobID string, purge bool,
 		if submitTime != 0 {
 			stopped.SubmitTime = submitTime
 		}
-		if err := txn.Insert(TableJobs, stopped); err != nil {
+		if err := txn.insert(TableJobs, stopped); err != nil {
 			return fmt.Errorf("state: inserting job: %w", err)
 		}
-		t.add(TableJobs)
+		txn.t.add(TableJobs)
 	}
 	if eval != nil {
-		return upsertEvalsTxn(txn, t, index, []*structs.Evaluation{eval})
+		return upsertEvalsTxn(txn, index, []*structs.Evaluation{eval})
 	}
 	return nil
 }
 
 // setJobStatusesTxn recomputes the status of each job from its allocations
 // and evaluations and writes a copy of any job whose status changed.
-func setJobStatusesTxn(txn *memdb.Txn, t *touched, index uint64, jobs []structs.NamespacedID) error {
-	for _, id := range jobs {
-		raw, err := txn.First(TableJobs, IndexID, id.Namespace, id.ID)
+func setJobStatusesTxn(txn *writeTxn, index uint64, jobs []jobRef) error {
+	for _, ref := range jobs {
+		raw, err := txn.first(TableJobs, ref.id.Namespace, ref.id.ID)
 		if err != nil {
 			return fmt.Errorf("state: job lookup: %w", err)
 		}
@@ -139,7 +139,7 @@ func setJobStatusesTxn(txn *memdb.Txn, t *touched, index uint64, jobs []structs.
 			continue
 		}
 		job := raw.(*structs.Job)
-		status, err := jobStatusTxn(txn, job)
+		status, err := jobStatusTxn(txn, job, ref.liveEval)
 		if err != nil {
 			return err
 		}
@@ -149,10 +149,10 @@ func setJobStatusesTxn(txn *memdb.Txn, t *touched, index uint64, jobs []structs.
 		updated := job.Copy()
 		updated.Status = status
 		updated.ModifyIndex = index
-		if err := txn.Insert(TableJobs, updated); err != nil {
+		if err := txn.insert(TableJobs, updated); err != nil {
 			return fmt.Errorf("state: inserting job: %w", err)
 		}
-		t.add(TableJobs)
+		txn.t.add(TableJobs)
 	}
 	return nil
 }
@@ -160,12 +160,14 @@ func setJobStatusesTxn(txn *memdb.Txn, t *touched, index uint64, jobs []structs.
 // jobStatusTxn derives a job's status as Nomad does: dead when stopped;
 // running while any allocation is non-terminal; pending while any
 // evaluation is; dead once it has allocations or evaluations and all are
-// terminal; pending otherwise.
-func jobStatusTxn(txn *memdb.Txn, job *structs.Job) (string, error) {
+// terminal; pending otherwise. liveEval says the caller knows of a
+// non-terminal evaluation of the job (it just wrote one), which spares
+// reading the job's evaluations.
+func jobStatusTxn(txn *writeTxn, job *structs.Job, liveEval bool) (string, error) {
 	if job.Stop {
 		return structs.JobStatusDead, nil
 	}
-	allocs, err := txn.Get(TableAllocs, IndexJob, job.Namespace, job.ID)
+	allocs, err := txn.get(TableAllocs, IndexJob, job.Namespace, job.ID)
 	if err != nil {
 		return "", fmt.Errorf("state: allocs by job: %w", err)
 	}
@@ -176,7 +178,10 @@ func jobStatusTxn(txn *memdb.Txn, job *structs.Job) (string, error) {
 			return structs.JobStatusRunning, nil
 		}
 	}
-	evals, err := txn.Get(TableEvals, IndexJob, job.Namespace, job.ID)
+	if liveEval {
+		return structs.JobStatusPending, nil
+	}
+	evals, err := txn.get(TableEvals, IndexJob, job.Namespace, job.ID)
 	if err != nil {
 		return "", fmt.Errorf("state: evals by job: %w", err)
 	}

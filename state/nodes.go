@@ -26,8 +26,8 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node, evals []*struc
 
 // UpsertNode is StateStore.UpsertNode within the batch.
 func (b *Batch) UpsertNode(index uint64, node *structs.Node, evals []*structs.Evaluation) error {
-	b.t.begin(index)
-	raw, err := b.txn.First(TableNodes, IndexID, node.ID)
+	b.txn.t.begin(index)
+	raw, err := b.txn.first(TableNodes, node.ID)
 	if err != nil {
 		return fmt.Errorf("state: node lookup: %w", err)
 	}
@@ -43,17 +43,17 @@ func (b *Batch) UpsertNode(index uint64, node *structs.Node, evals []*structs.Ev
 		node.Events = appendEvents(nil, node.Events, index)
 	}
 	node.ModifyIndex = index
-	if err := upsertNodeTxn(b.txn, &b.t, node); err != nil {
+	if err := upsertNodeTxn(b.txn, node); err != nil {
 		return err
 	}
-	return upsertEvalsTxn(b.txn, &b.t, index, evals)
+	return upsertEvalsTxn(b.txn, index, evals)
 }
 
-func upsertNodeTxn(txn *memdb.Txn, t *touched, node *structs.Node) error {
-	if err := txn.Insert(TableNodes, node); err != nil {
+func upsertNodeTxn(txn *writeTxn, node *structs.Node) error {
+	if err := txn.insert(TableNodes, node); err != nil {
 		return fmt.Errorf("state: inserting node %q: %w", node.ID, err)
 	}
-	t.add(TableNodes)
+	txn.t.add(TableNodes)
 	return nil
 }
 
@@ -78,8 +78,8 @@ func appendEvents(prev, events []*structs.NodeEvent, index uint64) []*structs.No
 }
 
 // modifyNodeTxn writes a copy of the stored node changed by change.
-func modifyNodeTxn(txn *memdb.Txn, t *touched, index uint64, nodeID string, change func(n *structs.Node) error) error {
-	prev, err := firstTxn[structs.Node](txn, nil, TableNodes, "node", nodeID, nodeID)
+func modifyNodeTxn(txn *writeTxn, index uint64, nodeID string, change func(n *structs.Node) error) error {
+	prev, err := lookup[structs.Node](txn, TableNodes, "node", nodeID, nodeID)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func modifyNodeTxn(txn *memdb.Txn, t *touched, index uint64, nodeID string, chan
 		return err
 	}
 	n.ModifyIndex = index
-	return upsertNodeTxn(txn, t, n)
+	return upsertNodeTxn(txn, n)
 }
 
 // DeleteNodes removes nodes. Every ID must exist, or nothing is deleted.
@@ -103,16 +103,16 @@ func (s *StateStore) DeleteNodes(index uint64, nodeIDs []string) error {
 
 // DeleteNodes is StateStore.DeleteNodes within the batch.
 func (b *Batch) DeleteNodes(index uint64, nodeIDs []string) error {
-	b.t.begin(index)
+	b.txn.t.begin(index)
 	for _, id := range nodeIDs {
-		n, err := firstTxn[structs.Node](b.txn, nil, TableNodes, "node", id, id)
+		n, err := lookup[structs.Node](b.txn, TableNodes, "node", id, id)
 		if err != nil {
 			return err
 		}
-		if err := b.txn.Delete(TableNodes, n); err != nil {
+		if err := b.txn.delete(TableNodes, n); err != nil {
 			return fmt.Errorf("state: deleting node %q: %w", id, err)
 		}
-		b.t.add(TableNodes)
+		b.txn.t.add(TableNodes)
 	}
 	return nil
 }
@@ -131,8 +131,8 @@ func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updat
 
 // UpdateNodeStatus is StateStore.UpdateNodeStatus within the batch.
 func (b *Batch) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt int64, event *structs.NodeEvent, evals []*structs.Evaluation) error {
-	b.t.begin(index)
-	err := modifyNodeTxn(b.txn, &b.t, index, nodeID, func(n *structs.Node) error {
+	b.txn.t.begin(index)
+	err := modifyNodeTxn(b.txn, index, nodeID, func(n *structs.Node) error {
 		n.Status = status
 		n.StatusUpdatedAt = updatedAt
 		n.Events = appendEvents(n.Events, []*structs.NodeEvent{event}, index)
@@ -141,7 +141,7 @@ func (b *Batch) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt 
 	if err != nil {
 		return err
 	}
-	return upsertEvalsTxn(b.txn, &b.t, index, evals)
+	return upsertEvalsTxn(b.txn, index, evals)
 }
 
 // UpdateNodeEligibility sets a node's scheduling eligibility. A draining
@@ -158,8 +158,8 @@ func (s *StateStore) UpdateNodeEligibility(index uint64, req *structs.NodeUpdate
 // UpdateNodeEligibility is StateStore.UpdateNodeEligibility within the
 // batch.
 func (b *Batch) UpdateNodeEligibility(index uint64, req *structs.NodeUpdateEligibilityRequest) error {
-	b.t.begin(index)
-	err := modifyNodeTxn(b.txn, &b.t, index, req.NodeID, func(n *structs.Node) error {
+	b.txn.t.begin(index)
+	err := modifyNodeTxn(b.txn, index, req.NodeID, func(n *structs.Node) error {
 		switch req.Eligibility {
 		case structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible:
 		default:
@@ -178,7 +178,7 @@ func (b *Batch) UpdateNodeEligibility(index uint64, req *structs.NodeUpdateEligi
 	if err != nil {
 		return err
 	}
-	return upsertEvalsTxn(b.txn, &b.t, index, req.CreateEvals)
+	return upsertEvalsTxn(b.txn, index, req.CreateEvals)
 }
 
 // UpdateNodeDrain starts a drain (DrainStrategy set: the node becomes
@@ -195,8 +195,8 @@ func (s *StateStore) UpdateNodeDrain(index uint64, req *structs.NodeUpdateDrainR
 
 // UpdateNodeDrain is StateStore.UpdateNodeDrain within the batch.
 func (b *Batch) UpdateNodeDrain(index uint64, req *structs.NodeUpdateDrainRequest) error {
-	b.t.begin(index)
-	err := modifyNodeTxn(b.txn, &b.t, index, req.NodeID, func(n *structs.Node) error {
+	b.txn.t.begin(index)
+	err := modifyNodeTxn(b.txn, index, req.NodeID, func(n *structs.Node) error {
 		n.DrainStrategy = req.DrainStrategy
 		if req.DrainStrategy != nil {
 			n.Drain = true
@@ -216,7 +216,7 @@ func (b *Batch) UpdateNodeDrain(index uint64, req *structs.NodeUpdateDrainReques
 	if err != nil {
 		return err
 	}
-	return upsertEvalsTxn(b.txn, &b.t, index, req.CreateEvals)
+	return upsertEvalsTxn(b.txn, index, req.CreateEvals)
 }
 
 // NodeByID returns the node, or an error satisfying errors.Is(err,
