@@ -104,8 +104,12 @@ func (a *Agent) start(root hclog.Logger) error {
 	} else {
 		api = &clientAPIServer{c: a.client}
 	}
+	var opts []HTTPOption
+	if a.client != nil {
+		opts = append(opts, WithLocalClient(a.client))
+	}
 	httpLogger := root.Named("http")
-	a.httpServer = newHTTPServer(NewHTTPHandler(api, cfg, httpLogger), httpLogger)
+	a.httpServer = newHTTPServer(NewHTTPHandler(api, cfg, httpLogger, opts...), httpLogger)
 	a.httpDone = make(chan struct{})
 	go func() {
 		defer close(a.httpDone)

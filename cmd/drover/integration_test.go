@@ -106,6 +106,16 @@ func TestCLIAgainstDevAgent(t *testing.T) {
 		t.Fatalf("alloc status: %d\n%s%s", code, out, errOut)
 	}
 
+	// The agent serves its own client's logs and names its node.
+	code, out, errOut = cli(addr, "alloc", "logs", allocID[:8], "hello")
+	if code != 0 || !strings.Contains(out, "hello from drover") {
+		t.Fatalf("alloc logs: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli(addr, "node", "status", "-self")
+	if code != 0 || !strings.Contains(out, "cli2") {
+		t.Fatalf("node status -self: %d\n%s%s", code, out, errOut)
+	}
+
 	// A job no node can take: exit 2 and the reason.
 	dir := t.TempDir()
 	win := filepath.Join(dir, "win.nomad.hcl")
