@@ -5,7 +5,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/drover-project/drover/version.GitCommit=$(VERSION)
 
-.PHONY: all build test test-short lint fmt vet run bench clean
+.PHONY: all build test test-short lint fmt vet run cluster cluster-stop bench clean
 
 all: build
 
@@ -29,9 +29,17 @@ fmt:
 vet:
 	$(GO) vet $(PKGS)
 
-# A single-node dev agent (server + client) in the foreground; Ctrl-C stops it.
+# A single-node dev agent (server + client): runs examples/batch.nomad.hcl
+# to completion, shows its output, and stays up in the foreground (Ctrl-C).
 run: build
-	./$(BIN) agent -dev
+	./scripts/dev.sh
+
+# Three servers and two clients on 127.0.0.1 in the background (.cluster/).
+cluster: build
+	./scripts/cluster.sh
+
+cluster-stop:
+	./scripts/cluster.sh stop
 
 # Benchmarks; results go to docs/benchmarks.md by hand with their commands.
 bench:

@@ -18,12 +18,13 @@ const tailWindow = 64 << 10
 
 func runAllocLogs(e *env, args []string) int {
 	var af apiFlags
-	var stderr, follow, tail, verbose bool
+	var stderr, follow, tail, verbose, byJob bool
 	var lines int
 	var bytesBack int64
 	fs := newFlagSet(e, "alloc logs", "[options] <alloc> [task]",
 		"Print a task's stdout (or -stderr). The logs are read from the agent on the allocation's node;\n"+
-			"the task may be omitted when the group has one.")
+			"the task may be omitted when the group has one. With -job, the first argument is a job\n"+
+			"and its most recent allocation is used.")
 	af.register(fs, e)
 	fs.BoolVar(&stderr, "stderr", false, "print stderr instead of stdout")
 	fs.BoolVar(&follow, "f", false, "keep printing new output until the task ends")
@@ -31,6 +32,7 @@ func runAllocLogs(e *env, args []string) int {
 	fs.IntVar(&lines, "n", 10, "with -tail: how many lines")
 	fs.Int64Var(&bytesBack, "c", 0, "with -tail: how many bytes (instead of -n lines)")
 	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	fs.BoolVar(&byJob, "job", false, "the first argument is a job ID: use its most recent allocation")
 	if code, ok := parseFlags(fs, args, 2); !ok {
 		return code
 	}
@@ -40,7 +42,16 @@ func runAllocLogs(e *env, args []string) int {
 	}
 	c := af.client()
 	ctx := context.Background()
-	stub, code, ok := resolveAlloc(e, c, fs.Arg(0), verbose)
+	var (
+		stub *structs.AllocListStub
+		code int
+		ok   bool
+	)
+	if byJob {
+		stub, code, ok = latestJobAlloc(e, c, fs.Arg(0))
+	} else {
+		stub, code, ok = resolveAlloc(e, c, fs.Arg(0), verbose)
+	}
 	if !ok {
 		return code
 	}
@@ -96,6 +107,28 @@ func runAllocLogs(e *env, args []string) int {
 		origin, offset = "end", bytesBack
 	}
 	return copyLog(e, open, follow, origin, offset)
+}
+
+// latestJobAlloc returns the job's most recently created allocation.
+func latestJobAlloc(e *env, c *api.Client, jobID string) (*structs.AllocListStub, int, bool) {
+	job, code, ok := resolveJob(e, c, jobID)
+	if !ok {
+		return nil, code, false
+	}
+	allocs, _, err := c.JobAllocations(context.Background(), job.ID, false, nil)
+	if err != nil {
+		return nil, errorf(e, "querying allocations of job %q: %v", job.ID, err), false
+	}
+	var latest *structs.AllocListStub
+	for _, a := range allocs {
+		if latest == nil || a.CreateIndex > latest.CreateIndex {
+			latest = a
+		}
+	}
+	if latest == nil {
+		return nil, errorf(e, "job %q has no allocations", job.ID), false
+	}
+	return latest, exitOK, true
 }
 
 func copyLog(e *env, open func(bool, string, int64) (io.ReadCloser, error), follow bool, origin string, offset int64) int {
