@@ -1,0 +1,33 @@
+// Package sim is a node simulator: one process that plays many client
+// nodes against real Drover servers, over the same RPCs a real client uses,
+// so that the servers can be measured at cluster scale (`drover sim`, and
+// `drover bench` in-process).
+//
+//	           one goroutine per node: blocking Node.GetClientAllocs
+//	Sim ──────────────────────────────────────────────────────────► servers
+//	 │  register (Node.Register, bounded concurrency)                  ▲
+//	 │  heartbeat timers (Node.UpdateStatus within each TTL, jittered) │
+//	 │  alloc timers: running after ReportDelay, then complete/failed  │
+//	 │               after the task's run_for / exit_code (batch jobs) │
+//	 └── one update batcher for ALL nodes: Node.UpdateAlloc every      │
+//	     UpdateInterval, many allocations per RPC ─────────────────────┘
+//
+// Each simulated node registers with its own ID (deterministic from
+// IDPrefix and its index, so a restarted simulator is the same nodes),
+// the attributes a real client fingerprints (kernel.name, cpu.arch,
+// unique.hostname, driver.mock_driver, ...), a datacenter, a node class
+// and the resources given in Config. Nodes share a few RPC pools (one yamux
+// session per server per pool), never one TCP connection per node, and no
+// node owns an OS thread: a node costs one goroutine blocked in its
+// allocation watch plus a timer.
+//
+// Allocations are never run: the simulator reports them running after
+// Config.ReportDelay, and, for batch jobs, complete (exit_code 0) or failed
+// after the task's mock_driver run_for (Config.RunFor when the task sets
+// none). Allocations of service and system jobs run until the servers stop
+// them. An allocation the servers stop is reported complete after
+// ReportDelay.
+//
+// The package must never import package server or touch Raft or a state
+// store: it talks to servers only through a Transport, as a real client.
+package sim
