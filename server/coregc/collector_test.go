@@ -1,0 +1,187 @@
+package coregc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/clock"
+	"github.com/drover-project/drover/structs"
+)
+
+// stateWriter applies deletions to the world's state store, as the FSM
+// would, and records each call.
+type stateWriter struct {
+	w *world
+
+	mu    sync.Mutex
+	calls []string // guarded by mu
+	fail  int      // fail the call with this number (1-based); guarded by mu
+}
+
+var errInjected = errors.New("injected write failure")
+
+func (s *stateWriter) record(call string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, call)
+	if len(s.calls) == s.fail {
+		return errInjected
+	}
+	return nil
+}
+
+func (s *stateWriter) recorded() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+func (s *stateWriter) DeleteEvalsAndAllocs(evals, allocs []string) error {
+	if err := s.record(fmt.Sprintf("delete %v %v", evals, allocs)); err != nil {
+		return err
+	}
+	return s.w.st.DeleteEvalsAndAllocs(s.w.next(), evals, allocs)
+}
+
+func (s *stateWriter) PurgeJob(job *structs.Job) error {
+	if err := s.record("purge " + job.ID); err != nil {
+		return err
+	}
+	return s.w.st.DeregisterJob(s.w.next(), job.Namespace, job.ID, true, 0, nil)
+}
+
+func (s *stateWriter) DeleteNodes(ids []string) error {
+	if err := s.record(fmt.Sprintf("nodes %v", ids)); err != nil {
+		return err
+	}
+	return s.w.st.DeleteNodes(s.w.next(), ids)
+}
+
+// garbageWorld has a stopped job with three old evaluations, each with
+// one allocation, and an old down node.
+func garbageWorld(t *testing.T) *world {
+	w := newWorld(t)
+	w.job("web", structs.JobTypeService, 10*time.Hour)
+	for i := 1; i <= 3; i++ {
+		e := fmt.Sprintf("e%d", i)
+		w.eval(e, "web", structs.JobTypeService, structs.EvalStatusComplete, 5*time.Hour)
+		w.alloc(fmt.Sprintf("a%d", i), "web", e, "stop,complete", 5*time.Hour)
+	}
+	w.stop("web", 5*time.Hour)
+	w.addNode("down", structs.NodeStatusDown, 25*time.Hour)
+	return w
+}
+
+func newCollector(t *testing.T, w *world, wr Writer, clk clock.Clock) *Collector {
+	t.Helper()
+	c, err := New(Config{State: func() Reader { return w.st }, Writer: wr, Clock: clk, BatchSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCollectWritesInBatches(t *testing.T) {
+	w := garbageWorld(t)
+	wr := &stateWriter{w: w}
+	c := newCollector(t, w, wr, clock.NewManual(t0))
+	stats, err := c.Collect(c.Thresholds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Stats{Evals: 3, Allocs: 3, Jobs: 1, Nodes: 1}); stats != want {
+		t.Fatalf("stats %+v, want %+v", stats, want)
+	}
+	want := []string{"delete [e1 e2] []", "delete [e3] [a1]", "delete [] [a2 a3]", "purge web", "nodes [down]"}
+	if got := wr.recorded(); !slices.Equal(got, want) {
+		t.Fatalf("writes %q\nwant %q", got, want)
+	}
+	if g, err := Find(w.st, t0, Force); err != nil || !g.Empty() {
+		t.Fatalf("garbage left: %v, %v", g, err)
+	}
+	evals, _ := w.st.Evals(nil)
+	allocs, _ := w.st.Allocs(nil)
+	jobs, _ := w.st.Jobs(nil)
+	nodes, _ := w.st.Nodes(nil)
+	if len(evals)+len(allocs)+len(jobs) != 0 || len(nodes) != 1 {
+		t.Fatalf("left %d evals, %d allocs, %d jobs, %d nodes", len(evals), len(allocs), len(jobs), len(nodes))
+	}
+	// Nothing more to do: no write.
+	if stats, err := c.Collect(Force); err != nil || stats != (Stats{}) || len(wr.recorded()) != len(want) {
+		t.Fatalf("second collection: %+v, %v, writes %q", stats, err, wr.recorded())
+	}
+}
+
+func TestCollectStopsAtAFailedWrite(t *testing.T) {
+	w := garbageWorld(t)
+	wr := &stateWriter{w: w, fail: 2}
+	c := newCollector(t, w, wr, clock.NewManual(t0))
+	stats, err := c.Collect(c.Thresholds())
+	if !errors.Is(err, errInjected) {
+		t.Fatalf("error %v, want the injected one", err)
+	}
+	if stats != (Stats{Evals: 2}) || len(wr.recorded()) != 2 {
+		t.Fatalf("stats %+v, writes %q", stats, wr.recorded())
+	}
+}
+
+// TestRunCollectsEachInterval drives Run with a manual clock: nothing
+// happens before the interval; each interval collects with the
+// configured thresholds.
+func TestRunCollectsEachInterval(t *testing.T) {
+	w := garbageWorld(t)
+	wr := &stateWriter{w: w}
+	clk := clock.NewManual(t0)
+	c := newCollector(t, w, wr, clk)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitTimer := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for clk.Pending() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("Run armed no timer")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitTimer()
+	clk.Advance(DefaultInterval - time.Second)
+	if got := wr.recorded(); len(got) != 0 {
+		t.Fatalf("writes before the interval: %q", got)
+	}
+	clk.Advance(time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(wr.recorded()) < 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("writes after one interval: %q", wr.recorded())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// A job that turns 4 h dead exactly at the next run: that run
+	// collects it.
+	w.job("later", structs.JobTypeService, 10*time.Hour)
+	w.stop("later", 4*time.Hour-2*DefaultInterval)
+	waitTimer()
+	clk.Advance(DefaultInterval)
+	deadline = time.Now().Add(5 * time.Second)
+	for !slices.Contains(wr.recorded(), "purge later") {
+		if time.Now().After(deadline) {
+			t.Fatalf("writes after two intervals: %q", wr.recorded())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
