@@ -30,6 +30,9 @@ type Queue interface {
 	Dequeue(ctx context.Context) (Pending, error)
 }
 
+// DefaultMaxInflight bounds the commits in flight at once.
+const DefaultMaxInflight = 16
+
 // Config wires an Applier.
 type Config struct {
 	Logger hclog.Logger
@@ -37,9 +40,12 @@ type Config struct {
 	// State returns the current local state store.
 	State func() *state.StateStore
 	// Apply commits one plan result through Raft and returns its index. It
-	// blocks until the entry is applied to the local FSM.
+	// blocks until the entry is applied to the local FSM. The applier calls
+	// it from several goroutines at once (up to MaxInflight).
 	Apply func(*structs.ApplyPlanResultsRequest) (uint64, error)
 	Now   func() time.Time
+	// MaxInflight bounds the commits in flight; default DefaultMaxInflight.
+	MaxInflight int
 }
 
 // Applier runs the plan apply loop on the leader.
@@ -56,73 +62,21 @@ func New(cfg Config) *Applier {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = DefaultMaxInflight
+	}
 	return &Applier{cfg: cfg, logger: cfg.Logger.Named("plan_apply")}
 }
 
 // commit is one Raft apply in flight.
 type commit struct {
-	req   *structs.ApplyPlanResultsRequest
-	done  chan struct{}
-	index uint64 // set before done is closed
-	err   error  // set before done is closed
+	placed map[string][]*structs.Allocation // the result's placements by node
+	done   chan struct{}
+	index  uint64 // set before done is closed
+	err    error  // set before done is closed
 }
 
 func (c *commit) wait() { <-c.done }
-
-// Run applies plans until ctx ends (leadership lost). Plans still queued
-// are the queue's to fail.
-func (a *Applier) Run(ctx context.Context) {
-	var prev *commit
-	defer func() {
-		if prev != nil {
-			prev.wait()
-		}
-	}()
-	for {
-		pending, err := a.cfg.Queue.Dequeue(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				a.logger.Error("plan dequeue failed", "error", err)
-			}
-			return
-		}
-		prev = a.handle(pending, prev)
-	}
-}
-
-// handle evaluates one plan and starts its commit; it returns the commit
-// now in flight (nil if none).
-func (a *Applier) handle(pending Pending, prev *commit) *commit {
-	plan := pending.Plan()
-	if prev != nil && prev.finished() {
-		prev = nil
-	}
-	result, snapIndex, err := a.evaluate(plan, prev)
-	if err != nil {
-		pending.Respond(nil, err)
-		return prev
-	}
-	if prev != nil {
-		// One commit at a time. If the previous one failed, this plan was
-		// checked against a result that never happened: check it again.
-		prev.wait()
-		if prev.err != nil {
-			if result, snapIndex, err = a.evaluate(plan, nil); err != nil {
-				pending.Respond(nil, err)
-				return nil
-			}
-		}
-		snapIndex = max(snapIndex, prev.index)
-	}
-	if result.IsNoOp() {
-		if len(result.RejectedNodes) > 0 {
-			result.RefreshIndex = snapIndex
-		}
-		pending.Respond(result, nil)
-		return nil
-	}
-	return a.startCommit(pending, plan, result, snapIndex)
-}
 
 func (c *commit) finished() bool {
 	select {
@@ -133,9 +87,97 @@ func (c *commit) finished() bool {
 	}
 }
 
-// evaluate checks the plan against the latest state plus, optimistically,
-// the commit still in flight.
-func (a *Applier) evaluate(plan *structs.Plan, inflight *commit) (*structs.PlanResult, uint64, error) {
+// Run applies plans until ctx ends (leadership lost). Plans still queued
+// are the queue's to fail; Run returns once every commit it started has
+// finished.
+//
+// Plans are checked one at a time, each against a fresh snapshot plus the
+// placements of every commit still in flight, and their commits overlap
+// (Raft batches them). Stops in flight are not credited: capacity counts
+// as free only once a stop is in the state. So every check is
+// conservative whatever happens to the commits before it (a failed or
+// reordered commit only leaves more room), and no plan depends on another
+// plan's entry being committed first.
+func (a *Applier) Run(ctx context.Context) {
+	var pending []*commit
+	defer func() {
+		for _, c := range pending {
+			c.wait()
+		}
+	}()
+	for {
+		p, err := a.cfg.Queue.Dequeue(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.logger.Error("plan dequeue failed", "error", err)
+			}
+			return
+		}
+		pending = unfinished(pending)
+		for len(pending) >= a.cfg.MaxInflight {
+			pending[0].wait()
+			pending = unfinished(pending)
+		}
+		if c := a.handle(p, pending); c != nil {
+			pending = append(pending, c)
+		}
+	}
+}
+
+// unfinished drops the commits that are done.
+func unfinished(cs []*commit) []*commit {
+	out := cs[:0]
+	for _, c := range cs {
+		if !c.finished() {
+			out = append(out, c)
+		}
+	}
+	clear(cs[len(out):])
+	return out
+}
+
+// handle checks one plan against the latest state and the commits in
+// flight, and starts its commit; it returns the commit (nil if none).
+func (a *Applier) handle(p Pending, pending []*commit) *commit {
+	plan := p.Plan()
+	// The snapshot is taken after the in-flight list was pruned: a commit
+	// that finishes in between is in both, which onNode tolerates.
+	considered := append([]*commit(nil), pending...)
+	result, snapIndex, err := a.evaluate(plan, considered)
+	if err != nil {
+		p.Respond(nil, err)
+		return nil
+	}
+	if !result.IsNoOp() {
+		return a.startCommit(p, plan, result, snapIndex, considered)
+	}
+	if len(result.RejectedNodes) == 0 {
+		p.Respond(result, nil)
+		return nil
+	}
+	// Refused outright: the worker must refresh past the commits the plan
+	// was checked against, whose indexes are known once they finish.
+	go func() {
+		result.RefreshIndex = refreshIndex(snapIndex, considered)
+		p.Respond(result, nil)
+	}()
+	return nil
+}
+
+// refreshIndex waits for the given commits and returns the highest index
+// among them and snapIndex.
+func refreshIndex(snapIndex uint64, commits []*commit) uint64 {
+	index := snapIndex
+	for _, c := range commits {
+		c.wait()
+		index = max(index, c.index)
+	}
+	return index
+}
+
+// evaluate checks the plan against the latest state plus the placements
+// of the commits in flight.
+func (a *Applier) evaluate(plan *structs.Plan, considered []*commit) (*structs.PlanResult, uint64, error) {
 	defer metrics.MeasureSince(metricEvaluate, time.Now())
 	snap, err := a.cfg.State().Snapshot()
 	if err != nil {
@@ -145,12 +187,13 @@ func (a *Applier) evaluate(plan *structs.Plan, inflight *commit) (*structs.PlanR
 	if err != nil {
 		return nil, 0, err
 	}
-	if inflight != nil {
-		if err := snap.UpsertPlanResults(index+1, cloneRequest(inflight.req)); err != nil {
-			return nil, 0, err
+	var over inflight
+	for _, c := range considered {
+		if len(c.placed) > 0 {
+			over = append(over, c.placed)
 		}
 	}
-	result, err := EvaluatePlan(snap, plan)
+	result, err := evaluatePlan(snap, over, plan)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -163,22 +206,23 @@ func (a *Applier) evaluate(plan *structs.Plan, inflight *commit) (*structs.PlanR
 
 // startCommit applies the result through Raft on its own goroutine and
 // responds when it is done.
-func (a *Applier) startCommit(pending Pending, plan *structs.Plan, result *structs.PlanResult, snapIndex uint64) *commit {
-	c := &commit{req: a.request(plan, result), done: make(chan struct{})}
+func (a *Applier) startCommit(p Pending, plan *structs.Plan, result *structs.PlanResult, snapIndex uint64, considered []*commit) *commit {
+	c := &commit{placed: result.NodeAllocation, done: make(chan struct{})}
+	req := a.request(plan, result)
 	go func() {
-		defer close(c.done)
 		start := time.Now()
-		c.index, c.err = a.cfg.Apply(c.req)
+		c.index, c.err = a.cfg.Apply(req)
 		metrics.MeasureSince(metricApply, start)
+		close(c.done)
 		if c.err != nil {
-			pending.Respond(nil, c.err)
+			p.Respond(nil, c.err)
 			return
 		}
 		result.AllocIndex = c.index
 		if len(result.RejectedNodes) > 0 {
-			result.RefreshIndex = max(snapIndex, c.index)
+			result.RefreshIndex = max(c.index, refreshIndex(snapIndex, considered))
 		}
-		pending.Respond(result, nil)
+		p.Respond(result, nil)
 	}()
 	return c
 }
@@ -222,28 +266,4 @@ func samePlanJob(allocJob, planJob *structs.Job) bool {
 	}
 	return allocJob == planJob || (allocJob.Namespace == planJob.Namespace && allocJob.ID == planJob.ID &&
 		allocJob.Version == planJob.Version && allocJob.JobModifyIndex == planJob.JobModifyIndex)
-}
-
-// cloneRequest copies the request's job and allocations (shallowly; the
-// store writes only their top-level fields) so that the
-// optimistic write into a snapshot cannot touch objects the Raft apply is
-// still encoding.
-func cloneRequest(req *structs.ApplyPlanResultsRequest) *structs.ApplyPlanResultsRequest {
-	c := *req
-	if req.Job != nil {
-		j := *req.Job
-		c.Job = &j
-	}
-	c.AllocsStopped = cloneAllocs(req.AllocsStopped)
-	c.AllocsUpdated = cloneAllocs(req.AllocsUpdated)
-	return &c
-}
-
-func cloneAllocs(in []*structs.Allocation) []*structs.Allocation {
-	out := make([]*structs.Allocation, len(in))
-	for i, a := range in {
-		c := *a
-		out[i] = &c
-	}
-	return out
 }

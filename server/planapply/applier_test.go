@@ -385,3 +385,77 @@ func TestRequestKeepsOlderJobVersion(t *testing.T) {
 		t.Fatal("request must not modify the plan's allocations")
 	}
 }
+
+// TestApplierOverlapsCommits: commits of plans on different nodes run
+// concurrently, up to MaxInflight, and every plan is answered.
+func TestApplierOverlapsCommits(t *testing.T) {
+	for _, limit := range []int{2, 4} {
+		t.Run(fmt.Sprintf("max_inflight=%d", limit), func(t *testing.T) {
+			nodes := []*structs.Node{testNode("a", 1000, 1000), testNode("b", 1000, 1000), testNode("c", 1000, 1000)}
+			s := newStore(t, nodes...)
+			var mu sync.Mutex
+			inflight, peak := 0, 0
+			release := make(chan struct{})
+			rs := &raftStub{store: s, index: 1000}
+			apply := func(req *structs.ApplyPlanResultsRequest) (uint64, error) {
+				mu.Lock()
+				inflight++
+				peak = max(peak, inflight)
+				mu.Unlock()
+				<-release
+				mu.Lock()
+				inflight--
+				mu.Unlock()
+				return rs.apply(req)
+			}
+			q := &fakeQueue{ch: make(chan Pending)}
+			a := New(Config{Queue: q, State: func() *state.StateStore { return s }, Apply: apply, MaxInflight: limit})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { a.Run(ctx); close(done) }()
+
+			var results []*pendingPlan
+			var plans []*structs.Plan
+			for _, n := range nodes {
+				p := &structs.Plan{Job: testJob, EvalID: "e-" + n.ID}
+				p.AppendAlloc(testAlloc(n.ID, 500, 500))
+				plans = append(plans, p)
+			}
+			// The first min(limit, 3) plans are committed at once; the
+			// rest wait for a commit slot.
+			want := min(limit, len(plans))
+			for _, p := range plans[:want] {
+				results = append(results, submit(q, p))
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				mu.Lock()
+				n := inflight
+				mu.Unlock()
+				if n == want {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d commits in flight, want %d", n, want)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			close(release)
+			for _, p := range plans[want:] {
+				results = append(results, submit(q, p))
+			}
+			for i, r := range results {
+				if res := r.wait(t); res.AllocIndex == 0 || len(res.RejectedNodes) > 0 {
+					t.Fatalf("plan %d: %+v", i, res)
+				}
+			}
+			mu.Lock()
+			if peak > limit {
+				t.Errorf("%d commits in flight, limit %d", peak, limit)
+			}
+			mu.Unlock()
+			cancel()
+			<-done
+		})
+	}
+}

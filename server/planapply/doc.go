@@ -10,10 +10,12 @@
 // the result says what was committed and, if anything was refused, the
 // index the worker must refresh to before retrying the rest.
 //
-// Verification of the next plan overlaps the Raft commit of the previous
-// one: the next plan is checked against a snapshot that already includes the
-// previous result (applied optimistically to the snapshot, which memdb
-// allows without touching the real store). At most one commit is in flight.
+// Commits are pipelined: while up to Config.MaxInflight earlier plans are
+// still being committed (Raft batches them into shared log writes), the
+// next plan is checked against a snapshot plus the placements of every
+// commit in flight. Stops in flight are not credited until they are in
+// the state, so a check never relies on another commit succeeding, or on
+// the order in which the commits land.
 //
 // The package never writes the state store itself: it commits only through
 // the Apply function the server gives it.

@@ -18,10 +18,44 @@ const parallelThreshold = 32
 // set RefreshIndex or AllocIndex. With plan.AllAtOnce, one refused node
 // refuses the whole plan.
 func EvaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) (*structs.PlanResult, error) {
+	return evaluatePlan(snap, nil, plan)
+}
+
+// inflight is what the commits still in flight add to each node: their
+// placements, by node ID. A plan is checked as if they were all already
+// applied (their stops are not credited: see Applier).
+type inflight []map[string][]*structs.Allocation
+
+// onNode returns the in-flight placements on nodeID that existing does not
+// hold already (an in-place update, or a commit that was applied after the
+// snapshot was taken, must not count twice).
+func (f inflight) onNode(nodeID string, existing []*structs.Allocation) []*structs.Allocation {
+	var extra []*structs.Allocation
+	var seen map[string]struct{}
+	for _, m := range f {
+		for _, a := range m[nodeID] {
+			if seen == nil {
+				seen = make(map[string]struct{}, len(existing))
+				for _, e := range existing {
+					seen[e.ID] = struct{}{}
+				}
+			}
+			if _, dup := seen[a.ID]; dup {
+				continue
+			}
+			seen[a.ID] = struct{}{}
+			extra = append(extra, a)
+		}
+	}
+	return extra
+}
+
+// evaluatePlan is EvaluatePlan with the in-flight placements counted.
+func evaluatePlan(snap *state.StateSnapshot, pending inflight, plan *structs.Plan) (*structs.PlanResult, error) {
 	nodeIDs := planNodes(plan)
 	fits := make([]bool, len(nodeIDs))
 	errs := make([]error, len(nodeIDs))
-	check := func(i int) { fits[i], _, errs[i] = evaluateNode(snap, plan, nodeIDs[i]) }
+	check := func(i int) { fits[i], _, errs[i] = evaluateNode(snap, pending, plan, nodeIDs[i]) }
 
 	if len(nodeIDs) < parallelThreshold {
 		for i := range nodeIDs {
@@ -96,7 +130,7 @@ func parallelFor(n, workers int, f func(int)) {
 
 // evaluateNode reports whether the plan's part for one node fits, and if
 // not, why.
-func evaluateNode(snap *state.StateSnapshot, plan *structs.Plan, nodeID string) (bool, string, error) {
+func evaluateNode(snap *state.StateSnapshot, pending inflight, plan *structs.Plan, nodeID string) (bool, string, error) {
 	placements := plan.NodeAllocation[nodeID]
 	if len(placements) == 0 {
 		return true, "", nil // stops always fit
@@ -114,6 +148,9 @@ func evaluateNode(snap *state.StateSnapshot, plan *structs.Plan, nodeID string) 
 	existing, err := snap.AllocsByNode(nil, nodeID)
 	if err != nil {
 		return false, "", err
+	}
+	if extra := pending.onNode(nodeID, existing); len(extra) > 0 {
+		existing = append(existing[:len(existing):len(existing)], extra...)
 	}
 	if node.Drain || node.SchedulingEligibility == structs.NodeSchedulingIneligible {
 		if reason := newPlacement(existing, placements); reason != "" {
