@@ -62,6 +62,7 @@ func commands() []*command {
 	all = append(all, agentCommands()...)
 	all = append(all, statusCommands()...)
 	all = append(all, operatorCommands()...)
+	all = append(all, snapshotCommands()...)
 	all = append(all, versionCommands()...)
 	all = append(all, jobCommands()...)
 	all = append(all, nodeCommands()...)
@@ -69,6 +70,8 @@ func commands() []*command {
 	all = append(all, evalCommands()...)
 	all = append(all, serverCommands()...)
 	all = append(all, systemCommands()...)
+	all = append(all, simCommands()...)
+	all = append(all, benchCommands()...)
 	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
 	return all
 }

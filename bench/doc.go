@@ -1,0 +1,41 @@
+// Package bench is Drover's benchmark driver: it runs named scenarios
+// (burst, dense, c1m-small, churn, heartbeats) against any cluster through
+// the HTTP API only, with Nomad's own Go client
+// (github.com/hashicorp/nomad/api), so the same run can drive a Nomad
+// cluster for a side-by-side. It measures what a user sees (time until
+// every allocation is placed and running, placements per second,
+// register -> evaluation complete latency) and, for servers on this
+// machine, what they cost (CPU seconds and peak RSS from /proc, Raft data
+// size on disk).
+//
+// Usage:
+//
+//	res, err := bench.Run(ctx, &bench.Config{
+//		Addresses: []string{"http://127.0.0.1:4646"},
+//		Scenario:  scenario, // bench.Lookup("burst")
+//		StartNodes: startSim, // or nil when a simulator already runs
+//	})
+//	res.WriteText(os.Stdout)
+//
+// The nodes come from a node simulator (package agent/sim): Run starts
+// one through Config.StartNodes, or waits for enough ready nodes whose IDs
+// start with Config.NodePrefix.
+//
+// How it measures:
+//   - "placed" is reached when the sum over the scenario's jobs of their
+//     summaries' non-queued allocations (starting, running, complete,
+//     failed, lost, unknown) reaches the total count; "running" when
+//     running plus complete does. Each job is followed with blocking
+//     queries on its summary (index and wait), never tight polling.
+//   - register -> eval complete is the evaluation's ModifyTime (stamped by
+//     the scheduler when it finishes, after its plan is committed) minus
+//     the wall time just before the register request was sent: the
+//     servers' clocks must agree with this machine's (same host or NTP).
+//   - CPU seconds are utime+stime from /proc/<pid>/stat over the measured
+//     window; peak RSS is the highest VmRSS sampled every 100 ms in it.
+//
+// This package imports only Nomad's Go API client and the standard
+// library: it must never import a Drover server, agent or simulator
+// package (the caller wires the simulator in), so that what it measures is
+// exactly what a Nomad user's program would see.
+package bench

@@ -1,0 +1,267 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	nomad "github.com/hashicorp/nomad/api"
+)
+
+// placeCounts aggregates the jobs' summaries: every watcher adds the
+// change it saw, and the first to push a total to the target stamps it.
+type placeCounts struct {
+	target           int64
+	start            time.Time
+	placed, running  atomic.Int64
+	placedAt         atomic.Int64 // ns since start; 0 until reached
+	runningAt        atomic.Int64
+	runningReachedCh chan struct{}
+	runningOnce      sync.Once
+}
+
+func newPlaceCounts(target int, start time.Time) *placeCounts {
+	return &placeCounts{target: int64(target), start: start, runningReachedCh: make(chan struct{})}
+}
+
+// add applies a watcher's deltas.
+func (p *placeCounts) add(dPlaced, dRunning int64, now time.Time) {
+	elapsed := max(now.Sub(p.start).Nanoseconds(), 1)
+	if dPlaced != 0 && p.placed.Add(dPlaced) >= p.target {
+		p.placedAt.CompareAndSwap(0, elapsed)
+	}
+	if dRunning != 0 && p.running.Add(dRunning) >= p.target {
+		p.runningAt.CompareAndSwap(0, elapsed)
+		p.runningOnce.Do(func() { close(p.runningReachedCh) })
+	}
+}
+
+// summaryCounts returns a summary's placed (every non-queued state) and
+// running (running or complete) allocations.
+func summaryCounts(s *nomad.JobSummary) (placed, running int64) {
+	if s == nil {
+		return 0, 0
+	}
+	for _, tg := range s.Summary {
+		placed += int64(tg.Starting + tg.Running + tg.Complete + tg.Failed + tg.Lost + tg.Unknown)
+		running += int64(tg.Running + tg.Complete)
+	}
+	return placed, running
+}
+
+// watchSummary follows one job's summary with blocking queries from
+// index on, adding its changes to counts, until the job is fully running
+// or ctx ends.
+func (r *runner) watchSummary(ctx context.Context, c *nomad.Client, jobID string, count int64, index uint64, counts *placeCounts) {
+	var placed, running int64
+	for ctx.Err() == nil {
+		q := (&nomad.QueryOptions{WaitIndex: index, WaitTime: summaryWait, AllowStale: r.cfg.Stale}).WithContext(ctx)
+		sum, meta, err := c.Jobs().Summary(jobID, q)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		now := time.Now()
+		p, run := summaryCounts(sum)
+		counts.add(p-placed, run-running, now)
+		placed, running = p, run
+		if running >= count {
+			return
+		}
+		if meta.LastIndex > index {
+			index = meta.LastIndex
+		}
+	}
+}
+
+// evalResolver finds when evaluations completed: workers follow each
+// evaluation with blocking queries until it is terminal, and record its
+// ModifyTime minus the write's start.
+type evalResolver struct {
+	r       *runner
+	queue   chan evalReq
+	wg      sync.WaitGroup
+	lat     latencies
+	pending atomic.Int64
+	done    atomic.Int64
+}
+
+type evalReq struct {
+	id    string
+	start time.Time
+	c     *nomad.Client
+}
+
+func (r *runner) newEvalResolver(ctx context.Context, workers int) *evalResolver {
+	e := &evalResolver{r: r, queue: make(chan evalReq, 1<<16)}
+	for range workers {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			for req := range e.queue {
+				e.resolve(ctx, req)
+			}
+		}()
+	}
+	return e
+}
+
+// add queues an evaluation (ignored when id is empty).
+func (e *evalResolver) add(id string, start time.Time, c *nomad.Client) {
+	if id == "" {
+		return
+	}
+	e.pending.Add(1)
+	e.queue <- evalReq{id: id, start: start, c: c}
+}
+
+func (e *evalResolver) resolve(ctx context.Context, req evalReq) {
+	defer e.pending.Add(-1)
+	var index uint64
+	for ctx.Err() == nil {
+		q := (&nomad.QueryOptions{WaitIndex: index, WaitTime: summaryWait, AllowStale: e.r.cfg.Stale}).WithContext(ctx)
+		ev, meta, err := req.c.Evaluations().Info(req.id, q)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		switch ev.Status {
+		case "complete", "failed", "canceled":
+			done := time.Unix(0, ev.ModifyTime)
+			if ev.ModifyTime == 0 {
+				done = time.Now()
+			}
+			e.lat.add(max(done.Sub(req.start), 0))
+			e.done.Add(1)
+			return
+		}
+		if meta.LastIndex > index {
+			index = meta.LastIndex
+		}
+	}
+}
+
+// finish waits up to timeout for the queued evaluations; it returns the
+// latencies and how many were left unresolved.
+func (e *evalResolver) finish(cancel context.CancelFunc, timeout time.Duration) (Percentiles, int) {
+	close(e.queue)
+	waited := make(chan struct{})
+	go func() {
+		e.wg.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-time.After(timeout):
+		cancel()
+		<-waited
+	}
+	return e.lat.summary(), int(e.pending.Load())
+}
+
+// runPlace registers the scenario's jobs at once (Concurrency writes in
+// flight) and waits until every allocation is placed and running.
+func (r *runner) runPlace(ctx context.Context) error {
+	sc := r.cfg.Scenario
+	total := sc.AllocTotal()
+	r.res.Jobs, r.res.Allocs = sc.Jobs, total
+
+	watchCtx, cancelWatch := context.WithCancel(ctx)
+	defer cancelWatch()
+	evalCtx, cancelEvals := context.WithCancel(ctx)
+	defer cancelEvals()
+	evals := r.newEvalResolver(evalCtx, DefaultEvalWorkers)
+	var writeLat latencies
+	var submitted, failed atomic.Int64
+	var firstErr atomic.Value
+
+	r.start = time.Now()
+	counts := newPlaceCounts(total, r.start)
+	r.setProgress(func() string {
+		return fmt.Sprintf("%s %s | submitted %d/%d | placed %d/%d | running %d/%d | evals %d/%d%s",
+			sc.Name, r.since(), submitted.Load(), sc.Jobs, counts.placed.Load(), total,
+			counts.running.Load(), total, evals.done.Load(), submitted.Load(), r.sourceStatus())
+	})
+
+	sem := make(chan struct{}, r.cfg.Concurrency)
+	var writers, watchers sync.WaitGroup
+	for i := range sc.Jobs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			c := r.client(i)
+			id := fmt.Sprintf("%s%05d", r.jobPrefix(), i)
+			job := r.job(id, sc.Count)
+			start := time.Now()
+			resp, _, err := c.Jobs().Register(job, (&nomad.WriteOptions{}).WithContext(ctx))
+			<-sem
+			if err != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, fmt.Errorf("registering %s: %w", id, err))
+				return
+			}
+			writeLat.add(time.Since(start))
+			submitted.Add(1)
+			evals.add(resp.EvalID, start, c)
+			watchers.Add(1)
+			go func() {
+				defer watchers.Done()
+				r.watchSummary(watchCtx, c, id, int64(sc.Count), resp.JobModifyIndex, counts)
+			}()
+		}()
+	}
+	writers.Wait()
+	r.res.RegisterSeconds = time.Since(r.start).Seconds()
+	r.res.WriteLatency = latencyOf(writeLat.summary())
+
+	var err error
+	if n := failed.Load(); n > 0 {
+		err = fmt.Errorf("%d of %d registrations failed; first: %v", n, sc.Jobs, firstErr.Load())
+	} else {
+		timer := time.NewTimer(r.cfg.Timeout)
+		select {
+		case <-counts.runningReachedCh:
+		case <-timer.C:
+			err = fmt.Errorf("timed out after %v: placed %d, running %d of %d",
+				r.cfg.Timeout, counts.placed.Load(), counts.running.Load(), total)
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		timer.Stop()
+	}
+	cancelWatch()
+	watchers.Wait()
+
+	r.res.Placed, r.res.Running = int(counts.placed.Load()), int(counts.running.Load())
+	if at := counts.placedAt.Load(); at > 0 {
+		r.res.PlacedSeconds = time.Duration(at).Seconds()
+		r.res.PlacementsPerSec = float64(total) / r.res.PlacedSeconds
+	}
+	if at := counts.runningAt.Load(); at > 0 {
+		r.res.RunningSeconds = time.Duration(at).Seconds()
+	}
+	lat, unresolved := evals.finish(cancelEvals, evalDrainTimeout)
+	r.res.EvalLatency, r.res.EvalsUnresolved = latencyOf(lat), unresolved
+	return err
+}

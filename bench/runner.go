@@ -1,0 +1,462 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	nomad "github.com/hashicorp/nomad/api"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultJobPrefix    = "bench"
+	DefaultRunFor       = "1h"
+	DefaultConcurrency  = 64
+	DefaultTimeout      = 5 * time.Minute
+	DefaultNodeTimeout  = 5 * time.Minute
+	DefaultEvalWorkers  = 16
+	defaultSampleEvery  = 100 * time.Millisecond
+	summaryWait         = 30 * time.Second
+	evalDrainTimeout    = 30 * time.Second
+	nodePollEvery       = time.Second
+	progressEveryTTY    = 250 * time.Millisecond
+	progressEveryStream = time.Second
+)
+
+// NodeSource is a node simulator started for the run (Config.StartNodes).
+type NodeSource interface {
+	// Status is a short description for the progress line.
+	Status() string
+	// Stop stops the simulated nodes.
+	Stop()
+}
+
+// Config configures one scenario run.
+type Config struct {
+	// Addresses are the HTTP API addresses of the cluster's agents; job
+	// writes and watches are spread over them.
+	Addresses []string
+	Scenario  Scenario
+	Region    string
+	// Datacenter the jobs run in (default dc1).
+	Datacenter string
+	// NodePrefix selects the nodes to wait for (ID prefix; "" all).
+	NodePrefix string
+	// JobPrefix starts the jobs' IDs (default "bench").
+	JobPrefix string
+	// RunFor is the mock_driver run_for of the jobs' tasks: long, so that
+	// allocations stay running (default 1h).
+	RunFor string
+	// Concurrency bounds job writes in flight.
+	Concurrency int
+	// Stale lets any server answer the watches (spreads them over the
+	// servers; a follower lags the leader by its replication delay).
+	Stale bool
+	// Timeout bounds the wait for placed and running (place scenarios)
+	// and for the nodes.
+	Timeout time.Duration
+	// Duration overrides the scenario's (churn and idle).
+	Duration time.Duration
+	// ServerPIDs are the local server processes, by the position of their
+	// HTTP address in Addresses (0: not measured).
+	ServerPIDs []int
+	// DataDirs are the servers' data directories (Raft size).
+	DataDirs []string
+	// Cleanup purges the jobs at the end.
+	Cleanup bool
+	// StartNodes, if set, starts a simulator with the scenario's nodes.
+	StartNodes func(ctx context.Context, shape NodeShape) (NodeSource, error)
+	// Progress receives a progress display; InPlace rewrites one line
+	// (a terminal), otherwise a line is written every second.
+	Progress io.Writer
+	InPlace  bool
+	// PerfOut, if set, records a perf profile of the leader during the
+	// measured window into this file (needs perf and a leader PID).
+	PerfOut string
+	// Command is recorded in the result.
+	Command string
+	// Seed makes churn's choices repeatable (0: time-based).
+	Seed int64
+}
+
+func (c *Config) withDefaults() *Config {
+	out := *c
+	if out.Datacenter == "" {
+		out.Datacenter = "dc1"
+	}
+	if out.JobPrefix == "" {
+		out.JobPrefix = DefaultJobPrefix
+	}
+	if out.RunFor == "" {
+		out.RunFor = DefaultRunFor
+	}
+	if out.Concurrency <= 0 {
+		out.Concurrency = DefaultConcurrency
+	}
+	if out.Timeout <= 0 {
+		out.Timeout = DefaultTimeout
+	}
+	if out.Duration <= 0 {
+		out.Duration = out.Scenario.Duration
+	}
+	if out.Seed == 0 {
+		out.Seed = time.Now().UnixNano()
+	}
+	if out.Progress == nil {
+		out.Progress = io.Discard
+	}
+	return &out
+}
+
+// runner is one run's state.
+type runner struct {
+	cfg     *Config
+	clients []*nomad.Client
+	res     *Result
+	start   time.Time // first job write
+
+	progressMu sync.Mutex
+	progress   func() string // current progress line; guarded by progressMu
+	source     NodeSource
+}
+
+// Run runs the scenario and returns what it measured. A run that timed
+// out returns its partial result with an error.
+func Run(ctx context.Context, cfg *Config) (*Result, error) {
+	if len(cfg.Addresses) == 0 {
+		return nil, errors.New("bench: no agent addresses")
+	}
+	if cfg.Scenario.Name == "" {
+		return nil, errors.New("bench: no scenario")
+	}
+	cfg = cfg.withDefaults()
+	r := &runner{cfg: cfg}
+	hc := &http.Client{Transport: &http.Transport{
+		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 8192, MaxIdleConnsPerHost: 8192,
+		IdleConnTimeout: 90 * time.Second,
+	}}
+	for _, addr := range cfg.Addresses {
+		c, err := nomad.NewClient(&nomad.Config{Address: addr, Region: cfg.Region, HttpClient: hc})
+		if err != nil {
+			return nil, fmt.Errorf("bench: client for %s: %w", addr, err)
+		}
+		r.clients = append(r.clients, c)
+	}
+	sc := cfg.Scenario
+	r.res = &Result{
+		Scenario: sc.Name, Description: sc.Description, Kind: sc.Kind, Command: cfg.Command,
+		Targets: sc.Targets, Machine: readMachine(),
+	}
+	stopProgress := r.runProgress()
+	defer stopProgress()
+
+	if cfg.StartNodes != nil {
+		r.setProgress(func() string { return fmt.Sprintf("%s: starting %d simulated nodes", sc.Name, sc.Nodes.Count) })
+		src, err := cfg.StartNodes(ctx, sc.Nodes)
+		if err != nil {
+			return nil, fmt.Errorf("bench: starting nodes: %w", err)
+		}
+		r.source = src
+		defer src.Stop()
+	}
+	if err := r.waitNodes(ctx, sc.Nodes.Count); err != nil {
+		return r.res, err
+	}
+	r.res.Nodes = sc.Nodes.Count
+	r.identifyServers(ctx)
+
+	var pids []int
+	for _, s := range r.res.Servers {
+		pids = append(pids, s.PID)
+	}
+	pids = append(pids, os.Getpid())
+	r.res.LoadStart = loadAvg()
+	r.res.Started = time.Now()
+	watch := startProcWatch(pids, defaultSampleEvery)
+	stopPerf := r.startPerf()
+	windowStart := time.Now()
+
+	var runErr error
+	switch sc.Kind {
+	case KindPlace:
+		runErr = r.runPlace(ctx)
+	case KindChurn:
+		runErr = r.runChurn(ctx)
+	case KindIdle:
+		runErr = r.runIdle(ctx)
+	default:
+		runErr = fmt.Errorf("bench: scenario kind %q", sc.Kind)
+	}
+	window := time.Since(windowStart)
+	watch.finish()
+	stopPerf()
+	r.res.WindowSeconds = window.Seconds()
+	r.fillProc(watch, window)
+	r.res.LoadEnd = loadAvg()
+	r.countDown(ctx)
+	for _, d := range cfg.DataDirs {
+		n, err := dirSize(d)
+		if err != nil {
+			r.res.Errors = append(r.res.Errors, fmt.Sprintf("size of %s: %v", d, err))
+		}
+		r.res.RaftBytes += n
+	}
+	r.res.checkTargets()
+	if runErr != nil {
+		r.res.Errors = append(r.res.Errors, runErr.Error())
+	}
+	if cfg.Cleanup {
+		r.setProgress(func() string { return sc.Name + ": purging the jobs" })
+		r.cleanup(ctx)
+	}
+	return r.res, runErr
+}
+
+// client returns the i-th client, round-robin.
+func (r *runner) client(i int) *nomad.Client { return r.clients[i%len(r.clients)] }
+
+// waitNodes waits until at least n nodes with the prefix are ready and
+// eligible.
+func (r *runner) waitNodes(ctx context.Context, n int) error {
+	deadline := time.Now().Add(max(r.cfg.Timeout, DefaultNodeTimeout))
+	var ready atomic.Int64
+	r.setProgress(func() string {
+		return fmt.Sprintf("%s: waiting for nodes: %d/%d ready%s", r.cfg.Scenario.Name, ready.Load(), n, r.sourceStatus())
+	})
+	for {
+		nodes, _, err := r.clients[0].Nodes().List((&nomad.QueryOptions{Prefix: r.cfg.NodePrefix}).WithContext(ctx))
+		if err == nil {
+			count := 0
+			for _, node := range nodes {
+				if node.Status == "ready" && node.SchedulingEligibility == "eligible" && !node.Drain {
+					count++
+				}
+			}
+			ready.Store(int64(count))
+			if count >= n {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: only %d of %d nodes ready (prefix %q) after %v (last error: %v)",
+				ready.Load(), n, r.cfg.NodePrefix, max(r.cfg.Timeout, DefaultNodeTimeout), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(nodePollEvery):
+		}
+	}
+}
+
+// countDown counts the nodes with the prefix that are down.
+func (r *runner) countDown(ctx context.Context) {
+	nodes, _, err := r.clients[0].Nodes().List((&nomad.QueryOptions{Prefix: r.cfg.NodePrefix}).WithContext(ctx))
+	if err != nil {
+		r.res.Errors = append(r.res.Errors, "listing nodes at the end: "+err.Error())
+		return
+	}
+	for _, n := range nodes {
+		if n.Status == "down" {
+			r.res.NodesDown++
+		}
+	}
+}
+
+// identifyServers pairs each address with its PID and finds the leader
+// (from /v1/agent/self: Nomad's raft state, or Drover's raft leader flag).
+func (r *runner) identifyServers(ctx context.Context) {
+	n := max(len(r.cfg.Addresses), len(r.cfg.ServerPIDs))
+	r.res.Servers = make([]ServerResult, n)
+	for i := range n {
+		s := &r.res.Servers[i]
+		if i < len(r.cfg.ServerPIDs) {
+			s.PID = r.cfg.ServerPIDs[i]
+		}
+		if i >= len(r.clients) {
+			continue
+		}
+		s.Address = r.cfg.Addresses[i]
+		self, err := r.clients[i].Agent().Self()
+		if err != nil {
+			r.res.Errors = append(r.res.Errors, fmt.Sprintf("agent self of %s: %v", s.Address, err))
+			continue
+		}
+		raft := self.Stats["raft"]
+		s.Leader = raft["state"] == "Leader" || raft["leader"] == "true"
+	}
+}
+
+// fillProc computes the servers' CPU and memory over the window.
+func (r *runner) fillProc(w *procWatch, window time.Duration) {
+	cpu := w.cpuSince()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fill := func(s *ServerResult, i int) {
+		if w.errs[i] != nil {
+			s.Error = w.errs[i].Error()
+			return
+		}
+		s.CPUSeconds = cpu[i].Seconds()
+		if window > 0 {
+			s.CPUPercent = 100 * cpu[i].Seconds() / window.Seconds()
+		}
+		s.PeakRSSBytes, s.HWMBytes = w.peak[i], w.last[i].HWM
+	}
+	for i := range r.res.Servers {
+		if r.res.Servers[i].PID != 0 {
+			fill(&r.res.Servers[i], i)
+		}
+	}
+	r.res.Self.PID = os.Getpid()
+	fill(&r.res.Self, len(w.pids)-1)
+}
+
+// startPerf records a perf profile of the leader until the returned
+// function is called.
+func (r *runner) startPerf() func() {
+	if r.cfg.PerfOut == "" {
+		return func() {}
+	}
+	l, ok := r.res.Leader()
+	if !ok {
+		r.res.Notes = append(r.res.Notes, "no perf profile: the leader's PID is unknown")
+		return func() {}
+	}
+	cmd := exec.Command("perf", "record", "-F", "499", "-g", "-p", strconv.Itoa(l.PID), "-o", r.cfg.PerfOut)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		r.res.Notes = append(r.res.Notes, "no perf profile: "+err.Error())
+		return func() {}
+	}
+	return func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		r.res.Notes = append(r.res.Notes, fmt.Sprintf("perf profile of the leader (pid %d) in %s", l.PID, r.cfg.PerfOut))
+	}
+}
+
+// cleanup purges the run's jobs.
+func (r *runner) cleanup(ctx context.Context) {
+	jobs, _, err := r.clients[0].Jobs().PrefixList(r.jobPrefix())
+	if err != nil {
+		r.res.Errors = append(r.res.Errors, "listing jobs to purge: "+err.Error())
+		return
+	}
+	sem := make(chan struct{}, r.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, _, _ = r.client(i).Jobs().Deregister(j.ID, true, (&nomad.WriteOptions{}).WithContext(ctx))
+		}()
+	}
+	wg.Wait()
+}
+
+// jobPrefix is the ID prefix of this scenario's jobs.
+func (r *runner) jobPrefix() string { return r.cfg.JobPrefix + "-" + r.cfg.Scenario.Name + "-" }
+
+// job returns a batch job of count mock_driver allocations.
+func (r *runner) job(id string, count int) *nomad.Job {
+	sc := r.cfg.Scenario
+	task := nomad.NewTask("t", "mock_driver").
+		SetConfig("run_for", r.cfg.RunFor).
+		Require(&nomad.Resources{CPU: new(sc.TaskCPU), MemoryMB: new(sc.TaskMemoryMB)})
+	tg := nomad.NewTaskGroup("g", count).AddTask(task)
+	// Nomad reserves 300 MB of ephemeral disk per allocation by default.
+	tg.EphemeralDisk = &nomad.EphemeralDisk{SizeMB: new(10)}
+	region := r.cfg.Region
+	if region == "" {
+		region = "global"
+	}
+	return nomad.NewBatchJob(id, id, region, 50).AddDatacenter(r.cfg.Datacenter).AddTaskGroup(tg)
+}
+
+func (r *runner) setProgress(f func() string) {
+	r.progressMu.Lock()
+	r.progress = f
+	r.progressMu.Unlock()
+}
+
+func (r *runner) sourceStatus() string {
+	if r.source == nil {
+		return ""
+	}
+	return " | " + r.source.Status()
+}
+
+// runProgress prints the progress line until the returned function is
+// called.
+func (r *runner) runProgress() func() {
+	if r.cfg.Progress == io.Discard {
+		return func() {}
+	}
+	every := progressEveryStream
+	if r.cfg.InPlace {
+		every = progressEveryTTY
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		last := ""
+		for {
+			select {
+			case <-stop:
+				if r.cfg.InPlace && last != "" {
+					fmt.Fprint(r.cfg.Progress, "\r\x1b[K")
+				}
+				return
+			case <-t.C:
+				r.progressMu.Lock()
+				f := r.progress
+				r.progressMu.Unlock()
+				if f == nil {
+					continue
+				}
+				last = f()
+				if r.cfg.InPlace {
+					fmt.Fprintf(r.cfg.Progress, "\r\x1b[K%s", last)
+				} else {
+					fmt.Fprintln(r.cfg.Progress, last)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
+}
+
+// since renders the time since the first job write.
+func (r *runner) since() string {
+	if r.start.IsZero() {
+		return "0s"
+	}
+	return time.Since(r.start).Round(100 * time.Millisecond).String()
+}
+
+// joinKinds renders op counts.
+func joinKinds(m map[string]int) string {
+	var parts []string
+	for _, k := range []string{"register", "scale", "stop"} {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}

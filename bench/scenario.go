@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Kind is what a scenario does once its nodes are ready.
+type Kind string
+
+const (
+	// KindPlace registers Jobs jobs of Count allocations each at once and
+	// waits until every allocation is placed and running.
+	KindPlace Kind = "place"
+	// KindChurn registers, scales and stops jobs continuously for the
+	// duration.
+	KindChurn Kind = "churn"
+	// KindIdle registers nothing: the nodes only heartbeat for the
+	// duration; nodes wrongly marked down are counted at the end.
+	KindIdle Kind = "idle"
+)
+
+// NodeShape is what the scenario needs of its nodes: how many, and each
+// one's resources (CPU in MHz, memory and disk in MB).
+type NodeShape struct {
+	Count               int
+	CPU, MemoryMB, Disk int64
+}
+
+// Scenario is one named benchmark.
+type Scenario struct {
+	Name        string
+	Description string
+	Kind        Kind
+	Nodes       NodeShape
+	// Jobs and Count: KindPlace registers Jobs jobs of Count allocations.
+	// KindChurn keeps about Jobs jobs alive, each of up to Count.
+	Jobs, Count int
+	// Task resources: CPU in MHz, memory in MB.
+	TaskCPU, TaskMemoryMB int
+	// Duration of a churn or idle scenario.
+	Duration time.Duration
+	// Targets, for the report (zero: none).
+	Targets Targets
+}
+
+// Targets are the figures a scenario is expected to meet.
+type Targets struct {
+	Placed, Running time.Duration
+	EvalP99         time.Duration
+	LeaderRSSBytes  int64
+	// LeaderCPUPercent is of one core.
+	LeaderCPUPercent float64
+}
+
+// AllocTotal is the number of allocations a place scenario waits for.
+func (s Scenario) AllocTotal() int { return s.Jobs * s.Count }
+
+var scenarios = []Scenario{
+	{
+		Name: "burst", Kind: KindPlace,
+		Description: "500 nodes, one batch job of 5,000 (mock_driver, 10 MHz, 10 MB)",
+		Nodes:       NodeShape{Count: 500, CPU: 4000, MemoryMB: 8192, Disk: 100000},
+		Jobs:        1, Count: 5000, TaskCPU: 10, TaskMemoryMB: 10,
+		Targets: Targets{Placed: 400 * time.Millisecond, Running: 2 * time.Second, LeaderRSSBytes: 200 << 20},
+	},
+	{
+		Name: "dense", Kind: KindPlace,
+		Description: "1 node big enough for 5,000 allocations, one job of 5,000",
+		Nodes:       NodeShape{Count: 1, CPU: 60000, MemoryMB: 60000, Disk: 1000000},
+		Jobs:        1, Count: 5000, TaskCPU: 10, TaskMemoryMB: 10,
+		Targets: Targets{Placed: 500 * time.Millisecond},
+	},
+	{
+		Name: "c1m-small", Kind: KindPlace,
+		Description: "5,000 nodes, 1,000 jobs x 100 submitted concurrently",
+		Nodes:       NodeShape{Count: 5000, CPU: 4000, MemoryMB: 8192, Disk: 100000},
+		Jobs:        1000, Count: 100, TaskCPU: 10, TaskMemoryMB: 10,
+		Targets: Targets{Placed: 10 * time.Second, EvalP99: 2 * time.Second},
+	},
+	{
+		Name: "churn", Kind: KindChurn,
+		Description: "2,000 nodes, jobs registered, scaled and stopped continuously",
+		Nodes:       NodeShape{Count: 2000, CPU: 4000, MemoryMB: 8192, Disk: 100000},
+		Jobs:        200, Count: 50, TaskCPU: 10, TaskMemoryMB: 10,
+		Duration: 2 * time.Minute,
+	},
+	{
+		Name: "heartbeats", Kind: KindIdle,
+		Description: "10,000 idle nodes heartbeating; leader CPU and false node-down",
+		Nodes:       NodeShape{Count: 10000, CPU: 4000, MemoryMB: 8192, Disk: 100000},
+		Duration:    10 * time.Minute,
+		Targets:     Targets{LeaderCPUPercent: 30},
+	},
+}
+
+// Scenarios returns the named scenarios, sorted by name.
+func Scenarios() []Scenario {
+	out := append([]Scenario(nil), scenarios...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup returns the scenario with the given name.
+func Lookup(name string) (Scenario, error) {
+	var names []string
+	for _, s := range scenarios {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	sort.Strings(names)
+	return Scenario{}, fmt.Errorf("unknown scenario %q; known: %s", name, strings.Join(names, ", "))
+}

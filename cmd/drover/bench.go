@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-project/drover/agent/sim"
+	"github.com/drover-project/drover/api"
+	"github.com/drover-project/drover/bench"
+)
+
+func benchCommands() []*command {
+	return []*command{{name: "bench", synopsis: "Run a named benchmark scenario against a cluster over the HTTP API", run: runBench}}
+}
+
+// simSource adapts a simulator to bench.NodeSource.
+type simSource struct{ s *sim.Sim }
+
+func (s simSource) Status() string {
+	st := s.s.Stats()
+	return fmt.Sprintf("sim: %d/%d nodes, %d running", st.Registered, st.Nodes, st.AllocsRunning)
+}
+
+func (s simSource) Stop() { s.s.Stop() }
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func runBench(e *env, args []string) int {
+	var (
+		addrs       listFlag
+		sf          simFlags
+		useSim      boolFlag
+		list        bool
+		mdHeader    bool
+		scenario    string
+		nodes       int
+		jobs, count int
+		duration    time.Duration
+		pids        listFlag
+		dataDirs    listFlag
+		asJSON      bool
+		markdownOut string
+		timeout     time.Duration
+		concurrency int
+		stale       bool
+		cleanup     bool
+		taskRunFor  string
+		perfOut     string
+		logLevel    string
+	)
+	fs := newFlagSet(e, "bench", "-scenario <name> [options]",
+		"Run a benchmark scenario against a cluster through the HTTP API (Nomad's Go client, so a\n"+
+			"Nomad cluster works too), with nodes from a simulator started in this process (-sim-servers)\n"+
+			"or from a `drover sim` already running, and print what it measured.")
+	fs.Var(&addrs, "address", "agent HTTP address(es), comma-separated; repeatable (default env DROVER_ADDR, then NOMAD_ADDR)")
+	fs.StringVar(&scenario, "scenario", "", "scenario to run (see -list)")
+	fs.BoolVar(&list, "list", false, "list the scenarios and exit")
+	fs.BoolVar(&mdHeader, "markdown-header", false, "print the header of the -markdown-out table and exit")
+	fs.Var(&useSim, "sim", "start the simulated nodes in this process (default: true when -sim-servers is given)")
+	sf.register(fs, "sim-servers", false)
+	fs.IntVar(&nodes, "nodes", 0, "override the scenario's node count")
+	fs.Int64Var(&sf.cpu, "cpu", 0, "override the scenario's node CPU (MHz)")
+	fs.Int64Var(&sf.memory, "memory", 0, "override the scenario's node memory (MB)")
+	fs.IntVar(&jobs, "jobs", 0, "override the scenario's job count")
+	fs.IntVar(&count, "count", 0, "override the scenario's allocations per job")
+	fs.DurationVar(&duration, "duration", 0, "override the duration of churn and heartbeats")
+	fs.Var(&pids, "server-pids", "PIDs of the local servers, in the order of -address, comma-separated")
+	fs.Var(&dataDirs, "data-dirs", "the servers' data directories (Raft data size), comma-separated")
+	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fs.StringVar(&markdownOut, "markdown-out", "", "also append the result as a Markdown table row to this file (see bench.MarkdownHeader)")
+	fs.DurationVar(&timeout, "timeout", bench.DefaultTimeout, "how long to wait for placement and running (and for the nodes)")
+	fs.IntVar(&concurrency, "concurrency", bench.DefaultConcurrency, "job writes in flight")
+	fs.BoolVar(&stale, "stale", true, "let any server answer the watches (spreads them over the servers)")
+	fs.BoolVar(&cleanup, "cleanup", true, "purge the scenario's jobs at the end")
+	fs.StringVar(&taskRunFor, "task-run-for", bench.DefaultRunFor, "mock_driver run_for of the jobs' tasks (long keeps them running)")
+	fs.StringVar(&perfOut, "perf", "", "record a perf profile of the leader (needs -server-pids) into this file")
+	fs.StringVar(&logLevel, "log-level", "warn", "log level of the in-process simulator")
+	if code, ok := parseFlags(fs, args, 0); !ok {
+		return code
+	}
+	if mdHeader {
+		fmt.Fprintln(e.stdout, bench.MarkdownHeader)
+		return 0
+	}
+	if list {
+		t := newTable(e.stdout)
+		for _, s := range bench.Scenarios() {
+			t.row(s.Name, s.Description)
+		}
+		t.flush()
+		return 0
+	}
+	sc, err := bench.Lookup(scenario)
+	if err != nil {
+		return usagef(e, "%v", err)
+	}
+	if nodes > 0 {
+		sc.Nodes.Count = nodes
+	}
+	if sf.cpu > 0 {
+		sc.Nodes.CPU = sf.cpu
+	}
+	if sf.memory > 0 {
+		sc.Nodes.MemoryMB = sf.memory
+	}
+	if jobs > 0 {
+		sc.Jobs = jobs
+	}
+	if count > 0 {
+		sc.Count = count
+	}
+	if nodes > 0 || sf.cpu > 0 || sf.memory > 0 || jobs > 0 || count > 0 {
+		// The targets are for the scenario as named.
+		sc.Targets = bench.Targets{}
+		sc.Description = fmt.Sprintf("%s [changed: %d nodes of %d MHz / %d MB; %d x %d]",
+			sc.Description, sc.Nodes.Count, sc.Nodes.CPU, sc.Nodes.MemoryMB, sc.Jobs, sc.Count)
+	}
+	if len(addrs) == 0 {
+		addrs = listFlag{api.AddressFromEnv(e.getenv)}
+	}
+	serverPIDs := make([]int, 0, len(pids))
+	for _, p := range pids {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return usagef(e, "-server-pids: %q is not a PID", p)
+		}
+		serverPIDs = append(serverPIDs, n)
+	}
+	if !useSim.set {
+		useSim.value = len(sf.servers) > 0
+	}
+	if useSim.value && len(sf.servers) == 0 {
+		return usagef(e, "-sim needs -sim-servers (the servers' RPC addresses)")
+	}
+
+	progress := e.stdout
+	if asJSON {
+		progress = e.stderr
+	}
+	cfg := &bench.Config{
+		Addresses: addrs, Scenario: sc, Region: sf.region, NodePrefix: sf.idPrefix + "-",
+		RunFor: taskRunFor, Concurrency: concurrency, Stale: stale, Timeout: timeout, Duration: duration,
+		ServerPIDs: serverPIDs, DataDirs: dataDirs, Cleanup: cleanup,
+		Progress: progress, InPlace: isTerminal(progress), PerfOut: perfOut,
+		Command: "drover bench " + strings.Join(args, " "),
+	}
+	if len(sf.dcs) > 0 {
+		cfg.Datacenter = sf.dcs[0]
+	}
+	if useSim.value {
+		cfg.StartNodes = func(ctx context.Context, shape bench.NodeShape) (bench.NodeSource, error) {
+			scfg, err := sf.config(simLogger(logLevel, e.stderr))
+			if err != nil {
+				return nil, err
+			}
+			scfg.Nodes, scfg.CPU, scfg.MemoryMB, scfg.DiskMB = shape.Count, shape.CPU, shape.MemoryMB, shape.Disk
+			s, err := sim.New(scfg)
+			if err != nil {
+				return nil, err
+			}
+			s.Start()
+			wctx, cancel := context.WithTimeout(ctx, max(timeout, bench.DefaultNodeTimeout))
+			defer cancel()
+			if err := s.WaitRegistered(wctx); err != nil {
+				s.Stop()
+				return nil, fmt.Errorf("%v (%s)", err, s.Stats())
+			}
+			return simSource{s}, nil
+		}
+	}
+
+	sigCh, stopSignals := e.signals()
+	defer stopSignals()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-sigCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	res, err := bench.Run(ctx, cfg)
+	if res != nil {
+		if asJSON {
+			_ = res.WriteJSON(e.stdout)
+		} else {
+			_ = res.WriteText(e.stdout)
+		}
+		if markdownOut != "" {
+			if werr := appendLine(markdownOut, res.MarkdownRow()); werr != nil {
+				fmt.Fprintf(e.stderr, "Error writing %s: %v\n", markdownOut, werr)
+			}
+		}
+	}
+	if err != nil {
+		return errorf(e, "running %s: %v", sc.Name, err)
+	}
+	return 0
+}
+
+// boolFlag is a boolean flag that records whether it was given.
+type boolFlag struct{ set, value bool }
+
+func (b *boolFlag) String() string   { return strconv.FormatBool(b.value) }
+func (b *boolFlag) IsBoolFlag() bool { return true }
+func (b *boolFlag) Set(v string) error {
+	x, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	b.set, b.value = true, x
+	return nil
+}
+
+// appendLine appends one line to the file at path, creating it.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, line); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

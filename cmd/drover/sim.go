@@ -1,0 +1,167 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-project/drover/agent/sim"
+)
+
+func simCommands() []*command {
+	return []*command{{name: "sim", synopsis: "Simulate many client nodes against real servers (scale testing)", run: runSim}}
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// kvFlag is a repeatable key=value flag.
+type kvFlag map[string]string
+
+func (m kvFlag) String() string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (m kvFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", v)
+	}
+	m[k] = val
+	return nil
+}
+
+// simFlags are the node simulator's settings, shared by `drover sim` and
+// `drover bench` (which starts a simulator in-process).
+type simFlags struct {
+	servers         listFlag
+	nodes           int
+	cpu, memory     int64
+	disk            int64
+	dcs             listFlag
+	classes         string
+	attrs           kvFlag
+	meta            kvFlag
+	reportDelay     time.Duration
+	heartbeatJitter float64
+	runFor          time.Duration
+	idPrefix        string
+	region          string
+	updateInterval  time.Duration
+	sessions        int
+	registerConc    int
+}
+
+// register adds the flags; prefix names the server list flag ("servers"
+// for drover sim, "sim-servers" for drover bench). withShape adds the
+// node count and resources (bench takes them from its scenario).
+func (f *simFlags) register(fs *flag.FlagSet, serversFlag string, withShape bool) {
+	f.attrs, f.meta = kvFlag{}, kvFlag{}
+	fs.Var(&f.servers, serversFlag, "server RPC addresses host:port, comma-separated; repeatable")
+	if withShape {
+		fs.IntVar(&f.nodes, "nodes", 100, "number of nodes to simulate")
+		fs.Int64Var(&f.cpu, "cpu", sim.DefaultCPU, "CPU of each node in MHz")
+		fs.Int64Var(&f.memory, "memory", sim.DefaultMemoryMB, "memory of each node in MB")
+		fs.Int64Var(&f.disk, "disk", sim.DefaultDiskMB, "disk of each node in MB")
+	}
+	fs.Var(&f.dcs, "dc", "datacenter(s) of the nodes, assigned round-robin (default dc1)")
+	fs.StringVar(&f.classes, "classes", "", `node class mix, e.g. "web:3,batch:1" (weights) or "a,b"`)
+	fs.Var(f.attrs, "attr", "node attribute key=value added to the fingerprinted ones; repeatable")
+	fs.Var(f.meta, "node-meta", "node metadata key=value; repeatable")
+	fs.DurationVar(&f.reportDelay, "report-delay", 100*time.Millisecond, "delay before a new allocation is reported running (and a stopped one complete)")
+	fs.Float64Var(&f.heartbeatJitter, "heartbeat-jitter", sim.DefaultHeartbeatJitter, "heartbeats go at TTL/2 less up to this fraction of the TTL at random")
+	fs.DurationVar(&f.runFor, "run-for", 0, "run time of batch tasks whose mock_driver config sets no run_for (0: done at once)")
+	fs.StringVar(&f.idPrefix, "id-prefix", sim.DefaultIDPrefix, "node IDs and names are <prefix>-<index>")
+	fs.StringVar(&f.region, "region", "", "region (default global)")
+	fs.DurationVar(&f.updateInterval, "update-interval", sim.DefaultUpdateInterval, "how often the batched allocation updates of all nodes are sent")
+	fs.IntVar(&f.sessions, "sessions", sim.DefaultSessions, "RPC pools shared by the nodes (one yamux session per server each)")
+	fs.IntVar(&f.registerConc, "register-concurrency", sim.DefaultRegisterConcurrency, "registrations in flight")
+}
+
+// config returns the simulator configuration.
+func (f *simFlags) config(logger hclog.Logger) (*sim.Config, error) {
+	classes, err := sim.ParseClasses(f.classes)
+	if err != nil {
+		return nil, err
+	}
+	return &sim.Config{
+		Servers: f.servers, Nodes: f.nodes, CPU: f.cpu, MemoryMB: f.memory, DiskMB: f.disk,
+		Datacenters: f.dcs, Classes: classes, Attributes: f.attrs, Meta: f.meta,
+		ReportDelay: f.reportDelay, HeartbeatJitter: f.heartbeatJitter, RunFor: f.runFor,
+		IDPrefix: f.idPrefix, Region: f.region, UpdateInterval: f.updateInterval,
+		Sessions: f.sessions, RegisterConcurrency: f.registerConc, Logger: logger,
+	}, nil
+}
+
+func simLogger(level string, out io.Writer) hclog.Logger {
+	l := hclog.LevelFromString(level)
+	if l == hclog.NoLevel {
+		l = hclog.Warn
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "drover", Level: l, Output: out, TimeFormat: "2006-01-02T15:04:05.000Z0700"})
+}
+
+// runSim simulates nodes until SIGINT or SIGTERM, printing a status line
+// every -status-interval.
+func runSim(e *env, args []string) int {
+	var sf simFlags
+	var statusEvery time.Duration
+	var logLevel string
+	fs := newFlagSet(e, "sim", "-servers host:port[,...] [options]",
+		"Simulate many client nodes in one process against real servers, over the client RPCs:\n"+
+			"each node registers, heartbeats, watches its allocations and reports them running\n"+
+			"(and batch work complete after its mock_driver run_for). Stop with Ctrl-C.")
+	sf.register(fs, "servers", true)
+	fs.DurationVar(&statusEvery, "status-interval", 5*time.Second, "how often to print a status line")
+	fs.StringVar(&logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error")
+	if code, ok := parseFlags(fs, args, 0); !ok {
+		return code
+	}
+	cfg, err := sf.config(simLogger(logLevel, e.stderr))
+	if err != nil {
+		return usagef(e, "%v", err)
+	}
+	sigCh, stopSignals := e.signals()
+	defer stopSignals()
+	s, err := sim.New(cfg)
+	if err != nil {
+		return usagef(e, "%v", err)
+	}
+	start := time.Now()
+	s.Start()
+	fmt.Fprintf(e.stdout, "==> Simulating %d nodes (%s-*) against %s\n", cfg.Nodes, sf.idPrefix, strings.Join(cfg.Servers, ", "))
+	if statusEvery <= 0 {
+		statusEvery = 5 * time.Second
+	}
+	tick := time.NewTicker(statusEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			fmt.Fprintf(e.stdout, "%s %s\n", time.Since(start).Round(time.Second), s.Stats())
+		case sig := <-sigCh:
+			fmt.Fprintf(e.stdout, "==> Caught signal: %v; stopping the simulated nodes\n", sig)
+			s.Stop()
+			fmt.Fprintf(e.stdout, "%s %s\n", time.Since(start).Round(time.Second), s.Stats())
+			return 0
+		}
+	}
+}
