@@ -59,6 +59,9 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 
 	handle("GET /v1/operator/raft/configuration", h.raftConfiguration)
 	handle("DELETE /v1/operator/raft/peer", h.raftRemovePeer)
+	handle("GET /v1/operator/snapshot", h.snapshotSave)
+	handle("PUT /v1/operator/snapshot", h.snapshotRestore)
+	handle("POST /v1/operator/snapshot", h.snapshotRestore)
 
 	handle("GET /v1/agent/self", h.agentSelf)
 	handle("GET /v1/agent/health", h.agentHealth)
@@ -126,7 +129,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/system/reconcile/summaries", "summary reconciliation"},
 	{"/v1/operator/autopilot/", "autopilot"},
 	{"/v1/operator/scheduler/configuration", "scheduler configuration"},
-	{"/v1/operator/snapshot", "snapshots over HTTP"},
 	{"/v1/operator/license", "licensing"},
 	{"/v1/operator/keyring/", "the keyring"},
 	{"/v1/operator/raft/transfer-leadership", "leadership transfer"},

@@ -169,6 +169,19 @@ func (c *Client) baseURL() (*url.URL, error) {
 // do sends one request and returns the response when its status is 2xx;
 // otherwise a *StatusError. in, when not nil, is sent as JSON.
 func (c *Client) do(ctx context.Context, method, path string, params url.Values, in any) (*http.Response, error) {
+	if in == nil {
+		return c.doRaw(ctx, method, path, params, nil, "")
+	}
+	buf, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("encoding request: %w", err)
+	}
+	return c.doRaw(ctx, method, path, params, bytes.NewReader(buf), "application/json")
+}
+
+// doRaw sends body (may be nil) with the given content type and returns
+// the response, or a *StatusError for a status other than 2xx.
+func (c *Client) doRaw(ctx context.Context, method, path string, params url.Values, body io.Reader, contentType string) (*http.Response, error) {
 	u, err := c.baseURL()
 	if err != nil {
 		return nil, err
@@ -180,20 +193,12 @@ func (c *Client) do(ctx context.Context, method, path string, params url.Values,
 	}
 	u.RawPath = raw
 	u.RawQuery = params.Encode()
-	var body io.Reader
-	if in != nil {
-		buf, err := json.Marshal(in)
-		if err != nil {
-			return nil, fmt.Errorf("encoding request: %w", err)
-		}
-		body = bytes.NewReader(buf)
-	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, err
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	hc := c.HTTPClient
 	if hc == nil {
