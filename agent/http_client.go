@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -45,71 +48,184 @@ type logFrame struct {
 	File   string `json:",omitempty"`
 }
 
-// GET /v1/client/fs/logs/<alloc>?task=&type=stdout|stderr&follow=&origin=start|end&offset=&plain=:
-// a task's log from this agent's client. With plain=true the bytes are
-// sent as they are; otherwise as a stream of JSON frames (Nomad's shape).
-// The allocation must run on this agent's client: clients tell the
-// servers their HTTP address (Node.HTTPAddr) so callers can find it.
-func (h *httpAPI) clientLogs(w http.ResponseWriter, r *http.Request) (any, error) {
-	if h.client == nil {
-		return nil, structs.NewError(structs.ErrCodeUnsupported,
-			"Drover does not support client endpoints on an agent without a client; ask the agent on the allocation's node")
-	}
+// logsProxiedHeader marks a log request that one agent passed to
+// another; an agent never passes such a request on again, so a request is
+// proxied at most once whatever the agents believe about each other.
+const logsProxiedHeader = "X-Drover-Logs-Proxied-By"
+
+// logParams are the query parameters of a log request.
+type logParams struct {
+	task, logType string
+	follow, plain bool
+	offset        int64
+	skip          int // bytes of the stream to drop (origin=end with no offset)
+}
+
+// parseLogParams reads ?task=&type=&follow=&plain=&offset=&origin=.
+func parseLogParams(r *http.Request) (*logParams, error) {
 	q := r.URL.Query()
-	task := q.Get("task")
-	if task == "" {
+	p := &logParams{task: q.Get("task"), logType: q.Get("type")}
+	if p.task == "" {
 		return nil, badRequest("Missing task: give ?task=<name>")
 	}
-	logType := q.Get("type")
-	if logType == "" {
-		logType = "stdout"
+	if p.logType == "" {
+		p.logType = "stdout"
 	}
-	follow, err := boolParam(r, "follow")
-	if err != nil {
+	var err error
+	if p.follow, err = boolParam(r, "follow"); err != nil {
 		return nil, err
 	}
-	plain, err := boolParam(r, "plain")
-	if err != nil {
+	if p.plain, err = boolParam(r, "plain"); err != nil {
 		return nil, err
 	}
-	var offset int64
 	if s := q.Get("offset"); s != "" {
-		if offset, err = strconv.ParseInt(s, 10, 64); err != nil || offset < 0 {
+		if p.offset, err = strconv.ParseInt(s, 10, 64); err != nil || p.offset < 0 {
 			return nil, badRequest("Invalid offset %q: must be a non-negative integer", s)
 		}
 	}
-	skip := 0
 	switch origin := q.Get("origin"); origin {
 	case "", "start":
 	case "end":
 		// The client counts back from the end with a negative offset; 0
 		// from the end is "one byte back, then drop it".
-		if offset == 0 {
-			offset, skip = 1, 1
+		if p.offset == 0 {
+			p.offset, p.skip = 1, 1
 		}
-		offset = -offset
+		p.offset = -p.offset
 	default:
 		return nil, badRequest("Invalid origin %q: want start or end", origin)
 	}
+	return p, nil
+}
 
-	rc, err := h.client.TaskLogs(r.PathValue("alloc"), task, logType, follow, offset)
+// GET /v1/client/fs/logs/<alloc>?task=&type=stdout|stderr&follow=&origin=start|end&offset=&plain=:
+// a task's log. With plain=true the bytes are sent as they are; otherwise
+// as a stream of JSON frames (Nomad's shape).
+//
+// Any agent answers: when its own client does not hold the allocation (or
+// it runs no client), it looks the allocation's node up through the
+// servers and reverse-proxies the request, streaming, to that node's HTTP
+// address (Node.HTTPAddr, which clients report). A proxied request
+// carries logsProxiedHeader and is never proxied again.
+func (h *httpAPI) clientLogs(w http.ResponseWriter, r *http.Request) (any, error) {
+	p, err := parseLogParams(r)
 	if err != nil {
 		return nil, err
 	}
+	allocID := r.PathValue("alloc")
+	var localErr error = structs.NewError(structs.ErrCodeNotFound, "allocation %q not found on this agent, which runs no client", allocID)
+	if h.client != nil {
+		rc, err := h.client.TaskLogs(allocID, p.task, p.logType, p.follow, p.offset)
+		if err == nil {
+			h.serveLog(w, r, rc, p)
+			return nil, nil
+		}
+		if !errors.Is(err, structs.ErrNotFound) {
+			return nil, err
+		}
+		localErr = err
+	}
+	if r.Header.Get(logsProxiedHeader) != "" {
+		return nil, localErr
+	}
+	target, err := h.allocNodeURL(allocID)
+	if err != nil {
+		return nil, err
+	}
+	if target == nil { // the allocation is on this agent's own node
+		return nil, localErr
+	}
+	h.proxyLogs(w, r, target, p.follow)
+	return nil, nil
+}
+
+// serveLog streams rc (which it closes) as the response.
+func (h *httpAPI) serveLog(w http.ResponseWriter, r *http.Request, rc io.ReadCloser, p *logParams) {
 	defer rc.Close()
-	if follow {
+	if p.follow {
 		// A followed log outlives any write timeout.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	}
-	if plain {
+	if p.plain {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	} else {
 		w.Header().Set("Content-Type", "application/json")
 	}
 	w.WriteHeader(http.StatusOK)
-	file := fmt.Sprintf("alloc/logs/%s.%s", task, logType)
-	h.streamLog(w, r, rc, plain, file, skip)
-	return nil, nil
+	// Send the headers now: a quiet followed log may not write for long.
+	_ = http.NewResponseController(w).Flush()
+	file := fmt.Sprintf("alloc/logs/%s.%s", p.task, p.logType)
+	h.streamLog(w, r, rc, p.plain, file, p.skip)
+}
+
+// allocNodeURL returns the base URL of the HTTP API of the node holding
+// the allocation, or nil when that is this agent's own node. The reads
+// may be served by any server (stale).
+func (h *httpAPI) allocNodeURL(allocID string) (*url.URL, error) {
+	stale := structs.QueryOptions{AllowStale: true}
+	var ar structs.SingleAllocResponse
+	if err := h.srv.RPC("Alloc.GetAlloc", &structs.AllocSpecificRequest{AllocID: allocID, QueryOptions: stale}, &ar); err != nil {
+		return nil, err
+	}
+	if ar.Alloc == nil {
+		return nil, structs.NewError(structs.ErrCodeNotFound, "allocation %q not found", allocID)
+	}
+	if h.client != nil && ar.Alloc.NodeID == h.client.NodeID() {
+		return nil, nil
+	}
+	var nr structs.SingleNodeResponse
+	if err := h.srv.RPC("Node.GetNode", &structs.NodeSpecificRequest{NodeID: ar.Alloc.NodeID, QueryOptions: stale}, &nr); err != nil {
+		return nil, err
+	}
+	if nr.Node == nil {
+		return nil, structs.NewError(structs.ErrCodeNotFound, "node %q of allocation %q not found", ar.Alloc.NodeID, allocID)
+	}
+	return nodeHTTPURL(nr.Node)
+}
+
+// nodeHTTPURL is the base URL of a node's HTTP API. A node bound to an
+// unspecified address (0.0.0.0, [::]) is reached at its fingerprinted IP.
+func nodeHTTPURL(n *structs.Node) (*url.URL, error) {
+	host, port, err := net.SplitHostPort(n.HTTPAddr)
+	if n.HTTPAddr == "" || err != nil {
+		return nil, structs.NewError(structs.ErrCodeInternal, "node %q reports no usable HTTP address (%q)", n.ID, n.HTTPAddr)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = n.Attributes["unique.network.ip-address"]
+		if host == "" {
+			return nil, structs.NewError(structs.ErrCodeInternal,
+				"node %q listens on %q and reports no IP address to reach it at", n.ID, n.HTTPAddr)
+		}
+	}
+	scheme := "http"
+	if n.TLSEnabled {
+		scheme = "https"
+	}
+	return &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port)}, nil
+}
+
+// proxyLogs passes the request to the agent at target and streams its
+// answer back as it comes (each write is flushed at once, so a followed
+// log is not held in a buffer).
+func (h *httpAPI) proxyLogs(w http.ResponseWriter, r *http.Request, target *url.URL, follow bool) {
+	if follow {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Header.Set(logsProxiedHeader, h.cfg.NodeNameOrHost())
+		},
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			h.logger.Warn("proxying a log request failed", "target", target.Host, "path", r.URL.Path, "error", err)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = fmt.Fprintf(w, "reaching the allocation's node at %s: %v", target.Host, err)
+		},
+	}
+	h.logger.Debug("proxying a log request", "target", target.Host, "path", r.URL.Path)
+	proxy.ServeHTTP(w, r)
 }
 
 // streamLog copies rc to w until it ends or the request is cancelled,

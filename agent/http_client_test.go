@@ -36,7 +36,9 @@ func (c *fakeClient) TaskLogs(allocID, task, logType string, follow bool, offset
 func TestHTTPClientLogs(t *testing.T) {
 	fc := &fakeClient{log: "hello\nworld\n"}
 	cfg := DefaultConfig()
-	h := NewHTTPHandler(newFake(), cfg, hclog.NewNullLogger(), WithLocalClient(fc))
+	// The servers know no allocation "zz" either, so it is not routed.
+	servers := newFake().on("Alloc.GetAlloc", func(_, reply any) error { return nil })
+	h := NewHTTPHandler(servers, cfg, hclog.NewNullLogger(), WithLocalClient(fc))
 
 	cases := []struct {
 		name     string
@@ -99,8 +101,10 @@ func TestHTTPClientLogs(t *testing.T) {
 	})
 
 	t.Run("no client", func(t *testing.T) {
-		rec := do(t, testHandler(newFake()), "GET", "/v1/client/fs/logs/a1?task=t", "")
-		if rec.Code != 501 {
+		// Routed through the servers, which do not know the allocation.
+		f := newFake().on("Alloc.GetAlloc", func(_, reply any) error { return nil })
+		rec := do(t, testHandler(f), "GET", "/v1/client/fs/logs/a1?task=t", "")
+		if rec.Code != 404 || !strings.Contains(rec.Body.String(), `allocation "a1" not found`) {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
 		if rec = do(t, testHandler(newFake()), "GET", "/v1/client/stats", ""); rec.Code != 501 {
