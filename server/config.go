@@ -88,6 +88,9 @@ type Config struct {
 	// created when an evaluation reaches the delivery limit.
 	FailedEvalFollowupDelay time.Duration
 
+	// DrainGC tunes the leader's node drainer and garbage collector.
+	DrainGC DrainGCConfig
+
 	Logger hclog.Logger
 
 	// RaftTimeoutScale multiplies raft's heartbeat, election and leader

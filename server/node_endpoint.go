@@ -151,9 +151,11 @@ func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *struct
 }
 
 // UpdateDrain starts or ends a drain. Starting one makes the node
-// ineligible and marks every allocation on it (but system jobs') for
-// migration, with a node-drain evaluation per job, so the schedulers move
-// the work elsewhere (respecting each group's migrate max_parallel).
+// ineligible; the leader's node drainer then marks its allocations for
+// migration, group by group within each migrate max_parallel, and ends the
+// drain once they are gone (or at the deadline). Ending one with
+// MarkEligible makes the node eligible again, with evaluations as on
+// registration.
 func (n *Node) UpdateDrain(args *structs.NodeUpdateDrainRequest, reply *structs.NodeUpdateResponse) error {
 	s := n.srv
 	if done, err := s.forward("Node.UpdateDrain", args, args, reply); done {
@@ -179,7 +181,7 @@ func (n *Node) UpdateDrain(args *structs.NodeUpdateDrainRequest, reply *structs.
 	if req.NodeEvent == nil {
 		msg := "Node drain strategy set"
 		if req.DrainStrategy == nil {
-			msg = "Node drain complete"
+			msg = "Node drain disabled"
 		}
 		req.NodeEvent = &structs.NodeEvent{Message: msg, Subsystem: "Drain", Timestamp: now}
 	}
@@ -196,60 +198,11 @@ func (n *Node) UpdateDrain(args *structs.NodeUpdateDrainRequest, reply *structs.
 	}
 	reply.NodeModifyIndex = index
 	reply.EvalIDs = evalIDs(req.CreateEvals)
-	if req.DrainStrategy != nil {
-		ids, evalIndex, err := s.migrateNodeAllocs(args.NodeID, now)
-		if err != nil {
-			return err
-		}
-		if len(ids) > 0 {
-			reply.EvalIDs, reply.EvalCreateIndex, index = ids, evalIndex, evalIndex
-		}
+	if len(req.CreateEvals) > 0 {
+		reply.EvalCreateIndex = index
 	}
 	reply.Index = index
 	return nil
-}
-
-// migrateNodeAllocs marks the node's live allocations (system jobs'
-// excepted) with DesiredTransition.Migrate and writes a node-drain
-// evaluation per job, in one Raft entry.
-func (s *Server) migrateNodeAllocs(nodeID string, now time.Time) ([]string, uint64, error) {
-	st := s.fsm.State()
-	allocs, err := st.AllocsByNode(nil, nodeID)
-	if err != nil {
-		return nil, 0, err
-	}
-	req := &structs.ApplyPlanResultsRequest{UpdatedAt: now.UnixNano()}
-	seen := map[structs.NamespacedID]bool{}
-	migrate := true
-	for _, a := range allocs {
-		if a.TerminalStatus() || a.Job == nil || a.Job.Type == structs.JobTypeSystem || a.DesiredTransition.ShouldMigrate() {
-			continue
-		}
-		c := a.CopySkipJob()
-		c.DesiredTransition.Migrate = &migrate
-		c.ModifyTime = now.UnixNano()
-		req.AllocsUpdated = append(req.AllocsUpdated, c)
-		id := structs.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		job := a.Job
-		if cur, err := st.JobByID(nil, a.Namespace, a.JobID); err == nil {
-			job = cur
-		}
-		e := structs.NewEval(job, structs.EvalTriggerNodeDrain, now)
-		e.NodeID = nodeID
-		req.Evals = append(req.Evals, e)
-	}
-	if len(req.AllocsUpdated) == 0 {
-		return nil, 0, nil
-	}
-	index, _, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
-	if err != nil {
-		return nil, 0, err
-	}
-	return evalIDs(req.Evals), index, nil
 }
 
 // UpdateEligibility sets a node's scheduling eligibility. A node that

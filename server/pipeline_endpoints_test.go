@@ -343,8 +343,9 @@ func TestUpdateAllocFailedReschedules(t *testing.T) {
 	}
 }
 
-// TestNodeDrainMigrates: draining a node moves its allocations to other
-// nodes; eligibility can be toggled back once the drain ends.
+// TestNodeDrainMigrates: draining a node (the built-in drainer does the
+// marking) moves its allocations to other nodes and completes; the node
+// can be made eligible again.
 func TestNodeDrainMigrates(t *testing.T) {
 	s := schedServer(t, 2)
 	st := s.State()
@@ -355,14 +356,19 @@ func TestNodeDrainMigrates(t *testing.T) {
 	submitJob(t, s, job)
 	waitFor(t, 10*time.Second, func() string { return jobsPlaced(st, []*structs.Job{job}) })
 	registerNode(t, s, mock.Node())
+	// The drainer moves only allocations that run.
+	var running []*structs.Allocation
+	for _, a := range liveAllocs(st, job.Namespace, job.ID) {
+		running = append(running, &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning})
+	}
+	if err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: running}, &structs.GenericResponse{}); err != nil {
+		t.Fatal(err)
+	}
 
 	var resp structs.NodeUpdateResponse
 	args := &structs.NodeUpdateDrainRequest{NodeID: drained.ID, DrainStrategy: &structs.DrainStrategy{Deadline: time.Hour}}
 	if err := s.RPC("Node.UpdateDrain", args, &resp); err != nil {
 		t.Fatal(err)
-	}
-	if len(resp.EvalIDs) != 1 {
-		t.Fatalf("drain created evals %v, want one", resp.EvalIDs)
 	}
 	waitFor(t, 10*time.Second, func() string {
 		if msg := jobsPlaced(st, []*structs.Job{job}); msg != "" {
@@ -376,8 +382,30 @@ func TestNodeDrainMigrates(t *testing.T) {
 		return ""
 	})
 	checkPlacements(t, st)
-
+	waitFor(t, 10*time.Second, func() string {
+		node, err := st.NodeByID(nil, drained.ID)
+		if err != nil {
+			return err.Error()
+		}
+		if node.DrainStrategy != nil {
+			return "drain not complete"
+		}
+		return ""
+	})
 	elig := &structs.NodeUpdateEligibilityRequest{NodeID: drained.ID, Eligibility: structs.NodeSchedulingEligible}
+	if err := s.RPC("Node.UpdateEligibility", elig, &resp); err != nil {
+		t.Fatal(err)
+	}
+	node, err := st.NodeByID(nil, drained.ID)
+	if err != nil || !node.Ready() {
+		t.Fatalf("node after drain end: %+v, %v", node, err)
+	}
+
+	// A drain in progress refuses eligibility, and ends with MarkEligible.
+	args = &structs.NodeUpdateDrainRequest{NodeID: drained.ID, DrainStrategy: &structs.DrainStrategy{Deadline: time.Hour}}
+	if err := s.RPC("Node.UpdateDrain", args, &resp); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.RPC("Node.UpdateEligibility", elig, &resp); structs.CodeOf(err) != structs.ErrCodeInvalid {
 		t.Fatalf("eligible while draining: %v, want invalid", err)
 	}
@@ -385,8 +413,105 @@ func TestNodeDrainMigrates(t *testing.T) {
 	if err := s.RPC("Node.UpdateDrain", args, &resp); err != nil {
 		t.Fatal(err)
 	}
-	node, err := st.NodeByID(nil, drained.ID)
-	if err != nil || !node.Ready() {
-		t.Fatalf("node after drain end: %+v, %v", node, err)
+	if node, err = st.NodeByID(nil, drained.ID); err != nil || !node.Ready() {
+		t.Fatalf("node after the drain was disabled: %+v, %v", node, err)
 	}
+}
+
+// TestSupersededEvalsCanceled: the leader cancels through Raft what the
+// broker supersedes (older pending evaluations of a job released behind
+// a newer one) and what blocked evals replaces (an older blocked
+// evaluation of the same job).
+func TestSupersededEvalsCanceled(t *testing.T) {
+	s := schedServer(t, -1)
+	call := remote(t, s)
+	st := s.State()
+	job := smallJob("web", 1)
+	first := submitJob(t, s, job)
+	held := dequeue(t, call, 5*time.Second)
+	if held.Eval == nil || held.Eval.ID != first.EvalID {
+		t.Fatalf("dequeue = %+v", held.Eval)
+	}
+	older := submitJob(t, s, job) // both wait behind the held one
+	newer := submitJob(t, s, job)
+
+	// The worker finishes the first evaluation with a blocked follow-up.
+	failed := map[string]*structs.AllocMetric{"web": {NodesEvaluated: 1}}
+	complete := held.Eval.Copy()
+	complete.Status, complete.FailedTGAllocs = structs.EvalStatusComplete, failed
+	blocked1 := held.Eval.CreateBlockedEval(map[string]bool{}, false, failed, time.Now())
+	upd := &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{complete, blocked1}, EvalToken: held.Token}
+	if err := call("Eval.Update", upd, &structs.GenericResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := call("Eval.Ack", &structs.EvalAckRequest{EvalID: held.Eval.ID, Token: held.Token}, &structs.GenericResponse{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The newest waiting evaluation is delivered; the older one is
+	// canceled.
+	next := dequeue(t, call, 5*time.Second)
+	if next.Eval == nil || next.Eval.ID != newer.EvalID {
+		t.Fatalf("after ack delivered %+v, want the newest evaluation %s", next.Eval, newer.EvalID)
+	}
+	waitStatus := func(id, status string) {
+		t.Helper()
+		waitFor(t, 5*time.Second, func() string {
+			e, err := st.EvalByID(nil, id)
+			if err != nil {
+				return err.Error()
+			}
+			if e.Status != status {
+				return fmt.Sprintf("eval %s is %s, want %s", id, e.Status, status)
+			}
+			return ""
+		})
+	}
+	waitStatus(older.EvalID, structs.EvalStatusCancelled)
+
+	// A newer blocked evaluation of the job replaces the first.
+	complete2 := next.Eval.Copy()
+	complete2.Status, complete2.FailedTGAllocs = structs.EvalStatusComplete, failed
+	blocked2 := next.Eval.CreateBlockedEval(map[string]bool{}, false, failed, time.Now())
+	upd = &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{complete2, blocked2}, EvalToken: next.Token}
+	if err := call("Eval.Update", upd, &structs.GenericResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(blocked1.ID, structs.EvalStatusCancelled)
+	waitStatus(blocked2.ID, structs.EvalStatusBlocked)
+}
+
+// TestSystemJobOnNewNode: a system job runs on every node, and a node that
+// registers later gets its allocation.
+func TestSystemJobOnNewNode(t *testing.T) {
+	s := schedServer(t, 2)
+	st := s.State()
+	registerNode(t, s, mock.Node())
+	registerNode(t, s, mock.Node())
+	job := smallJob("agent", 1)
+	job.Type = structs.JobTypeSystem
+	job.TaskGroups[0].ReschedulePolicy = nil
+	job.TaskGroups[0].Migrate = nil
+	submitJob(t, s, job)
+	onNodes := func(want int) func() string {
+		return func() string {
+			live := liveAllocs(st, job.Namespace, job.ID)
+			nodes := map[string]bool{}
+			for _, a := range live {
+				nodes[a.NodeID] = true
+			}
+			if len(live) != want || len(nodes) != want {
+				return fmt.Sprintf("%d allocations on %d nodes, want %d", len(live), len(nodes), want)
+			}
+			return ""
+		}
+	}
+	waitFor(t, 10*time.Second, onNodes(2))
+	late := mock.Node()
+	reg := registerNode(t, s, late)
+	if len(reg.EvalIDs) != 1 {
+		t.Fatalf("registration created evals %v, want one for the system job", reg.EvalIDs)
+	}
+	waitFor(t, 10*time.Second, onNodes(3))
+	checkPlacements(t, st)
 }

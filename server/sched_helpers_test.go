@@ -120,7 +120,8 @@ func jobsPlaced(st *state.StateStore, jobs []*structs.Job) string {
 
 // checkPlacements asserts the cluster invariants: no node overcommitted,
 // allocations only on existing nodes, and no duplicate allocation (names
-// unique per job and group among live allocations).
+// unique per job and group among live allocations; per node for system
+// jobs).
 func checkPlacements(t testing.TB, st *state.StateStore) {
 	t.Helper()
 	nodes, err := st.Nodes(nil)
@@ -146,6 +147,9 @@ func checkPlacements(t testing.TB, st *state.StateStore) {
 			continue
 		}
 		key := a.Namespace + "/" + a.JobID + "/" + a.TaskGroup + "/" + a.Name
+		if a.Job != nil && a.Job.Type == structs.JobTypeSystem {
+			key += "@" + a.NodeID // a system job's instances share names, one per node
+		}
 		if other, dup := names[key]; dup {
 			t.Errorf("duplicate allocation %s: %s and %s", a.Name, other, a.ID)
 		}

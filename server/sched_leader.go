@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/internal/backoff"
 	"github.com/drover-project/drover/server/blockedevals"
 	"github.com/drover-project/drover/server/evalbroker"
 	"github.com/drover-project/drover/server/planapply"
@@ -22,6 +23,9 @@ const (
 	cancelableInterval    = 200 * time.Millisecond
 	// cancelBatch bounds the evaluations canceled in one Raft entry.
 	cancelBatch = 512
+	// Backoff of the failed-queue loop after an error.
+	reapRetryBase  = 100 * time.Millisecond
+	reapRetryLimit = 5 * time.Second
 )
 
 // newPipeline creates the leader's scheduling components, all disabled.
@@ -58,9 +62,20 @@ func (s *Server) newPipeline() error {
 }
 
 // builtinLeaderHooks are established before Config.LeaderHooks, in this
-// order, and revoked after them in reverse.
+// order, and revoked after them in reverse. The node drainer and garbage
+// collector are left out when Config.LeaderHooks brings its own (by name).
 func (s *Server) builtinLeaderHooks() []LeaderHook {
-	return []LeaderHook{&planHook{}, &evalHook{}, &heartbeatHook{}, &workerHook{}}
+	hooks := []LeaderHook{&planHook{}, &evalHook{}, &heartbeatHook{}, &workerHook{}}
+	given := map[string]bool{}
+	for _, h := range s.config.LeaderHooks {
+		given[h.Name()] = true
+	}
+	for _, h := range DrainGCLeaderHooks(s.config.DrainGC) {
+		if !given[h.Name()] {
+			hooks = append(hooks, h)
+		}
+	}
+	return hooks
 }
 
 // planHook runs the plan queue and the plan applier while leading.
@@ -190,6 +205,7 @@ func (s *Server) restoreEvals() error {
 // the broker's failed queue, marks each failed with a delayed follow-up
 // evaluation (one Raft entry), and acks it.
 func (s *Server) reapFailedEvals(ctx context.Context) {
+	b := backoff.New(reapRetryBase, reapRetryLimit)
 	for {
 		eval, token, err := s.broker.DequeueContext(ctx, []string{evalbroker.FailedQueue})
 		if err != nil || eval == nil {
@@ -197,7 +213,7 @@ func (s *Server) reapFailedEvals(ctx context.Context) {
 				return
 			}
 			s.logger.Debug("failed-queue dequeue", "error", err)
-			if sleepCtx(ctx, 100*time.Millisecond) != nil {
+			if b.Wait(ctx) != nil {
 				return
 			}
 			continue
@@ -216,11 +232,12 @@ func (s *Server) reapFailedEvals(ctx context.Context) {
 			s.logger.Error("failed to mark evaluation failed", "eval_id", eval.ID, "error", err)
 			// Nack it back: it returns to the failed queue.
 			s.broker.Nack(eval.ID, token)
-			if sleepCtx(ctx, time.Second) != nil {
+			if b.Wait(ctx) != nil {
 				return
 			}
 			continue
 		}
+		b.Reset()
 		s.logger.Warn("evaluation failed after too many deliveries", "eval_id", eval.ID, "job_id", eval.JobID,
 			"follow_up_eval_id", follow.ID, "wait", wait)
 		if err := s.broker.Ack(eval.ID, token); err != nil {
@@ -308,18 +325,6 @@ func (s *Server) pipelineStats(ctx context.Context) {
 		case <-unblock.C:
 			s.blocked.UnblockFailed()
 		}
-	}
-}
-
-// sleepCtx waits d or until ctx ends (then it returns ctx.Err()).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -7,12 +7,19 @@ type System struct {
 	srv *Server
 }
 
-// GarbageCollect would remove terminal evaluations and allocations and
-// dead jobs. Drover has no garbage collector yet: it fails with code
-// unsupported (HTTP 501).
+// GarbageCollect collects, on the leader, everything terminal whatever its
+// age: dead jobs, terminal evaluations with their allocations, and down
+// nodes without allocations (the periodic collection waits for the
+// configured thresholds).
 func (sys *System) GarbageCollect(args *structs.GenericRequest, reply *structs.GenericResponse) error {
+	args.AllowStale = false // it writes: only the leader may serve it
 	if done, err := sys.srv.forward("System.GarbageCollect", args, args, reply); done {
 		return err
 	}
-	return structs.NewError(structs.ErrCodeUnsupported, "garbage collection is not implemented yet")
+	index, err := sys.srv.garbageCollectNow()
+	if err != nil {
+		return err
+	}
+	reply.Index = index
+	return nil
 }
