@@ -515,3 +515,34 @@ func TestSystemJobOnNewNode(t *testing.T) {
 	waitFor(t, 10*time.Second, onNodes(3))
 	checkPlacements(t, st)
 }
+
+// TestUpdateAllocConcurrent: concurrent client updates (group-committed)
+// are all applied and each caller gets an index that includes its own.
+func TestUpdateAllocConcurrent(t *testing.T) {
+	s := schedServer(t, 2)
+	st := s.State()
+	registerNode(t, s, mock.Node())
+	job := smallJob("web", 40)
+	submitJob(t, s, job)
+	waitFor(t, 10*time.Second, func() string { return jobsPlaced(st, []*structs.Job{job}) })
+	live := liveAllocs(st, job.Namespace, job.ID)
+	errs := make(chan error, len(live))
+	for _, a := range live {
+		go func() {
+			var resp structs.GenericResponse
+			err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{
+				{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning}}}, &resp)
+			if err == nil {
+				if got, gerr := st.AllocByID(nil, a.ID); gerr != nil || got.ModifyIndex > resp.Index || got.ClientStatus != structs.AllocClientStatusRunning {
+					err = fmt.Errorf("alloc %s after update at %d: %+v, %v", a.ID, resp.Index, got, gerr)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range live {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

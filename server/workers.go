@@ -14,6 +14,10 @@ import (
 const (
 	workerRetryBase  = 100 * time.Millisecond
 	workerRetryLimit = 2 * time.Second
+	// A follower's state trails the leader's by about raft's commit
+	// timeout; poll for it briskly rather than backing off to a second.
+	workerIndexWaitBase = 5 * time.Millisecond
+	workerIndexWaitMax  = 25 * time.Millisecond
 )
 
 // workerSchedulers are the scheduler types every worker serves.
@@ -31,6 +35,8 @@ func (s *Server) startWorkers() {
 			Schedulers:       workerSchedulers,
 			SubmitRetryBase:  workerRetryBase,
 			SubmitRetryLimit: workerRetryLimit,
+			IndexWaitBase:    workerIndexWaitBase,
+			IndexWaitMax:     workerIndexWaitMax,
 		}
 		if s.config.WorkerConfig != nil {
 			s.config.WorkerConfig(&cfg)
