@@ -410,12 +410,18 @@ func TestGarbageCollection(t *testing.T) {
 				return ""
 			}
 			if how == "forced" {
-				// Wait until the stop is done (allocation complete, job
-				// dead), then collect once.
+				// Wait until the stop is done (evaluations terminal,
+				// allocation complete, job dead), then collect once.
 				dgWait(t, 15*time.Second, func() string {
 					j, err := st.JobByID(nil, structs.DefaultNamespace, "gone")
 					if err != nil || j.Status != structs.JobStatusDead {
 						return "job gone not dead"
+					}
+					evals, _ := st.EvalsByJob(nil, structs.DefaultNamespace, "gone")
+					for _, e := range evals {
+						if !e.TerminalStatus() {
+							return "evaluation of gone " + e.Status
+						}
 					}
 					for _, a := range mustAllocs(t, s, "gone") {
 						if a.ClientStatus != structs.AllocClientStatusComplete {
