@@ -13,46 +13,14 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// onlyIfMissing runs a hook unless the server already has one of the same
-// name (once the drainer and the collector are built into every server,
-// tests that add them explicitly must not run two).
-type onlyIfMissing struct {
-	LeaderHook
-	active bool
-}
-
-func (h *onlyIfMissing) Establish(s *Server) error {
-	n := 0
-	for _, other := range s.leaderHooks {
-		if other.Name() == h.Name() {
-			n++
-		}
-	}
-	if h.active = n == 1; !h.active {
-		return nil
-	}
-	return h.LeaderHook.Establish(s)
-}
-
-func (h *onlyIfMissing) Revoke(s *Server) error {
-	if !h.active {
-		return nil
-	}
-	return h.LeaderHook.Revoke(s)
-}
-
-// drainGCServer starts a single leading server with the drainer and the
-// garbage collector.
+// drainGCServer starts a single leading server whose drainer and garbage
+// collector run with cfg.
 func drainGCServer(t *testing.T, cfg DrainGCConfig) *Server {
 	t.Helper()
-	var hooks []LeaderHook
-	for _, h := range DrainGCLeaderHooks(cfg) {
-		hooks = append(hooks, &onlyIfMissing{LeaderHook: h})
-	}
 	s, err := NewServer(&Config{
 		Name: "drain", BindAddr: "127.0.0.1", BootstrapExpect: 1,
 		RaftTimeoutScale: 0.25, RetryInterval: 50 * time.Millisecond,
-		NumSchedulers: 2, LeaderWorkerFraction: 1, LeaderHooks: hooks,
+		NumSchedulers: 2, LeaderWorkerFraction: 1, DrainGC: cfg,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -181,89 +149,75 @@ func runningAllocs(s *Server, ws memdb.WatchSet, job *structs.Job) (int, map[str
 // job of count 6 with migrate max_parallel 1; draining one client leaves
 // 6 running on the other two, never fewer than 5 running meanwhile, and
 // completes the drain (node ineligible, "Node drain complete").
-//
-// The drain is started two ways: through Node.UpdateDrain, and by the
-// bare Raft write of the drain strategy (what the endpoint writes once the
-// drainer alone marks allocations).
 func TestDrainMovesOneAtATime(t *testing.T) {
-	for _, via := range []string{"endpoint", "raft"} {
-		t.Run(via, func(t *testing.T) {
-			s := drainGCServer(t, DrainGCConfig{DrainerMinInterval: 20 * time.Millisecond})
-			startClients(t, s, 3, 100*time.Millisecond)
-			job := mock.Job()
-			job.ID, job.Name = "web", "web"
-			tg := job.TaskGroups[0]
-			tg.Count = 6
-			tg.Tasks[0].Resources = &structs.Resources{CPU: 50, MemoryMB: 64, DiskMB: 10}
-			tg.Migrate = &structs.MigrateStrategy{MaxParallel: 1}
-			if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &structs.JobRegisterResponse{}); err != nil {
-				t.Fatal(err)
-			}
-			var byNode map[string]int
-			dgWait(t, 15*time.Second, func() string {
-				var n int
-				if n, byNode = runningAllocs(s, nil, job); n != 6 {
-					return fmt.Sprintf("%d running, want 6", n)
-				}
-				return ""
-			})
-			drained := ""
-			for id, n := range byNode {
-				if drained == "" || n > byNode[drained] || (n == byNode[drained] && id < drained) {
-					drained = id
-				}
-			}
+	s := drainGCServer(t, DrainGCConfig{DrainerMinInterval: 20 * time.Millisecond})
+	startClients(t, s, 3, 100*time.Millisecond)
+	job := mock.Job()
+	job.ID, job.Name = "web", "web"
+	tg := job.TaskGroups[0]
+	tg.Count = 6
+	tg.Tasks[0].Resources = &structs.Resources{CPU: 50, MemoryMB: 64, DiskMB: 10}
+	tg.Migrate = &structs.MigrateStrategy{MaxParallel: 1}
+	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &structs.JobRegisterResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	var byNode map[string]int
+	dgWait(t, 15*time.Second, func() string {
+		var n int
+		if n, byNode = runningAllocs(s, nil, job); n != 6 {
+			return fmt.Sprintf("%d running, want 6", n)
+		}
+		return ""
+	})
+	drained := ""
+	for id, n := range byNode {
+		if drained == "" || n > byNode[drained] || (n == byNode[drained] && id < drained) {
+			drained = id
+		}
+	}
 
-			// Watch every state change of the job's allocations until
-			// the drain is over.
-			ctx, cancel := context.WithCancel(context.Background())
-			minRunning := make(chan int, 1)
-			go func() {
-				low := 6
-				defer func() { minRunning <- low }()
-				for ctx.Err() == nil {
-					ws := memdb.NewWatchSet()
-					n, _ := runningAllocs(s, ws, job)
-					low = min(low, n)
-					_ = ws.WatchCtx(ctx)
-				}
-			}()
+	// Watch every state change of the job's allocations until
+	// the drain is over.
+	ctx, cancel := context.WithCancel(context.Background())
+	minRunning := make(chan int, 1)
+	go func() {
+		low := 6
+		defer func() { minRunning <- low }()
+		for ctx.Err() == nil {
+			ws := memdb.NewWatchSet()
+			n, _ := runningAllocs(s, ws, job)
+			low = min(low, n)
+			_ = ws.WatchCtx(ctx)
+		}
+	}()
 
-			ds := &structs.DrainStrategy{Deadline: time.Minute}
-			switch via {
-			case "endpoint":
-				req := &structs.NodeUpdateDrainRequest{NodeID: drained, DrainStrategy: ds}
-				if err := s.RPC("Node.UpdateDrain", req, &structs.NodeUpdateResponse{}); err != nil {
-					t.Fatal(err)
-				}
-			case "raft":
-				startDrainRaft(t, s, drained, ds.Deadline)
-			}
-			dgWait(t, 30*time.Second, func() string {
-				n, byNode := runningAllocs(s, nil, job)
-				node, err := s.State().NodeByID(nil, drained)
-				switch {
-				case err != nil:
-					return err.Error()
-				case byNode[drained] > 0:
-					return fmt.Sprintf("%d still running on the drained node", byNode[drained])
-				case n != 6:
-					return fmt.Sprintf("%d running, want 6", n)
-				case node.DrainStrategy != nil || node.Drain:
-					return "drain not complete"
-				}
-				return ""
-			})
-			cancel()
-			if low := <-minRunning; low < 5 {
-				t.Fatalf("only %d allocations running at one point during the drain; want at least 5", low)
-			}
-			node, _ := s.State().NodeByID(nil, drained)
-			last := node.Events[len(node.Events)-1]
-			if node.SchedulingEligibility != structs.NodeSchedulingIneligible || last.Message != "Node drain complete" || last.Subsystem != "Drain" {
-				t.Fatalf("drained node: eligibility %s, last event %+v", node.SchedulingEligibility, last)
-			}
-		})
+	req := &structs.NodeUpdateDrainRequest{NodeID: drained, DrainStrategy: &structs.DrainStrategy{Deadline: time.Minute}}
+	if err := s.RPC("Node.UpdateDrain", req, &structs.NodeUpdateResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	dgWait(t, 30*time.Second, func() string {
+		n, byNode := runningAllocs(s, nil, job)
+		node, err := s.State().NodeByID(nil, drained)
+		switch {
+		case err != nil:
+			return err.Error()
+		case byNode[drained] > 0:
+			return fmt.Sprintf("%d still running on the drained node", byNode[drained])
+		case n != 6:
+			return fmt.Sprintf("%d running, want 6", n)
+		case node.DrainStrategy != nil || node.Drain:
+			return "drain not complete"
+		}
+		return ""
+	})
+	cancel()
+	if low := <-minRunning; low < 5 {
+		t.Fatalf("only %d allocations running at one point during the drain; want at least 5", low)
+	}
+	node, _ := s.State().NodeByID(nil, drained)
+	last := node.Events[len(node.Events)-1]
+	if node.SchedulingEligibility != structs.NodeSchedulingIneligible || last.Message != "Node drain complete" || last.Subsystem != "Drain" {
+		t.Fatalf("drained node: eligibility %s, last event %+v", node.SchedulingEligibility, last)
 	}
 }
 
@@ -323,9 +277,11 @@ func TestDrainSystemJobsLast(t *testing.T) {
 		}
 	}()
 	// web can only run on nodes[0]: its replacement stays blocked, but
-	// the old one is stopped first; then the system allocation. The drain
-	// is the bare Raft write, so the drainer alone marks allocations.
-	startDrainRaft(t, s, nodes[0].ID, time.Minute)
+	// the old one is stopped first; then the system allocation.
+	req := &structs.NodeUpdateDrainRequest{NodeID: nodes[0].ID, DrainStrategy: &structs.DrainStrategy{Deadline: time.Minute}}
+	if err := s.RPC("Node.UpdateDrain", req, &structs.NodeUpdateResponse{}); err != nil {
+		t.Fatal(err)
+	}
 	dgWait(t, 15*time.Second, func() string {
 		node, _ := s.State().NodeByID(nil, nodes[0].ID)
 		if node.DrainStrategy != nil {
@@ -449,19 +405,6 @@ func TestGarbageCollection(t *testing.T) {
 				t.Fatalf("live node collected: %v", err)
 			}
 		})
-	}
-}
-
-// startDrainRaft writes a drain strategy for the node as Node.UpdateDrain
-// does, without marking any allocation itself.
-func startDrainRaft(t *testing.T, s *Server, nodeID string, deadline time.Duration) {
-	t.Helper()
-	now := time.Now()
-	req := &structs.NodeUpdateDrainRequest{NodeID: nodeID, UpdatedAt: now.Unix(),
-		DrainStrategy: &structs.DrainStrategy{Deadline: deadline, StartedAt: now},
-		NodeEvent:     &structs.NodeEvent{Message: "Node drain strategy set", Subsystem: "Drain", Timestamp: now}}
-	if _, _, err := s.raftApply(structs.NodeUpdateDrainRequestType, req); err != nil {
-		t.Fatal(err)
 	}
 }
 
