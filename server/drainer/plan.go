@@ -43,24 +43,9 @@ type Pass struct {
 // Empty reports whether the pass asks for no write.
 func (p *Pass) Empty() bool { return len(p.Migrate) == 0 && len(p.Complete) == 0 }
 
-// ForceDeadline returns when a drain must move everything left at once:
-// ForceDeadline when set, else StartedAt+Deadline. ok is false for a drain
-// without deadline (Deadline 0, or no start time to count from). A
-// negative Deadline (drover node drain -force) is due at once: it returns
-// StartedAt, which is never after now.
-func ForceDeadline(ds *structs.DrainStrategy) (at time.Time, ok bool) {
-	switch {
-	case ds == nil:
-		return time.Time{}, false
-	case ds.Deadline < 0:
-		return ds.StartedAt, true
-	case !ds.ForceDeadline.IsZero():
-		return ds.ForceDeadline, true
-	case ds.Deadline > 0 && !ds.StartedAt.IsZero():
-		return ds.StartedAt.Add(ds.Deadline), true
-	}
-	return time.Time{}, false
-}
+// ForceDeadline returns when a drain must move everything left at once
+// (see structs.DrainStrategy.DeadlineTime).
+func ForceDeadline(ds *structs.DrainStrategy) (at time.Time, ok bool) { return ds.DeadlineTime() }
 
 // Plan decides one pass of the drainer at time now. It reads through r
 // (adding watch channels to ws) and writes nothing.
