@@ -42,12 +42,20 @@ type Config struct {
 	Logger hclog.Logger
 	// Hooks receives reactions to applied entries; nil means none.
 	Hooks Hooks
+	// RestoreGCPercent is the garbage collector's target percentage (as
+	// GOGC) while Restore reads a snapshot; see restoreGC. 0 means
+	// DefaultRestoreGCPercent; negative leaves the collector alone.
+	RestoreGCPercent int
 }
+
+// DefaultRestoreGCPercent is the default Config.RestoreGCPercent.
+const DefaultRestoreGCPercent = 400
 
 // FSM implements raft.FSM and raft.BatchingFSM over a state.StateStore.
 type FSM struct {
-	logger hclog.Logger
-	hooks  Hooks
+	logger           hclog.Logger
+	hooks            Hooks
+	restoreGCPercent int
 
 	// state is the live store. Apply and Restore replace or use it; readers
 	// load it at any time. Raft never runs Apply and Restore concurrently.
@@ -76,8 +84,11 @@ func New(cfg Config) (*FSM, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	f := &FSM{logger: logger.Named("fsm"), hooks: cfg.Hooks,
+	f := &FSM{logger: logger.Named("fsm"), hooks: cfg.Hooks, restoreGCPercent: cfg.RestoreGCPercent,
 		dec: codec.NewDecoderBytes(nil, structs.MsgpackHandle)}
+	if f.restoreGCPercent == 0 {
+		f.restoreGCPercent = DefaultRestoreGCPercent
+	}
 	if f.hooks == nil {
 		f.hooks = noopHooks{}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"runtime/debug"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -108,7 +109,7 @@ func (s *fsmSnapshot) Release() {}
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer metrics.MeasureSince(metricKey(metricRestore), time.Now())
 	defer rc.Close()
-	store, err := ReadSnapshot(rc)
+	store, err := readSnapshotDeferringGC(rc, f.restoreGCPercent)
 	if err != nil {
 		f.logger.Error("restoring snapshot failed; state unchanged", "error", err)
 		return err
@@ -116,6 +117,28 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	old := f.state.Swap(store)
 	old.Abandon(store)
 	return nil
+}
+
+// readSnapshotDeferringGC is ReadSnapshot with the collector's target
+// raised to percent (when that is a raise) until it returns. A restore
+// builds a second store next to the live one, and nothing of the old
+// store can be freed before the swap: a collection during the restore
+// re-marks both stores (seconds of CPU at 100,000 jobs) to free only the
+// decoder's scraps. With the target raised, the collection after the swap
+// frees the old store in one pass. A memory limit (GOMEMLIMIT) still
+// applies. The setting is process-wide: concurrent restores in one
+// process (test clusters) leave it raised until the first one ends, and
+// it is put back to what it was before.
+func readSnapshotDeferringGC(r io.Reader, percent int) (*state.StateStore, error) {
+	if percent > 0 {
+		prev := debug.SetGCPercent(percent)
+		if prev < 0 || prev >= percent {
+			debug.SetGCPercent(prev) // off, or already at least as high
+		} else {
+			defer debug.SetGCPercent(prev)
+		}
+	}
+	return ReadSnapshot(r)
 }
 
 func crc32Update(crc uint32, p []byte) uint32 { return crc32.Update(crc, crcTable, p) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -375,5 +376,54 @@ func TestReadSnapshotReaderError(t *testing.T) {
 	_, err := ReadSnapshot(&failingReader{data: data[:len(data)/2], err: boom})
 	if !errors.Is(err, boom) || errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("got %v, want the reader's error, not a corruption", err)
+	}
+}
+
+// gcPercentReader records the collector's target percentage when it is
+// first read, then serves r.
+type gcPercentReader struct {
+	r    io.Reader
+	seen *int
+}
+
+func (g gcPercentReader) Read(p []byte) (int, error) {
+	if *g.seen == 0 {
+		cur := debug.SetGCPercent(-1)
+		debug.SetGCPercent(cur)
+		*g.seen = cur
+	}
+	return g.r.Read(p)
+}
+
+func TestRestoreDefersGC(t *testing.T) {
+	src, _ := testFSM(t)
+	populate(t, src.State(), 3, 2, 1)
+	data := persist(t, src)
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	cases := []struct {
+		name             string
+		initial, setting int
+		wantDuring       int
+	}{
+		{"raised", 100, 0, DefaultRestoreGCPercent},
+		{"custom", 100, 300, 300},
+		{"already higher", 800, 0, 800},
+		{"collector off", -1, 0, -1},
+		{"opted out", 100, -1, 100},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := New(Config{RestoreGCPercent: tc.setting})
+			must(t, err)
+			debug.SetGCPercent(tc.initial)
+			var during int
+			must(t, f.Restore(io.NopCloser(gcPercentReader{r: bytes.NewReader(data), seen: &during})))
+			after := debug.SetGCPercent(100)
+			if during != tc.wantDuring || after != tc.initial {
+				t.Fatalf("GC percent during restore %d, after %d; want %d, %d", during, after, tc.wantDuring, tc.initial)
+			}
+			sameState(t, src.State(), f.State())
+		})
 	}
 }
