@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,7 +69,7 @@ func (r *runner) watchSummary(ctx context.Context, c *nomad.Client, jobID string
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(250 * time.Millisecond):
 			}
 			continue
 		}
@@ -137,7 +140,7 @@ func (e *evalResolver) resolve(ctx context.Context, req evalReq) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(250 * time.Millisecond):
 			}
 			continue
 		}
@@ -175,6 +178,72 @@ func (e *evalResolver) finish(cancel context.CancelFunc, timeout time.Duration) 
 	return e.lat.summary(), int(e.pending.Load())
 }
 
+// perJobWatchLimit: up to this many jobs, each job's summary is followed
+// with its own blocking query (exact); above it, one poller reads every
+// job's summary from the job list every listPollEvery (an agent allows a
+// client about 100 connections, and a Drover job list does not block on
+// summary changes).
+const (
+	perJobWatchLimit = 32
+	listPollEvery    = 200 * time.Millisecond
+)
+
+// pollJobList reads the summaries of every job with the prefix from the
+// job list until every allocation runs or ctx ends.
+func (r *runner) pollJobList(ctx context.Context, counts *placeCounts) {
+	var placed, running int64
+	t := time.NewTicker(listPollEvery)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		q := (&nomad.QueryOptions{Prefix: r.jobPrefix(), AllowStale: r.cfg.Stale}).WithContext(ctx)
+		jobs, _, err := r.client(i).Jobs().List(q)
+		if err == nil {
+			var p, run int64
+			for _, j := range jobs {
+				jp, jr := summaryCounts(j.JobSummary)
+				p, run = p+jp, run+jr
+			}
+			counts.add(p-placed, run-running, time.Now())
+			placed, running = p, run
+			if running >= counts.target {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// register sends one job registration, retrying a refused connection
+// (429: the agent never read the request) a few times.
+func (r *runner) register(ctx context.Context, c *nomad.Client, job *nomad.Job) (*nomad.JobRegisterResponse, error) {
+	delay := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		resp, _, err := c.Jobs().Register(job, (&nomad.WriteOptions{}).WithContext(ctx))
+		if err == nil || attempt == 5 || !refused(err) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
+
+// refused reports whether err is an agent's 429 (too many connections).
+func refused(err error) bool {
+	var ue nomad.UnexpectedResponseError
+	if errors.As(err, &ue) {
+		return ue.StatusCode() == http.StatusTooManyRequests
+	}
+	return strings.Contains(err.Error(), "response code: 429")
+}
+
 // runPlace registers the scenario's jobs at once (Concurrency writes in
 // flight) and waits until every allocation is placed and running.
 func (r *runner) runPlace(ctx context.Context) error {
@@ -199,8 +268,16 @@ func (r *runner) runPlace(ctx context.Context) error {
 			counts.running.Load(), total, evals.done.Load(), submitted.Load(), r.sourceStatus())
 	})
 
-	sem := make(chan struct{}, r.cfg.Concurrency)
 	var writers, watchers sync.WaitGroup
+	perJob := sc.Jobs <= perJobWatchLimit
+	if !perJob {
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			r.pollJobList(watchCtx, counts)
+		}()
+	}
+	sem := make(chan struct{}, r.cfg.Concurrency)
 	for i := range sc.Jobs {
 		select {
 		case sem <- struct{}{}:
@@ -212,9 +289,8 @@ func (r *runner) runPlace(ctx context.Context) error {
 			defer writers.Done()
 			c := r.client(i)
 			id := fmt.Sprintf("%s%05d", r.jobPrefix(), i)
-			job := r.job(id, sc.Count)
 			start := time.Now()
-			resp, _, err := c.Jobs().Register(job, (&nomad.WriteOptions{}).WithContext(ctx))
+			resp, err := r.register(ctx, c, r.job(id, sc.Count))
 			<-sem
 			if err != nil {
 				failed.Add(1)
@@ -224,11 +300,13 @@ func (r *runner) runPlace(ctx context.Context) error {
 			writeLat.add(time.Since(start))
 			submitted.Add(1)
 			evals.add(resp.EvalID, start, c)
-			watchers.Add(1)
-			go func() {
-				defer watchers.Done()
-				r.watchSummary(watchCtx, c, id, int64(sc.Count), resp.JobModifyIndex, counts)
-			}()
+			if perJob {
+				watchers.Add(1)
+				go func() {
+					defer watchers.Done()
+					r.watchSummary(watchCtx, c, id, int64(sc.Count), resp.JobModifyIndex, counts)
+				}()
+			}
 		}()
 	}
 	writers.Wait()

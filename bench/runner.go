@@ -31,6 +31,9 @@ const (
 	nodePollEvery       = time.Second
 	progressEveryTTY    = 250 * time.Millisecond
 	progressEveryStream = time.Second
+	// maxConnsPerAgent stays under an agent's limit of connections per
+	// client address (100 by default, in Nomad and Drover alike).
+	maxConnsPerAgent = 80
 )
 
 // NodeSource is a node simulator started for the run (Config.StartNodes).
@@ -39,6 +42,8 @@ type NodeSource interface {
 	Status() string
 	// Stop stops the simulated nodes.
 	Stop()
+	// Final describes what the nodes did (for the result's notes).
+	Final() string
 }
 
 // Config configures one scenario run.
@@ -142,8 +147,8 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	cfg = cfg.withDefaults()
 	r := &runner{cfg: cfg}
 	hc := &http.Client{Transport: &http.Transport{
-		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 8192, MaxIdleConnsPerHost: 8192,
-		IdleConnTimeout: 90 * time.Second,
+		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: maxConnsPerAgent,
+		MaxConnsPerHost: maxConnsPerAgent, IdleConnTimeout: 90 * time.Second,
 	}}
 	for _, addr := range cfg.Addresses {
 		c, err := nomad.NewClient(&nomad.Config{Address: addr, Region: cfg.Region, HttpClient: hc})
@@ -167,6 +172,7 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 			return nil, fmt.Errorf("bench: starting nodes: %w", err)
 		}
 		r.source = src
+		defer func() { r.res.Notes = append(r.res.Notes, "nodes: "+src.Final()) }() // after Stop
 		defer src.Stop()
 	}
 	if err := r.waitNodes(ctx, sc.Nodes.Count); err != nil {

@@ -119,8 +119,15 @@ func New(cfg *Config) (*Sim, error) {
 	}
 	s.transports = cfg.Transports
 	if len(s.transports) == 0 {
+		// Closing the sessions at Stop makes yamux log every watch it cuts
+		// short; failures reach the nodes as errors anyway, so the pools
+		// log only when debugging.
+		poolLogger := hclog.NewNullLogger()
+		if cfg.Logger.IsDebug() {
+			poolLogger = cfg.Logger
+		}
 		for range cfg.Sessions {
-			p := pool.New(pool.Config{Logger: cfg.Logger, MaxIdleStreams: 256})
+			p := pool.New(pool.Config{Logger: poolLogger, MaxIdleStreams: 256})
 			s.pools = append(s.pools, p)
 			s.transports = append(s.transports, p)
 		}

@@ -250,3 +250,35 @@ func TestHeartbeatInterval(t *testing.T) {
 		}
 	}
 }
+
+// nopTransport answers nothing; for tests that never send.
+type nopTransport struct{}
+
+func (nopTransport) RPC(addr, method string, args, reply any) error {
+	return structs.NewError(structs.ErrCodeUnsupported, "no RPC in this test")
+}
+
+func TestDiffWaitsForThePulledAllocations(t *testing.T) {
+	s, err := New(&Config{Servers: []string{"x"}, Nodes: 1, Transports: []Transport{nopTransport{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := s.nodes[0]
+	n.known["a"] = 10
+	// The watch answered at index 30 because "a" was updated by a client
+	// report at 30 (its AllocModifyIndex stays 10); "b" was placed at 20.
+	// The fetch must wait for 20, not 30: Alloc.GetAllocs would block
+	// until "b" changes again.
+	pull, minIndex := n.diff(map[string]uint64{"a": 10, "b": 20, "c": 15})
+	if fmt.Sprint(pull) != "[b c]" || minIndex != 20 {
+		t.Fatalf("pull %v wait for %d; want [b c] and 20", pull, minIndex)
+	}
+	n.known["b"], n.known["c"] = 20, 15
+	n.allocs["c"] = &simAlloc{id: "c", state: allocRunning, group: &groupInfo{}}
+	s.counters.allocsRunning.Add(1)
+	// An allocation the servers no longer list is forgotten.
+	pull, _ = n.diff(map[string]uint64{"a": 10, "b": 25})
+	if fmt.Sprint(pull) != "[b]" || n.allocs["c"] != nil || n.known["c"] != 0 || s.Stats().AllocsRunning != 0 {
+		t.Fatalf("pull %v; c still known: %v %v; running %d", pull, n.allocs["c"], n.known["c"], s.Stats().AllocsRunning)
+	}
+}

@@ -36,8 +36,8 @@ func (n *simNode) watch() {
 		if resp.Index == index && index != 0 {
 			continue // the query timed out with no change
 		}
-		if pull := n.diff(resp.Allocs); len(pull) > 0 {
-			allocs, err := n.fetch(pull, resp.Index)
+		if pull, minIndex := n.diff(resp.Allocs); len(pull) > 0 {
+			allocs, err := n.fetch(pull, minIndex)
 			if err != nil {
 				if n.s.stopping() {
 					return
@@ -57,15 +57,22 @@ func (n *simNode) watch() {
 }
 
 // diff compares the servers' map with what the node knows: it returns the
-// IDs to fetch (new or modified) and forgets allocations the servers no
-// longer list (cancelling their timers).
-func (n *simNode) diff(server map[string]uint64) []string {
+// IDs to fetch (new or modified) with the index the fetch must wait for,
+// and forgets allocations the servers no longer list (cancelling their
+// timers).
+//
+// The fetch waits for the highest AllocModifyIndex among the pulled
+// allocations, not for the watch's index: that one may come from another
+// allocation's later client update, and Alloc.GetAllocs (whose index is
+// the highest ModifyIndex of the allocations asked for) would then block
+// until its timeout.
+func (n *simNode) diff(server map[string]uint64) (pull []string, minIndex uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var pull []string
 	for id, idx := range server {
 		if known, ok := n.known[id]; !ok || idx > known {
 			pull = append(pull, id)
+			minIndex = max(minIndex, idx)
 		}
 	}
 	for id := range n.known {
@@ -78,12 +85,12 @@ func (n *simNode) diff(server map[string]uint64) []string {
 		}
 	}
 	sort.Strings(pull)
-	return pull
+	return pull, minIndex
 }
 
 // fetch gets allocations by ID from a server that has caught up with
-// index. Every requested allocation must come back, else it is an error
-// (retried).
+// index (the highest AllocModifyIndex of ids). Every requested allocation
+// must come back, else it is an error (retried).
 func (n *simNode) fetch(ids []string, index uint64) ([]*structs.Allocation, error) {
 	req := &structs.AllocsGetRequest{AllocIDs: ids, QueryOptions: structs.QueryOptions{
 		Region: n.s.cfg.Region, MinQueryIndex: index - 1, MaxQueryTime: n.s.cfg.MaxQueryTime, AllowStale: true}}

@@ -28,6 +28,8 @@ func (s simSource) Status() string {
 
 func (s simSource) Stop() { s.s.Stop() }
 
+func (s simSource) Final() string { return s.s.Stats().String() }
+
 // isTerminal reports whether w is a character device (a terminal).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
