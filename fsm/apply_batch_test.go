@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"pgregory.net/rapid"
 
 	"github.com/drover-project/drover/state/mock"
 	"github.com/drover-project/drover/structs"
@@ -137,4 +138,139 @@ func TestApplyBatchRefusedEntryWritesNothing(t *testing.T) {
 	if calls := hooks.take(); fmt.Sprint(calls) != fmt.Sprint(wantCalls) {
 		t.Fatalf("hooks %q, want %q", calls, wantCalls)
 	}
+}
+
+// TestApplyBatchProperty applies random sequences of entries over a small
+// set of nodes, jobs, evaluations and allocations (so entries often touch
+// the same rows, and some are refused part-way) one by one to one FSM and
+// in random batches to another, and requires the same results, hooks and
+// state. Under -race, the state store also checks every lookup a batch
+// answers from its own writes against memdb.
+func TestApplyBatchProperty(t *testing.T) {
+	nodes := make([]*structs.Node, 3)
+	for i := range nodes {
+		nodes[i] = mock.Node()
+	}
+	jobs := []*structs.Job{mock.Job(), mock.BatchJob(), mock.Job()}
+	evalIDs := make([]string, 6)
+	allocIDs := make([]string, 6)
+	for i := range evalIDs {
+		evalIDs[i] = structs.GenerateUUID()
+		allocIDs[i] = structs.GenerateUUID()
+	}
+	evalStatuses := []string{structs.EvalStatusPending, structs.EvalStatusBlocked,
+		structs.EvalStatusComplete, structs.EvalStatusFailed}
+	clientStatuses := []string{structs.AllocClientStatusRunning, structs.AllocClientStatusComplete,
+		structs.AllocClientStatusFailed, structs.AllocClientStatusLost}
+
+	rapid.Check(t, func(rt *rapid.T) {
+		pick := func(label string, n int) int { return rapid.IntRange(0, n-1).Draw(rt, label) }
+		eval := func(j int) *structs.Evaluation {
+			e := mock.EvalFor(jobs[j])
+			e.ID = evalIDs[pick("eval", len(evalIDs))]
+			e.Status = evalStatuses[pick("eval_status", len(evalStatuses))]
+			if rapid.Bool().Draw(rt, "queued") {
+				e.QueuedAllocations = map[string]int{jobs[j].TaskGroups[0].Name: pick("queued", 3)}
+			}
+			return e
+		}
+		var logs []*raft.Log
+		add := func(mt structs.MessageType, msg any) {
+			buf, err := structs.Encode(mt, msg)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			logs = append(logs, &raft.Log{Index: uint64(len(logs) + 1), Type: raft.LogCommand, Data: buf})
+		}
+		steps := rapid.IntRange(1, 40).Draw(rt, "steps")
+		for s := 0; s < steps; s++ {
+			n, j := pick("node", len(nodes)), pick("job", len(jobs))
+			switch pick("op", 10) {
+			case 0:
+				add(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: nodes[n], CreateEvals: []*structs.Evaluation{eval(j)}})
+			case 1:
+				add(structs.NodeUpdateStatusRequestType, &structs.NodeUpdateStatusRequest{NodeID: nodes[n].ID,
+					Status: []string{structs.NodeStatusReady, structs.NodeStatusDown}[pick("status", 2)], UpdatedAt: int64(s)})
+			case 2:
+				add(structs.NodeUpdateEligibilityRequestType, &structs.NodeUpdateEligibilityRequest{NodeID: nodes[n].ID,
+					Eligibility: []string{structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible, "bogus"}[pick("elig", 3)]})
+			case 3:
+				req := &structs.NodeUpdateDrainRequest{NodeID: nodes[n].ID, MarkEligible: rapid.Bool().Draw(rt, "mark")}
+				if rapid.Bool().Draw(rt, "drain") {
+					req.DrainStrategy = &structs.DrainStrategy{Deadline: time.Hour}
+				}
+				add(structs.NodeUpdateDrainRequestType, req)
+			case 4:
+				add(structs.NodeDeregisterRequestType, &structs.NodeDeregisterRequest{NodeIDs: []string{nodes[n].ID, nodes[pick("node2", len(nodes))].ID}})
+			case 5:
+				req := &structs.JobRegisterRequest{Job: jobs[j], Eval: eval(j)}
+				if rapid.Bool().Draw(rt, "enforce") {
+					req.EnforceIndex, req.JobModifyIndex = true, uint64(pick("cas", len(logs)+1))
+				}
+				add(structs.JobRegisterRequestType, req)
+			case 6:
+				add(structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{JobID: jobs[j].ID,
+					Purge: rapid.Bool().Draw(rt, "purge"), Eval: eval(j)})
+			case 7:
+				add(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval(j), eval(j)}})
+			case 8:
+				planJob := jobs[j].Copy()
+				planJob.JobModifyIndex = uint64(pick("plan_version", len(logs)+1))
+				req := &structs.ApplyPlanResultsRequest{Job: planJob, EvalID: evalIDs[pick("plan_eval", len(evalIDs))],
+					UpdatedAt: int64(s), Evals: []*structs.Evaluation{eval(j)}}
+				for k := pick("placed", 3); k > 0; k-- {
+					a := mock.Alloc(jobs[j], nodes[pick("alloc_node", len(nodes))])
+					a.ID, a.Job, a.EvalID = allocIDs[pick("alloc", len(allocIDs))], nil, req.EvalID
+					req.AllocsUpdated = append(req.AllocsUpdated, a)
+				}
+				for k := pick("stopped", 2); k > 0; k-- {
+					req.AllocsStopped = append(req.AllocsStopped, &structs.Allocation{ID: allocIDs[pick("stop", len(allocIDs))],
+						DesiredStatus: structs.AllocDesiredStatusStop})
+				}
+				add(structs.ApplyPlanResultsRequestType, req)
+			case 9:
+				if rapid.Bool().Draw(rt, "delete") {
+					add(structs.EvalDeleteRequestType, &structs.EvalDeleteRequest{Evals: []string{evalIDs[pick("del_eval", len(evalIDs))]},
+						Allocs: []string{allocIDs[pick("del_alloc", len(allocIDs))]}})
+				} else {
+					add(structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{
+						Alloc: []*structs.Allocation{{ID: allocIDs[pick("upd", len(allocIDs))],
+							ClientStatus: clientStatuses[pick("client_status", len(clientStatuses))], ModifyTime: int64(s)}},
+						Evals: []*structs.Evaluation{eval(j)}})
+				}
+			}
+		}
+
+		want, wantHooks := testFSM(t)
+		var wantResults []any
+		for _, l := range logs {
+			before, err := want.State().Snapshot()
+			if err != nil {
+				rt.Fatal(err)
+			}
+			res := want.Apply(l)
+			wantResults = append(wantResults, res)
+			if _, refused := res.(error); refused {
+				if err := diffState(before.StateStore, want.State()); err != nil {
+					rt.Fatalf("refused entry %d (%v) changed the state: %v", l.Index, res, err)
+				}
+			}
+		}
+		got, gotHooks := testFSM(t)
+		var results []any
+		for start := 0; start < len(logs); {
+			end := min(len(logs), start+rapid.IntRange(1, 8).Draw(rt, "batch"))
+			results = append(results, got.ApplyBatch(logs[start:end])...)
+			start = end
+		}
+		if fmt.Sprint(results) != fmt.Sprint(wantResults) {
+			rt.Fatalf("results\n%v\nwant\n%v", results, wantResults)
+		}
+		if g, w := gotHooks.take(), wantHooks.take(); fmt.Sprint(g) != fmt.Sprint(w) {
+			rt.Fatalf("hooks\n%q\nwant\n%q", g, w)
+		}
+		if err := diffState(want.State(), got.State()); err != nil {
+			rt.Fatal(err)
+		}
+	})
 }

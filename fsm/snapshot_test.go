@@ -88,8 +88,7 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 }
 
 // tables reads every table of s.
-func tables(t testing.TB, s *state.StateStore) map[string]any {
-	t.Helper()
+func tables(s *state.StateStore) (map[string]any, error) {
 	out := map[string]any{}
 	var err error
 	read := func(name string, v any, e error) {
@@ -110,24 +109,39 @@ func tables(t testing.TB, s *state.StateStore) map[string]any {
 	read(state.TableEvals, v5, e)
 	v6, e := s.Allocs(nil)
 	read(state.TableAllocs, v6, e)
-	must(t, err)
-	return out
+	return out, err
+}
+
+// diffState describes the first difference between the rows of a and b,
+// or returns nil when every table holds equal rows.
+func diffState(a, b *state.StateStore) error {
+	ta, err := tables(a)
+	if err != nil {
+		return err
+	}
+	tb, err := tables(b)
+	if err != nil {
+		return err
+	}
+	for _, name := range state.Tables {
+		va, vb := reflect.ValueOf(ta[name]), reflect.ValueOf(tb[name])
+		if va.Len() != vb.Len() {
+			return fmt.Errorf("table %s: %d rows vs %d", name, va.Len(), vb.Len())
+		}
+		for i := 0; i < va.Len(); i++ {
+			if !reflect.DeepEqual(va.Index(i).Interface(), vb.Index(i).Interface()) {
+				return fmt.Errorf("table %s row %d differs:\n%+v\n%+v", name, i, va.Index(i).Elem().Interface(), vb.Index(i).Elem().Interface())
+			}
+		}
+	}
+	return nil
 }
 
 // sameState fails unless a and b hold equal rows in every table.
 func sameState(t testing.TB, a, b *state.StateStore) {
 	t.Helper()
-	ta, tb := tables(t, a), tables(t, b)
-	for _, name := range state.Tables {
-		va, vb := reflect.ValueOf(ta[name]), reflect.ValueOf(tb[name])
-		if va.Len() != vb.Len() {
-			t.Fatalf("table %s: %d rows vs %d", name, va.Len(), vb.Len())
-		}
-		for i := 0; i < va.Len(); i++ {
-			if !reflect.DeepEqual(va.Index(i).Interface(), vb.Index(i).Interface()) {
-				t.Fatalf("table %s row %d differs:\n%+v\n%+v", name, i, va.Index(i).Elem().Interface(), vb.Index(i).Elem().Interface())
-			}
-		}
+	if err := diffState(a, b); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -304,14 +318,15 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 	idx := populate(t, f.State(), 5, 2, 2)
 	snap, err := f.Snapshot()
 	must(t, err)
-	want := tables(t, f.State())
+	want, err := tables(f.State())
+	must(t, err)
 	// Writes after Snapshot() must not appear in what Persist writes.
 	must(t, f.State().UpsertNode(idx+1, mock.Node(), nil))
 	sink := &bufferSink{}
 	must(t, snap.Persist(sink))
 	restored, err := ReadSnapshot(bytes.NewReader(sink.Bytes()))
 	must(t, err)
-	if got := tables(t, restored); !reflect.DeepEqual(got, want) {
+	if got, err := tables(restored); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatal("persisted snapshot includes a later write")
 	}
 }

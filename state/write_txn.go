@@ -34,14 +34,11 @@ func newWriteTxn(db *memdb.MemDB) *writeTxn {
 	return &writeTxn{txn: txn, base: db.Txn(false)}
 }
 
-// primaryIndexers are the ID indexers of every table but the index table,
-// which writes never read back.
+// primaryIndexers are the ID indexers of every table.
 var primaryIndexers = func() map[string]primaryIndexer {
 	out := map[string]primaryIndexer{}
 	for name, table := range schema().Tables {
-		if name != TableIndex {
-			out[name] = table.Indexes[IndexID].Indexer.(primaryIndexer)
-		}
+		out[name] = table.Indexes[IndexID].Indexer.(primaryIndexer)
 	}
 	return out
 }()
