@@ -208,6 +208,18 @@ func (f *FSM) applyPlanResults(b *state.Batch, buf []byte, index uint64) (any, e
 	return nil, nil
 }
 
+func (f *FSM) applyAllocDesiredTransition(b *state.Batch, buf []byte, index uint64) (any, error) {
+	defer metrics.MeasureSince(metricKey(metricAllocTransition), time.Now())
+	var req structs.AllocUpdateDesiredTransitionRequest
+	f.decodeLocked(buf, &req, structs.AllocUpdateDesiredTransitionRequestType, index)
+	if err := b.UpdateAllocsDesiredTransition(index, req.Allocs, req.UpdatedAt, req.Evals); err != nil {
+		f.logger.Error("alloc desired transition update failed", "error", err)
+		return nil, err
+	}
+	f.queueEvalsUpserted(req.Evals)
+	return nil, nil
+}
+
 // hookCall is one queued hook call: exactly one of evals, node or
 // terminalNode is set.
 type hookCall struct {

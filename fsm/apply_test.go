@@ -86,6 +86,8 @@ func TestApplyEveryMessageType(t *testing.T) {
 	nodeEval := mock.Eval()
 	failEval := mock.EvalFor(job)
 	gcEval := mock.EvalFor(job)
+	drainEval := mock.EvalFor(job)
+	yes := true
 	gcEval.Status = structs.EvalStatusComplete
 	// The plan carries the job as the scheduler read it: registered at 2.
 	planJob := job.Copy()
@@ -152,6 +154,25 @@ func TestApplyEveryMessageType(t *testing.T) {
 			},
 		},
 		{
+			name: "alloc desired transition", mt: structs.AllocUpdateDesiredTransitionRequestType,
+			msg: &structs.AllocUpdateDesiredTransitionRequest{
+				Allocs:    map[string]*structs.DesiredTransition{alloc.ID: {Migrate: &yes}, "unknown": {Migrate: &yes}},
+				Evals:     []*structs.Evaluation{drainEval},
+				UpdatedAt: 55},
+			wantHooks: []string{"evals " + drainEval.ID},
+			check: func(t *testing.T, s *state.StateStore) {
+				a, err := s.AllocByID(nil, alloc.ID)
+				must(t, err)
+				if !a.DesiredTransition.ShouldMigrate() || a.ClientStatus != structs.AllocClientStatusFailed ||
+					a.AllocModifyIndex != 5 || a.ModifyTime != 55 {
+					t.Fatalf("alloc after transition %+v", a)
+				}
+				if _, err := s.EvalByID(nil, drainEval.ID); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
 			name: "eval update", mt: structs.EvalUpdateRequestType,
 			msg:       &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{gcEval}},
 			wantHooks: []string{"evals " + gcEval.ID},
@@ -164,12 +185,12 @@ func TestApplyEveryMessageType(t *testing.T) {
 		{
 			name: "node update status", mt: structs.NodeUpdateStatusRequestType,
 			msg:       &structs.NodeUpdateStatusRequest{NodeID: node.ID, Status: structs.NodeStatusDown, UpdatedAt: 77},
-			wantHooks: []string{"node " + node.ID + " down eligible 6"},
+			wantHooks: []string{"node " + node.ID + " down eligible 7"},
 		},
 		{
 			name: "node update drain", mt: structs.NodeUpdateDrainRequestType,
 			msg:       &structs.NodeUpdateDrainRequest{NodeID: node.ID, DrainStrategy: &structs.DrainStrategy{Deadline: time.Minute}},
-			wantHooks: []string{"node " + node.ID + " down ineligible 7"},
+			wantHooks: []string{"node " + node.ID + " down ineligible 8"},
 			check: func(t *testing.T, s *state.StateStore) {
 				n, err := s.NodeByID(nil, node.ID)
 				must(t, err)
@@ -181,7 +202,7 @@ func TestApplyEveryMessageType(t *testing.T) {
 		{
 			name: "node update eligibility", mt: structs.NodeUpdateEligibilityRequestType,
 			msg:       &structs.NodeUpdateEligibilityRequest{NodeID: node.ID, Eligibility: structs.NodeSchedulingIneligible},
-			wantHooks: []string{"node " + node.ID + " down ineligible 8"},
+			wantHooks: []string{"node " + node.ID + " down ineligible 9"},
 		},
 		{
 			name: "eval delete", mt: structs.EvalDeleteRequestType,
@@ -232,7 +253,7 @@ func TestApplyEveryMessageType(t *testing.T) {
 			}
 		})
 	}
-	for mt := structs.NodeRegisterRequestType; mt <= structs.ApplyPlanResultsRequestType; mt++ {
+	for mt := structs.NodeRegisterRequestType; mt <= structs.AllocUpdateDesiredTransitionRequestType; mt++ {
 		if !covered[mt] {
 			t.Errorf("message type %s not covered", mt)
 		}

@@ -114,6 +114,7 @@ const (
 	metricEvalDelete            = "eval_delete"
 	metricAllocClientUpdate     = "alloc_client_update"
 	metricApplyPlanResults      = "apply_plan_results"
+	metricAllocTransition       = "alloc_desired_transition"
 	metricPersist               = "persist"
 	metricRestore               = "restore"
 )
@@ -217,6 +218,8 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyAllocClientUpdate(b, buf[1:], log.Index)
 	case structs.ApplyPlanResultsRequestType:
 		return f.applyPlanResults(b, buf[1:], log.Index)
+	case structs.AllocUpdateDesiredTransitionRequestType:
+		return f.applyAllocDesiredTransition(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

@@ -287,7 +287,8 @@ func (r *reconciler) stopGroup(gs groupState, du *structs.DesiredUpdates) {
 }
 
 // limitMigrations keeps at most migrate.max_parallel migrations of the
-// group in flight; the others stay where they are for now.
+// group in flight; the others stay where they are for now. Allocations on
+// a node past its drain deadline are not paced: they all move now.
 func (r *reconciler) limitMigrations(tg *structs.TaskGroup, gs groupState, allocs []*structs.Allocation) []slot {
 	if tg.Migrate == nil || tg.Migrate.MaxParallel <= 0 {
 		return gs.slots
@@ -301,7 +302,7 @@ func (r *reconciler) limitMigrations(tg *structs.TaskGroup, gs groupState, alloc
 	allowed := tg.Migrate.MaxParallel - inFlight
 	out := gs.slots[:0:0]
 	for _, s := range gs.slots {
-		if s.kind == slotMigrate {
+		if s.kind == slotMigrate && !r.drainForced(s.alloc.NodeID) {
 			if allowed <= 0 {
 				s.kind = slotKeep
 				r.result.deferred++
@@ -312,6 +313,12 @@ func (r *reconciler) limitMigrations(tg *structs.TaskGroup, gs groupState, alloc
 		out = append(out, s)
 	}
 	return out
+}
+
+// drainForced reports whether the node's drain is past its deadline.
+func (r *reconciler) drainForced(nodeID string) bool {
+	n := r.node(nodeID)
+	return n != nil && n.DrainStrategy.Forced(r.now)
 }
 
 // minMigrateWait is the shortest wait before a follow-up evaluation

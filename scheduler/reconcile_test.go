@@ -391,3 +391,44 @@ func TestMigrateDrainingNode(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateForcedDrainIsNotPaced: past the drain's deadline every
+// marked allocation moves at once, whatever max_parallel.
+func TestMigrateForcedDrainIsNotPaced(t *testing.T) {
+	h := testHarness(t)
+	nodes := mockNodes(t, h, 3)
+	j := mock.Job()
+	j.TaskGroups[0].Count = 5
+	j.TaskGroups[0].Migrate = &structs.MigrateStrategy{MaxParallel: 1, MinHealthyTime: 10 * time.Second}
+	job := addJob(t, h, j)
+	running(t, h, job, nodes[:1], 5)
+	if err := h.State.UpdateNodeDrain(h.NextIndex(), &structs.NodeUpdateDrainRequest{
+		NodeID: nodes[0].ID, DrainStrategy: &structs.DrainStrategy{Deadline: -1, StartedAt: HarnessEpoch}}); err != nil {
+		t.Fatal(err)
+	}
+	live, _ := jobAllocs(t, h, job)
+	yes := true
+	var upd []*structs.Allocation
+	for _, a := range live {
+		c := a.Copy()
+		c.DesiredTransition.Migrate = &yes
+		upd = append(upd, c)
+	}
+	addAllocs(t, h, upd...)
+
+	process(t, h, job, structs.EvalTriggerNodeDrain)
+	live, _ = jobAllocs(t, h, job)
+	for _, a := range live {
+		if a.NodeID == nodes[0].ID {
+			t.Fatalf("allocation %s left on the drained node", a.Name)
+		}
+	}
+	if len(live) != 5 {
+		t.Fatalf("%d live allocations, want 5", len(live))
+	}
+	for _, e := range h.CreateEvals {
+		if e.TriggeredBy == structs.EvalTriggerNodeDrain {
+			t.Fatalf("follow-up evaluation %+v for a forced drain", e)
+		}
+	}
+}

@@ -117,16 +117,13 @@ func (a *Alloc) Stop(args *structs.AllocStopRequest, reply *structs.AllocStopRes
 	}
 	now := time.Now()
 	migrate := true
-	upd := alloc.CopySkipJob()
-	upd.DesiredTransition.Migrate = &migrate
-	upd.ModifyTime = now.UnixNano()
 	eval := structs.NewEval(job, structs.EvalTriggerAllocStop, now)
-	req := &structs.ApplyPlanResultsRequest{
-		AllocsUpdated: []*structs.Allocation{upd},
-		Evals:         []*structs.Evaluation{eval},
-		UpdatedAt:     now.UnixNano(),
+	req := &structs.AllocUpdateDesiredTransitionRequest{
+		Allocs:    map[string]*structs.DesiredTransition{alloc.ID: {Migrate: &migrate}},
+		Evals:     []*structs.Evaluation{eval},
+		UpdatedAt: now.UnixNano(),
 	}
-	index, _, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
+	index, _, err := s.raftApply(structs.AllocUpdateDesiredTransitionRequestType, req)
 	if err != nil {
 		return err
 	}

@@ -149,43 +149,21 @@ type drainWriter struct{ s *Server }
 
 var _ drainer.Writer = drainWriter{}
 
-// MarkForMigration writes the marks and the evaluations in one entry.
-// There is no message type for desired transitions yet, so it is an
-// ApplyPlanResults entry (as Node.UpdateDrain and Alloc.Stop write their
-// marks): each allocation is the stored one, read again just before the
-// write, with Migrate set. Allocations stopped or marked meanwhile are
-// left out.
+// MarkForMigration writes the marks and the evaluations in one
+// AllocUpdateDesiredTransition entry: the FSM merges Migrate onto the
+// stored allocations, so a concurrent write (a plan stopping one) is never
+// undone.
 func (w drainWriter) MarkForMigration(allocs []*structs.Allocation, evals []*structs.Evaluation) error {
-	st := w.s.fsm.State()
-	now := time.Now()
-	req := &structs.ApplyPlanResultsRequest{UpdatedAt: now.UnixNano()}
-	jobs := map[structs.NamespacedID]bool{}
+	yes := true
+	req := &structs.AllocUpdateDesiredTransitionRequest{
+		Allocs:    make(map[string]*structs.DesiredTransition, len(allocs)),
+		Evals:     evals,
+		UpdatedAt: time.Now().UnixNano(),
+	}
 	for _, a := range allocs {
-		cur, err := st.AllocByID(nil, a.ID)
-		switch {
-		case errors.Is(err, structs.ErrNotFound):
-			continue
-		case err != nil:
-			return err
-		case cur.TerminalStatus() || cur.DesiredTransition.ShouldMigrate():
-			continue
-		}
-		yes := true
-		c := cur.CopySkipJob() // the stored job is kept
-		c.DesiredTransition.Migrate = &yes
-		c.ModifyTime = now.UnixNano()
-		req.AllocsUpdated = append(req.AllocsUpdated, c)
-		jobs[structs.NamespacedID{Namespace: c.Namespace, ID: c.JobID}] = true
+		req.Allocs[a.ID] = &structs.DesiredTransition{Migrate: &yes}
 	}
-	if len(req.AllocsUpdated) == 0 {
-		return nil
-	}
-	for _, e := range evals {
-		if jobs[structs.NamespacedID{Namespace: e.Namespace, ID: e.JobID}] {
-			req.Evals = append(req.Evals, e)
-		}
-	}
-	_, _, err := w.s.raftApply(structs.ApplyPlanResultsRequestType, req)
+	_, _, err := w.s.raftApply(structs.AllocUpdateDesiredTransitionRequestType, req)
 	return err
 }
 

@@ -416,3 +416,50 @@ func mustAllocs(t *testing.T, s *Server, jobID string) []*structs.Allocation {
 	}
 	return allocs
 }
+
+// TestDrainDeadline: the replacement of the first migrated allocation
+// never starts (its node's client does not run anything), so the drain
+// waits; at the deadline everything left moves at once and the drain
+// completes.
+func TestDrainDeadline(t *testing.T) {
+	s := drainGCServer(t, DrainGCConfig{DrainerMinInterval: 20 * time.Millisecond})
+	nodes := startClients(t, s, 1, 10*time.Millisecond)
+	job := mock.Job()
+	job.ID, job.Name = "web", "web"
+	job.TaskGroups[0].Count = 3
+	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 50, MemoryMB: 64, DiskMB: 10}
+	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &structs.JobRegisterResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	dgWait(t, 15*time.Second, func() string {
+		if n, _ := runningAllocs(s, nil, job); n != 3 {
+			return "job not running"
+		}
+		return ""
+	})
+	idle := mock.Node() // registered, but no client runs its allocations
+	if err := s.RPC("Node.Register", &structs.NodeRegisterRequest{Node: idle}, &structs.NodeUpdateResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	const deadline = time.Second
+	req := &structs.NodeUpdateDrainRequest{NodeID: nodes[0].ID, DrainStrategy: &structs.DrainStrategy{Deadline: deadline}}
+	start := time.Now()
+	if err := s.RPC("Node.UpdateDrain", req, &structs.NodeUpdateResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	dgWait(t, 15*time.Second, func() string {
+		node, err := s.State().NodeByID(nil, nodes[0].ID)
+		if err != nil || node.DrainStrategy != nil {
+			return "drain not complete"
+		}
+		return ""
+	})
+	if took := time.Since(start); took < deadline || took > deadline+5*time.Second {
+		t.Fatalf("drain completed after %v; want just after the %v deadline", took, deadline)
+	}
+	for _, a := range mustAllocs(t, s, "web") {
+		if a.NodeID == nodes[0].ID && !a.TerminalStatus() {
+			t.Fatalf("allocation %s still live on the drained node", a.Name)
+		}
+	}
+}

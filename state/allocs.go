@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -263,6 +264,53 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 		return err
 	}
 	return setJobStatusesTxn(txn, index, jobs.ids)
+}
+
+// UpdateAllocsDesiredTransition merges each transition onto a copy of the
+// stored allocation (only its non-nil fields; unknown IDs are skipped),
+// sets ModifyTime to updatedAt when non-zero, and writes evals in the same
+// transaction. Merging at apply time means a concurrent write to the
+// allocation (a plan that stopped it) is never undone.
+func (s *StateStore) UpdateAllocsDesiredTransition(index uint64, allocs map[string]*structs.DesiredTransition, updatedAt int64, evals []*structs.Evaluation) error {
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.UpdateAllocsDesiredTransition(index, allocs, updatedAt, evals); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// UpdateAllocsDesiredTransition is StateStore.UpdateAllocsDesiredTransition
+// within the batch.
+func (b *Batch) UpdateAllocsDesiredTransition(index uint64, allocs map[string]*structs.DesiredTransition, updatedAt int64, evals []*structs.Evaluation) error {
+	b.txn.t.begin(index)
+	txn := b.txn
+	ids := make([]string, 0, len(allocs))
+	for id := range allocs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // a deterministic write order
+	for _, id := range ids {
+		raw, err := txn.first(TableAllocs, id)
+		if err != nil {
+			return fmt.Errorf("state: alloc lookup: %w", err)
+		}
+		if raw == nil {
+			continue
+		}
+		a := raw.(*structs.Allocation).Copy()
+		a.DesiredTransition.Merge(allocs[id])
+		if updatedAt != 0 {
+			a.ModifyTime = updatedAt
+		}
+		a.ModifyIndex = index
+		a.AllocModifyIndex = index
+		if err := txn.insert(TableAllocs, a); err != nil {
+			return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
+		}
+		txn.t.add(TableAllocs)
+	}
+	return upsertEvalsTxn(txn, index, evals)
 }
 
 // UpsertAllocs writes allocations as given (tests and the scheduler

@@ -287,3 +287,47 @@ func TestAllocListing(t *testing.T) {
 		})
 	}
 }
+
+func TestUpdateAllocsDesiredTransition(t *testing.T) {
+	s := testStore(t)
+	job := mock.Job()
+	must(t, s.UpsertJob(5, job, nil))
+	node := mock.Node()
+	live, stopped := mock.Alloc(job, node), mock.Alloc(job, node)
+	live.Job, stopped.Job = nil, nil
+	must(t, s.UpsertPlanResults(6, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{live, stopped}}))
+	// A plan stops one allocation after the transition was decided: the
+	// transition must not undo the stop.
+	must(t, s.UpsertPlanResults(7, &structs.ApplyPlanResultsRequest{AllocsStopped: []*structs.Allocation{{ID: stopped.ID}}}))
+	before, err := s.AllocByID(nil, live.ID)
+	must(t, err)
+
+	yes := true
+	e := mock.EvalFor(job)
+	e.TriggeredBy = structs.EvalTriggerNodeDrain
+	must(t, s.UpdateAllocsDesiredTransition(8, map[string]*structs.DesiredTransition{
+		live.ID: {Migrate: &yes}, stopped.ID: {Migrate: &yes}, "unknown": {Migrate: &yes},
+	}, 99, []*structs.Evaluation{e}))
+	for _, id := range []string{live.ID, stopped.ID} {
+		got, err := s.AllocByID(nil, id)
+		must(t, err)
+		if !got.DesiredTransition.ShouldMigrate() || got.AllocModifyIndex != 8 || got.ModifyIndex != 8 ||
+			got.ModifyTime != 99 || got.Job == nil {
+			t.Fatalf("alloc %s after transition %+v", id, got)
+		}
+		if wantStop := id == stopped.ID; got.ServerTerminalStatus() != wantStop {
+			t.Fatalf("alloc %s desired status %q", id, got.DesiredStatus)
+		}
+	}
+	if _, err := s.EvalByID(nil, e.ID); err != nil {
+		t.Fatalf("eval not written: %v", err)
+	}
+	if _, err := s.AllocByID(nil, "unknown"); err == nil {
+		t.Fatal("an unknown allocation was created")
+	}
+	if before.DesiredTransition.Migrate != nil {
+		t.Fatal("alloc handed out earlier was modified")
+	}
+	wantIndex(t, s, TableAllocs, 8)
+	wantIndex(t, s, TableEvals, 8)
+}

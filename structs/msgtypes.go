@@ -25,6 +25,7 @@ const (
 	EvalDeleteRequestType
 	AllocClientUpdateRequestType
 	ApplyPlanResultsRequestType
+	AllocUpdateDesiredTransitionRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -35,7 +36,8 @@ const IgnoreUnknownTypeFlag MessageType = 128
 func (t MessageType) String() string {
 	names := [...]string{"NodeRegister", "NodeDeregister", "NodeUpdateStatus",
 		"NodeUpdateDrain", "NodeUpdateEligibility", "JobRegister", "JobDeregister",
-		"EvalUpdate", "EvalDelete", "AllocClientUpdate", "ApplyPlanResults"}
+		"EvalUpdate", "EvalDelete", "AllocClientUpdate", "ApplyPlanResults",
+		"AllocUpdateDesiredTransition"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]
