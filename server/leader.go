@@ -74,7 +74,7 @@ func (s *Server) leaderLoop(stopCh, doneCh chan struct{}) {
 	defer s.leaderReady.Store(false)
 	for {
 		start := time.Now()
-		err := s.raft.Barrier(barrierTimeout).Error()
+		err := s.waitFuture(s.raft.Barrier(barrierTimeout))
 		measureSince(metricLeaderBarrier, start)
 		if err == nil {
 			s.leaderReady.Store(true)
@@ -171,14 +171,14 @@ func (s *Server) reconcileMembers() {
 		for _, srv := range conf.Servers {
 			if string(srv.Address) == m.RPCAddr && string(srv.ID) != m.ID {
 				s.logger.Info("removing stale raft peer at a reused address", "peer_id", srv.ID, "addr", srv.Address)
-				if err := s.raft.RemoveServer(srv.ID, 0, 0).Error(); err != nil {
+				if err := s.waitFuture(s.raft.RemoveServer(srv.ID, 0, 0)); err != nil {
 					s.logger.Error("failed to remove stale raft peer", "peer_id", srv.ID, "error", err)
 					return
 				}
 			}
 		}
 		s.logger.Info("adding server to raft", "peer_id", m.ID, "name", m.Name, "addr", m.RPCAddr)
-		if err := s.raft.AddVoter(raft.ServerID(m.ID), raft.ServerAddress(m.RPCAddr), 0, 0).Error(); err != nil {
+		if err := s.waitFuture(s.raft.AddVoter(raft.ServerID(m.ID), raft.ServerAddress(m.RPCAddr), 0, 0)); err != nil {
 			s.logger.Error("failed to add raft peer", "peer_id", m.ID, "error", err)
 		}
 	}
@@ -238,8 +238,8 @@ func (v *leaderVerifier) run(r *verifyRound) {
 // verifyLeader is the verifier's round: one raft.VerifyLeader.
 func (s *Server) verifyLeader() error {
 	defer measureSince(metricVerifyLeader, time.Now())
-	if err := s.raft.VerifyLeader().Error(); err != nil {
-		return raftError(err)
+	if err := s.waitFuture(s.raft.VerifyLeader()); err != nil {
+		return err
 	}
 	return nil
 }

@@ -187,7 +187,7 @@ func (s *Server) raftApply(t structs.MessageType, msg any) (index uint64, resp a
 func (s *Server) raftApplyEncoded(buf []byte) (index uint64, resp any, err error) {
 	defer measureSince(metricRaftApply, time.Now())
 	f := s.raft.Apply(buf, s.config.ApplyTimeout)
-	if err := s.waitApply(f); err != nil {
+	if err := s.waitFuture(f); err != nil {
 		return 0, nil, err
 	}
 	resp = f.Response()
@@ -197,11 +197,12 @@ func (s *Server) raftApplyEncoded(buf []byte) (index uint64, resp any, err error
 	return f.Index(), resp, nil
 }
 
-// waitApply waits for an apply future, or for shutdown: with BatchApplyCh
-// an entry still buffered in raft's apply channel when raft shuts down is
-// never answered, and a caller waiting on it (the plan applier, which the
-// leader's revocation waits for) would hang the shutdown.
-func (s *Server) waitApply(f raft.ApplyFuture) error {
+// waitFuture waits for a raft future, or for shutdown: an apply or barrier
+// still buffered in raft's apply channel (BatchApplyCh) when raft shuts
+// down is never answered, and a caller waiting on it (the plan applier,
+// the leader loop's barrier, both waited for by Shutdown) would hang the
+// shutdown. Errors are mapped with raftError.
+func (s *Server) waitFuture(f raft.Future) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
