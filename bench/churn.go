@@ -77,15 +77,14 @@ func (s *churnState) liveCount() int {
 	return len(s.live)
 }
 
-// runChurn registers, scales and stops jobs for the duration with
-// Concurrency writers, and measures each write's evaluation latency.
+// runChurn registers, scales and stops jobs for the duration in a closed
+// loop: each of Concurrency workers makes a job write, waits for its
+// evaluation to complete, and goes on. Throughput is completed writes per
+// second; latency is write -> evaluation complete.
 func (r *runner) runChurn(ctx context.Context) error {
 	sc := r.cfg.Scenario
-	evalCtx, cancelEvals := context.WithCancel(ctx)
-	defer cancelEvals()
-	evals := r.newEvalResolver(evalCtx, DefaultEvalWorkers)
-	var writeLat latencies
-	var writes, errs atomic.Int64
+	var writeLat, evalLat latencies
+	var writes, errs, unresolved atomic.Int64
 	var firstErr atomic.Value
 	st := &churnState{rng: rand.New(rand.NewPCG(uint64(r.cfg.Seed), 1)), ops: map[string]int{}, want: max(sc.Jobs, 1)}
 
@@ -93,10 +92,16 @@ func (r *runner) runChurn(ctx context.Context) error {
 	deadline := r.start.Add(r.cfg.Duration)
 	r.setProgress(func() string {
 		el := time.Since(r.start)
-		return fmt.Sprintf("%s %s/%s | writes %d (%.0f/s) | live jobs %d | evals %d | errors %d%s",
+		return fmt.Sprintf("%s %s/%s | writes %d (%.0f/s) | live jobs %d | errors %d%s",
 			sc.Name, el.Round(time.Second), r.cfg.Duration, writes.Load(), float64(writes.Load())/max(el.Seconds(), 0.001),
-			st.liveCount(), evals.done.Load(), errs.Load(), r.sourceStatus())
+			st.liveCount(), errs.Load(), r.sourceStatus())
 	})
+	fail := func(err error) {
+		if ctx.Err() == nil {
+			errs.Add(1)
+			firstErr.CompareAndSwap(nil, err)
+		}
+	}
 	var wg sync.WaitGroup
 	for w := range r.cfg.Concurrency {
 		wg.Add(1)
@@ -113,28 +118,29 @@ func (r *runner) runChurn(ctx context.Context) error {
 				start := time.Now()
 				var evalID string
 				var err error
-				wo := (&nomad.WriteOptions{}).WithContext(ctx)
 				switch op {
 				case opRegister, opScale:
 					var resp *nomad.JobRegisterResponse
-					resp, _, err = c.Jobs().Register(r.job(id, count), wo)
-					if err == nil {
+					if resp, err = r.register(ctx, c, r.job(id, count)); err == nil {
 						evalID = resp.EvalID
 					}
 				case opStop:
-					evalID, _, err = c.Jobs().Deregister(id, true, wo)
+					evalID, _, err = c.Jobs().Deregister(id, true, (&nomad.WriteOptions{}).WithContext(ctx))
 				}
 				st.done(op, id, err == nil)
 				if err != nil {
-					if ctx.Err() == nil {
-						errs.Add(1)
-						firstErr.CompareAndSwap(nil, fmt.Errorf("%s %s: %w", op, id, err))
-					}
+					fail(fmt.Errorf("%s %s: %w", op, id, err))
 					continue
 				}
 				writeLat.add(time.Since(start))
 				writes.Add(1)
-				evals.add(evalID, start, c)
+				lat, ok := r.waitEval(ctx, c, evalID, start, deadline.Add(evalDrainTimeout))
+				switch {
+				case ok:
+					evalLat.add(lat)
+				case evalID != "":
+					unresolved.Add(1)
+				}
 			}
 		}()
 	}
@@ -147,8 +153,7 @@ func (r *runner) runChurn(ctx context.Context) error {
 	st.mu.Unlock()
 	r.res.Jobs = st.liveCount()
 	r.res.WriteLatency = latencyOf(writeLat.summary())
-	lat, unresolved := evals.finish(cancelEvals, evalDrainTimeout)
-	r.res.EvalLatency, r.res.EvalsUnresolved = latencyOf(lat), unresolved
+	r.res.EvalLatency, r.res.EvalsUnresolved = latencyOf(evalLat.summary()), int(unresolved.Load())
 	if n := errs.Load(); n > 0 {
 		return fmt.Errorf("%d job writes failed; first: %v", n, firstErr.Load())
 	}

@@ -129,17 +129,31 @@ func (e *evalResolver) add(id string, start time.Time, c *nomad.Client) {
 
 func (e *evalResolver) resolve(ctx context.Context, req evalReq) {
 	defer e.pending.Add(-1)
+	if lat, ok := e.r.waitEval(ctx, req.c, req.id, req.start, time.Time{}); ok {
+		e.lat.add(lat)
+		e.done.Add(1)
+	}
+}
+
+// waitEval follows an evaluation with blocking queries until it is
+// terminal (complete, failed or canceled), ctx ends or the deadline (if
+// not zero) passes, and returns its ModifyTime minus start.
+func (r *runner) waitEval(ctx context.Context, c *nomad.Client, id string, start, deadline time.Time) (time.Duration, bool) {
+	if id == "" {
+		return 0, false
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	var index uint64
 	for ctx.Err() == nil {
-		q := (&nomad.QueryOptions{WaitIndex: index, WaitTime: summaryWait, AllowStale: e.r.cfg.Stale}).WithContext(ctx)
-		ev, meta, err := req.c.Evaluations().Info(req.id, q)
+		q := (&nomad.QueryOptions{WaitIndex: index, WaitTime: summaryWait, AllowStale: r.cfg.Stale}).WithContext(ctx)
+		ev, meta, err := c.Evaluations().Info(id, q)
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
 			select {
 			case <-ctx.Done():
-				return
 			case <-time.After(250 * time.Millisecond):
 			}
 			continue
@@ -150,14 +164,13 @@ func (e *evalResolver) resolve(ctx context.Context, req evalReq) {
 			if ev.ModifyTime == 0 {
 				done = time.Now()
 			}
-			e.lat.add(max(done.Sub(req.start), 0))
-			e.done.Add(1)
-			return
+			return max(done.Sub(start), 0), true
 		}
 		if meta.LastIndex > index {
 			index = meta.LastIndex
 		}
 	}
+	return 0, false
 }
 
 // finish waits up to timeout for the queued evaluations; it returns the

@@ -195,7 +195,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		row("Running", fmt.Sprintf("%s (%s/%s)", fmtSeconds(r.RunningSeconds), fmtCount(float64(r.Running)), fmtCount(float64(r.Allocs))))
 	}
 	if r.Kind == KindChurn {
-		row("Job writes", fmt.Sprintf("%s in %s (%.1f/s): %s", fmtCount(float64(r.Ops)), fmtSeconds(r.WindowSeconds), r.OpsPerSec, joinKinds(r.OpsByKind)))
+		row("Job writes", fmt.Sprintf("%s completed (%.1f/s): %s", fmtCount(float64(r.Ops)), r.OpsPerSec, joinKinds(r.OpsByKind)))
 	}
 	if r.Kind != KindIdle {
 		row("Write -> eval complete", r.EvalLatency.String()+unresolved(r.EvalsUnresolved))
@@ -309,7 +309,7 @@ func (r *Result) MarkdownRow() string {
 		}
 		rate = fmtCount(r.PlacementsPerSec)
 	case KindChurn:
-		allocs = fmt.Sprintf("%s writes in %s (%.1f/s)", fmtCount(float64(r.Ops)), fmtSeconds(r.WindowSeconds), r.OpsPerSec)
+		allocs = fmt.Sprintf("%s writes (%.1f/s)", fmtCount(float64(r.Ops)), r.OpsPerSec)
 	case KindIdle:
 		allocs = fmt.Sprintf("idle %s, %d down", fmtSeconds(r.WindowSeconds), r.NodesDown)
 	}

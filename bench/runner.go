@@ -62,7 +62,8 @@ type Config struct {
 	// RunFor is the mock_driver run_for of the jobs' tasks: long, so that
 	// allocations stay running (default 1h).
 	RunFor string
-	// Concurrency bounds job writes in flight.
+	// Concurrency bounds job writes in flight (0: the scenario's Writers,
+	// else DefaultConcurrency).
 	Concurrency int
 	// Stale lets any server answer the watches (spreads them over the
 	// servers; a follower lags the leader by its replication delay).
@@ -104,6 +105,9 @@ func (c *Config) withDefaults() *Config {
 	}
 	if out.RunFor == "" {
 		out.RunFor = DefaultRunFor
+	}
+	if out.Concurrency <= 0 {
+		out.Concurrency = out.Scenario.Writers
 	}
 	if out.Concurrency <= 0 {
 		out.Concurrency = DefaultConcurrency

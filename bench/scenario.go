@@ -42,6 +42,8 @@ type Scenario struct {
 	TaskCPU, TaskMemoryMB int
 	// Duration of a churn or idle scenario.
 	Duration time.Duration
+	// Writers is how many job writes are in flight (0: DefaultConcurrency).
+	Writers int
 	// Targets, for the report (zero: none).
 	Targets Targets
 }
@@ -82,10 +84,10 @@ var scenarios = []Scenario{
 	},
 	{
 		Name: "churn", Kind: KindChurn,
-		Description: "2,000 nodes, jobs registered, scaled and stopped continuously",
+		Description: "2,000 nodes, 16 writers registering, scaling and stopping jobs, each waiting for its evaluation",
 		Nodes:       NodeShape{Count: 2000, CPU: 4000, MemoryMB: 8192, Disk: 100000},
 		Jobs:        200, Count: 50, TaskCPU: 10, TaskMemoryMB: 10,
-		Duration: 2 * time.Minute,
+		Duration: 2 * time.Minute, Writers: 16,
 	},
 	{
 		Name: "heartbeats", Kind: KindIdle,

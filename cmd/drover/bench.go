@@ -84,7 +84,7 @@ func runBench(e *env, args []string) int {
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	fs.StringVar(&markdownOut, "markdown-out", "", "also append the result as a Markdown table row to this file (see bench.MarkdownHeader)")
 	fs.DurationVar(&timeout, "timeout", bench.DefaultTimeout, "how long to wait for placement and running (and for the nodes)")
-	fs.IntVar(&concurrency, "concurrency", bench.DefaultConcurrency, "job writes in flight")
+	fs.IntVar(&concurrency, "concurrency", 0, fmt.Sprintf("job writes in flight (default: the scenario's, else %d)", bench.DefaultConcurrency))
 	fs.BoolVar(&stale, "stale", true, "let any server answer the watches (spreads them over the servers)")
 	fs.BoolVar(&cleanup, "cleanup", true, "purge the scenario's jobs at the end")
 	fs.StringVar(&taskRunFor, "task-run-for", bench.DefaultRunFor, "mock_driver run_for of the jobs' tasks (long keeps them running)")
