@@ -92,6 +92,10 @@ type Config struct {
 	HeartbeatWorkers    int
 	// MaxQueryTime bounds each blocking allocation watch.
 	MaxQueryTime time.Duration
+	// NoWatch: nodes register and heartbeat but never watch their
+	// allocations (which then never run). It measures what the servers
+	// pay for the nodes' blocking queries.
+	NoWatch bool
 	// RetryBase and RetryLimit bound the backoff after failed RPCs.
 	RetryBase, RetryLimit time.Duration
 

@@ -25,7 +25,6 @@ type simNode struct {
 	server atomic.Int32
 
 	mu         sync.Mutex
-	started    bool             // the watch runs; guarded by mu
 	registered bool             // guarded by mu
 	ttl        time.Duration    // last TTL granted; guarded by mu
 	lastOK     time.Time        // last successful heartbeat; guarded by mu
@@ -90,10 +89,9 @@ func (n *simNode) start() {
 		}
 	}
 	n.s.nodeRegisteredOnce()
-	n.mu.Lock()
-	n.started = true
-	n.mu.Unlock()
-	n.s.goTracked(n.watch)
+	if !n.s.cfg.NoWatch {
+		n.s.goTracked(n.watch)
+	}
 }
 
 // register sends Node.Register (one of RegisterConcurrency in flight),

@@ -68,6 +68,7 @@ type simFlags struct {
 	updateInterval  time.Duration
 	sessions        int
 	registerConc    int
+	noWatch         bool
 }
 
 // register adds the flags; prefix names the server list flag ("servers"
@@ -94,6 +95,7 @@ func (f *simFlags) register(fs *flag.FlagSet, serversFlag string, withShape bool
 	fs.DurationVar(&f.updateInterval, "update-interval", sim.DefaultUpdateInterval, "how often the batched allocation updates of all nodes are sent")
 	fs.IntVar(&f.sessions, "sessions", sim.DefaultSessions, "RPC pools shared by the nodes (one yamux session per server each)")
 	fs.IntVar(&f.registerConc, "register-concurrency", sim.DefaultRegisterConcurrency, "registrations in flight")
+	fs.BoolVar(&f.noWatch, "no-watch", false, "nodes never watch their allocations (measures what the watches cost the servers; placed work never runs)")
 }
 
 // config returns the simulator configuration.
@@ -107,7 +109,7 @@ func (f *simFlags) config(logger hclog.Logger) (*sim.Config, error) {
 		Datacenters: f.dcs, Classes: classes, Attributes: f.attrs, Meta: f.meta,
 		ReportDelay: f.reportDelay, HeartbeatJitter: f.heartbeatJitter, RunFor: f.runFor,
 		IDPrefix: f.idPrefix, Region: f.region, UpdateInterval: f.updateInterval,
-		Sessions: f.sessions, RegisterConcurrency: f.registerConc, Logger: logger,
+		Sessions: f.sessions, RegisterConcurrency: f.registerConc, NoWatch: f.noWatch, Logger: logger,
 	}, nil
 }
 
