@@ -185,7 +185,7 @@ func TestApplyBatchProperty(t *testing.T) {
 		steps := rapid.IntRange(1, 40).Draw(rt, "steps")
 		for s := 0; s < steps; s++ {
 			n, j := pick("node", len(nodes)), pick("job", len(jobs))
-			switch pick("op", 10) {
+			switch pick("op", 11) {
 			case 0:
 				add(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: nodes[n], CreateEvals: []*structs.Evaluation{eval(j)}})
 			case 1:
@@ -228,6 +228,13 @@ func TestApplyBatchProperty(t *testing.T) {
 						DesiredStatus: structs.AllocDesiredStatusStop})
 				}
 				add(structs.ApplyPlanResultsRequestType, req)
+			case 10:
+				migrate := rapid.Bool().Draw(rt, "migrate")
+				add(structs.AllocUpdateDesiredTransitionRequestType, &structs.AllocUpdateDesiredTransitionRequest{
+					Allocs: map[string]*structs.DesiredTransition{
+						allocIDs[pick("migrate_alloc", len(allocIDs))]:  {Migrate: &migrate},
+						allocIDs[pick("migrate_alloc2", len(allocIDs))]: {Reschedule: &migrate}},
+					Evals: []*structs.Evaluation{eval(j)}, UpdatedAt: int64(s)})
 			case 9:
 				if rapid.Bool().Draw(rt, "delete") {
 					add(structs.EvalDeleteRequestType, &structs.EvalDeleteRequest{Evals: []string{evalIDs[pick("del_eval", len(evalIDs))]},
