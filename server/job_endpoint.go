@@ -43,7 +43,7 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 		job = job.Copy()
 	}
 	job.Canonicalize()
-	if err := job.Validate(); err != nil {
+	if err := validateJob(job); err != nil {
 		return err
 	}
 

@@ -32,7 +32,7 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	}
 	job := args.Job.Copy()
 	job.Canonicalize()
-	if err := job.Validate(); err != nil {
+	if err := validateJob(job); err != nil {
 		return err
 	}
 

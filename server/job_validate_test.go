@@ -1,0 +1,50 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/state/mock"
+	"github.com/drover-project/drover/structs"
+)
+
+func TestRegisterRefusesTaskConfigThatDoesNotFitItsDriver(t *testing.T) {
+	s := schedServer(t, 0)
+	tests := []struct {
+		name   string
+		driver string
+		config map[string]any
+		want   string // a field message the error must contain; "" = accepted
+	}{
+		{"raw_exec without command", "raw_exec", map[string]any{"args": []any{"x"}}, "TaskGroups[0].Tasks[0].Config.command"},
+		{"raw_exec args of the wrong type", "raw_exec", map[string]any{"command": "/bin/true", "args": "x"}, "TaskGroups[0].Tasks[0].Config.args"},
+		{"unknown key", "raw_exec", map[string]any{"command": "/bin/true", "bogus": 1}, "TaskGroups[0].Tasks[0].Config.bogus"},
+		{"escaping command", "raw_exec", map[string]any{"command": "../../bin/sh"}, "TaskGroups[0].Tasks[0].Config.command"},
+		{"valid raw_exec", "raw_exec", map[string]any{"command": "/bin/true"}, ""},
+		{"driver Drover does not know is left to placement", "docker", map[string]any{"image": "x"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := mock.Job()
+			job.TaskGroups[0].Tasks[0].Driver = tc.driver
+			job.TaskGroups[0].Tasks[0].Config = tc.config
+			before, _ := s.State().Index("jobs")
+			var resp structs.JobRegisterResponse
+			err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &resp)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if structs.CodeOf(err) != structs.ErrCodeInvalid || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want an invalid error naming %s", err, tc.want)
+			}
+			time.Sleep(10 * time.Millisecond)
+			if after, _ := s.State().Index("jobs"); after != before {
+				t.Fatal("a refused job was written")
+			}
+		})
+	}
+}
