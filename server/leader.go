@@ -106,6 +106,24 @@ func (s *Server) leaderLoop(stopCh, doneCh chan struct{}) {
 			return
 		case <-ticker.C:
 		case <-s.reconcileCh:
+		case done := <-s.restoredCh:
+			// The state was replaced by an operator snapshot: leader
+			// components rebuild from it (pending evals, blocked evals,
+			// heartbeat timers).
+			s.logger.Info("restarting leader components after a snapshot restore")
+			s.revokeLeadership(established)
+			established = nil
+			if err := s.waitFuture(s.raft.Barrier(barrierTimeout)); err != nil {
+				s.logger.Error("barrier after snapshot restore failed", "error", err)
+			}
+			var err error
+			if established, err = s.establishLeadership(); err != nil {
+				s.logger.Error("re-establishing leadership after snapshot restore failed; stepping down", "error", err)
+				s.revokeLeadership(established)
+				established = nil
+				_ = s.raft.LeadershipTransfer()
+			}
+			close(done)
 		}
 	}
 }

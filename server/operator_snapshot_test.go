@@ -85,3 +85,47 @@ func fmtIDs(ids []string) string {
 	}
 	return out + "]"
 }
+
+// After a restore the leader's broker holds exactly the restored state's
+// pending evaluations: one written after the snapshot is gone with it.
+func TestSnapshotRestoreRestartsLeaderComponents(t *testing.T) {
+	s := schedServer(t, 0) // no workers: evaluations stay in the broker
+	_, reg := registerJob(t, s, "web")
+	var saved structs.SnapshotSaveResponse
+	if err := s.RPC("Operator.SnapshotSave", &structs.GenericRequest{}, &saved); err != nil {
+		t.Fatal(err)
+	}
+	var dereg structs.JobDeregisterResponse
+	if err := s.RPC("Job.Deregister", &structs.JobDeregisterRequest{JobID: "web", Purge: true}, &dereg); err != nil {
+		t.Fatal(err)
+	}
+	var resp structs.GenericResponse
+	if err := s.RPC("Operator.SnapshotRestore", &structs.SnapshotRestoreRequest{Archive: saved.Archive}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	dequeue := func(timeout time.Duration) *structs.EvalDequeueResponse {
+		var out structs.EvalDequeueResponse
+		args := &structs.EvalDequeueRequest{Schedulers: []string{structs.JobTypeService}, Timeout: timeout}
+		if err := s.RPC("Eval.Dequeue", args, &out); err != nil {
+			t.Fatal(err)
+		}
+		return &out
+	}
+	var got *structs.EvalDequeueResponse
+	waitFor(t, 10*time.Second, func() string {
+		got = dequeue(200 * time.Millisecond)
+		if got.Eval == nil {
+			return "no evaluation in the broker after the restore"
+		}
+		return ""
+	})
+	if got.Eval.ID != reg.EvalID {
+		t.Fatalf("dequeued eval %s (%s), want the restored registration eval %s", got.Eval.ID, got.Eval.TriggeredBy, reg.EvalID)
+	}
+	if err := s.RPC("Eval.Ack", &structs.EvalAckRequest{EvalID: got.Eval.ID, Token: got.Token}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if next := dequeue(300 * time.Millisecond); next.Eval != nil {
+		t.Fatalf("broker still holds eval %s (%s), which the restore removed", next.Eval.ID, next.Eval.TriggeredBy)
+	}
+}

@@ -52,6 +52,7 @@ type Server struct {
 	leaderReady       atomic.Bool // barrier done: local state has every committed entry
 	leaderEstablished atomic.Bool // leader hooks established
 	reconcileCh       chan struct{}
+	restoredCh        chan chan struct{} // a snapshot was restored: restart leader components, then close the channel
 	verifier          *leaderVerifier
 
 	members *memberTable
@@ -110,6 +111,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		nodeID:         nodeID,
 		leaderNotifyCh: make(chan bool, 8),
 		reconcileCh:    make(chan struct{}, 1),
+		restoredCh:     make(chan chan struct{}),
 		members:        newMemberTable(),
 		conns:          make(map[net.Conn]struct{}),
 		shutdownCh:     make(chan struct{}),
