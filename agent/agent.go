@@ -137,6 +137,8 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 		RetryJoin:       cfg.joinAddrs(),
 		RetryInterval:   cfg.Server.RetryInterval,
 		NumSchedulers:   cfg.Server.NumSchedulers,
+		HeartbeatGrace:  cfg.Server.HeartbeatGrace,
+		HeartbeatMinTTL: cfg.Server.MinHeartbeatTTL,
 		Logger:          root, // the server names its own logger "server"
 	}
 	if cfg.serverConfigHook != nil {

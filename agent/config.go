@@ -73,6 +73,11 @@ type ServerConfig struct {
 	NumSchedulers int
 	RetryJoin     []string
 	RetryInterval time.Duration
+	// HeartbeatGrace is added to a node's TTL before it is marked down;
+	// MinHeartbeatTTL is the least TTL handed to clients. Zero takes the
+	// server's defaults (10 s each, as Nomad).
+	HeartbeatGrace  time.Duration
+	MinHeartbeatTTL time.Duration
 }
 
 // ClientConfig configures the client part of the agent.

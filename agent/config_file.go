@@ -40,6 +40,11 @@ type fileServer struct {
 	BootstrapExpect *int            `hcl:"bootstrap_expect,optional"`
 	NumSchedulers   *int            `hcl:"num_schedulers,optional"`
 	ServerJoin      *fileServerJoin `hcl:"server_join,block"`
+
+	HeartbeatGrace      *string   `hcl:"heartbeat_grace,optional"`
+	HeartbeatGraceRange hcl.Range `hcl:"heartbeat_grace,attr_value_range"`
+	MinHeartbeatTTL     *string   `hcl:"min_heartbeat_ttl,optional"`
+	MinHeartbeatTTLRng  hcl.Range `hcl:"min_heartbeat_ttl,attr_value_range"`
 }
 
 type fileServerJoin struct {
@@ -164,6 +169,24 @@ func (fc *fileConfig) apply(c *Config) error {
 		setBool(&c.Server.Enabled, s.Enabled)
 		setInt(&c.Server.BootstrapExpect, s.BootstrapExpect)
 		setInt(&c.Server.NumSchedulers, s.NumSchedulers)
+		for _, d := range []struct {
+			name string
+			val  *string
+			rng  hcl.Range
+			dst  *time.Duration
+		}{
+			{"heartbeat_grace", s.HeartbeatGrace, s.HeartbeatGraceRange, &c.Server.HeartbeatGrace},
+			{"min_heartbeat_ttl", s.MinHeartbeatTTL, s.MinHeartbeatTTLRng, &c.Server.MinHeartbeatTTL},
+		} {
+			if d.val == nil {
+				continue
+			}
+			v, err := time.ParseDuration(*d.val)
+			if err != nil || v <= 0 {
+				return fmt.Errorf("%s: %s: must be a positive duration such as \"10s\"; got %q", posString(d.rng), d.name, *d.val)
+			}
+			*d.dst = v
+		}
 		if j := s.ServerJoin; j != nil {
 			if j.RetryJoin != nil {
 				c.Server.RetryJoin = j.RetryJoin

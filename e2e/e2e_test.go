@@ -287,3 +287,5 @@ func TestThreeProcessesSurviveLeaderSIGKILL(t *testing.T) {
 		t.Fatalf("peers after restart = %v (%v), want 3", peers, err)
 	}
 }
+
+func stringsReader(s string) *bytes.Buffer { return bytes.NewBufferString(s) }
