@@ -39,6 +39,13 @@ func benchRegister(b *testing.B, target string, clients int) {
 	c := testcluster.NewTestCluster(b, 3, testcluster.WithConfig(func(cfg *server.Config) {
 		cfg.RaftTimeoutScale = 1
 		cfg.RaftNoSync = os.Getenv("BENCH_NOSYNC") != ""
+		// The replicated state core alone by default: no workers, so a
+		// registration costs its Raft entry and nothing more. With
+		// BENCH_WORKERS=1 every registration is also scheduled (an eval
+		// dequeued, a blocked eval and an eval update written).
+		if os.Getenv("BENCH_WORKERS") == "" {
+			cfg.NumSchedulers = -1
+		}
 	}))
 	srv := c.WaitForLeader(b, 10*time.Second)
 	if target == "follower" {
