@@ -60,10 +60,20 @@ for sc in "${SCENARIOS[@]}"; do
       -log-level warn "${JOIN[@]}" >"$DIR/s$i.log" 2>&1 &
     PIDS+=($!)
   done
+  leader=""
   for _ in $(seq 1 150); do
-    if curl -fsS "$(http 1)/v1/status/leader" 2>/dev/null | grep -q ':'; then break; fi
+    leader=$(curl -fsS "$(http 1)/v1/status/leader" 2>/dev/null || true)
+    if echo "$leader" | grep -q ':'; then break; fi
+    leader=""
     sleep 0.2
   done
+  if [ -z "$leader" ]; then
+    echo "==> $sc: the servers elected no leader within 30 s; their logs:" >&2
+    for i in 1 2 3; do echo "--- s$i" >&2; tail -20 "$DIR/s$i.log" >&2; done
+    cleanup
+    status=1
+    continue
+  fi
   ARGS=(-scenario "$sc" -address "$(http 1),$(http 2),$(http 3)"
     -sim-servers "$(rpc 1),$(rpc 2),$(rpc 3)" -id-prefix "bench-$sc"
     -server-pids "$(IFS=,; echo "${PIDS[*]}")" -data-dirs "$DIR/s1,$DIR/s2,$DIR/s3"
