@@ -47,3 +47,7 @@ bench:
 
 clean:
 	rm -rf bin .cluster
+
+# Whole-cluster scale scenarios (drover sim + drover bench): bench-scenarios,
+# bench-scenario SCENARIO=...; not part of make test.
+-include mk/bench.mk
