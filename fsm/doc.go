@@ -8,7 +8,9 @@
 // still gets its own result and hook calls. Snapshot only takes a memdb
 // snapshot (Raft blocks Apply while it runs); Persist streams it in the
 // format described in snapshot.go. Restore loads a snapshot into a fresh
-// store and swaps it in only once every byte has been verified.
+// store and swaps it in only once every byte has been verified; while it
+// runs it raises the garbage collector's target (Config.RestoreGCPercent),
+// the one process-wide setting this package touches.
 //
 // This package must never:
 //   - do anything non-deterministic in Apply (no clocks, random IDs or
