@@ -479,3 +479,25 @@ func countProcs(marker string) int {
 	}
 	return n
 }
+
+// An unrelated write right after an allocation changes raises the watch's
+// index above the allocation's own. The fetch must wait for the
+// allocation's index: waiting for the watch's would block on a real server
+// until the query times out (the fake server fails the test if it would).
+func TestFetchWaitsForThePulledAllocationsIndex(t *testing.T) {
+	f := newFakeCluster(t, time.Second)
+	c := testClient(t, f, "")
+	cleanupKill(t, c)
+	waitFor(t, "registration", 5*time.Second, func() bool { return f.node(c.NodeID()) != nil })
+	a := mockAlloc(c.NodeID(), structs.JobTypeService, map[string]any{"run_for": "1h"})
+	f.mu.Lock() // both writes before the watch can read the index
+	placed := a.Copy()
+	idx := f.bumpLocked()
+	placed.AllocModifyIndex, placed.ModifyIndex = idx, idx
+	f.allocs[a.ID] = placed
+	f.bumpLocked() // e.g. another node's client update
+	f.mu.Unlock()
+	waitFor(t, "running on the servers", 5*time.Second, func() bool {
+		return f.alloc(a.ID).ClientStatus == structs.AllocClientStatusRunning
+	})
+}

@@ -163,10 +163,19 @@ func (f *fakeCluster) getClientAllocs(args *structs.NodeSpecificRequest, reply *
 func (f *fakeCluster) getAllocs(args *structs.AllocsGetRequest, reply *structs.AllocsGetResponse) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var highest uint64
 	for _, id := range args.AllocIDs {
 		if a := f.allocs[id]; a != nil {
 			reply.Allocs = append(reply.Allocs, a.Copy())
+			highest = max(highest, a.AllocModifyIndex)
 		}
+	}
+	// A real server answers Alloc.GetAllocs at the requested allocations'
+	// highest AllocModifyIndex and blocks while that is not above
+	// MinQueryIndex: such a call would wait for its whole timeout.
+	if highest > 0 && args.MinQueryIndex >= highest {
+		f.t.Errorf("Alloc.GetAllocs with MinQueryIndex %d would block on a real server: the allocations' highest AllocModifyIndex is %d",
+			args.MinQueryIndex, highest)
 	}
 	reply.Index = f.index
 	return nil

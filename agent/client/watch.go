@@ -62,7 +62,15 @@ func (c *Client) watchAllocs() {
 		pull, removed := c.diffAllocs(resp.Allocs)
 		var allocs []*structs.Allocation
 		if len(pull) > 0 {
-			got, err := c.fetchAllocs(pull, resp.Index)
+			// Wait for the pulled allocations' own index, not the watch's:
+			// a later update of another allocation can raise the watch
+			// index above anything Alloc.GetAllocs will report for these,
+			// and the fetch would block until its timeout.
+			var need uint64
+			for _, id := range pull {
+				need = max(need, resp.Allocs[id])
+			}
+			got, err := c.fetchAllocs(pull, need)
 			if err != nil {
 				c.logger.Warn("fetching allocations failed; will retry", "error", err, "count", len(pull))
 				if !c.sleep(b.Next()) {
@@ -106,7 +114,7 @@ func (c *Client) diffAllocs(server map[string]uint64) (pull, removed []string) {
 }
 
 // fetchAllocs gets allocations by ID from a server that has caught up with
-// index. Every requested allocation must come back, else it is an error
+// index (the highest AllocModifyIndex among them). Every requested allocation must come back, else it is an error
 // (retried).
 func (c *Client) fetchAllocs(ids []string, index uint64) ([]*structs.Allocation, error) {
 	min := uint64(0)
