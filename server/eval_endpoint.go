@@ -44,7 +44,7 @@ func (e *Eval) Dequeue(args *structs.EvalDequeueRequest, reply *structs.EvalDequ
 	timeout = min(timeout, maxDequeueTimeout)
 	ctx, cancel := context.WithTimeout(s.shutdownCtx, timeout)
 	defer cancel()
-	eval, token, index, err := s.dequeueEval(ctx, args.Schedulers)
+	eval, token, index, err := s.dequeueEval(ctx, args.Schedulers, false)
 	if err != nil {
 		return err
 	}
@@ -56,9 +56,15 @@ func (e *Eval) Dequeue(args *structs.EvalDequeueRequest, reply *structs.EvalDequ
 
 // dequeueEval takes an evaluation from the local broker; a nil evaluation
 // with no error means ctx ended first (or the server is shutting down).
-func (s *Server) dequeueEval(ctx context.Context, schedulers []string) (*structs.Evaluation, string, uint64, error) {
+// local is set for this server's own workers, which the broker serves
+// before remote ones.
+func (s *Server) dequeueEval(ctx context.Context, schedulers []string, local bool) (*structs.Evaluation, string, uint64, error) {
 	defer measureSince(metricEvalDequeue, time.Now())
-	eval, token, err := s.broker.DequeueContext(ctx, schedulers)
+	dequeue := s.broker.DequeueContext
+	if local {
+		dequeue = s.broker.DequeueLocal
+	}
+	eval, token, err := dequeue(ctx, schedulers)
 	if err != nil {
 		if ctx.Err() != nil {
 			if s.isShutdown() {

@@ -97,7 +97,7 @@ func (c *leaderClient) Dequeue(ctx context.Context, schedulers []string, timeout
 	if c.local() {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		return c.s.dequeueEval(ctx, schedulers)
+		return c.s.dequeueEval(ctx, schedulers, true)
 	}
 	args := &structs.EvalDequeueRequest{Schedulers: schedulers, Timeout: timeout}
 	var reply structs.EvalDequeueResponse

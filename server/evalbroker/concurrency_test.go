@@ -221,3 +221,33 @@ func TestConcurrentDequeueDeliversEachEvalOnce(t *testing.T) {
 		t.Fatalf("delivered %d (dupes %d), want %d exactly once", got, dupes.Load(), evals)
 	}
 }
+
+// A local (leader-process) waiter is woken before remote ones that have
+// waited longer; among remote waiters the order stays FIFO.
+func TestLocalWaiterWokenFirst(t *testing.T) {
+	b, _ := testBroker(t, nil)
+	remote := goDequeue(b, 0, "batch")
+	waitForWaiters(t, b, 1)
+	local := make(chan dequeueResult, 1)
+	go func() {
+		e, tok, err := b.DequeueLocal(context.Background(), []string{"batch"})
+		local <- dequeueResult{e, tok, err}
+	}()
+	waitForWaiters(t, b, 2)
+
+	first := mockEval("web", 50, "batch")
+	b.Enqueue(first)
+	if r := recv(t, local); r.err != nil || r.eval != first {
+		t.Fatalf("local dequeue = %v, %v; want the first eval", r.eval, r.err)
+	}
+	select {
+	case r := <-remote:
+		t.Fatalf("remote waiter got %v while a local one waited", r.eval)
+	default:
+	}
+	second := mockEval("api", 50, "batch")
+	b.Enqueue(second)
+	if r := recv(t, remote); r.err != nil || r.eval != second {
+		t.Fatalf("remote dequeue = %v, %v; want the second eval", r.eval, r.err)
+	}
+}

@@ -17,6 +17,12 @@ var errDone = errors.New("dequeue wait ended")
 type waiter struct {
 	types []string
 	ch    chan struct{} // capacity 1
+	// local marks a caller in the leader's own process. Local waiters are
+	// woken before remote ones: a local worker needs no Raft catch-up
+	// (its state already holds the evaluation's index) and submits its
+	// plan without an RPC, so an idle leader worker finishes a lone
+	// evaluation sooner than a follower's worker can start it.
+	local bool
 }
 
 func (w *waiter) signal() { w.ch <- struct{}{} }
@@ -33,7 +39,7 @@ func (b *Broker) Dequeue(schedulers []string, timeout time.Duration) (*structs.E
 		t := b.clock.AfterFunc(timeout, func() { close(expired) })
 		defer t.Stop()
 	}
-	eval, token, err := b.dequeue(schedulers, expired)
+	eval, token, err := b.dequeue(schedulers, false, expired)
 	if errors.Is(err, errDone) {
 		return nil, "", nil
 	}
@@ -43,7 +49,17 @@ func (b *Broker) Dequeue(schedulers []string, timeout time.Duration) (*structs.E
 // DequeueContext is Dequeue bounded by ctx instead of a timeout; when ctx
 // ends first it returns (nil, "", ctx.Err()).
 func (b *Broker) DequeueContext(ctx context.Context, schedulers []string) (*structs.Evaluation, string, error) {
-	eval, token, err := b.dequeue(schedulers, ctx.Done())
+	eval, token, err := b.dequeue(schedulers, false, ctx.Done())
+	if errors.Is(err, errDone) {
+		return nil, "", ctx.Err()
+	}
+	return eval, token, err
+}
+
+// DequeueLocal is DequeueContext for a worker in the broker's own process:
+// while it waits, it is woken ahead of every remote caller.
+func (b *Broker) DequeueLocal(ctx context.Context, schedulers []string) (*structs.Evaluation, string, error) {
+	eval, token, err := b.dequeue(schedulers, true, ctx.Done())
 	if errors.Is(err, errDone) {
 		return nil, "", ctx.Err()
 	}
@@ -51,13 +67,13 @@ func (b *Broker) DequeueContext(ctx context.Context, schedulers []string) (*stru
 }
 
 // dequeue takes an evaluation or waits for a signal until done closes.
-func (b *Broker) dequeue(types []string, done <-chan struct{}) (*structs.Evaluation, string, error) {
+func (b *Broker) dequeue(types []string, local bool, done <-chan struct{}) (*structs.Evaluation, string, error) {
 	if len(types) == 0 {
 		return nil, "", structs.NewError(structs.ErrCodeInvalid, "dequeue: no scheduler types given")
 	}
 	signalled := false
 	for {
-		w, eval, token, err := b.takeOrWait(types, signalled)
+		w, eval, token, err := b.takeOrWait(types, local, signalled)
 		if w == nil {
 			return eval, token, err
 		}
@@ -74,7 +90,7 @@ func (b *Broker) dequeue(types []string, done <-chan struct{}) (*structs.Evaluat
 // takeOrWait takes an evaluation, or registers and returns a waiter.
 // A caller that was signalled passes the wake-up on for whatever is left
 // in its queues, so that no signal is lost to it.
-func (b *Broker) takeOrWait(types []string, signalled bool) (*waiter, *structs.Evaluation, string, error) {
+func (b *Broker) takeOrWait(types []string, local, signalled bool) (*waiter, *structs.Evaluation, string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.enabled {
@@ -87,7 +103,7 @@ func (b *Broker) takeOrWait(types []string, signalled bool) (*waiter, *structs.E
 	if eval != nil {
 		return nil, eval, token, nil
 	}
-	w := &waiter{types: types, ch: make(chan struct{}, 1)}
+	w := &waiter{types: types, ch: make(chan struct{}, 1), local: local}
 	b.waiters = append(b.waiters, w)
 	return w, nil, "", nil
 }
@@ -104,15 +120,28 @@ func (b *Broker) abandon(w *waiter) {
 	b.passOnLocked(w.types)
 }
 
-// wakeLocked signals the longest-waiting caller interested in queue.
+// wakeLocked signals the longest-waiting local caller interested in
+// queue, or else the longest-waiting remote one.
 func (b *Broker) wakeLocked(queue string) {
+	pick := -1
 	for i, w := range b.waiters {
-		if slices.Contains(w.types, queue) {
-			b.waiters = slices.Delete(b.waiters, i, i+1)
-			w.signal()
-			return
+		if !slices.Contains(w.types, queue) {
+			continue
+		}
+		if w.local {
+			pick = i
+			break
+		}
+		if pick < 0 {
+			pick = i
 		}
 	}
+	if pick < 0 {
+		return
+	}
+	w := b.waiters[pick]
+	b.waiters = slices.Delete(b.waiters, pick, pick+1)
+	w.signal()
 }
 
 // passOnLocked wakes one waiter for each non-empty queue among types.

@@ -15,6 +15,9 @@
 //     "batch", "system", "_core", ...), highest Priority first, then lowest
 //     CreateIndex, then arrival order. Dequeue takes the best head among the
 //     requested types; equal priorities across types are served round-robin.
+//     Blocked callers are woken longest-waiting first, except that callers
+//     in the leader's own process (DequeueLocal) go before remote ones: an
+//     idle leader worker needs no Raft catch-up and no plan RPC.
 //   - At most one evaluation per job (namespace + job ID) is outstanding
 //     (ready, unacked, waiting for redelivery or in the failed queue). Later
 //     ones wait. When the outstanding one is acked, only the newest waiter
