@@ -128,8 +128,8 @@ func stopAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int64,
 	}
 	a.ModifyIndex = index
 	a.AllocModifyIndex = index
-	if err := txn.insert(TableAllocs, a); err != nil {
-		return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
+	if err := txn.insertAlloc(prev, a); err != nil {
+		return err
 	}
 	return sums.allocChanged(prev, a)
 }
@@ -183,8 +183,8 @@ func upsertAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int6
 	}
 	a.ModifyIndex = index
 	a.AllocModifyIndex = index
-	if err := txn.insert(TableAllocs, a); err != nil {
-		return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
+	if err := txn.insertAlloc(prev, a); err != nil {
+		return err
 	}
 	return sums.allocChanged(prev, a)
 }
@@ -248,8 +248,8 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 			a.ModifyTime = upd.ModifyTime
 		}
 		a.ModifyIndex = index
-		if err := txn.insert(TableAllocs, a); err != nil {
-			return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
+		if err := txn.insertAlloc(prev, a); err != nil {
+			return err
 		}
 		txn.t.add(TableAllocs)
 		if err := sums.allocChanged(prev, a); err != nil {
@@ -298,15 +298,16 @@ func (b *Batch) UpdateAllocsDesiredTransition(index uint64, allocs map[string]*s
 		if raw == nil {
 			continue
 		}
-		a := raw.(*structs.Allocation).Copy()
+		prev := raw.(*structs.Allocation)
+		a := prev.Copy()
 		a.DesiredTransition.Merge(allocs[id])
 		if updatedAt != 0 {
 			a.ModifyTime = updatedAt
 		}
 		a.ModifyIndex = index
 		a.AllocModifyIndex = index
-		if err := txn.insert(TableAllocs, a); err != nil {
-			return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
+		if err := txn.insertAlloc(prev, a); err != nil {
+			return err
 		}
 		txn.t.add(TableAllocs)
 	}

@@ -14,6 +14,11 @@
 // writes with their own indexes: the FSM applies a batch of Raft entries
 // in one transaction that way (one commit, one wake-up of watchers).
 //
+// Node usage (NodeUsage) is derived data kept in the same transactions:
+// every allocation write adjusts the summed resources and count of its
+// node's live allocations, so readers get a node's usage in O(1).
+// Snapshots do not carry it; a restore rebuilds it from the allocations.
+//
 // This package must never:
 //   - mutate an object after it has been handed to a reader (writers copy,
 //     change the copy, and insert the copy);

@@ -135,9 +135,17 @@ func (b *Batch) DeleteEvalsAndAllocs(index uint64, evalIDs, allocIDs []string) e
 		}
 	}
 	for _, id := range allocIDs {
-		if err := deleteByIDTxn(b.txn, TableAllocs, id); err != nil {
+		raw, err := b.txn.first(TableAllocs, id)
+		if err != nil {
 			return err
 		}
+		if raw == nil {
+			continue
+		}
+		if err := b.txn.deleteAlloc(raw.(*structs.Allocation)); err != nil {
+			return err
+		}
+		b.txn.t.add(TableAllocs)
 	}
 	return nil
 }

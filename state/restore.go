@@ -12,17 +12,26 @@ import (
 // transaction, for an FSM restore. Nothing is visible until Commit; Abort
 // (safe after Commit) discards everything.
 type StateRestore struct {
-	txn *memdb.Txn
+	txn   *memdb.Txn
+	usage usageRestore // node usage derived from the loaded allocations
 }
 
 // Restore opens a bulk load. Use it only on a fresh store that nobody reads
 // yet.
 func (s *StateStore) Restore() *StateRestore {
-	return &StateRestore{txn: s.db.Txn(true)}
+	return &StateRestore{txn: s.db.Txn(true), usage: usageRestore{}}
 }
 
-// Commit makes the loaded rows visible.
-func (r *StateRestore) Commit() { r.txn.Commit() }
+// Commit writes the node usage derived from the loaded allocations and
+// makes everything visible.
+func (r *StateRestore) Commit() {
+	if err := r.usage.insert(r.txn); err != nil {
+		// Unreachable: every row has a non-empty node ID, the only thing
+		// the table's indexer could refuse.
+		panic(err)
+	}
+	r.txn.Commit()
+}
 
 // Abort discards the loaded rows.
 func (r *StateRestore) Abort() { r.txn.Abort() }
@@ -52,4 +61,10 @@ func (r *StateRestore) NodeRestore(n *structs.Node) error { return r.insert(Tabl
 func (r *StateRestore) EvalRestore(e *structs.Evaluation) error { return r.insert(TableEvals, e) }
 
 // AllocRestore loads an allocation (its Job already set by the caller).
-func (r *StateRestore) AllocRestore(a *structs.Allocation) error { return r.insert(TableAllocs, a) }
+func (r *StateRestore) AllocRestore(a *structs.Allocation) error {
+	if err := r.insert(TableAllocs, a); err != nil {
+		return err
+	}
+	r.usage.add(a)
+	return nil
+}

@@ -17,6 +17,9 @@ const (
 	TableNodes      = "nodes"
 	TableEvals      = "evals"
 	TableAllocs     = "allocs"
+	// TableNodeUsage is derived from the allocs table (see node_usage.go);
+	// it is not in Tables and has no index table row.
+	TableNodeUsage = "node_usage"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -199,6 +202,12 @@ func schema() *memdb.DBSchema {
 					Indexer: fieldIndex[structs.Evaluation]{get: func(e *structs.Evaluation) string { return e.ID }}},
 				IndexJob: {Name: IndexJob, AllowMissing: true,
 					Indexer: pairIndex[structs.Evaluation]{get: func(e *structs.Evaluation) (string, string) { return e.Namespace, e.JobID }, spare: evalKeyLen}},
+			},
+		},
+		TableNodeUsage: {
+			Name: TableNodeUsage,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.NodeUsage]{get: func(u *structs.NodeUsage) string { return u.NodeID }}},
 			},
 		},
 		TableAllocs: {

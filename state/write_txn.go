@@ -25,6 +25,9 @@ type writeTxn struct {
 	base *memdb.Txn // read-only; the state before the transaction
 	rows map[string]map[string]any
 	t    touched
+	// usage is what the transaction's allocation writes change in each
+	// node's usage, by node ID; commit writes it (see node_usage.go).
+	usage map[string]*usageDelta
 }
 
 func newWriteTxn(db *memdb.MemDB) *writeTxn {
@@ -78,16 +81,37 @@ func (w *writeTxn) firstUnchecked(table string, args ...any) (any, error) {
 	return obj, nil
 }
 
-// insert inserts or replaces obj in table.
+// errAllocRow refuses a plain write to the allocs table: allocation rows
+// go through insertAlloc and deleteAlloc, which keep node usage exact.
+var errAllocRow = fmt.Errorf("state: allocation rows are written with insertAlloc or deleteAlloc")
+
+// insert inserts or replaces obj in table (any but the allocs table).
 func (w *writeTxn) insert(table string, obj any) error {
+	if table == TableAllocs {
+		return errAllocRow
+	}
+	return w.put(table, obj)
+}
+
+// delete removes obj, which must be stored, from table (any but the
+// allocs table).
+func (w *writeTxn) delete(table string, obj any) error {
+	if table == TableAllocs {
+		return errAllocRow
+	}
+	return w.remove(table, obj)
+}
+
+// put inserts or replaces obj in table.
+func (w *writeTxn) put(table string, obj any) error {
 	if err := w.txn.Insert(table, obj); err != nil {
 		return err
 	}
 	return w.remember(table, obj, obj)
 }
 
-// delete removes obj, which must be stored, from table.
-func (w *writeTxn) delete(table string, obj any) error {
+// remove deletes obj, which must be stored, from table.
+func (w *writeTxn) remove(table string, obj any) error {
 	if err := w.txn.Delete(table, obj); err != nil {
 		return err
 	}
@@ -122,8 +146,11 @@ func (w *writeTxn) get(table, index string, args ...any) (memdb.ResultIterator, 
 	return iter, nil
 }
 
-// commit writes the index table and commits.
+// commit writes node usage and the index table, and commits.
 func (w *writeTxn) commit() error {
+	if err := w.flushUsage(); err != nil {
+		return err
+	}
 	if err := w.t.commitIndex(w.txn); err != nil {
 		return err
 	}
