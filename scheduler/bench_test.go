@@ -133,3 +133,56 @@ func BenchmarkServiceSchedulerSparseFeasible(b *testing.B) {
 	job = addJob(b, h, job)
 	benchPlace(b, h, job, 10000)
 }
+
+// fillNodes stores perNode running allocations of a background job on
+// each node, in writes of at most 5,000.
+func fillNodes(b *testing.B, h *Harness, nodes []*structs.Node, perNode int) {
+	bg := mock.Job()
+	bg.ID = "background"
+	bg.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 10, MemoryMB: 16}
+	bg = addJob(b, h, bg)
+	var batch []*structs.Allocation
+	for _, n := range nodes {
+		for i := 0; i < perNode; i++ {
+			batch = append(batch, mock.Alloc(bg, n, len(batch)))
+			if len(batch) == 5000 {
+				addAllocs(b, h, batch...)
+				batch = nil
+			}
+		}
+	}
+	if len(batch) > 0 {
+		addAllocs(b, h, batch...)
+	}
+}
+
+// BenchmarkServiceSchedulerPlaceOnBusyCluster: 1,000 placements over
+// 5,000 nodes that already hold 20 allocations each (100,000 in all), so
+// reading a node's usage is part of every node visit.
+func BenchmarkServiceSchedulerPlaceOnBusyCluster(b *testing.B) {
+	h := testHarness(b)
+	nodes := mockNodes(b, h, 5000)
+	fillNodes(b, h, nodes, 20)
+	job := mock.Job()
+	job.TaskGroups[0].Count = 1000
+	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 128}
+	job = addJob(b, h, job)
+	benchPlace(b, h, job, 1000)
+}
+
+// BenchmarkServiceSchedulerSmallJobOnDenseNode: a job of count 10 placed
+// on one node that already holds 5,000 allocations: what one evaluation
+// pays for a node's existing allocations.
+func BenchmarkServiceSchedulerSmallJobOnDenseNode(b *testing.B) {
+	h := testHarness(b)
+	nodes := mockNodes(b, h, 1, func(_ int, n *structs.Node) {
+		n.NodeResources.Cpu.CpuShares = 5000*10 + 10000
+		n.NodeResources.Memory.MemoryMB = 5000*16 + 10000
+	})
+	fillNodes(b, h, nodes, 5000)
+	job := mock.Job()
+	job.TaskGroups[0].Count = 10
+	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 128}
+	job = addJob(b, h, job)
+	benchPlace(b, h, job, 10)
+}

@@ -11,16 +11,18 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// nodeInfo is one evaluation's view of one node. Usage is computed once,
-// the first time a placement looks at the node, and then kept current as
-// the plan stops and places allocations on it.
+// nodeInfo is one evaluation's view of one node. Its usage is read from
+// the state once, the first time a placement looks at the node; what the
+// plan stops and places on it is tracked from the start.
 type nodeInfo struct {
 	node *structs.Node
 	idx  int // position in evalContext.nodes
 
-	loaded   bool                        // used and the group counts are valid
+	loaded   bool                        // capacity is set and used includes the state's usage
 	capacity structs.ComparableResources // total minus reserved
-	used     structs.ComparableResources // live allocations, adjusted by the plan
+	// used is what the plan changes on the node (negative for stops) and,
+	// once loaded, plus what its live allocations in the state use.
+	used structs.ComparableResources
 }
 
 // evalContext is the state of one scheduling attempt: the snapshot, the
@@ -38,10 +40,10 @@ type evalContext struct {
 	byID  map[string]*nodeInfo // the same, by node ID
 
 	groupIdx    map[string]int // job task group name -> index
-	groupCounts []int32        // [node.idx*len(groups)+group]: live allocs of this job, valid when loaded
+	groupCounts []int32        // [node.idx*len(groups)+group]: live allocs of this job, plan included (see initJobAllocs)
 
-	// stopped holds the IDs of live allocations the plan stops, so that
-	// usage loaded later leaves them out.
+	// stopped holds the IDs of live allocations the plan stops, so that a
+	// second stop of the same allocation frees nothing.
 	stopped map[string]struct{}
 
 	properties []*propertySet // distinct_property trackers, kept current with the plan
@@ -106,15 +108,33 @@ func newEvalContext(state State, logger hclog.Logger, eval *structs.Evaluation, 
 // node returns the node with the given ID, or nil when it is gone.
 func (c *evalContext) node(id string) *nodeInfo { return c.byID[id] }
 
-// load computes n's capacity and usage on first use. On a state error it
-// records the error and leaves the node looking full.
+// initJobAllocs counts the job's live allocations per node and group and
+// builds the distinct_property sets from them. allocs are the job's
+// allocations from the same state; call it once, before the plan changes
+// anything.
+func (c *evalContext) initJobAllocs(allocs []*structs.Allocation) {
+	for _, a := range allocs {
+		g, own := c.ownGroup(a)
+		n := c.byID[a.NodeID]
+		if !own || n == nil || a.TerminalStatus() {
+			continue
+		}
+		c.groupCounts[n.idx*len(c.groupIdx)+g]++
+	}
+	c.initProperties(allocs)
+}
+
+// load reads n's capacity and usage on first use, in O(1): the state
+// keeps each node's usage, and used already holds what the plan stopped on
+// the node before. On a state error it records the error and leaves the
+// node looking full.
 func (c *evalContext) load(n *nodeInfo) {
 	if n.loaded {
 		return
 	}
 	n.loaded = true
 	n.capacity = nodeCapacity(n.node)
-	allocs, err := c.state.AllocsByNode(nil, n.node.ID)
+	u, err := c.state.NodeUsage(nil, n.node.ID)
 	if err != nil {
 		if c.err == nil {
 			c.err = err
@@ -122,18 +142,7 @@ func (c *evalContext) load(n *nodeInfo) {
 		n.used = n.capacity
 		return
 	}
-	for _, a := range allocs {
-		if a.TerminalStatus() {
-			continue
-		}
-		if _, ok := c.stopped[a.ID]; ok {
-			continue
-		}
-		n.used.Add(a.AllocatedResources.Comparable())
-		if g, ok := c.ownGroup(a); ok {
-			c.groupCounts[n.idx*len(c.groupIdx)+g]++
-		}
-	}
+	n.used.Add(u.Used)
 }
 
 // ownGroup returns the group index of a when it belongs to the job.
@@ -148,7 +157,6 @@ func (c *evalContext) ownGroup(a *structs.Allocation) (int, bool) {
 // groupCount is the number of live allocations of group g (or, with g < 0,
 // of the whole job) on n, plan included.
 func (c *evalContext) groupCount(n *nodeInfo, g int) int {
-	c.load(n)
 	ng := len(c.groupIdx)
 	base := n.idx * ng
 	if g >= 0 {
@@ -191,18 +199,13 @@ func (c *evalContext) appendStop(a *structs.Allocation, desc, clientStatus strin
 		return
 	}
 	g, own := c.ownGroup(a)
-	for _, ps := range c.properties {
-		if own {
+	if own {
+		for _, ps := range c.properties {
 			ps.remove(n, g)
 		}
-	}
-	if !n.loaded {
-		return // load will skip it
-	}
-	n.used.Subtract(a.AllocatedResources.Comparable())
-	if own {
 		c.groupCounts[n.idx*len(c.groupIdx)+g]--
 	}
+	n.used.Subtract(a.AllocatedResources.Comparable())
 }
 
 // revertStop withdraws the stop of a that appendStop just added.
@@ -224,18 +227,13 @@ func (c *evalContext) revertStop(a *structs.Allocation) {
 		return
 	}
 	g, own := c.ownGroup(a)
-	for _, ps := range c.properties {
-		if own {
+	if own {
+		for _, ps := range c.properties {
 			ps.add(n, g)
 		}
-	}
-	if !n.loaded {
-		return
-	}
-	n.used.Add(a.AllocatedResources.Comparable())
-	if own {
 		c.groupCounts[n.idx*len(c.groupIdx)+g]++
 	}
+	n.used.Add(a.AllocatedResources.Comparable())
 }
 
 // appendPlace adds a new allocation of group g on n using ask.

@@ -306,8 +306,8 @@ next:
 func (it *distinctPropertyIterator) Reset() { it.src.Reset() }
 
 // initProperties builds a property set for every distinct_property
-// constraint of the job and its groups from the job's live allocations.
-// Call it before the plan changes anything.
+// constraint of the job and its groups from the job's live allocations
+// (initJobAllocs calls it).
 func (c *evalContext) initProperties(allocs []*structs.Allocation) {
 	if c.job == nil {
 		return

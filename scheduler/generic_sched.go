@@ -79,7 +79,7 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 	if err != nil {
 		return false, false, err
 	}
-	ctx.initProperties(allocs)
+	ctx.initJobAllocs(allocs)
 	s.resetOutcome(job)
 
 	r := &reconciler{job: job, batch: s.batch, now: now, evalID: s.eval.ID, node: ctx.nodeOrNil}

@@ -27,8 +27,9 @@ type State interface {
 	Nodes(ws memdb.WatchSet) ([]*structs.Node, error)
 	// AllocsByJob returns every allocation of the job, terminal ones too.
 	AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Allocation, error)
-	// AllocsByNode returns every allocation on the node, terminal ones too.
-	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error)
+	// NodeUsage returns the summed resources and number of the node's live
+	// (non-terminal) allocations, in O(1); zero for a node without any.
+	NodeUsage(ws memdb.WatchSet, nodeID string) (structs.NodeUsage, error)
 	// LatestIndex is the highest Raft index the view includes.
 	LatestIndex() (uint64, error)
 }

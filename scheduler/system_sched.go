@@ -56,7 +56,7 @@ func (s *systemScheduler) attempt() (done, progress bool, err error) {
 	if err != nil {
 		return false, false, err
 	}
-	ctx.initProperties(allocs)
+	ctx.initJobAllocs(allocs)
 	s.failed, s.classElig, s.escaped = nil, nil, false
 	s.queued = map[string]int{}
 	for _, tg := range jobGroups(job) {
