@@ -107,7 +107,6 @@ func (r *runner) runChurn(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := r.client(w)
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				op, id, seq, pick := st.next()
 				count := 1 + pick%max(sc.Count, 1)
@@ -121,11 +120,15 @@ func (r *runner) runChurn(ctx context.Context) error {
 				switch op {
 				case opRegister, opScale:
 					var resp *nomad.JobRegisterResponse
-					if resp, err = r.register(ctx, c, r.job(id, count)); err == nil {
+					if resp, err = r.register(ctx, w, r.job(id, count)); err == nil {
 						evalID = resp.EvalID
 					}
 				case opStop:
-					evalID, _, err = c.Jobs().Deregister(id, true, (&nomad.WriteOptions{}).WithContext(ctx))
+					err = r.write(ctx, w, func(c *nomad.Client) error {
+						var err error
+						evalID, _, err = c.Jobs().Deregister(id, true, (&nomad.WriteOptions{}).WithContext(ctx))
+						return err
+					})
 				}
 				st.done(op, id, err == nil)
 				if err != nil {
@@ -134,7 +137,7 @@ func (r *runner) runChurn(ctx context.Context) error {
 				}
 				writeLat.add(time.Since(start))
 				writes.Add(1)
-				lat, ok := r.waitEval(ctx, c, evalID, start, deadline.Add(evalDrainTimeout))
+				lat, ok := r.waitEval(ctx, w, evalID, start, deadline.Add(evalDrainTimeout))
 				switch {
 				case ok:
 					evalLat.add(lat)

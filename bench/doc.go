@@ -33,9 +33,20 @@
 //     servers' clocks must agree with this machine's (same host or NTP).
 //   - CPU seconds are utime+stime from /proc/<pid>/stat over the measured
 //     window; peak RSS is the highest VmRSS sampled every 100 ms in it.
+//   - leader kill (Config.KillLeaderAfter, scenario c1m-small-kill): that
+//     long into the window the leader is found (/v1/status/leader matched
+//     against each agent's own RPC address from /v1/agent/self) and
+//     SIGKILLed; the election time is from the kill until a survivor's
+//     /v1/status/leader (polled every 50 ms) names another server. From
+//     the kill on, every request goes to the survivors; job writes are
+//     retried through the next agent after transport errors, 5xx and 429.
+//   - at the end every job's allocations are read back: no allocation
+//     name may be held by two non-terminal allocations (a duplicate
+//     placement), and each place job must hold exactly its count. Either
+//     failure fails the run.
 //
-// This package imports only Nomad's Go API client and the standard
-// library: it must never import a Drover server, agent or simulator
-// package (the caller wires the simulator in), so that what it measures is
-// exactly what a Nomad user's program would see.
+// This package imports only Nomad's Go API client, the standard library
+// and internal/backoff: it must never import a Drover server, agent or
+// simulator package (the caller wires the simulator in), so that what it
+// measures is exactly what a Nomad user's program would see.
 package bench

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	nomad "github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/internal/backoff"
 )
 
 // placeCounts aggregates the jobs' summaries: every watcher adds the
@@ -56,16 +58,17 @@ func summaryCounts(s *nomad.JobSummary) (placed, running int64) {
 
 // watchSummary follows one job's summary with blocking queries from
 // index on, adding its changes to counts, until the job is fully running
-// or ctx ends.
-func (r *runner) watchSummary(ctx context.Context, c *nomad.Client, jobID string, count int64, index uint64, counts *placeCounts) {
+// or ctx ends. It asks client ci, and the next live one after an error.
+func (r *runner) watchSummary(ctx context.Context, ci int, jobID string, count int64, index uint64, counts *placeCounts) {
 	var placed, running int64
 	for ctx.Err() == nil {
 		q := (&nomad.QueryOptions{WaitIndex: index, WaitTime: summaryWait, AllowStale: r.cfg.Stale}).WithContext(ctx)
-		sum, meta, err := c.Jobs().Summary(jobID, q)
+		sum, meta, err := r.client(ci).Jobs().Summary(jobID, q)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
+			ci++
 			select {
 			case <-ctx.Done():
 				return
@@ -101,7 +104,7 @@ type evalResolver struct {
 type evalReq struct {
 	id    string
 	start time.Time
-	c     *nomad.Client
+	ci    int // client index (see runner.client)
 }
 
 func (r *runner) newEvalResolver(ctx context.Context, workers int) *evalResolver {
@@ -119,17 +122,17 @@ func (r *runner) newEvalResolver(ctx context.Context, workers int) *evalResolver
 }
 
 // add queues an evaluation (ignored when id is empty).
-func (e *evalResolver) add(id string, start time.Time, c *nomad.Client) {
+func (e *evalResolver) add(id string, start time.Time, ci int) {
 	if id == "" {
 		return
 	}
 	e.pending.Add(1)
-	e.queue <- evalReq{id: id, start: start, c: c}
+	e.queue <- evalReq{id: id, start: start, ci: ci}
 }
 
 func (e *evalResolver) resolve(ctx context.Context, req evalReq) {
 	defer e.pending.Add(-1)
-	if lat, ok := e.r.waitEval(ctx, req.c, req.id, req.start, time.Time{}); ok {
+	if lat, ok := e.r.waitEval(ctx, req.ci, req.id, req.start, time.Time{}); ok {
 		e.lat.add(lat)
 		e.done.Add(1)
 	}
@@ -137,8 +140,9 @@ func (e *evalResolver) resolve(ctx context.Context, req evalReq) {
 
 // waitEval follows an evaluation with blocking queries until it is
 // terminal (complete, failed or canceled), ctx ends or the deadline (if
-// not zero) passes, and returns its ModifyTime minus start.
-func (r *runner) waitEval(ctx context.Context, c *nomad.Client, id string, start, deadline time.Time) (time.Duration, bool) {
+// not zero) passes, and returns its ModifyTime minus start. It asks
+// client ci, and the next live one after an error.
+func (r *runner) waitEval(ctx context.Context, ci int, id string, start, deadline time.Time) (time.Duration, bool) {
 	if id == "" {
 		return 0, false
 	}
@@ -150,8 +154,9 @@ func (r *runner) waitEval(ctx context.Context, c *nomad.Client, id string, start
 	var index uint64
 	for ctx.Err() == nil {
 		q := (&nomad.QueryOptions{WaitIndex: index, WaitTime: summaryWait, AllowStale: r.cfg.Stale}).WithContext(ctx)
-		ev, meta, err := c.Evaluations().Info(id, q)
+		ev, meta, err := r.client(ci).Evaluations().Info(id, q)
 		if err != nil {
+			ci++
 			select {
 			case <-ctx.Done():
 			case <-time.After(250 * time.Millisecond):
@@ -230,32 +235,57 @@ func (r *runner) pollJobList(ctx context.Context, counts *placeCounts) {
 	}
 }
 
-// register sends one job registration, retrying a refused connection
-// (429: the agent never read the request) a few times.
-func (r *runner) register(ctx context.Context, c *nomad.Client, job *nomad.Job) (*nomad.JobRegisterResponse, error) {
-	delay := 50 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		resp, _, err := c.Jobs().Register(job, (&nomad.WriteOptions{}).WithContext(ctx))
-		if err == nil || attempt == 5 || !refused(err) {
-			return resp, err
+// Job writes are retried for up to writeRetryFor after a refused
+// connection (429: the agent never read the request), a transport error
+// (the agent died) or a 5xx answer (no leader during an election, a
+// forward to a dead leader), each time through the next live agent.
+const (
+	writeRetryFor   = time.Minute
+	writeRetryBase  = 50 * time.Millisecond
+	writeRetryLimit = time.Second
+)
+
+// write runs fn with client ci, retrying as above; retried writes are
+// counted for the result's notes.
+func (r *runner) write(ctx context.Context, ci int, fn func(c *nomad.Client) error) error {
+	attempt := 0
+	return backoff.Retry(ctx, backoff.New(writeRetryBase, writeRetryLimit), writeRetryFor, retryableWrite, func() error {
+		err := fn(r.client(ci + attempt))
+		if err != nil && retryableWrite(err) && ctx.Err() == nil {
+			if attempt == 0 {
+				r.retried.Add(1)
+			}
+			r.firstRetry.CompareAndSwap(nil, err.Error())
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
-		}
-		delay *= 2
-	}
+		attempt++
+		return err
+	})
 }
 
-// refused reports whether err is an agent's 429 (too many connections).
-func refused(err error) bool {
+// register sends one job registration (see write).
+func (r *runner) register(ctx context.Context, ci int, job *nomad.Job) (*nomad.JobRegisterResponse, error) {
+	var resp *nomad.JobRegisterResponse
+	err := r.write(ctx, ci, func(c *nomad.Client) error {
+		var err error
+		resp, _, err = c.Jobs().Register(job, (&nomad.WriteOptions{}).WithContext(ctx))
+		return err
+	})
+	return resp, err
+}
+
+// retryableWrite reports whether another attempt at a job write may
+// succeed: an agent's 429 or 5xx answer, or a transport error.
+func retryableWrite(err error) bool {
 	var ue nomad.UnexpectedResponseError
 	if errors.As(err, &ue) {
-		return ue.StatusCode() == http.StatusTooManyRequests
+		return ue.StatusCode() == http.StatusTooManyRequests || ue.StatusCode() >= http.StatusInternalServerError
 	}
-	return strings.Contains(err.Error(), "response code: 429")
+	var ne *url.Error
+	return errors.As(err, &ne) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
+
+// placeJobID is the ID of a place scenario's i-th job.
+func (r *runner) placeJobID(i int) string { return fmt.Sprintf("%s%05d", r.jobPrefix(), i) }
 
 // runPlace registers the scenario's jobs at once (Concurrency writes in
 // flight) and waits until every allocation is placed and running.
@@ -300,10 +330,9 @@ func (r *runner) runPlace(ctx context.Context) error {
 		writers.Add(1)
 		go func() {
 			defer writers.Done()
-			c := r.client(i)
-			id := fmt.Sprintf("%s%05d", r.jobPrefix(), i)
+			id := r.placeJobID(i)
 			start := time.Now()
-			resp, err := r.register(ctx, c, r.job(id, sc.Count))
+			resp, err := r.register(ctx, i, r.job(id, sc.Count))
 			<-sem
 			if err != nil {
 				failed.Add(1)
@@ -312,12 +341,12 @@ func (r *runner) runPlace(ctx context.Context) error {
 			}
 			writeLat.add(time.Since(start))
 			submitted.Add(1)
-			evals.add(resp.EvalID, start, c)
+			evals.add(resp.EvalID, start, i)
 			if perJob {
 				watchers.Add(1)
 				go func() {
 					defer watchers.Done()
-					r.watchSummary(watchCtx, c, id, int64(sc.Count), resp.JobModifyIndex, counts)
+					r.watchSummary(watchCtx, i, id, int64(sc.Count), resp.JobModifyIndex, counts)
 				}()
 			}
 		}()

@@ -54,6 +54,12 @@ type Result struct {
 	// Self is this process (driver and, if in-process, the simulator).
 	Self ServerResult `json:"self"`
 
+	// Kill is the leader kill, when one was asked for.
+	Kill *KillResult `json:"kill,omitempty"`
+	// Verify is what reading every job's allocations at the end showed
+	// (nil: not checked).
+	Verify *VerifyResult `json:"verify,omitempty"`
+
 	LoadStart string  `json:"loadavg_start"`
 	LoadEnd   string  `json:"loadavg_end"`
 	Machine   Machine `json:"machine"`
@@ -81,9 +87,13 @@ func latencyOf(p Percentiles) Latency {
 
 // ServerResult is what one server process cost over the window.
 type ServerResult struct {
-	Address    string  `json:"address,omitempty"`
-	PID        int     `json:"pid,omitempty"`
-	Leader     bool    `json:"leader"`
+	Address string `json:"address,omitempty"`
+	RPCAddr string `json:"rpc_addr,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	Leader  bool   `json:"leader"`
+	// Killed: the leader kill stopped it; Elected: it led after the kill.
+	Killed     bool    `json:"killed,omitempty"`
+	Elected    bool    `json:"elected,omitempty"`
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// CPUPercent is of one core over the window.
 	CPUPercent   float64 `json:"cpu_percent"`
@@ -125,6 +135,32 @@ func (r *Result) checkTargets() {
 	}
 	if r.Kind == KindIdle && r.NodesDown > 0 {
 		miss("%d nodes marked down, target 0", r.NodesDown)
+	}
+	if k := r.Kill; k != nil {
+		switch {
+		case k.AtSeconds == 0:
+			miss("no leader kill: %s", orDash(k.Error))
+		case k.ElectionSeconds == 0:
+			miss("no new leader seen after the kill: %s", orDash(k.Error))
+		}
+		if r.Kind != KindIdle && r.NodesDown > 0 {
+			miss("%d nodes marked down after the leader kill, target 0", r.NodesDown)
+		}
+		if a := k.allowance(); a > 0 && (r.PlacedSeconds == 0 || r.PlacedSeconds > a) {
+			miss("placed in %s with the leader kill, target %s (baseline %s + election %s + %s)", fmtSeconds(r.PlacedSeconds),
+				fmtSeconds(a), fmtSeconds(k.BaselinePlacedSeconds), fmtSeconds(k.ElectionSeconds), fmtSeconds(KillSlack.Seconds()))
+		}
+	}
+	if v := r.Verify; v != nil {
+		if v.Duplicates > 0 {
+			miss("DUPLICATE ALLOCATIONS: %d names held by more than one live allocation, target 0", v.Duplicates)
+		}
+		if v.Converged < v.Expected {
+			miss("%d of %d jobs did not converge to their count", v.Expected-v.Converged, v.Expected)
+		}
+		if v.ReadErrors > 0 {
+			miss("%d jobs' allocations could not be read", v.ReadErrors)
+		}
 	}
 }
 
@@ -201,6 +237,16 @@ func (r *Result) WriteText(w io.Writer) error {
 		row("Write -> eval complete", r.EvalLatency.String()+unresolved(r.EvalsUnresolved))
 		row("Write HTTP round trip", r.WriteLatency.String())
 	}
+	if k := r.Kill; k != nil {
+		row("Leader kill", k.String())
+		if a := k.allowance(); a > 0 {
+			row("Placed vs baseline", fmt.Sprintf("%s, target %s (baseline %s + election %s + %s)", fmtSeconds(r.PlacedSeconds),
+				fmtSeconds(a), fmtSeconds(k.BaselinePlacedSeconds), fmtSeconds(k.ElectionSeconds), fmtSeconds(KillSlack.Seconds())))
+		}
+	}
+	if v := r.Verify; v != nil {
+		row("Allocations checked", fmt.Sprintf("%s (read in %s)", v.summary(), fmtSeconds(v.Seconds)))
+	}
 	row("Window", fmtSeconds(r.WindowSeconds))
 	row("Raft data", fmtBytes(r.RaftBytes))
 	row("Load average", fmt.Sprintf("%s at start, %s at end", orDash(r.LoadStart), orDash(r.LoadEnd)))
@@ -225,11 +271,7 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmtBytes(s.PeakRSSBytes), fmtBytes(s.HWMBytes))
 	}
 	for _, s := range r.Servers {
-		role := "follower"
-		if s.Leader {
-			role = "leader"
-		}
-		srv(s, role)
+		srv(s, s.role())
 	}
 	srv(r.Self, "this process")
 	if err := tw.Flush(); err != nil {
@@ -241,6 +283,11 @@ func (r *Result) WriteText(w io.Writer) error {
 	if len(r.Misses) == 0 && hasTargets(r.Targets) {
 		fmt.Fprintln(w, "Targets: all met")
 	}
+	if r.Verify != nil {
+		for _, p := range r.Verify.Problems {
+			fmt.Fprintf(w, "Allocations: %s\n", p)
+		}
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
@@ -251,6 +298,33 @@ func (r *Result) WriteText(w io.Writer) error {
 }
 
 func hasTargets(t Targets) bool { return t != Targets{} }
+
+// role renders a server's part in the run.
+func (s ServerResult) role() string {
+	role := "follower"
+	if s.Leader {
+		role = "leader"
+	}
+	switch {
+	case s.Killed:
+		role += ", killed"
+	case s.Elected:
+		role += ", then leader"
+	}
+	return role
+}
+
+// String renders the kill in one line.
+func (k *KillResult) String() string {
+	if k.AtSeconds == 0 {
+		return fmt.Sprintf("asked for after %s, none: %s", fmtSeconds(k.AfterSeconds), orDash(k.Error))
+	}
+	out := fmt.Sprintf("%s (pid %d, %s) SIGKILLed at %s; ", k.Server, k.PID, orDash(k.RPCAddr), fmtSeconds(k.AtSeconds))
+	if k.ElectionSeconds == 0 {
+		return out + "no new leader seen: " + orDash(k.Error)
+	}
+	return out + fmt.Sprintf("new leader %s known %s later", k.NewLeader, fmtSeconds(k.ElectionSeconds))
+}
 
 func unresolved(n int) string {
 	if n == 0 {
@@ -274,8 +348,8 @@ func (r *Result) WriteJSON(w io.Writer) error {
 }
 
 // MarkdownHeader is the header of the table MarkdownRow fills.
-const MarkdownHeader = "| scenario | nodes | allocs | placed | running | placements/s | write -> eval complete p50 / p95 / p99 | leader CPU s (% of a core) | leader peak RSS | followers CPU s | Raft data | load avg start / end |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|---|---|"
+const MarkdownHeader = "| scenario | nodes | allocs | placed | running | placements/s | write -> eval complete p50 / p95 / p99 | leader CPU s (% of a core) | leader peak RSS | followers CPU s | Raft data | leader kill at / election | jobs converged / duplicate allocs | load avg start / end |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 // MarkdownRow renders the result as one row under MarkdownHeader.
 func (r *Result) MarkdownRow() string {
@@ -317,7 +391,29 @@ func (r *Result) MarkdownRow() string {
 	if r.EvalLatency.Count > 0 {
 		lat = fmt.Sprintf("%s / %s / %s", fmtSeconds(r.EvalLatency.P50), fmtSeconds(r.EvalLatency.P95), fmtSeconds(r.EvalLatency.P99))
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |",
+	kill := "-"
+	if k := r.Kill; k != nil {
+		switch {
+		case k.AtSeconds == 0:
+			kill = "no kill"
+		case k.ElectionSeconds == 0:
+			kill = fmt.Sprintf("%s / no new leader", fmtSeconds(k.AtSeconds))
+		default:
+			kill = fmt.Sprintf("%s / %s", fmtSeconds(k.AtSeconds), fmtSeconds(k.ElectionSeconds))
+		}
+	}
+	checked := "-"
+	if v := r.Verify; v != nil {
+		conv := "-"
+		if v.Expected > 0 {
+			conv = fmt.Sprintf("%s/%s", fmtCount(float64(v.Converged)), fmtCount(float64(v.Expected)))
+		}
+		checked = fmt.Sprintf("%s / %d", conv, v.Duplicates)
+		if v.Duplicates > 0 {
+			checked += " **DUPLICATES**"
+		}
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |",
 		r.Scenario, fmtCount(float64(r.Nodes)), allocs, placed, running, rate, lat, leader, rss, followers,
-		fmtBytes(r.RaftBytes), orDash(r.LoadStart), orDash(r.LoadEnd))
+		fmtBytes(r.RaftBytes), kill, checked, orDash(r.LoadStart), orDash(r.LoadEnd))
 }

@@ -113,7 +113,7 @@ func TestMarkdownRow(t *testing.T) {
 		r    *Result
 		want []string
 	}{
-		{"place", sampleResult(), []string{"| burst | 500 | 5,000 | 500 ms | 1.50 s | 10,000 | 450 ms / 450 ms / 450 ms | 0.90 (60%) | 250.0 MiB | 0.30 | 60.0 MiB | 1.00 0.50 0.25 / 1.20 0.60 0.30 |"}},
+		{"place", sampleResult(), []string{"| burst | 500 | 5,000 | 500 ms | 1.50 s | 10,000 | 450 ms / 450 ms / 450 ms | 0.90 (60%) | 250.0 MiB | 0.30 | 60.0 MiB | - | - | 1.00 0.50 0.25 / 1.20 0.60 0.30 |"}},
 		{"unreached", &Result{Scenario: "c1m-small", Kind: KindPlace, Allocs: 100000, Placed: 90000}, []string{"not reached (90,000)"}},
 		{"churn", &Result{Scenario: "churn", Kind: KindChurn, Ops: 1200, WindowSeconds: 60, OpsPerSec: 20}, []string{"1,200 writes (20.0/s)"}},
 		{"idle", &Result{Scenario: "heartbeats", Kind: KindIdle, Nodes: 10000, WindowSeconds: 600, NodesDown: 0}, []string{"| heartbeats | 10,000 | idle 600 s, 0 down |"}},

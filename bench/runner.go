@@ -93,6 +93,20 @@ type Config struct {
 	Command string
 	// Seed makes churn's choices repeatable (0: time-based).
 	Seed int64
+	// KillLeaderAfter, if positive (or the scenario's, when zero), kills
+	// the leader this long into the measured window and measures the
+	// election; the run goes on against the surviving servers. It needs
+	// ServerPIDs (or KillServer) and at least two addresses.
+	KillLeaderAfter time.Duration
+	// BaselinePlaced is the placed time of the same scenario without the
+	// kill, if known: a kill run must place within it plus the election
+	// time plus KillSlack.
+	BaselinePlaced time.Duration
+	// KillServer, if set, stops server i (its position in Addresses)
+	// instead of a SIGKILL to ServerPIDs[i] (in-process tests).
+	KillServer func(i int) error
+	// NoVerify skips reading every job's allocations at the end.
+	NoVerify bool
 }
 
 func (c *Config) withDefaults() *Config {
@@ -121,6 +135,9 @@ func (c *Config) withDefaults() *Config {
 	if out.Seed == 0 {
 		out.Seed = time.Now().UnixNano()
 	}
+	if out.KillLeaderAfter <= 0 {
+		out.KillLeaderAfter = out.Scenario.KillLeaderAfter
+	}
 	if out.Progress == nil {
 		out.Progress = io.Discard
 	}
@@ -130,9 +147,17 @@ func (c *Config) withDefaults() *Config {
 // runner is one run's state.
 type runner struct {
 	cfg     *Config
-	clients []*nomad.Client
-	res     *Result
-	start   time.Time // first job write
+	clients []*nomad.Client // by the position of their address
+	// live holds the indexes (into clients) of the servers not killed;
+	// client picks among them.
+	live  atomic.Pointer[[]int]
+	res   *Result
+	start time.Time // first job write
+	// retried counts job writes retried after an error; firstRetry is
+	// the first such error.
+	retried    atomic.Int64
+	firstRetry atomic.Value
+	killer     atomic.Pointer[killer] // nil without a leader kill
 
 	progressMu sync.Mutex
 	progress   func() string // current progress line; guarded by progressMu
@@ -149,6 +174,9 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		return nil, errors.New("bench: no scenario")
 	}
 	cfg = cfg.withDefaults()
+	if err := cfg.checkKill(); err != nil {
+		return nil, err
+	}
 	r := &runner{cfg: cfg}
 	hc := &http.Client{Transport: &http.Transport{
 		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: maxConnsPerAgent,
@@ -161,6 +189,11 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		}
 		r.clients = append(r.clients, c)
 	}
+	live := make([]int, len(r.clients))
+	for i := range live {
+		live[i] = i
+	}
+	r.live.Store(&live)
 	sc := cfg.Scenario
 	r.res = &Result{
 		Scenario: sc.Name, Description: sc.Description, Kind: sc.Kind, Command: cfg.Command,
@@ -195,6 +228,7 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	watch := startProcWatch(pids, defaultSampleEvery)
 	stopPerf := r.startPerf()
 	windowStart := time.Now()
+	r.killer.Store(r.startKiller(ctx, windowStart))
 
 	var runErr error
 	switch sc.Kind {
@@ -210,10 +244,19 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	window := time.Since(windowStart)
 	watch.finish()
 	stopPerf()
+	if k := r.finishKill(); k != nil && (k.AtSeconds == 0 || k.ElectionSeconds == 0) {
+		runErr = errors.Join(runErr, errors.New("leader kill: "+k.String()))
+	}
 	r.res.WindowSeconds = window.Seconds()
 	r.fillProc(watch, window)
 	r.res.LoadEnd = loadAvg()
 	r.countDown(ctx)
+	if r.res.Verify = r.verify(ctx); r.res.Verify.failed() {
+		runErr = errors.Join(runErr, errors.New(r.res.Verify.summary()))
+	}
+	if n := r.retried.Load(); n > 0 {
+		r.res.Notes = append(r.res.Notes, fmt.Sprintf("%d job writes retried after an error (first: %v)", n, r.firstRetry.Load()))
+	}
 	for _, d := range cfg.DataDirs {
 		n, err := dirSize(d)
 		if err != nil {
@@ -232,8 +275,45 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	return r.res, runErr
 }
 
-// client returns the i-th client, round-robin.
-func (r *runner) client(i int) *nomad.Client { return r.clients[i%len(r.clients)] }
+// client returns the i-th client of the live servers, round-robin.
+func (r *runner) client(i int) *nomad.Client {
+	live := *r.live.Load()
+	return r.clients[live[i%len(live)]]
+}
+
+// liveIndexes returns the indexes of the servers not killed.
+func (r *runner) liveIndexes() []int { return *r.live.Load() }
+
+// dropClient stops client from picking server k. At least one server
+// stays.
+func (r *runner) dropClient(k int) {
+	for {
+		cur := r.live.Load()
+		var next []int
+		for _, i := range *cur {
+			if i != k {
+				next = append(next, i)
+			}
+		}
+		if len(next) == 0 || r.live.CompareAndSwap(cur, &next) {
+			return
+		}
+	}
+}
+
+// checkKill refuses a leader kill the run cannot do.
+func (c *Config) checkKill() error {
+	if c.KillLeaderAfter <= 0 {
+		return nil
+	}
+	if len(c.Addresses) < 2 {
+		return errors.New("bench: killing the leader needs the addresses of at least two servers")
+	}
+	if c.KillServer == nil && len(c.ServerPIDs) < len(c.Addresses) {
+		return errors.New("bench: killing the leader needs the PID of every server (-server-pids, in the order of -address)")
+	}
+	return nil
+}
 
 // waitNodes waits until at least n nodes with the prefix are ready and
 // eligible.
@@ -244,7 +324,7 @@ func (r *runner) waitNodes(ctx context.Context, n int) error {
 		return fmt.Sprintf("%s: waiting for nodes: %d/%d ready%s", r.cfg.Scenario.Name, ready.Load(), n, r.sourceStatus())
 	})
 	for {
-		nodes, _, err := r.clients[0].Nodes().List((&nomad.QueryOptions{Prefix: r.cfg.NodePrefix}).WithContext(ctx))
+		nodes, _, err := r.client(0).Nodes().List((&nomad.QueryOptions{Prefix: r.cfg.NodePrefix}).WithContext(ctx))
 		if err == nil {
 			count := 0
 			for _, node := range nodes {
@@ -271,7 +351,7 @@ func (r *runner) waitNodes(ctx context.Context, n int) error {
 
 // countDown counts the nodes with the prefix that are down.
 func (r *runner) countDown(ctx context.Context) {
-	nodes, _, err := r.clients[0].Nodes().List((&nomad.QueryOptions{Prefix: r.cfg.NodePrefix}).WithContext(ctx))
+	nodes, _, err := r.client(0).Nodes().List((&nomad.QueryOptions{Prefix: r.cfg.NodePrefix}).WithContext(ctx))
 	if err != nil {
 		r.res.Errors = append(r.res.Errors, "listing nodes at the end: "+err.Error())
 		return
@@ -297,14 +377,31 @@ func (r *runner) identifyServers(ctx context.Context) {
 			continue
 		}
 		s.Address = r.cfg.Addresses[i]
-		self, err := r.clients[i].Agent().Self()
+		self, err := r.agentSelf(ctx, r.clients[i])
 		if err != nil {
 			r.res.Errors = append(r.res.Errors, fmt.Sprintf("agent self of %s: %v", s.Address, err))
 			continue
 		}
-		raft := self.Stats["raft"]
-		s.Leader = raft["state"] == "Leader" || raft["leader"] == "true"
+		s.Leader, s.RPCAddr = selfIsLeader(self), selfRPCAddr(self)
 	}
+}
+
+// finishKill ends the leader kill (waiting for its election poll) and
+// records it (nil: no kill was asked for).
+func (r *runner) finishKill() *KillResult {
+	k := r.killer.Load()
+	if k == nil {
+		return nil
+	}
+	res, killed, elected := k.finish()
+	r.res.Kill = res
+	if killed >= 0 && killed < len(r.res.Servers) {
+		r.res.Servers[killed].Killed = true
+	}
+	if elected >= 0 && elected < len(r.res.Servers) {
+		r.res.Servers[elected].Elected = true
+	}
+	return res
 }
 
 // fillProc computes the servers' CPU and memory over the window.
@@ -313,7 +410,8 @@ func (r *runner) fillProc(w *procWatch, window time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	fill := func(s *ServerResult, i int) {
-		if w.errs[i] != nil {
+		// A killed server's figures are its last sample before it died.
+		if w.errs[i] != nil && !(s.Killed && w.last[i] != ProcSample{}) {
 			s.Error = w.errs[i].Error()
 			return
 		}
@@ -358,7 +456,7 @@ func (r *runner) startPerf() func() {
 
 // cleanup purges the run's jobs.
 func (r *runner) cleanup(ctx context.Context) {
-	jobs, _, err := r.clients[0].Jobs().PrefixList(r.jobPrefix())
+	jobs, _, err := r.client(0).Jobs().PrefixList(r.jobPrefix())
 	if err != nil {
 		r.res.Errors = append(r.res.Errors, "listing jobs to purge: "+err.Error())
 		return
@@ -371,7 +469,10 @@ func (r *runner) cleanup(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			_, _, _ = r.client(i).Jobs().Deregister(j.ID, true, (&nomad.WriteOptions{}).WithContext(ctx))
+			_ = r.write(ctx, i, func(c *nomad.Client) error {
+				_, _, err := c.Jobs().Deregister(j.ID, true, (&nomad.WriteOptions{}).WithContext(ctx))
+				return err
+			})
 		}()
 	}
 	wg.Wait()
@@ -403,10 +504,14 @@ func (r *runner) setProgress(f func() string) {
 }
 
 func (r *runner) sourceStatus() string {
-	if r.source == nil {
-		return ""
+	out := ""
+	if k := r.killer.Load().progress(); k != "" {
+		out = " | " + k
 	}
-	return " | " + r.source.Status()
+	if r.source != nil {
+		out += " | " + r.source.Status()
+	}
+	return out
 }
 
 // runProgress prints the progress line until the returned function is

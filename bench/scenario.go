@@ -44,6 +44,9 @@ type Scenario struct {
 	Duration time.Duration
 	// Writers is how many job writes are in flight (0: DefaultConcurrency).
 	Writers int
+	// KillLeaderAfter, if positive, SIGKILLs the leader this long into
+	// the measured window (Config.KillLeaderAfter).
+	KillLeaderAfter time.Duration
 	// Targets, for the report (zero: none).
 	Targets Targets
 }
@@ -60,6 +63,14 @@ type Targets struct {
 // AllocTotal is the number of allocations a place scenario waits for.
 func (s Scenario) AllocTotal() int { return s.Jobs * s.Count }
 
+var c1mSmall = Scenario{
+	Name: "c1m-small", Kind: KindPlace,
+	Description: "5,000 nodes, 1,000 jobs x 100 submitted concurrently",
+	Nodes:       NodeShape{Count: 5000, CPU: 4000, MemoryMB: 8192, Disk: 100000},
+	Jobs:        1000, Count: 100, TaskCPU: 10, TaskMemoryMB: 10,
+	Targets: Targets{Placed: 10 * time.Second, EvalP99: 2 * time.Second},
+}
+
 var scenarios = []Scenario{
 	{
 		Name: "burst", Kind: KindPlace,
@@ -75,13 +86,8 @@ var scenarios = []Scenario{
 		Jobs:        1, Count: 5000, TaskCPU: 10, TaskMemoryMB: 10,
 		Targets: Targets{Placed: 500 * time.Millisecond},
 	},
-	{
-		Name: "c1m-small", Kind: KindPlace,
-		Description: "5,000 nodes, 1,000 jobs x 100 submitted concurrently",
-		Nodes:       NodeShape{Count: 5000, CPU: 4000, MemoryMB: 8192, Disk: 100000},
-		Jobs:        1000, Count: 100, TaskCPU: 10, TaskMemoryMB: 10,
-		Targets: Targets{Placed: 10 * time.Second, EvalP99: 2 * time.Second},
-	},
+	c1mSmall,
+	withLeaderKill(c1mSmall, 5*time.Second),
 	{
 		Name: "churn", Kind: KindChurn,
 		Description: "2,000 nodes, 16 writers registering, scaling and stopping jobs, each waiting for its evaluation",
@@ -96,6 +102,19 @@ var scenarios = []Scenario{
 		Duration:    10 * time.Minute,
 		Targets:     Targets{LeaderCPUPercent: 30},
 	},
+}
+
+// withLeaderKill is s with the leader SIGKILLed after the given time,
+// named "<name>-kill". Its only target is relative: the placed time may
+// grow by at most the election time plus KillSlack over a run without
+// the kill (Config.BaselinePlaced; scripts/bench-cluster.sh passes the
+// placed time of "<name>" when it ran first in the same invocation).
+func withLeaderKill(s Scenario, after time.Duration) Scenario {
+	s.Name += "-kill"
+	s.Description += fmt.Sprintf(", the leader SIGKILLed %v in", after)
+	s.KillLeaderAfter = after
+	s.Targets = Targets{}
+	return s
 }
 
 // Scenarios returns the named scenarios, sorted by name.
