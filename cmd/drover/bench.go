@@ -62,6 +62,10 @@ func runBench(e *env, args []string) int {
 		taskRunFor  string
 		perfOut     string
 		logLevel    string
+		killAfter   time.Duration
+		baseline    time.Duration
+		verify      bool
+		jsonOut     string
 	)
 	fs := newFlagSet(e, "bench", "-scenario <name> [options]",
 		"Run a benchmark scenario against a cluster through the HTTP API (Nomad's Go client, so a\n"+
@@ -90,6 +94,12 @@ func runBench(e *env, args []string) int {
 	fs.StringVar(&taskRunFor, "task-run-for", bench.DefaultRunFor, "mock_driver run_for of the jobs' tasks (long keeps them running)")
 	fs.StringVar(&perfOut, "perf", "", "record a perf profile of the leader (needs -server-pids) into this file")
 	fs.StringVar(&logLevel, "log-level", "warn", "log level of the in-process simulator")
+	fs.DurationVar(&killAfter, "kill-leader-after", 0, "SIGKILL the leader this long into the measured window and measure the election\n"+
+		"(needs -server-pids in the order of -address; 0: the scenario's, e.g. c1m-small-kill)")
+	fs.DurationVar(&baseline, "baseline-placed", 0, "placed time of the same scenario without the kill: with the kill, placement must\n"+
+		"finish within it plus the election time plus 2 s")
+	fs.BoolVar(&verify, "verify", true, "read every job's allocations at the end: no duplicate names, each job at its count")
+	fs.StringVar(&jsonOut, "json-out", "", "also write the result as JSON to this file")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
@@ -124,6 +134,13 @@ func runBench(e *env, args []string) int {
 	if count > 0 {
 		sc.Count = count
 	}
+	if killAfter > 0 && sc.KillLeaderAfter == 0 {
+		sc.Targets = bench.Targets{}
+		sc.Description = fmt.Sprintf("%s [the leader SIGKILLed %v in]", sc.Description, killAfter)
+	}
+	if killAfter > 0 {
+		sc.KillLeaderAfter = killAfter
+	}
 	if nodes > 0 || sf.cpu > 0 || sf.memory > 0 || jobs > 0 || count > 0 {
 		// The targets are for the scenario as named.
 		sc.Targets = bench.Targets{}
@@ -141,6 +158,12 @@ func runBench(e *env, args []string) int {
 		}
 		serverPIDs = append(serverPIDs, n)
 	}
+	if sc.KillLeaderAfter > 0 && killServerHook == nil && len(serverPIDs) < len(addrs) {
+		return usagef(e, "killing the leader needs -server-pids, one per -address, in the same order")
+	}
+	if sc.KillLeaderAfter > 0 && len(addrs) < 2 {
+		return usagef(e, "killing the leader needs the HTTP addresses of at least two servers (-address)")
+	}
 	if !useSim.set {
 		useSim.value = len(sf.servers) > 0
 	}
@@ -157,7 +180,8 @@ func runBench(e *env, args []string) int {
 		RunFor: taskRunFor, Concurrency: concurrency, Stale: stale, Timeout: timeout, Duration: duration,
 		ServerPIDs: serverPIDs, DataDirs: dataDirs, Cleanup: cleanup,
 		Progress: progress, InPlace: isTerminal(progress), PerfOut: perfOut,
-		Command: "drover bench " + strings.Join(args, " "),
+		Command:        "drover bench " + strings.Join(args, " "),
+		BaselinePlaced: baseline, KillServer: killServerHook, NoVerify: !verify,
 	}
 	if len(sf.dcs) > 0 {
 		cfg.Datacenter = sf.dcs[0]
@@ -202,6 +226,11 @@ func runBench(e *env, args []string) int {
 		} else {
 			_ = res.WriteText(e.stdout)
 		}
+		if jsonOut != "" {
+			if werr := writeJSONFile(jsonOut, res); werr != nil {
+				fmt.Fprintf(e.stderr, "Error writing %s: %v\n", jsonOut, werr)
+			}
+		}
 		if markdownOut != "" {
 			if werr := appendLine(markdownOut, res.MarkdownRow()); werr != nil {
 				fmt.Fprintf(e.stderr, "Error writing %s: %v\n", markdownOut, werr)
@@ -212,6 +241,23 @@ func runBench(e *env, args []string) int {
 		return errorf(e, "running %s: %v", sc.Name, err)
 	}
 	return 0
+}
+
+// killServerHook, if set (tests), stops server i (its position in
+// -address) in place of a SIGKILL to its PID.
+var killServerHook func(i int) error
+
+// writeJSONFile writes the result as JSON to path.
+func writeJSONFile(path string, res *bench.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := res.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // boolFlag is a boolean flag that records whether it was given.

@@ -19,6 +19,16 @@ import (
 // when the test ends.
 func startServerAgent(t *testing.T) *agent.Agent {
 	t.Helper()
+	a := runServerAgent(t, "-bootstrap-expect", "1", "-node", "bench-test")
+	waitFor(t, "a leader", 20*time.Second, func() bool { return a.Server().IsLeader() })
+	return a
+}
+
+// runServerAgent runs `drover agent -server` (no client) in-process on
+// free ports with the extra flags and returns it once it runs. It is
+// stopped with a signal when the test ends.
+func runServerAgent(t *testing.T, flags ...string) *agent.Agent {
+	t.Helper()
 	e, _, errOut := testEnv(nil)
 	sig := make(chan os.Signal, 2)
 	e.signals = func() (<-chan os.Signal, func()) { return sig, func() {} }
@@ -27,8 +37,8 @@ func startServerAgent(t *testing.T) *agent.Agent {
 	done := make(chan int, 1)
 	dir := t.TempDir()
 	go func() {
-		done <- run([]string{"agent", "-server", "-bootstrap-expect", "1", "-data-dir", dir, "-bind", "127.0.0.1",
-			"-http-port", "0", "-rpc-port", "0", "-log-level", "error", "-node", "bench-test"}, e)
+		done <- run(append([]string{"agent", "-server", "-data-dir", dir, "-bind", "127.0.0.1",
+			"-http-port", "0", "-rpc-port", "0", "-log-level", "error"}, flags...), e)
 	}()
 	var a *agent.Agent
 	select {
@@ -46,7 +56,6 @@ func startServerAgent(t *testing.T) *agent.Agent {
 			t.Error("agent did not stop")
 		}
 	})
-	waitFor(t, "a leader", 20*time.Second, func() bool { return a.Server().IsLeader() })
 	return a
 }
 
@@ -119,6 +128,101 @@ func TestBenchEndToEnd(t *testing.T) {
 	t.Logf("bench run took %v", time.Since(start).Round(time.Millisecond))
 }
 
+// TestBenchLeaderKill runs a small place scenario through `drover bench`
+// against three in-process servers and stops the leader's server (as a
+// crash: no leave) 50 ms in: the run must fail over to the survivors,
+// measure the election, and find every job at its count with no
+// duplicate allocation.
+func TestBenchLeaderKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three servers and simulated nodes")
+	}
+	start := time.Now()
+	first := runServerAgent(t, "-bootstrap-expect", "3", "-node", "kill-s1")
+	agents := []*agent.Agent{first}
+	for _, name := range []string{"kill-s2", "kill-s3"} {
+		agents = append(agents, runServerAgent(t, "-bootstrap-expect", "3", "-node", name, "-retry-join", first.RPCAddr()))
+	}
+	waitFor(t, "a leader", 30*time.Second, func() bool {
+		for _, a := range agents {
+			if a.Server().IsLeader() {
+				return true
+			}
+		}
+		return false
+	})
+	var killed []int
+	killServerHook = func(i int) error {
+		killed = append(killed, i)
+		// The server stops at once, as in a crash; the HTTP side after.
+		err := agents[i].Server().Shutdown()
+		go agents[i].Shutdown()
+		return err
+	}
+	t.Cleanup(func() { killServerHook = nil })
+
+	var https, rpcs []string
+	for _, a := range agents {
+		https, rpcs = append(https, a.HTTPURL()), append(rpcs, a.RPCAddr())
+	}
+	e, out, errOut := testEnv(nil)
+	code := run([]string{"bench", "-scenario", "c1m-small", "-nodes", "20", "-jobs", "8", "-count", "20",
+		"-address", strings.Join(https, ","), "-sim-servers", strings.Join(rpcs, ","),
+		"-report-delay", "20ms", "-update-interval", "50ms", "-timeout", "60s", "-id-prefix", "kill",
+		"-kill-leader-after", "50ms", "-baseline-placed", "1h", "-json"}, e)
+	if code != 0 {
+		t.Fatalf("bench exited %d: %s\n%s", code, errOut, out)
+	}
+	var res struct {
+		Placed    int `json:"placed"`
+		Allocs    int `json:"allocs"`
+		NodesDown int `json:"nodes_down"`
+		Kill      struct {
+			AtSeconds       float64 `json:"at_seconds"`
+			ElectionSeconds float64 `json:"election_seconds"`
+			NewLeader       string  `json:"new_leader"`
+			RPCAddr         string  `json:"rpc_addr"`
+			Error           string  `json:"error"`
+		} `json:"kill"`
+		Verify struct {
+			Jobs, Expected, Converged, Duplicates, ReadErrors int
+		} `json:"verify"`
+		Servers []struct {
+			Killed  bool `json:"killed"`
+			Elected bool `json:"elected"`
+		} `json:"servers"`
+		Misses []string `json:"misses"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
+		t.Fatalf("bench output is not JSON: %v\n%s", err, out)
+	}
+	if len(killed) != 1 || !res.Servers[killed[0]].Killed || res.Kill.RPCAddr != rpcs[killed[0]] {
+		t.Fatalf("killed %v, servers %+v, kill %+v", killed, res.Servers, res.Kill)
+	}
+	if res.Kill.AtSeconds <= 0 || res.Kill.ElectionSeconds <= 0 || res.Kill.NewLeader == "" || res.Kill.NewLeader == res.Kill.RPCAddr {
+		t.Fatalf("kill %+v", res.Kill)
+	}
+	elected := 0
+	for _, s := range res.Servers {
+		if s.Elected {
+			elected++
+		}
+	}
+	if elected != 1 {
+		t.Fatalf("servers %+v: want one elected", res.Servers)
+	}
+	if res.Placed != 160 || res.Allocs != 160 || res.NodesDown != 0 {
+		t.Fatalf("placed %d of %d, %d nodes down", res.Placed, res.Allocs, res.NodesDown)
+	}
+	if v := res.Verify; v.Jobs != 8 || v.Expected != 8 || v.Converged != 8 || v.Duplicates != 0 || v.ReadErrors != 0 {
+		t.Fatalf("verify %+v", v)
+	}
+	if len(res.Misses) != 0 {
+		t.Fatalf("misses %q", res.Misses)
+	}
+	t.Logf("three servers, kill %+v, in %v", res.Kill, time.Since(start).Round(time.Millisecond))
+}
+
 // TestSimCommand runs `drover sim` until its nodes are ready, then stops
 // it with a signal.
 func TestSimCommand(t *testing.T) {
@@ -168,6 +272,8 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "-scenario", "nope"}, 1, "unknown scenario"},
 		{[]string{"bench", "-scenario", "burst", "-sim"}, 1, "-sim needs -sim-servers"},
 		{[]string{"bench", "-scenario", "burst", "-server-pids", "x"}, 1, "not a PID"},
+		{[]string{"bench", "-scenario", "c1m-small-kill", "-address", "http://a,http://b"}, 1, "needs -server-pids"},
+		{[]string{"bench", "-scenario", "burst", "-kill-leader-after", "1s", "-address", "http://a", "-server-pids", "1"}, 1, "at least two servers"},
 		{[]string{"sim", "-nodes", "0", "-servers", "127.0.0.1:1"}, 1, "nodes must be positive"},
 		{[]string{"sim", "-classes", "a:0", "-servers", "127.0.0.1:1"}, 1, "weight"},
 	}
