@@ -9,6 +9,13 @@
 #   -perf DIR   record a perf profile of the leader per scenario into DIR
 #   -keep       keep the data dirs and logs (printed at the end)
 #
+# A scenario named X-kill (c1m-small-kill) SIGKILLs the leader during the
+# run; when X ran earlier in the same invocation, its placed time is passed
+# as -baseline-placed, so the kill run checks "placed within the baseline
+# plus the election time plus 2 s":
+#
+#   scripts/bench-cluster.sh c1m-small c1m-small-kill
+#
 # Environment: BIN (default ./bin/drover), BENCH_PORT_BASE (default 24000:
 # server i listens on HTTP base+10i+1, RPC base+10i+2).
 set -euo pipefail
@@ -37,13 +44,14 @@ fi
 
 ROWS=$(mktemp)
 CMDS=$(mktemp)
+RESULTS=$(mktemp -d)
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   PIDS=()
 }
-trap 'cleanup; rm -f "$ROWS" "$CMDS"' EXIT
+trap 'cleanup; rm -f "$ROWS" "$CMDS"; rm -rf "$RESULTS"' EXIT
 
 http() { echo "http://127.0.0.1:$((BASE + 10 * $1 + 1))"; }
 rpc() { echo "127.0.0.1:$((BASE + 10 * $1 + 2))"; }
@@ -77,11 +85,15 @@ for sc in "${SCENARIOS[@]}"; do
   ARGS=(-scenario "$sc" -address "$(http 1),$(http 2),$(http 3)"
     -sim-servers "$(rpc 1),$(rpc 2),$(rpc 3)" -id-prefix "bench-$sc"
     -server-pids "$(IFS=,; echo "${PIDS[*]}")" -data-dirs "$DIR/s1,$DIR/s2,$DIR/s3"
-    -markdown-out "$ROWS")
+    -markdown-out "$ROWS" -json-out "$RESULTS/$sc.json")
   [ -n "$PERF" ] && ARGS+=(-perf "$PERF/$sc.perf.data")
+  if [ "${sc%-kill}" != "$sc" ] && [ -f "$RESULTS/${sc%-kill}.json" ]; then
+    base=$(sed -n 's/^  "placed_seconds": \([0-9.]*\),$/\1/p' "$RESULTS/${sc%-kill}.json")
+    if [ -n "$base" ] && [ "$base" != "0" ]; then ARGS+=(-baseline-placed "${base}s"); fi
+  fi
   ARGS+=("${EXTRA[@]}")
   echo "==> $sc: servers ${PIDS[*]} in $DIR"
-  echo "$BIN bench ${ARGS[*]}" | sed "s#$DIR#\$DIR#g; s#-server-pids [0-9,]*#-server-pids \$PIDS#; s#-markdown-out [^ ]*##" >>"$CMDS"
+  echo "$BIN bench ${ARGS[*]}" | sed "s#$DIR#\$DIR#g; s#-server-pids [0-9,]*#-server-pids \$PIDS#; s#-markdown-out [^ ]*##; s#-json-out [^ ]*##" >>"$CMDS"
   if ! "$BIN" bench "${ARGS[@]}"; then status=1; fi
   cleanup
   if [ $KEEP = 1 ]; then echo "    kept $DIR"; else rm -rf "$DIR"; fi
@@ -110,7 +122,11 @@ if [ -n "$DOCS" ]; then
     echo "CPU is utime+stime of each server process over the measured window (first"
     echo "job write until every allocation runs); peak RSS is the highest VmRSS"
     echo "sampled every 100 ms in it. Load average is /proc/loadavg at the start and"
-    echo "end of the window (other work may share the machine)."
+    echo "end of the window (other work may share the machine). Leader kill: when"
+    echo "the leader was SIGKILLed (from the first job write) and how long until a"
+    echo "surviving server named a new leader. Jobs converged / duplicate allocs: every"
+    echo "job's allocations read back at the end (each job at its count, no name held"
+    echo "by two live allocations)."
   } >>"$DOCS"
   echo "==> appended the results to $DOCS"
 fi
