@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -11,33 +12,39 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// UpdateAlloc takes client status updates. Updates arriving while a Raft
-// write of earlier ones is in flight are gathered and written together
-// (group commit), so many clients cost few entries. An allocation that
-// fails for the first time gets an evaluation of its job (trigger
-// alloc-failure) in the same entry, so its reschedule policy runs.
+// UpdateAlloc takes client status updates. Only the client-owned fields
+// of each update (ID, ClientStatus, ClientDescription, TaskStates,
+// ModifyTime) are kept, before the request is forwarded to the leader, so
+// neither the forward nor the Raft entry carries anything else. Updates
+// arriving while a Raft write of earlier ones is in flight are gathered and
+// written together (group commit), so many clients cost few entries. An
+// allocation that fails for the first time gets an evaluation of its job
+// (trigger alloc-failure) in the same entry, so its reschedule policy runs.
 func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.GenericResponse) error {
 	s := n.srv
-	if done, err := s.forward("Node.UpdateAlloc", args, args, reply); done {
-		return err
-	}
-	defer measureSince(metricNodeUpdateAlloc, time.Now())
 	if len(args.Alloc) == 0 {
 		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Alloc", Message: "no allocation updates"}}}
 	}
-	st := s.fsm.State()
-	now := time.Now()
 	updates := make([]*structs.Allocation, 0, len(args.Alloc))
-	var evals []*structs.Evaluation
 	for i, a := range args.Alloc {
 		if a == nil || a.ID == "" {
 			return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Alloc", Message: "update " + strconv.Itoa(i) + " has no allocation ID"}}}
 		}
-		// Only the client-owned fields travel through Raft.
 		updates = append(updates, &structs.Allocation{
 			ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
 			TaskStates: a.TaskStates, ModifyTime: a.ModifyTime,
 		})
+	}
+	// Evals are the servers' to add; a client's are dropped.
+	req := &structs.AllocUpdateRequest{Alloc: updates, WriteRequest: args.WriteRequest}
+	if done, err := s.forward("Node.UpdateAlloc", req, req, reply); done {
+		return err
+	}
+	defer measureSince(metricNodeUpdateAlloc, time.Now())
+	st := s.fsm.State()
+	now := time.Now()
+	var evals []*structs.Evaluation
+	for _, a := range updates {
 		if a.ClientStatus != structs.AllocClientStatusFailed {
 			continue
 		}
@@ -142,8 +149,26 @@ func dedupeJobEvals(evals []*structs.Evaluation) []*structs.Evaluation {
 }
 
 // GetClientAllocs is the client's watch: it maps every allocation on the
-// node to its AllocModifyIndex, blocking until one changes past
-// MinQueryIndex. The node must exist and, when SecretID is given, match.
+// node to its AllocModifyIndex. The node must exist and, when SecretID is
+// given, match.
+//
+// The reply index is the highest of the node's CreateIndex and its
+// allocations' AllocModifyIndex, so a blocking query answers only when the
+// servers changed something the client must act on: a new allocation, a
+// stop or eviction, an in-place update, a desired transition. Client
+// status updates (which move only ModifyIndex) wake the query, but it
+// re-reads the node's allocations and keeps waiting. A deleted node ends
+// the query with a not-found error; status, drain and eligibility changes
+// of the node do not answer it. Allocations deleted by the garbage
+// collector (always terminal) move no index: a waiting client sees them
+// gone when its query times out (MaxQueryTime), whose answer lists the
+// allocations as they are then.
+//
+// The index can go down (a collected allocation held the highest index);
+// every index the client saw is still one this node's state passed, so a
+// server answering a lower index than MinQueryIndex is either behind (a
+// stale read) or past a collection: clients confirm such an answer with the
+// leader before acting on what it no longer lists.
 func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs.NodeClientAllocsResponse) error {
 	s := n.srv
 	if done, err := s.forward("Node.GetClientAllocs", args, args, reply); done {
@@ -152,29 +177,83 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 	if args.NodeID == "" {
 		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "NodeID", Message: "missing node ID"}}}
 	}
-	return s.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
-		node, err := st.NodeByID(ws, args.NodeID)
-		if err != nil {
+	q := clientAllocsQuery{nodeID: args.NodeID, secretID: args.SecretID, minIndex: args.MinQueryIndex}
+	if err := s.blockingRPC(&args.QueryOptions, &reply.QueryMeta, q.run); err != nil {
+		return err
+	}
+	allocs, err := q.result()
+	if err != nil {
+		return err
+	}
+	reply.Allocs = allocs
+	return nil
+}
+
+// clientAllocsQuery is the blocking query of Node.GetClientAllocs. run
+// may be called many times (on every change to the node's allocations);
+// it only reads and keeps the last list, and result builds the reply once.
+type clientAllocsQuery struct {
+	nodeID, secretID string
+	minIndex         uint64
+
+	// Results of the last run.
+	allocs  []*structs.Allocation
+	missing error // the node is not in a state that has not reached minIndex
+}
+
+// run reads the node and its allocations and returns the index of the last
+// change the client must act on (see GetClientAllocs).
+//
+// A node that is missing from a state whose latest index has not passed
+// minIndex may simply not be there yet: the caller saw it at minIndex
+// (every answer's index is at least the node's CreateIndex), and this
+// server, answering a stale read, is behind. run then waits (returns 0)
+// for the registration to arrive; if the wait times out, result reports
+// the node not found. Once the state has passed minIndex, a missing node
+// was deleted, and the error ends the query at once.
+func (q *clientAllocsQuery) run(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
+	q.allocs, q.missing = nil, nil
+	node, err := st.NodeByID(ws, q.nodeID)
+	if err != nil {
+		if q.minIndex == 0 || !errors.Is(err, structs.ErrNotFound) {
 			return 0, err
 		}
-		if args.SecretID != "" && args.SecretID != node.SecretID {
-			return 0, structs.NewError(structs.ErrCodeInvalid, "node secret ID does not match")
+		latest, ierr := st.LatestIndex()
+		if ierr != nil {
+			return 0, ierr
 		}
-		allocs, err := st.AllocsByNode(ws, args.NodeID)
-		if err != nil {
+		if latest > q.minIndex {
 			return 0, err
 		}
-		reply.Allocs = make(map[string]uint64, len(allocs))
-		var index uint64
-		for _, a := range allocs {
-			reply.Allocs[a.ID] = a.AllocModifyIndex
-			index = max(index, a.ModifyIndex)
-		}
-		if index == 0 {
-			return st.Index(state.TableAllocs)
-		}
-		return index, nil
-	})
+		q.missing = err
+		return 0, nil
+	}
+	if q.secretID != "" && q.secretID != node.SecretID {
+		return 0, structs.NewError(structs.ErrCodeInvalid, "node secret ID does not match")
+	}
+	allocs, err := st.AllocsByNode(ws, q.nodeID)
+	if err != nil {
+		return 0, err
+	}
+	index := node.CreateIndex
+	for _, a := range allocs {
+		index = max(index, a.AllocModifyIndex)
+	}
+	q.allocs = allocs
+	return index, nil
+}
+
+// result returns the map of the last run's allocations to their
+// AllocModifyIndex, or the not-found error of a node that never appeared.
+func (q *clientAllocsQuery) result() (map[string]uint64, error) {
+	if q.missing != nil {
+		return nil, q.missing
+	}
+	out := make(map[string]uint64, len(q.allocs))
+	for _, a := range q.allocs {
+		out[a.ID] = a.AllocModifyIndex
+	}
+	return out, nil
 }
 
 // GetAllocs returns every allocation on a node (blocking on the node's
