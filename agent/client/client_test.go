@@ -27,7 +27,8 @@ func testClient(t *testing.T, f *fakeCluster, dataDir string, servers ...string)
 		DataDir: dataDir, Servers: servers, Transport: f,
 		NodeName: "test-node", NodeClass: "linux-small", Meta: map[string]string{"rack": "r1"},
 		RawExecEnabled: true, MockEnabled: true, NetworkAddr: "127.0.0.1",
-		UpdateInterval: 50 * time.Millisecond, MaxQueryTime: 2 * time.Second,
+		// Short queries: collected allocations show when one times out.
+		UpdateInterval: 50 * time.Millisecond, MaxQueryTime: 500 * time.Millisecond,
 		RetryBase: 10 * time.Millisecond, RetryLimit: 50 * time.Millisecond,
 	})
 	if err != nil {
@@ -231,7 +232,8 @@ func TestAllocLifecycle(t *testing.T) {
 		t.Fatalf("stopped task state %+v", ts)
 	}
 
-	// Removed on the servers: the client removes its directory.
+	// Collected on the servers: the client removes its directory once its
+	// watch times out (the servers do not answer for a collection).
 	dir := filepath.Join(c.allocRoot, svc.ID)
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("alloc dir missing before removal: %v", err)
@@ -480,22 +482,24 @@ func countProcs(marker string) int {
 	return n
 }
 
-// An unrelated write right after an allocation changes raises the watch's
-// index above the allocation's own. The fetch must wait for the
-// allocation's index: waiting for the watch's would block on a real server
-// until the query times out (the fake server fails the test if it would).
+// The watch's index can be above every allocation it asks the client to
+// pull (here the node's CreateIndex, as when the node registered again
+// after being collected). The fetch must wait for the allocations' own
+// index: waiting for the watch's would block on a real server until the
+// query times out (the fake server fails the test if it would).
 func TestFetchWaitsForThePulledAllocationsIndex(t *testing.T) {
 	f := newFakeCluster(t, time.Second)
 	c := testClient(t, f, "")
 	cleanupKill(t, c)
 	waitFor(t, "registration", 5*time.Second, func() bool { return f.node(c.NodeID()) != nil })
 	a := mockAlloc(c.NodeID(), structs.JobTypeService, map[string]any{"run_for": "1h"})
+	nodeID := c.NodeID()
 	f.mu.Lock() // both writes before the watch can read the index
 	placed := a.Copy()
 	idx := f.bumpLocked()
 	placed.AllocModifyIndex, placed.ModifyIndex = idx, idx
 	f.allocs[a.ID] = placed
-	f.bumpLocked() // e.g. another node's client update
+	f.nodeIndex[nodeID] = f.bumpLocked()
 	f.mu.Unlock()
 	waitFor(t, "running on the servers", 5*time.Second, func() bool {
 		return f.alloc(a.ID).ClientStatus == structs.AllocClientStatusRunning

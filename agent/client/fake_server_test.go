@@ -23,7 +23,15 @@ type fakeCluster struct {
 	index   uint64
 	changed chan struct{} // closed and replaced on every write
 	nodes   map[string]*structs.Node
-	allocs  map[string]*structs.Allocation
+	// nodeIndex is each node's CreateIndex (kept across re-registration).
+	nodeIndex map[string]uint64
+	allocs    map[string]*structs.Allocation
+	// lagging, when set, answers the next stale Node.GetClientAllocs as a
+	// follower that is behind would (then it is cleared).
+	lagging *structs.NodeClientAllocsResponse
+	// consistentWatches counts Node.GetClientAllocs calls that were not
+	// stale reads.
+	consistentWatches int
 	// calls counts RPCs by "addr method".
 	calls map[string]int
 	// heartbeats records when each heartbeat arrived and where.
@@ -38,7 +46,7 @@ type heartbeatCall struct {
 
 func newFakeCluster(t *testing.T, ttl time.Duration) *fakeCluster {
 	return &fakeCluster{t: t, ttl: ttl, down: map[string]bool{}, changed: make(chan struct{}),
-		nodes: map[string]*structs.Node{}, allocs: map[string]*structs.Allocation{}, calls: map[string]int{}}
+		nodes: map[string]*structs.Node{}, nodeIndex: map[string]uint64{}, allocs: map[string]*structs.Allocation{}, calls: map[string]int{}}
 }
 
 var errRefused = errors.New("dial tcp: connection refused")
@@ -112,6 +120,9 @@ func (f *fakeCluster) register(args *structs.NodeRegisterRequest, reply *structs
 	f.nodes[n.ID] = n
 	reply.HeartbeatTTL = f.ttl
 	reply.Index = f.bumpLocked()
+	if f.nodeIndex[n.ID] == 0 {
+		f.nodeIndex[n.ID] = reply.Index
+	}
 	return nil
 }
 
@@ -128,22 +139,31 @@ func (f *fakeCluster) updateStatus(addr string, args *structs.NodeUpdateStatusRe
 	return nil
 }
 
+// getClientAllocs answers as a server does: its index is the highest of
+// the node's CreateIndex and its allocations' AllocModifyIndex, so only
+// changes the servers make answer a blocking query; one that times out
+// answers the current state.
 func (f *fakeCluster) getClientAllocs(args *structs.NodeSpecificRequest, reply *structs.NodeClientAllocsResponse) error {
 	deadline := time.After(args.MaxQueryTime)
+	f.mu.Lock()
+	if !args.AllowStale {
+		f.consistentWatches++
+	}
+	f.mu.Unlock()
 	for {
 		f.mu.Lock()
 		if n := f.nodes[args.NodeID]; n == nil || n.SecretID != args.SecretID {
 			f.mu.Unlock()
 			return structs.NewError(structs.ErrCodeNotFound, "node not found")
 		}
-		if f.index > args.MinQueryIndex {
-			reply.Allocs = map[string]uint64{}
-			for id, a := range f.allocs {
-				if a.NodeID == args.NodeID {
-					reply.Allocs[id] = a.AllocModifyIndex
-				}
-			}
-			reply.Index = f.index
+		if lag := f.lagging; lag != nil && args.AllowStale {
+			f.lagging = nil
+			reply.Allocs, reply.Index = lag.Allocs, lag.Index
+			f.mu.Unlock()
+			return nil
+		}
+		f.clientAllocsLocked(args.NodeID, reply)
+		if args.MinQueryIndex == 0 || reply.Index > args.MinQueryIndex {
 			f.mu.Unlock()
 			return nil
 		}
@@ -153,9 +173,20 @@ func (f *fakeCluster) getClientAllocs(args *structs.NodeSpecificRequest, reply *
 		case <-ch:
 		case <-deadline:
 			f.mu.Lock()
-			reply.Index = f.index
+			f.clientAllocsLocked(args.NodeID, reply)
 			f.mu.Unlock()
 			return nil
+		}
+	}
+}
+
+func (f *fakeCluster) clientAllocsLocked(nodeID string, reply *structs.NodeClientAllocsResponse) {
+	reply.Allocs = map[string]uint64{}
+	reply.Index = f.nodeIndex[nodeID]
+	for id, a := range f.allocs {
+		if a.NodeID == nodeID {
+			reply.Allocs[id] = a.AllocModifyIndex
+			reply.Index = max(reply.Index, a.AllocModifyIndex)
 		}
 	}
 }
@@ -230,6 +261,7 @@ func (f *fakeCluster) forgetNodes() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nodes = map[string]*structs.Node{}
+	f.nodeIndex = map[string]uint64{}
 	f.bumpLocked()
 }
 

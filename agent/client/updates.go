@@ -26,11 +26,11 @@ func newUpdateBatcher(c *Client) *updateBatcher {
 }
 
 // add queues the latest state of an allocation. It never blocks on I/O:
-// runners call it on every change.
+// runners call it on every change. Only the fields the client owns are
+// sent (the servers merge them onto their copy and ignore the rest).
 func (u *updateBatcher) add(a *structs.Allocation) {
 	upd := &structs.Allocation{
-		ID: a.ID, NodeID: a.NodeID, Namespace: a.Namespace, JobID: a.JobID, TaskGroup: a.TaskGroup,
-		EvalID: a.EvalID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
+		ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
 		TaskStates: a.TaskStates, ModifyTime: time.Now().UnixNano(),
 	}
 	u.mu.Lock()

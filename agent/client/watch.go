@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"sort"
+	"time"
 
 	"github.com/drover-project/drover/agent/client/allocrunner"
 	"github.com/drover-project/drover/internal/backoff"
@@ -30,6 +31,12 @@ func (c *Client) blockingRPC(method string, args, reply any) error {
 // allocation IDs to their AllocModifyIndex; only new or changed ones are
 // fetched (Alloc.GetAllocs) and handed to runners, and runners of
 // allocations the servers no longer list are destroyed.
+//
+// The servers answer when they change an allocation of the node (not on
+// the client's own updates); allocations they collect show up missing in
+// the answer of a query that timed out (MaxQueryTime). Queries are stale
+// reads, served by any server, except the first and those confirming an
+// answer below the last index (see watchIndex).
 func (c *Client) watchAllocs() {
 	select {
 	case <-c.registeredCh:
@@ -37,14 +44,11 @@ func (c *Client) watchAllocs() {
 		return
 	}
 	b := backoff.New(c.cfg.RetryBase, c.cfg.RetryLimit)
-	var index uint64
+	var w watchIndex
 	for !c.shuttingDown() {
 		node := c.Node()
-		// The first query is answered by the leader, so that a lagging
-		// follower's empty answer never removes restored allocations.
 		req := &structs.NodeSpecificRequest{NodeID: node.ID, SecretID: node.SecretID,
-			QueryOptions: structs.QueryOptions{Region: c.cfg.Region, MinQueryIndex: index,
-				MaxQueryTime: c.cfg.MaxQueryTime, AllowStale: index != 0}}
+			QueryOptions: w.options(c.cfg.Region, c.cfg.MaxQueryTime)}
 		var resp structs.NodeClientAllocsResponse
 		if err := c.blockingRPC("Node.GetClientAllocs", req, &resp); err != nil {
 			if errors.Is(err, errShutdown) && c.shuttingDown() {
@@ -56,16 +60,17 @@ func (c *Client) watchAllocs() {
 			}
 			continue
 		}
-		if resp.Index == index && index != 0 {
-			continue // the query timed out with no change
+		if !w.accept(resp.Index) {
+			continue // confirm with the leader first
 		}
 		pull, removed := c.diffAllocs(resp.Allocs)
 		var allocs []*structs.Allocation
 		if len(pull) > 0 {
 			// Wait for the pulled allocations' own index, not the watch's:
-			// a later update of another allocation can raise the watch
-			// index above anything Alloc.GetAllocs will report for these,
-			// and the fetch would block until its timeout.
+			// that may belong to an allocation not pulled (or be the
+			// node's CreateIndex), above anything Alloc.GetAllocs will
+			// report for these, and the fetch would block until its
+			// timeout.
 			var need uint64
 			for _, id := range pull {
 				need = max(need, resp.Allocs[id])
@@ -82,9 +87,44 @@ func (c *Client) watchAllocs() {
 		}
 		b.Reset()
 		c.runAllocs(allocs, removed)
-		// (A lower index than ours, from a rebuilt cluster, is taken as is.)
-		index = resp.Index
+		w.done(resp.Index)
 	}
+}
+
+// watchIndex keeps the index of an allocation watch and decides which
+// answers may be acted on. An answer at or above the index it sent comes
+// from a server that has applied everything up to that index, so what it
+// no longer lists is really gone. An answer below it may be a lagging
+// server's (a stale read that timed out before the server caught up) or
+// the servers' after a collection or a cluster rebuild: such an answer is
+// dropped and asked again of the leader, at once (MinQueryIndex 0), and
+// the leader's answer is taken as is. The zero value asks the leader.
+type watchIndex struct {
+	index   uint64 // of the last answer acted on; 0 before the first
+	confirm bool   // the next query goes to the leader, unblocked
+}
+
+// options returns the query options of the next query.
+func (w *watchIndex) options(region string, maxWait time.Duration) structs.QueryOptions {
+	if w.index == 0 || w.confirm {
+		return structs.QueryOptions{Region: region}
+	}
+	return structs.QueryOptions{Region: region, MinQueryIndex: w.index, MaxQueryTime: maxWait, AllowStale: true}
+}
+
+// accept reports whether an answer at index may be acted on; if not, the
+// next query confirms it with the leader.
+func (w *watchIndex) accept(index uint64) bool {
+	if index < w.index && !w.confirm {
+		w.confirm = true
+		return false
+	}
+	return true
+}
+
+// done records the index of an answer that was acted on.
+func (w *watchIndex) done(index uint64) {
+	w.index, w.confirm = index, false
 }
 
 // diffAllocs compares the servers' map with what the client knows: it
@@ -113,9 +153,9 @@ func (c *Client) diffAllocs(server map[string]uint64) (pull, removed []string) {
 	return pull, removed
 }
 
-// fetchAllocs gets allocations by ID from a server that has caught up with
-// index (the highest AllocModifyIndex among them). Every requested allocation must come back, else it is an error
-// (retried).
+// fetchAllocs gets allocations by ID from any server that has caught up
+// with index (the highest AllocModifyIndex among them). Every requested
+// allocation must come back, else it is an error (retried).
 func (c *Client) fetchAllocs(ids []string, index uint64) ([]*structs.Allocation, error) {
 	min := uint64(0)
 	if index > 0 {
