@@ -26,11 +26,11 @@ func (s allocState) terminal() bool { return s >= allocComplete }
 // simAlloc is one allocation on a simulated node. Its fields are guarded
 // by the node's mu.
 type simAlloc struct {
-	id, namespace, jobID, taskGroup, evalID string
-	group                                   *groupInfo
-	state                                   allocState
-	startedAt                               time.Time
-	timer                                   clock.Timer
+	id        string
+	group     *groupInfo
+	state     allocState
+	startedAt time.Time
+	timer     clock.Timer
 }
 
 // groupInfo is what the simulator needs of a job's task group, decoded
@@ -112,8 +112,7 @@ func mockPlan(t *structs.Task) (runFor time.Duration, exitCode int, set bool) {
 
 // startLocked records a new allocation and arms its running report.
 func (n *simNode) startLocked(a *structs.Allocation, g *groupInfo) {
-	sa := &simAlloc{id: a.ID, namespace: a.Namespace, jobID: a.JobID, taskGroup: a.TaskGroup,
-		evalID: a.EvalID, group: g, state: allocPending}
+	sa := &simAlloc{id: a.ID, group: g, state: allocPending}
 	n.allocs[a.ID] = sa
 	n.s.counters.allocsPending.Add(1)
 	sa.timer = n.s.clock.AfterFunc(n.s.cfg.ReportDelay, func() { n.onTimer(sa, n.runLocked) })
@@ -212,11 +211,11 @@ func (n *simNode) leaveStateLocked(sa *simAlloc) {
 }
 
 // update builds the client update for sa's current state, with the task
-// states and events a real client would send.
+// states and events a real client would send, and only the fields a
+// client owns.
 func (n *simNode) update(sa *simAlloc, now time.Time) *structs.Allocation {
 	u := &structs.Allocation{
-		ID: sa.id, NodeID: n.node.ID, Namespace: sa.namespace, JobID: sa.jobID,
-		TaskGroup: sa.taskGroup, EvalID: sa.evalID, ModifyTime: now.UnixNano(),
+		ID: sa.id, ModifyTime: now.UnixNano(),
 		TaskStates: make(map[string]*structs.TaskState, len(sa.group.tasks)),
 	}
 	started := sa.startedAt

@@ -265,10 +265,9 @@ func TestDiffWaitsForThePulledAllocations(t *testing.T) {
 	}
 	n := s.nodes[0]
 	n.known["a"] = 10
-	// The watch answered at index 30 because "a" was updated by a client
-	// report at 30 (its AllocModifyIndex stays 10); "b" was placed at 20.
-	// The fetch must wait for 20, not 30: Alloc.GetAllocs would block
-	// until "b" changes again.
+	// The watch answered at index 30 (say, the node's CreateIndex after
+	// it registered again); "b" was placed at 20. The fetch must wait for
+	// 20, not 30: Alloc.GetAllocs would block until "b" changes again.
 	pull, minIndex := n.diff(map[string]uint64{"a": 10, "b": 20, "c": 15})
 	if fmt.Sprint(pull) != "[b c]" || minIndex != 20 {
 		t.Fatalf("pull %v wait for %d; want [b c] and 20", pull, minIndex)
@@ -280,5 +279,46 @@ func TestDiffWaitsForThePulledAllocations(t *testing.T) {
 	pull, _ = n.diff(map[string]uint64{"a": 10, "b": 25})
 	if fmt.Sprint(pull) != "[b]" || n.allocs["c"] != nil || n.known["c"] != 0 || s.Stats().AllocsRunning != 0 {
 		t.Fatalf("pull %v; c still known: %v %v; running %d", pull, n.allocs["c"], n.known["c"], s.Stats().AllocsRunning)
+	}
+}
+
+// TestWatchIndex: the first query and confirmations go to the leader
+// unblocked; an answer below the index is confirmed before it is acted
+// on (a lagging server's would drop allocations), and the leader's answer
+// is taken as is.
+func TestWatchIndex(t *testing.T) {
+	const wait = time.Minute
+	var w watchIndex
+	if o := w.options("r", wait); o.MinQueryIndex != 0 || o.AllowStale {
+		t.Fatalf("first query options %+v, want a consistent unblocked read", o)
+	}
+	steps := []struct {
+		name       string
+		answer     uint64
+		wantAccept bool
+		wantMin    uint64 // of the next query; stale iff non-zero
+	}{
+		{"first answer", 10, true, 10},
+		{"timeout at the same index", 10, true, 10},
+		{"a change", 12, true, 12},
+		{"a lower answer is confirmed", 8, false, 0},
+		{"the leader's lower answer is taken", 8, true, 8},
+		{"another lower answer", 5, false, 0},
+		{"the leader is ahead", 15, true, 15},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			ok := w.accept(s.answer)
+			if ok != s.wantAccept {
+				t.Fatalf("accept(%d) = %v, want %v", s.answer, ok, s.wantAccept)
+			}
+			if ok {
+				w.done(s.answer)
+			}
+			o := w.options("r", wait)
+			if o.MinQueryIndex != s.wantMin || o.AllowStale != (s.wantMin != 0) || (o.AllowStale && o.MaxQueryTime != wait) {
+				t.Fatalf("next query options %+v, want MinQueryIndex %d", o, s.wantMin)
+			}
+		})
 	}
 }

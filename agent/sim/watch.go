@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"sort"
+	"time"
 
 	"github.com/drover-project/drover/internal/backoff"
 	"github.com/drover-project/drover/structs"
@@ -11,16 +12,18 @@ import (
 // watch follows the servers' allocations for the node, as a real client:
 // a blocking Node.GetClientAllocs maps allocation IDs to their
 // AllocModifyIndex; only new or changed ones are fetched
-// (Alloc.GetAllocs) and acted on. The first query is a consistent read
-// (leader); later ones may be answered by any server (stale), so the
-// watches spread over the servers as real clients' do.
+// (Alloc.GetAllocs) and acted on. The servers answer when they change an
+// allocation of the node, not on the node's own updates; allocations they
+// collect show up missing when a query times out. The first query is a
+// consistent read (leader); later ones may be answered by any server
+// (stale), so the watches spread over the servers as real clients' do,
+// except to confirm an answer below the last index (see watchIndex).
 func (n *simNode) watch() {
 	b := backoff.New(n.s.cfg.RetryBase, n.s.cfg.RetryLimit)
-	var index uint64
+	var w watchIndex
 	for !n.s.stopping() {
 		req := &structs.NodeSpecificRequest{NodeID: n.node.ID, SecretID: n.node.SecretID,
-			QueryOptions: structs.QueryOptions{Region: n.s.cfg.Region, MinQueryIndex: index,
-				MaxQueryTime: n.s.cfg.MaxQueryTime, AllowStale: index != 0}}
+			QueryOptions: w.options(n.s.cfg.Region, n.s.cfg.MaxQueryTime)}
 		var resp structs.NodeClientAllocsResponse
 		if err := n.rpc("Node.GetClientAllocs", req, &resp); err != nil {
 			if n.s.stopping() {
@@ -33,8 +36,8 @@ func (n *simNode) watch() {
 			}
 			continue
 		}
-		if resp.Index == index && index != 0 {
-			continue // the query timed out with no change
+		if !w.accept(resp.Index) {
+			continue // confirm with the leader first
 		}
 		if pull, minIndex := n.diff(resp.Allocs); len(pull) > 0 {
 			allocs, err := n.fetch(pull, minIndex)
@@ -52,9 +55,43 @@ func (n *simNode) watch() {
 			n.apply(allocs)
 		}
 		b.Reset()
-		index = resp.Index
+		w.done(resp.Index)
 	}
 }
+
+// watchIndex keeps the index of an allocation watch and decides which
+// answers may be acted on (as the client agent's watch does). An answer at
+// or above the index sent comes from a server that has applied everything
+// up to it, so what it no longer lists is gone. An answer below it may be
+// a lagging server's (a stale read that timed out before it caught up), or
+// the servers' after a collection or a rebuild: it is dropped and asked of
+// the leader at once (MinQueryIndex 0), whose answer is taken as is. The
+// zero value asks the leader.
+type watchIndex struct {
+	index   uint64 // of the last answer acted on; 0 before the first
+	confirm bool   // the next query goes to the leader, unblocked
+}
+
+// options returns the query options of the next query.
+func (w *watchIndex) options(region string, maxWait time.Duration) structs.QueryOptions {
+	if w.index == 0 || w.confirm {
+		return structs.QueryOptions{Region: region}
+	}
+	return structs.QueryOptions{Region: region, MinQueryIndex: w.index, MaxQueryTime: maxWait, AllowStale: true}
+}
+
+// accept reports whether an answer at index may be acted on; if not, the
+// next query confirms it with the leader.
+func (w *watchIndex) accept(index uint64) bool {
+	if index < w.index && !w.confirm {
+		w.confirm = true
+		return false
+	}
+	return true
+}
+
+// done records the index of an answer that was acted on.
+func (w *watchIndex) done(index uint64) { w.index, w.confirm = index, false }
 
 // diff compares the servers' map with what the node knows: it returns the
 // IDs to fetch (new or modified) with the index the fetch must wait for,
@@ -62,10 +99,10 @@ func (n *simNode) watch() {
 // timers).
 //
 // The fetch waits for the highest AllocModifyIndex among the pulled
-// allocations, not for the watch's index: that one may come from another
-// allocation's later client update, and Alloc.GetAllocs (whose index is
-// the highest ModifyIndex of the allocations asked for) would then block
-// until its timeout.
+// allocations, not for the watch's index: that one may be another
+// allocation's (or the node's CreateIndex), and Alloc.GetAllocs (whose
+// index is the highest ModifyIndex of the allocations asked for) would
+// then block until its timeout.
 func (n *simNode) diff(server map[string]uint64) (pull []string, minIndex uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
