@@ -106,7 +106,7 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 		notFound bool
 		// quiet: the write need not even wake the query.
 		quiet bool
-		want     func(f *clientAllocsFixture) map[string]uint64
+		want  func(f *clientAllocsFixture) map[string]uint64
 	}{
 		{
 			name: "client status update",
@@ -136,7 +136,7 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 				return f.st.UpsertAllocs(13, []*structs.Allocation{mock.Alloc(f.job, mock.Node())})
 			},
 			quiet: true,
-			want: func(f *clientAllocsFixture) map[string]uint64 { return map[string]uint64{f.a1.ID: 12, f.a2.ID: 12} },
+			want:  func(f *clientAllocsFixture) map[string]uint64 { return map[string]uint64{f.a1.ID: 12, f.a2.ID: 12} },
 		},
 		{
 			name: "desired status stop",
