@@ -5,7 +5,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/drover-project/drover/version.GitCommit=$(VERSION)
 
-.PHONY: all build test test-short lint fmt vet run cluster cluster-stop bench clean
+.PHONY: all build test test-short lint fmt vet generate check-generated run cluster cluster-stop bench clean
 
 all: build
 
@@ -20,7 +20,7 @@ test: lint
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
-lint: fmt vet
+lint: fmt vet check-generated
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -28,6 +28,15 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# Generated code: structs/structs.generated.go (codecgen msgpack encoders
+# and decoders). Run after changing any type in structs/ and commit it.
+generate:
+	$(GO) generate ./structs/
+
+# A stale structs.generated.go silently drops new fields on the wire.
+check-generated:
+	./scripts/codecgen.sh -check
 
 # A single-node dev agent (server + client): runs examples/batch.nomad.hcl
 # to completion, shows its output, and stays up in the foreground (Ctrl-C).

@@ -1,9 +1,9 @@
 package structs
 
 import (
-	"bytes"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 )
@@ -54,17 +54,58 @@ var MsgpackHandle = func() *codec.MsgpackHandle {
 	return h
 }()
 
-// Encode writes t followed by msg in msgpack.
+// Encode writes t followed by msg in msgpack. The result is exactly as
+// long as the entry (Raft keeps it in its log cache).
 func Encode(t MessageType, msg any) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte(uint8(t))
-	if err := codec.NewEncoder(&buf, MsgpackHandle).Encode(msg); err != nil {
+	s := encoders.Get().(*encodeScratch)
+	defer s.release()
+	s.enc.ResetBytes(&s.buf)
+	if err := s.enc.Encode(msg); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	out := make([]byte, 1+len(s.buf))
+	out[0] = uint8(t)
+	copy(out[1:], s.buf)
+	return out, nil
 }
 
-// Decode reads a msgpack body into out.
+// Decode reads a msgpack body into out, which should be a fresh value:
+// decoding merges into what out already holds (maps keep their keys,
+// pointers are decoded into).
 func Decode(buf []byte, out any) error {
-	return codec.NewDecoder(bytes.NewReader(buf), MsgpackHandle).Decode(out)
+	d := decoders.Get().(*codec.Decoder)
+	if buf == nil {
+		buf = []byte{}
+	}
+	d.ResetBytes(buf)
+	err := d.Decode(out)
+	d.ResetBytes(noBytes) // do not keep buf alive in the pool
+	decoders.Put(d)
+	return err
 }
+
+// encodeScratch is a pooled encoder with the buffer it writes into.
+type encodeScratch struct {
+	buf []byte
+	enc *codec.Encoder
+}
+
+// maxPooledEncodeBuf bounds the buffer a pooled encoder keeps.
+const maxPooledEncodeBuf = 1 << 20
+
+func (s *encodeScratch) release() {
+	if cap(s.buf) <= maxPooledEncodeBuf {
+		s.buf = s.buf[:0]
+		encoders.Put(s)
+	}
+}
+
+var (
+	noBytes  = []byte{}
+	encoders = sync.Pool{New: func() any {
+		s := &encodeScratch{buf: make([]byte, 0, 4096)}
+		s.enc = codec.NewEncoderBytes(&s.buf, MsgpackHandle)
+		return s
+	}}
+	decoders = sync.Pool{New: func() any { return codec.NewDecoderBytes(noBytes, MsgpackHandle) }}
+)

@@ -1,0 +1,116 @@
+package structs
+
+import (
+	"fmt"
+	"time"
+)
+
+// raftSample is one Raft message type with a request that sets most of
+// its fields, nested values included.
+type raftSample struct {
+	t   MessageType
+	msg any
+	new func() any // a fresh value of msg's type to decode into
+}
+
+// raftSamples returns one sample per Raft message type, in type order.
+//
+// The golden files in testdata/codec-golden were encoded from these
+// samples by the reflection path, before generated code existed: these
+// functions must keep building exactly the same values (add new samples
+// for new message types; never change the existing ones).
+func raftSamples() []raftSample {
+	pt, pf := true, false
+	node := fixtureNode()
+	job := fixtureJob()
+	eval := fixtureEval(1)
+	plan := fixturePlanResults(3)
+	plan.Evals = []*Evaluation{fixtureEval(2)}
+	stopped := *plan.AllocsUpdated[0]
+	stopped.ID = fixtureID("d", 1)
+	stopped.DesiredStatus = AllocDesiredStatusStop
+	stopped.DesiredDescription = "alloc not needed due to job update"
+	stopped.DesiredTransition = DesiredTransition{Migrate: &pt, Reschedule: &pf}
+	stopped.AllocatedResources = nil
+	stopped.Metrics = nil
+	stopped.RescheduleTracker = &RescheduleTracker{Events: []*RescheduleEvent{{
+		RescheduleTime: fixtureTime.UnixNano(), PrevAllocID: fixtureID("c", 9), PrevNodeID: fixtureID("a", 9), Delay: 30 * time.Second}}}
+	stopped.PreemptedAllocations = []string{fixtureID("c", 8)}
+	plan.AllocsStopped = []*Allocation{&stopped}
+	plan.AllocsUpdated[1].AllocatedResources.Tasks["web-0"].Cpu.ReservedCores = []uint16{0, 3}
+	plan.AllocsUpdated[2].Job = job // an allocation keeping its own job version
+	updates := fixtureAllocUpdates(3)
+	updates.Alloc[2].ClientStatus = AllocClientStatusFailed
+	updates.Alloc[2].TaskStates["web-0"].Failed = true
+	updates.Alloc[2].TaskStates["web-0"].FinishedAt = fixtureTime.Add(time.Minute)
+	updates.Alloc[2].TaskStates["web-0"].Events = append(updates.Alloc[2].TaskStates["web-0"].Events,
+		&TaskEvent{Type: TaskTerminated, Time: fixtureTime.Add(time.Minute).UnixNano(), ExitCode: 2, Signal: 9,
+			Details: map[string]string{"exit_code": "2"}, FailsTask: true, KillTimeout: 5 * time.Second})
+	updates.Evals = []*Evaluation{fixtureEval(3)}
+	event := &NodeEvent{Message: "Node heartbeat missed", Subsystem: "Cluster",
+		Details: map[string]string{"reason": "ttl"}, Timestamp: fixtureTime, CreateIndex: 0}
+	wr := WriteRequest{Region: DefaultRegion, Namespace: DefaultNamespace, Forwarded: true}
+	return []raftSample{
+		{NodeRegisterRequestType, &NodeRegisterRequest{Node: node, CreateEvals: []*Evaluation{eval}, WriteRequest: wr},
+			func() any { return new(NodeRegisterRequest) }},
+		{NodeDeregisterRequestType, &NodeDeregisterRequest{NodeIDs: []string{fixtureID("a", 1), fixtureID("a", 2)}, WriteRequest: wr},
+			func() any { return new(NodeDeregisterRequest) }},
+		{NodeUpdateStatusRequestType, &NodeUpdateStatusRequest{NodeID: node.ID, Status: NodeStatusDown, NodeEvent: event,
+			UpdatedAt: fixtureTime.UnixNano(), CreateEvals: []*Evaluation{eval}, WriteRequest: wr},
+			func() any { return new(NodeUpdateStatusRequest) }},
+		{NodeUpdateDrainRequestType, &NodeUpdateDrainRequest{NodeID: node.ID,
+			DrainStrategy: &DrainStrategy{Deadline: time.Hour, IgnoreSystemJobs: true,
+				ForceDeadline: fixtureTime.Add(time.Hour), StartedAt: fixtureTime},
+			MarkEligible: true, NodeEvent: event, UpdatedAt: fixtureTime.UnixNano(), CreateEvals: []*Evaluation{eval}, WriteRequest: wr},
+			func() any { return new(NodeUpdateDrainRequest) }},
+		{NodeUpdateEligibilityRequestType, &NodeUpdateEligibilityRequest{NodeID: node.ID, Eligibility: NodeSchedulingIneligible,
+			NodeEvent: event, UpdatedAt: fixtureTime.UnixNano(), WriteRequest: wr},
+			func() any { return new(NodeUpdateEligibilityRequest) }},
+		{JobRegisterRequestType, &JobRegisterRequest{Job: job, EnforceIndex: true, JobModifyIndex: 250, Eval: eval, WriteRequest: wr},
+			func() any { return new(JobRegisterRequest) }},
+		{JobDeregisterRequestType, &JobDeregisterRequest{JobID: job.ID, Purge: true, Eval: eval,
+			SubmitTime: fixtureTime.UnixNano(), WriteRequest: wr},
+			func() any { return new(JobDeregisterRequest) }},
+		{EvalUpdateRequestType, &EvalUpdateRequest{Evals: []*Evaluation{eval, fixtureEval(2)}, EvalToken: fixtureID("f", 1), WriteRequest: wr},
+			func() any { return new(EvalUpdateRequest) }},
+		{EvalDeleteRequestType, &EvalDeleteRequest{Evals: []string{eval.ID}, Allocs: []string{fixtureID("c", 1)}, WriteRequest: wr},
+			func() any { return new(EvalDeleteRequest) }},
+		{AllocClientUpdateRequestType, updates, func() any { return new(AllocUpdateRequest) }},
+		{ApplyPlanResultsRequestType, plan, func() any { return new(ApplyPlanResultsRequest) }},
+		{AllocUpdateDesiredTransitionRequestType, &AllocUpdateDesiredTransitionRequest{
+			Allocs: map[string]*DesiredTransition{fixtureID("c", 1): {Migrate: &pt}, fixtureID("c", 2): {ForceReschedule: &pt, Reschedule: &pf}},
+			Evals:  []*Evaluation{eval}, UpdatedAt: fixtureTime.UnixNano(), WriteRequest: wr},
+			func() any { return new(AllocUpdateDesiredTransitionRequest) }},
+	}
+}
+
+// fixtureEval returns an evaluation with most fields set: a blocked
+// evaluation with its placement failures.
+func fixtureEval(i int) *Evaluation {
+	return &Evaluation{
+		ID: fixtureID("e", i), Namespace: DefaultNamespace, Priority: 50, Type: JobTypeService,
+		TriggeredBy: EvalTriggerQueuedAllocs, JobID: "web-frontend", JobModifyIndex: 250,
+		NodeID: fixtureID("a", 1), NodeModifyIndex: 12, Status: EvalStatusBlocked,
+		StatusDescription: "created to place remaining allocations", Wait: 5 * time.Second,
+		WaitUntil: fixtureTime.Add(5 * time.Second), NextEval: fixtureID("e", i+100),
+		PreviousEval: fixtureID("e", i+200),
+		RelatedEvals: []*EvaluationStub{{ID: fixtureID("e", i+300), Namespace: DefaultNamespace, Status: EvalStatusComplete,
+			WaitUntil: fixtureTime, CreateIndex: 7}},
+		FailedTGAllocs: map[string]*AllocMetric{"web": {NodesEvaluated: 10, NodesFiltered: 4, NodesInPool: 10,
+			NodesAvailable: map[string]int{"dc1": 10}, ClassFiltered: map[string]int{"linux-small": 4},
+			ConstraintFiltered: map[string]int{"${attr.kernel.name} = linux": 4}, NodesExhausted: 6,
+			ClassExhausted: map[string]int{"linux-large": 6}, DimensionExhausted: map[string]int{"memory": 6},
+			QuotaExhausted: []string{"q"}, Scores: map[string]float64{"binpack": 0.5},
+			ScoreMetaData:  []*NodeScoreMeta{{NodeID: fixtureID("a", 3), Scores: map[string]float64{"binpack": 0.25}, NormScore: 0.25}},
+			AllocationTime: 1500 * time.Microsecond, CoalescedFailures: 9}},
+		ClassEligibility: map[string]bool{"v1:123": true, "v1:456": false}, EscapedComputedClass: true,
+		AnnotatePlan: true, QueuedAllocations: map[string]int{"web": 9},
+		SnapshotIndex: 240, CreateIndex: 251, ModifyIndex: 252,
+		CreateTime: fixtureTime.UnixNano(), ModifyTime: fixtureTime.Add(time.Second).UnixNano(),
+	}
+}
+
+// goldenName is the file holding sample s's encoding.
+func goldenName(s raftSample) string {
+	return fmt.Sprintf("testdata/codec-golden/%02d-%s.msgpack", uint8(s.t), s.t)
+}

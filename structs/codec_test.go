@@ -1,0 +1,367 @@
+package structs
+
+import (
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+)
+
+// wireTypes are the types that cross Raft, RPC or snapshots in msgpack:
+// each has generated code (structs.generated.go) and is round-tripped
+// with random content below.
+var wireTypes = []any{
+	// Raft entries and what they carry.
+	new(NodeRegisterRequest), new(NodeDeregisterRequest), new(NodeUpdateStatusRequest),
+	new(NodeUpdateDrainRequest), new(NodeUpdateEligibilityRequest), new(JobRegisterRequest),
+	new(JobDeregisterRequest), new(EvalUpdateRequest), new(EvalDeleteRequest),
+	new(AllocUpdateRequest), new(ApplyPlanResultsRequest), new(AllocUpdateDesiredTransitionRequest),
+	new(Job), new(TaskGroup), new(Task), new(Resources), new(Constraint), new(RestartPolicy),
+	new(ReschedulePolicy), new(MigrateStrategy), new(JobSummary), new(JobChildrenSummary),
+	new(TaskGroupSummary), new(Node), new(NodeResources), new(NodeCpuResources),
+	new(NodeMemoryResources), new(NodeDiskResources), new(NodeReservedResources),
+	new(NodeReservedCpuResources), new(NodeReservedMemoryResources), new(NodeReservedDiskResources),
+	new(DriverInfo), new(DrainStrategy), new(NodeEvent), new(Evaluation), new(EvaluationStub),
+	new(Allocation), new(AllocatedResources), new(AllocatedTaskResources), new(AllocatedCpuResources),
+	new(AllocatedMemoryResources), new(AllocatedSharedResources), new(DesiredTransition),
+	new(RescheduleTracker), new(RescheduleEvent), new(TaskState), new(TaskEvent), new(AllocMetric),
+	new(NodeScoreMeta),
+	// RPC requests and responses.
+	new(QueryOptions), new(WriteRequest), new(QueryMeta), new(WriteMeta), new(GenericRequest),
+	new(GenericResponse), new(JobRegisterResponse), new(JobDeregisterResponse),
+	new(JobSpecificRequest), new(SingleJobResponse), new(JobListRequest), new(JobListResponse),
+	new(JobListStub), new(NodeUpdateResponse), new(NodeServerInfo), new(NodeSpecificRequest),
+	new(SingleNodeResponse), new(NodeListRequest), new(NodeListResponse), new(NodeListStub),
+	new(NodeAllocsResponse), new(EvalSpecificRequest), new(SingleEvalResponse),
+	new(EvalListRequest), new(EvalListResponse), new(AllocSpecificRequest), new(SingleAllocResponse),
+	new(AllocListRequest), new(AllocListResponse), new(AllocListStub), new(RaftServer),
+	new(RaftConfigurationResponse), new(RaftPeerRequest), new(ServerMember),
+	new(ServerAnnounceRequest), new(ServerMembersResponse), new(EvalDequeueRequest),
+	new(EvalDequeueResponse), new(EvalAckRequest), new(Plan), new(PlanAnnotations),
+	new(DesiredUpdates), new(PlanResult), new(PlanRequest), new(PlanResponse),
+	new(NodeClientAllocsResponse), new(AllocsGetRequest), new(AllocsGetResponse),
+	new(AllocStopRequest), new(AllocStopResponse), new(JobSummaryResponse), new(JobPlanRequest),
+	new(JobPlanResponse), new(JobDiff), new(SnapshotSaveResponse), new(SnapshotRestoreRequest),
+}
+
+// notWireTypes are exported struct types that are never msgpack-encoded
+// (scripts/codecgen.sh leaves them out): HTTP bodies, state-only values,
+// errors (they cross RPC as text).
+var notWireTypes = map[string]bool{
+	"Error": true, "FieldError": true, "ValidationError": true, "NodeUsage": true,
+	"ComparableResources": true, "NamespacedID": true, "JobRegisterHTTPRequest": true,
+	"JobPlanHTTPRequest": true, "JobsParseHTTPRequest": true, "DrainSpec": true,
+	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
+	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
+	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
+}
+
+// TestCodecTypesCovered fails when an exported struct type is in neither
+// list, or a wire type has no generated code: a new type must be
+// classified, and a wire type must be generated (make generate).
+func TestCodecTypesCovered(t *testing.T) {
+	wire := map[string]bool{}
+	for _, v := range wireTypes {
+		typ := reflect.TypeOf(v)
+		wire[typ.Elem().Name()] = true
+		if _, ok := v.(codec.Selfer); !ok {
+			t.Errorf("%s has no generated code: run make generate (or list it in notWireTypes and scripts/codecgen.sh)", typ.Elem().Name())
+		}
+	}
+	for _, name := range exportedStructTypes(t) {
+		if !wire[name] && !notWireTypes[name] {
+			t.Errorf("struct type %s is in neither wireTypes nor notWireTypes (codec_test.go)", name)
+		}
+	}
+}
+
+// exportedStructTypes lists the exported struct types declared in the
+// package's non-test, non-generated files.
+func exportedStructTypes(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || strings.HasSuffix(f, ".generated.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, s := range gd.Specs {
+				if ts, ok := s.(*ast.TypeSpec); ok && ts.Name.IsExported() {
+					if _, ok := ts.Type.(*ast.StructType); ok {
+						names = append(names, ts.Name.Name)
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestCodecGolden decodes entries written by the reflection encoder before
+// generated code existed (testdata/codec-golden, one per Raft message
+// type) and expects exactly the values they were made from: logs and
+// snapshots on disk, and servers not yet upgraded, stay readable. Each
+// sample also round-trips through the current encoder.
+func TestCodecGolden(t *testing.T) {
+	samples := raftSamples()
+	for i, s := range samples {
+		if int(s.t) != i {
+			t.Fatalf("sample %d is message type %d: keep raftSamples in type order", i, s.t)
+		}
+	}
+	for t2 := MessageType(len(samples)); !strings.HasPrefix(t2.String(), "MessageType("); t2++ {
+		t.Errorf("message type %s has no sample in raftSamples", t2)
+	}
+	for _, s := range samples {
+		t.Run(s.t.String(), func(t *testing.T) {
+			old, err := os.ReadFile(goldenName(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if MessageType(old[0]) != s.t {
+				t.Fatalf("golden type byte %d, want %d", old[0], s.t)
+			}
+			got := s.new()
+			if err := Decode(old[1:], got); err != nil {
+				t.Fatalf("decode golden: %v", err)
+			}
+			if !reflect.DeepEqual(got, s.msg) {
+				t.Fatalf("golden decodes to a different value:\n got %#v\nwant %#v", got, s.msg)
+			}
+			buf, err := Encode(s.t, s.msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := s.new()
+			if err := Decode(buf[1:], again); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(again, s.msg) {
+				t.Fatalf("round trip differs:\n got %#v\nwant %#v", again, s.msg)
+			}
+		})
+	}
+}
+
+// TestCodecRoundTripRandom fills every wire type with random content and
+// checks encode then decode (into a fresh value, as every decoder in the
+// servers does) gives a deeply equal value. A field the generated code
+// does not know (a stale structs.generated.go) is lost and fails here.
+//
+// Normalizations, all of which the servers rely on already:
+//   - times decode in UTC without a monotonic reading (the generator
+//     makes UTC times); a zero time stays zero.
+//   - values inside map[string]any and []any decode as the generic types
+//     (int64, float64, string, bool, []any, map[string]any): the
+//     generator uses only those.
+//   - a field skipped by its tag (json:"-" without a codec tag, such as
+//     Evaluation.LeaderACL) is never encoded; the generator leaves it zero.
+//   - a collection field tagged omitempty loses the difference between
+//     empty and nil; the generator makes nil or non-empty ones there.
+//     Everywhere else an empty slice or map stays empty, not nil.
+func TestCodecRoundTripRandom(t *testing.T) {
+	rounds := 40
+	if testing.Short() {
+		rounds = 5
+	}
+	for _, proto := range wireTypes {
+		typ := reflect.TypeOf(proto).Elem()
+		t.Run(typ.Name(), func(t *testing.T) {
+			r := rand.New(rand.NewSource(int64(len(typ.Name()))))
+			for i := 0; i < rounds; i++ {
+				in := reflect.New(typ)
+				fillRandom(r, in.Elem(), 0, false)
+				var buf bytes.Buffer
+				if err := codec.NewEncoder(&buf, MsgpackHandle).Encode(in.Interface()); err != nil {
+					t.Fatal(err)
+				}
+				out := reflect.New(typ)
+				if err := Decode(buf.Bytes(), out.Interface()); err != nil {
+					t.Fatalf("round %d: %v", i, err)
+				}
+				if !reflect.DeepEqual(in.Interface(), out.Interface()) {
+					t.Fatalf("round %d differs:\n in %#v\nout %#v", i, in.Interface(), out.Interface())
+				}
+			}
+		})
+	}
+}
+
+const fillMaxDepth = 5
+
+var timeType = reflect.TypeOf(time.Time{})
+
+// fillRandom sets v (and everything below it) to random content.
+// omitEmpty is set for a field tagged omitempty: its collections are
+// then nil or non-empty, never empty.
+func fillRandom(r *rand.Rand, v reflect.Value, depth int, omitEmpty bool) {
+	switch v.Kind() {
+	case reflect.Bool:
+		v.SetBool(r.Intn(2) == 1)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n := r.Int63()
+		if bits := v.Type().Bits(); bits < 64 {
+			n &= 1<<(bits-1) - 1
+		}
+		if r.Intn(2) == 0 {
+			n = -n
+		}
+		if r.Intn(4) == 0 {
+			n = 0
+		}
+		v.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n := r.Uint64()
+		if bits := v.Type().Bits(); bits < 64 {
+			n &= 1<<bits - 1
+		}
+		if r.Intn(4) == 0 {
+			n = 0
+		}
+		v.SetUint(n)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(float64(float32(r.NormFloat64() * 1000)))
+	case reflect.String:
+		v.SetString(randString(r))
+	case reflect.Pointer:
+		if depth >= fillMaxDepth || r.Intn(4) == 0 {
+			return
+		}
+		p := reflect.New(v.Type().Elem())
+		fillRandom(r, p.Elem(), depth+1, false)
+		v.Set(p)
+	case reflect.Slice:
+		n, ok := randLen(r, depth, omitEmpty)
+		if !ok {
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), n, n)
+		for i := 0; i < n; i++ {
+			fillRandom(r, s.Index(i), depth+1, false)
+		}
+		v.Set(s)
+	case reflect.Map:
+		n, ok := randLen(r, depth, omitEmpty)
+		if !ok {
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), n)
+		for i := 0; i < n; i++ {
+			k := reflect.New(v.Type().Key()).Elem()
+			fillRandom(r, k, depth+1, false)
+			e := reflect.New(v.Type().Elem()).Elem()
+			fillRandom(r, e, depth+1, false)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
+	case reflect.Interface:
+		if r.Intn(4) > 0 {
+			v.Set(reflect.ValueOf(randAny(r, depth)))
+		}
+	case reflect.Struct:
+		if v.Type() == timeType {
+			if r.Intn(4) > 0 {
+				v.Set(reflect.ValueOf(time.Unix(r.Int63n(1<<34)-1<<33, r.Int63n(1e9)).UTC()))
+			}
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			skip, omit := codecFieldTag(f)
+			if !f.IsExported() || skip {
+				continue
+			}
+			fillRandom(r, v.Field(i), depth, omit)
+		}
+	default:
+		panic("fillRandom: unhandled kind " + v.Kind().String())
+	}
+}
+
+// randLen picks a collection length; ok false means leave it nil.
+func randLen(r *rand.Rand, depth int, omitEmpty bool) (n int, ok bool) {
+	if depth >= fillMaxDepth {
+		return 0, false
+	}
+	switch r.Intn(6) {
+	case 0:
+		return 0, false
+	case 1:
+		return 0, !omitEmpty
+	}
+	return 1 + r.Intn(3), true
+}
+
+// codecFieldTag reads a field's msgpack tag as MsgpackHandle does: the
+// codec tag, else the json tag.
+func codecFieldTag(f reflect.StructField) (skip, omitEmpty bool) {
+	tag, ok := f.Tag.Lookup("codec")
+	if !ok {
+		tag = f.Tag.Get("json")
+	}
+	name, opts, _ := strings.Cut(tag, ",")
+	return name == "-", strings.Contains(","+opts+",", ",omitempty,")
+}
+
+func randString(r *rand.Rand) string {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789-_.é世"
+	rs := []rune(chars)
+	n := r.Intn(12)
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		b.WriteRune(rs[r.Intn(len(rs))])
+	}
+	return b.String()
+}
+
+// randAny returns a value of a type msgpack decodes into an interface as
+// itself (see the normalizations of TestCodecRoundTripRandom).
+func randAny(r *rand.Rand, depth int) any {
+	switch k := r.Intn(6); {
+	case k == 0:
+		return randString(r)
+	case k == 1:
+		return r.Int63n(1<<40) - 1<<39
+	case k == 2:
+		return r.Intn(2) == 1
+	case k == 3:
+		return float64(float32(r.NormFloat64()))
+	case k == 4 && depth < fillMaxDepth:
+		out := make([]any, r.Intn(3))
+		for i := range out {
+			out[i] = randAny(r, depth+1)
+		}
+		return out
+	case depth < fillMaxDepth:
+		out := map[string]any{}
+		for i := r.Intn(3); i > 0; i-- {
+			out[randString(r)] = randAny(r, depth+1)
+		}
+		return out
+	}
+	return randString(r)
+}
