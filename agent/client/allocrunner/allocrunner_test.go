@@ -459,6 +459,95 @@ func TestRestoredDeadTaskStaysDead(t *testing.T) {
 	}
 }
 
+// A batch task re-attached after a client restart ends with its own exit
+// code, whether it exits after the re-attach or while no client runs: a
+// success completes the allocation and is never run again, a failure is
+// reported with its code. Its output before and after the restart reaches
+// the same log.
+func TestRestoredBatchTaskReportsItsExitCode(t *testing.T) {
+	tests := []struct {
+		name          string
+		code          int
+		exitWhileDown bool
+		wantStatus    string
+	}{
+		{"exit 0 after re-attach", 0, false, structs.AllocClientStatusComplete},
+		{"exit 0 while the client is down", 0, true, structs.AllocClientStatusComplete},
+		{"exit 3 while the client is down", 3, true, structs.AllocClientStatusFailed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			script := fmt.Sprintf(`echo before; while [ ! -e release ]; do sleep 0.02; done; echo after; exit %d`, tc.code)
+			// A failure would be restarted if the policy saw one.
+			policy := failPolicy(2)
+			if tc.code != 0 {
+				policy = failPolicy(0)
+			}
+			a := testAlloc(structs.JobTypeBatch, policy, rawExec("job", script))
+			ar := e.start(t, a, nil)
+			e.rec.waitFor(t, "running", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusRunning })
+			saved := ar.tasks["job"].handleState()
+			ar.Shutdown() // the client goes away; the task does not
+			releaseFile := filepath.Join(e.root, a.ID, "job", "release")
+			if tc.exitWhileDown {
+				if err := os.WriteFile(releaseFile, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				waitNoProcess(t, saved.PID)
+			}
+
+			entries, err := e.db.Allocs()
+			if err != nil || len(entries) != 1 {
+				t.Fatalf("restored entries %d, %v", len(entries), err)
+			}
+			e.rec = &recorder{}
+			ar2 := e.start(t, entries[0].Alloc, entries[0].Tasks)
+			if !tc.exitWhileDown {
+				e.rec.waitFor(t, "re-attached", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusRunning })
+				if err := os.WriteFile(releaseFile, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			<-ar2.DoneCh()
+			got := e.rec.waitFor(t, tc.wantStatus, func(a *structs.Allocation) bool { return a.ClientStatus == tc.wantStatus })
+			ts := got.TaskStates["job"]
+			if ts.State != structs.TaskStateDead || ts.Restarts != 0 || findEvent(ts, structs.TaskRestarting) != nil {
+				t.Fatalf("task state %s: %s", ts.State, describe(got))
+			}
+			if n := strings.Count(strings.Join(eventTypes(ts), ","), structs.TaskStarted); n != 1 {
+				t.Fatalf("Started events = %d: %v", n, eventTypes(ts))
+			}
+			ev := findEvent(ts, structs.TaskTerminated)
+			if ev == nil || ev.ExitCode != tc.code || ev.Message != "" {
+				t.Fatalf("terminated event %+v: %s", ev, describe(got))
+			}
+			out, err := os.ReadFile(filepath.Join(e.root, a.ID, "alloc", "logs", "job.stdout.0"))
+			if err != nil || string(out) != "before\nafter\n" {
+				t.Fatalf("stdout log = %q, %v", out, err)
+			}
+		})
+	}
+}
+
+// waitNoProcess waits until pid is gone from /proc (a zombie counts as
+// gone).
+func waitNoProcess(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		s := string(st)
+		if i := strings.LastIndexByte(s, ')'); err != nil || (i > 0 && len(s) > i+2 && s[i+2] == 'Z') {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestMissingGroupFailsAlloc(t *testing.T) {
 	e := newEnv(t)
 	a := testAlloc(structs.JobTypeBatch, nil, &structs.Task{Name: "m", Driver: "mock_driver"})

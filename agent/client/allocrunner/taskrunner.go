@@ -345,7 +345,7 @@ func (tr *taskRunner) recover(st *driver.HandleState) (driver.Handle, *driver.Ex
 		}
 		tr.logger.Info("task did not survive the client restart", "error", err)
 	}
-	return nil, &driver.ExitResult{Err: driver.ErrExitUnknown}
+	return nil, &driver.ExitResult{Err: fmt.Errorf("%w: the task did not survive the client restart", driver.ErrExitUnknown)}
 }
 
 // afterExit reports an exit (or a failed start) and applies the restart

@@ -27,9 +27,11 @@ type Driver interface {
 	// only: the task outlives it.
 	Start(ctx context.Context, cfg *TaskConfig) (Handle, error)
 	// Recover re-attaches to a task started by an earlier client from the
-	// state its handle saved. It returns an error wrapping ErrTaskGone when
-	// the task no longer runs (including when its process ID now belongs
-	// to another process).
+	// state its handle saved. A driver that knows how a task ended while
+	// no client ran returns a handle whose Wait reports that exit at once.
+	// Otherwise it returns an error wrapping ErrTaskGone when the task no
+	// longer runs (including when its process ID now belongs to another
+	// process). Recover must accept states saved by older clients.
 	Recover(state *HandleState) (Handle, error)
 }
 
@@ -141,9 +143,10 @@ var (
 	ErrTaskGone = errors.New("task is no longer running")
 	// ErrUnrecoverable marks a start error that retrying cannot fix.
 	ErrUnrecoverable = errors.New("unrecoverable")
-	// ErrExitUnknown is set on the ExitResult of a re-attached task whose
-	// exit status could not be observed (it was not the client's child).
-	ErrExitUnknown = errors.New("exit status unknown: the task was re-attached after a client restart")
+	// ErrExitUnknown is set (wrapped, with the reason) on the ExitResult of
+	// a task whose exit status could not be observed, for example a
+	// re-attached task that nothing recorded the exit of.
+	ErrExitUnknown = errors.New("exit status unknown")
 	// ErrDisabled is returned by Start when the driver is not enabled.
 	ErrDisabled = errors.New("driver is disabled")
 )

@@ -1,16 +1,17 @@
 package rawexec
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -27,11 +28,16 @@ const Name = driverspec.RawExecName
 
 // Defaults.
 const (
-	// recoverPoll is how often a re-attached task (not the client's child,
-	// so it cannot be waited for) is checked in /proc.
+	// recoverPoll is how often a re-attached supervisor or task (not the
+	// client's child, so it cannot be waited for) is checked in /proc.
 	recoverPoll = 200 * time.Millisecond
 	// killWait bounds the wait for a SIGKILLed process to disappear.
 	killWait = 10 * time.Second
+	// DefaultSupervisorPath is the client's own executable, whatever
+	// happens to its file on disk after the client started (an upgrade
+	// replacing it): the supervisor is always the same build as the
+	// client that starts it.
+	DefaultSupervisorPath = "/proc/self/exe"
 )
 
 // Config configures the driver.
@@ -41,6 +47,10 @@ type Config struct {
 	Logger  hclog.Logger
 	// ProcRoot is /proc (tests may point elsewhere).
 	ProcRoot string
+	// SupervisorPath is the executable started as each task's supervisor;
+	// it must link this package (see init). Default
+	// DefaultSupervisorPath.
+	SupervisorPath string
 }
 
 // Driver is the raw_exec driver.
@@ -58,6 +68,9 @@ func New(cfg Config) *Driver {
 	}
 	if cfg.ProcRoot == "" {
 		cfg.ProcRoot = "/proc"
+	}
+	if cfg.SupervisorPath == "" {
+		cfg.SupervisorPath = DefaultSupervisorPath
 	}
 	return &Driver{cfg: cfg, logger: cfg.Logger.Named("raw_exec")}
 }
@@ -83,7 +96,8 @@ func (d *Driver) ValidateConfig(cfg map[string]any) error {
 	return err
 }
 
-// Start implements driver.Driver.
+// Start implements driver.Driver: it starts the task's supervisor, which
+// starts the task, and returns once the supervisor reports the task's PID.
 func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Handle, error) {
 	if !d.cfg.Enabled {
 		return nil, driver.Unrecoverable(driver.ErrDisabled)
@@ -99,40 +113,148 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 		return nil, err
 	}
 
+	supDir := supervisorDir(cfg)
+	if err := os.MkdirAll(supDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the supervisor directory: %w", err)
+	}
+	statusPath := filepath.Join(supDir, exitStatusFile)
+	// A status left by an earlier run must not stand for this one.
+	if err := os.Remove(statusPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("removing an old exit status: %w", err)
+	}
+	spec, err := json.Marshal(&supervisorSpec{
+		Path: path, Args: append([]string{command}, args...), Env: envList(cfg.Env), Dir: cfg.TaskDir,
+		StatusPath: statusPath,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cmd, report, err := d.startSupervisor(cfg, supDir, spec)
+	if err != nil {
+		return nil, err
+	}
+	supPID := cmd.Process.Pid
+	// The supervisor is this process's child until Wait: its PID is
+	// stable, so this start time is its own.
+	supStat, err := readProcStat(d.cfg.ProcRoot, supPID)
+	if err != nil {
+		report.Close() // a supervisor that cannot report kills its task
+		go func() { _ = cmd.Wait() }()
+		return nil, fmt.Errorf("reading the supervisor's start time: %w", err)
+	}
+	var rep *supervisorReport
+	reports := readReport(report)
+	select {
+	case res := <-reports:
+		rep, err = res.rep, res.err
+	case <-ctx.Done():
+		// The supervisor may be starting the task right now: hear it
+		// out in the background and take down what it started.
+		go func() {
+			if res := <-reports; res.err == nil {
+				_ = syscall.Kill(-res.rep.PID, syscall.SIGKILL)
+			}
+			_ = cmd.Wait()
+		}()
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		go func() { _ = cmd.Wait() }()
+		if errors.Is(err, errNoReport) {
+			err = fmt.Errorf("%w (see %s)", err, filepath.Join(supDir, supervisorLogFile))
+		}
+		return nil, err
+	}
+	h := newHandle(d, &driver.HandleState{
+		Driver: Name, TaskID: cfg.ID, PID: rep.PID, ProcStartTime: rep.StartTime, StartedAt: time.Now(),
+	}, supervisorRef{pid: supPID, startTime: supStat.StartTime, statusPath: statusPath})
+	go h.waitSupervisor(cmd)
+	d.logger.Debug("started task", "task_id", cfg.ID, "pid", rep.PID, "supervisor_pid", supPID, "command", path)
+	return h, nil
+}
+
+// startSupervisor starts the task's supervisor in a session of its own, so
+// that signals to the client's process group (a terminal's ^C, a group
+// kill) never reach it, and returns it with the read end of its report
+// pipe.
+func (d *Driver) startSupervisor(cfg *driver.TaskConfig, supDir string, spec []byte) (*exec.Cmd, *os.File, error) {
 	stdout, err := openOutput(cfg.StdoutPath)
 	if err != nil {
-		return nil, fmt.Errorf("opening stdout: %w", err)
+		return nil, nil, fmt.Errorf("opening stdout: %w", err)
 	}
 	defer stdout.Close()
 	stderr, err := openOutput(cfg.StderrPath)
 	if err != nil {
-		return nil, fmt.Errorf("opening stderr: %w", err)
+		return nil, nil, fmt.Errorf("opening stderr: %w", err)
 	}
 	defer stderr.Close()
-
+	logf, err := os.OpenFile(filepath.Join(supDir, supervisorLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the supervisor log: %w", err)
+	}
+	defer logf.Close()
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer reportW.Close()
 	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        append([]string{command}, args...),
-		Env:         envList(cfg.Env),
-		Dir:         cfg.TaskDir,
-		Stdout:      stdout,
-		Stderr:      stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		Path: d.cfg.SupervisorPath,
+		Args: []string{supervisorArg0, cfg.ID},
+		// GORACE matters only to race-enabled builds (tests), which
+		// would otherwise linger a second at exit.
+		Env: []string{supervisorEnv + "=1", "GORACE=atexit_sleep_ms=0"},
+		Dir: "/",
+		// The spec goes through a pipe, not the command line, so the
+		// supervisor never shows the task's arguments in /proc.
+		Stdin:  bytes.NewReader(spec),
+		Stderr: logf,
+		// Must match reportFD, stdoutFD, stderrFD.
+		ExtraFiles:  []*os.File{reportW, stdout, stderr},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		reportR.Close()
+		return nil, nil, fmt.Errorf("starting the raw_exec supervisor %s: %w", d.cfg.SupervisorPath, err)
 	}
-	pid := cmd.Process.Pid
-	var startTicks uint64
-	if st, err := readProcStat(d.cfg.ProcRoot, pid); err == nil {
-		startTicks = st.StartTime
-	}
-	h := newHandle(d, &driver.HandleState{
-		Driver: Name, TaskID: cfg.ID, PID: pid, ProcStartTime: startTicks, StartedAt: time.Now(),
-	})
-	go h.waitChild(cmd)
-	d.logger.Debug("started task", "task_id", cfg.ID, "pid", pid, "command", path)
-	return h, nil
+	return cmd, reportR, nil
+}
+
+// errNoReport: the supervisor exited without saying whether the task runs.
+var errNoReport = errors.New("the raw_exec supervisor exited before starting the task")
+
+// reportResult is the supervisor's report, or why there is none.
+type reportResult struct {
+	rep *supervisorReport
+	err error
+}
+
+// readReport reads the supervisor's report from r in the background and
+// closes r. The channel yields once: a report of a running task, or an
+// error.
+func readReport(r *os.File) <-chan reportResult {
+	ch := make(chan reportResult, 1)
+	go func() {
+		defer r.Close()
+		var rep supervisorReport
+		err := json.NewDecoder(r).Decode(&rep)
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			err = errNoReport
+		case err != nil:
+			err = fmt.Errorf("reading the raw_exec supervisor's report: %w", err)
+		case rep.Error != "":
+			err = errors.New(rep.Error)
+		case rep.PID <= 0:
+			err = fmt.Errorf("the raw_exec supervisor reported process ID %d", rep.PID)
+		}
+		if err != nil {
+			ch <- reportResult{err: err}
+			return
+		}
+		ch <- reportResult{rep: &rep}
+	}()
+	return ch
 }
 
 // resolveCommand finds the executable: absolute as is, a relative path
@@ -178,11 +300,32 @@ func envList(env map[string]string) []string {
 	return out
 }
 
-// Recover implements driver.Driver: it re-attaches only if the PID still
-// names a live process with the saved start time.
+// Recover implements driver.Driver. A task with a supervisor is
+// re-attached while its supervisor (the same PID with the saved start
+// time) runs; when the supervisor is gone, the exit status it recorded
+// stands for the task, which ended while the client was away. Without
+// either (a state saved before supervisors, or a supervisor that was
+// killed), the task itself is re-attached if its PID still names it, and
+// its exit status is unknowable.
 func (d *Driver) Recover(state *driver.HandleState) (driver.Handle, error) {
 	if state == nil || state.PID <= 0 {
 		return nil, fmt.Errorf("%w: no process ID saved", driver.ErrTaskGone)
+	}
+	logger := d.logger.With("task_id", state.TaskID, "pid", state.PID)
+	if sup, ok := loadSupervisor(state); ok {
+		h := newHandle(d, state.Copy(), sup)
+		if d.running(sup.pid, sup.startTime) {
+			go h.pollSupervisor()
+			logger.Debug("re-attached to task", "supervisor_pid", sup.pid)
+			return h, nil
+		}
+		res, err := readExitStatus(sup.statusPath, state)
+		if err == nil {
+			h.finish(res, false)
+			logger.Debug("task exited while the client was away", "result", res)
+			return h, nil
+		}
+		logger.Warn("the task's supervisor is gone without an exit status; watching the task alone", "error", err)
 	}
 	st, err := readProcStat(d.cfg.ProcRoot, state.PID)
 	switch {
@@ -195,129 +338,15 @@ func (d *Driver) Recover(state *driver.HandleState) (driver.Handle, error) {
 	case !st.alive():
 		return nil, fmt.Errorf("%w: process %d has exited", driver.ErrTaskGone, state.PID)
 	}
-	h := newHandle(d, state.Copy())
-	go h.pollRecovered()
-	d.logger.Debug("re-attached to task", "task_id", state.TaskID, "pid", state.PID)
+	h := newHandle(d, withoutSupervisor(state), supervisorRef{})
+	go h.pollTask(errReattached)
+	logger.Debug("re-attached to task without a supervisor")
 	return h, nil
 }
 
-// handle is a raw_exec task: either the client's child (waited for) or a
-// re-attached process (polled in /proc).
-type handle struct {
-	d     *Driver
-	state *driver.HandleState
-	done  chan struct{}
-
-	mu     sync.Mutex
-	result *driver.ExitResult // set before done closes; guarded by mu
+// running reports whether pid names a live process that started at
+// startTime.
+func (d *Driver) running(pid int, startTime uint64) bool {
+	st, err := readProcStat(d.cfg.ProcRoot, pid)
+	return err == nil && st.StartTime == startTime && st.alive()
 }
-
-func newHandle(d *Driver, st *driver.HandleState) *handle {
-	return &handle{d: d, state: st, done: make(chan struct{})}
-}
-
-// waitChild waits for the child, then kills what is left of its group.
-func (h *handle) waitChild(cmd *exec.Cmd) {
-	err := cmd.Wait()
-	res := &driver.ExitResult{}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr):
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok {
-			res.ExitCode = ws.ExitStatus()
-			if ws.Signaled() {
-				res.Signal = int(ws.Signal())
-				res.ExitCode = 128 + res.Signal
-			}
-		} else {
-			res.ExitCode = exitErr.ExitCode()
-		}
-	default:
-		res.ExitCode, res.Err = 1, err
-	}
-	h.finish(res, true)
-}
-
-// pollRecovered watches a re-attached process until it is gone or its PID
-// names another process. Its exit status is not observable.
-func (h *handle) pollRecovered() {
-	t := time.NewTicker(recoverPoll)
-	defer t.Stop()
-	for range t.C {
-		st, err := readProcStat(h.d.cfg.ProcRoot, h.state.PID)
-		if err == nil && st.StartTime == h.state.ProcStartTime && st.alive() {
-			continue
-		}
-		// Kill the rest of the group only if the PID was not reused.
-		reused := err == nil && st.StartTime != h.state.ProcStartTime
-		h.finish(&driver.ExitResult{Err: driver.ErrExitUnknown}, !reused)
-		return
-	}
-}
-
-// finish records the result, kills the rest of the process group when
-// killGroup is set, and wakes waiters.
-func (h *handle) finish(res *driver.ExitResult, killGroup bool) {
-	// Whatever the task left behind in its group goes with it. The group
-	// ID is the task's PID (Setpgid); Linux does not reuse a PID while a
-	// group of that ID has members.
-	if killGroup {
-		_ = syscall.Kill(-h.state.PID, syscall.SIGKILL)
-	}
-	h.mu.Lock()
-	h.result = res
-	h.mu.Unlock()
-	close(h.done)
-}
-
-// Wait implements driver.Handle.
-func (h *handle) Wait(ctx context.Context) (*driver.ExitResult, error) {
-	select {
-	case <-h.done:
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.result, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// Stop implements driver.Handle: signal the group, then SIGKILL it after
-// timeout.
-func (h *handle) Stop(signal string, timeout time.Duration) error {
-	select {
-	case <-h.done:
-		return nil
-	default:
-	}
-	sig, err := driverspec.ParseSignal(signal)
-	if err != nil {
-		return err
-	}
-	if err := syscall.Kill(-h.state.PID, sig); err != nil && errors.Is(err, syscall.ESRCH) {
-		_ = syscall.Kill(h.state.PID, sig)
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-h.done:
-		return nil
-	case <-t.C:
-	}
-	h.d.logger.Debug("kill timeout reached; sending SIGKILL to the process group",
-		"task_id", h.state.TaskID, "pid", h.state.PID, "kill_timeout", timeout)
-	_ = syscall.Kill(-h.state.PID, syscall.SIGKILL)
-	select {
-	case <-h.done:
-		return nil
-	case <-time.After(killWait):
-		return fmt.Errorf("process %d did not exit after SIGKILL", h.state.PID)
-	}
-}
-
-// State implements driver.Handle.
-func (h *handle) State() *driver.HandleState { return h.state.Copy() }
-
-// String names the handle in logs.
-func (h *handle) String() string { return "raw_exec pid " + strconv.Itoa(h.state.PID) }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,6 +80,11 @@ func TestRunExitCodeLogsEnvAndDir(t *testing.T) {
 	if res.ExitCode != 3 || res.Signal != 0 || res.Err != nil {
 		t.Fatalf("result = %v", res)
 	}
+	// The code came through the supervisor's status file.
+	b, err := os.ReadFile(h.State().Data[dataExitStatusPath])
+	if err != nil || !strings.Contains(string(b), `"exit_code":3`) {
+		t.Fatalf("exit status file: %s, %v", b, err)
+	}
 	out, errOut := stop()
 	if want := "hi\nhello from " + cfg.TaskDir + "\n"; out != want {
 		t.Fatalf("stdout = %q, want %q", out, want)
@@ -94,19 +98,23 @@ func TestStartErrors(t *testing.T) {
 	tests := []struct {
 		name        string
 		enabled     bool
+		supervisor  string // SupervisorPath; "" for the default
 		cfg         map[string]any
 		want        string
 		unrecovered bool
 	}{
-		{"disabled", false, map[string]any{"command": "/bin/true"}, "disabled", true},
-		{"missing binary", true, map[string]any{"command": "/nonexistent/bin"}, "no such file or directory", false},
-		{"not in PATH", true, map[string]any{"command": "no-such-command-drover"}, "not found in $PATH", false},
-		{"escape", true, map[string]any{"command": "../x"}, "inside the task directory", true},
-		{"bad config", true, map[string]any{"args": "x"}, "Config.command", true},
+		{"disabled", false, "", map[string]any{"command": "/bin/true"}, "disabled", true},
+		{"missing binary", true, "", map[string]any{"command": "/nonexistent/bin"}, "no such file or directory", false},
+		{"not executable", true, "", map[string]any{"command": "/etc/passwd"}, "permission denied", false},
+		{"not in PATH", true, "", map[string]any{"command": "no-such-command-drover"}, "not found in $PATH", false},
+		{"escape", true, "", map[string]any{"command": "../x"}, "inside the task directory", true},
+		{"bad config", true, "", map[string]any{"args": "x"}, "Config.command", true},
+		{"missing supervisor", true, "/nonexistent/drover", map[string]any{"command": "/bin/true"}, "starting the raw_exec supervisor", false},
+		{"supervisor says nothing", true, "/bin/true", map[string]any{"command": "/bin/true"}, "exited before starting the task", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := New(Config{Enabled: tc.enabled})
+			d := New(Config{Enabled: tc.enabled, SupervisorPath: tc.supervisor})
 			cfg, _ := taskEnv(t, tc.cfg)
 			_, err := d.Start(context.Background(), cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -217,6 +225,9 @@ func TestStopKillsWholeGroup(t *testing.T) {
 				t.Fatal("stop took too long")
 			}
 			waitNoGroup(t, pid)
+			if sup := supervisorOf(t, h); d.running(sup.pid, sup.startTime) {
+				t.Fatalf("supervisor %d outlived its task", sup.pid)
+			}
 		})
 	}
 }
@@ -232,54 +243,6 @@ func TestExitKillsLeftovers(t *testing.T) {
 		t.Fatalf("result %v", res)
 	}
 	waitNoGroup(t, h.State().PID)
-}
-
-func TestRecover(t *testing.T) {
-	d := New(Config{Enabled: true})
-	cfg, _ := taskEnv(t, map[string]any{"command": "/bin/sleep", "args": []any{"1000"}})
-	h, err := d.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Stop("SIGKILL", time.Second) })
-	st := h.State()
-	if st.PID == 0 || st.ProcStartTime == 0 {
-		t.Fatalf("state lacks pid or start time: %+v", st)
-	}
-
-	t.Run("recycled pid is not adopted", func(t *testing.T) {
-		bad := st.Copy()
-		bad.ProcStartTime++
-		if _, err := New(Config{Enabled: true}).Recover(bad); !errors.Is(err, driver.ErrTaskGone) {
-			t.Fatalf("err = %v, want ErrTaskGone", err)
-		}
-	})
-	t.Run("missing process", func(t *testing.T) {
-		bad := st.Copy()
-		bad.PID = 1 << 22 // above pid_max on default kernels
-		if _, err := New(Config{Enabled: true}).Recover(bad); !errors.Is(err, driver.ErrTaskGone) {
-			t.Fatalf("err = %v, want ErrTaskGone", err)
-		}
-	})
-	t.Run("same process is re-attached and stopped", func(t *testing.T) {
-		d2 := New(Config{Enabled: true})
-		h2, err := d2.Recover(st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h2.Stop("SIGTERM", time.Second); err != nil {
-			t.Fatal(err)
-		}
-		res := waitExit(t, h2)
-		if !errors.Is(res.Err, driver.ErrExitUnknown) {
-			t.Fatalf("recovered result = %v", res)
-		}
-		waitNoGroup(t, st.PID)
-		// The original handle (the parent) sees the signal.
-		if res := waitExit(t, h); res.Signal != int(syscall.SIGTERM) {
-			t.Fatalf("child result = %v", res)
-		}
-	})
 }
 
 func TestParseProcStat(t *testing.T) {
