@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/rpc"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,7 +136,8 @@ func New(cfg Config) *Pool {
 	return p
 }
 
-// RPC calls method on the server at addr and decodes the answer into reply.
+// RPC calls method on the server at addr and decodes the answer into reply,
+// which it zeroes first (nothing reply held survives a successful call).
 // An error returned by the remote endpoint is typed (structs.DecodeRPCError);
 // any other error is a transport failure, after which the call may or may
 // not have been executed remotely.
@@ -196,6 +198,13 @@ func call(codec rpc.ClientCodec, method string, args, reply any) error {
 			return err
 		}
 		return rpc.ServerError(resp.Error)
+	}
+	// Decode into a zeroed reply. Decoding merges into what a value holds
+	// (map keys survive, pointers are decoded into, fields the encoder
+	// omitted as empty keep their value), and a caller that retries after
+	// a failed attempt passes the reply that attempt half filled.
+	if rv := reflect.ValueOf(reply); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv.Elem().SetZero()
 	}
 	return codec.ReadResponseBody(reply)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/rpc"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -19,10 +20,14 @@ import (
 type Echo struct{}
 
 type EchoArgs struct{ Msg string }
-type EchoReply struct{ Msg string }
+type EchoReply struct {
+	Msg  string
+	Tags map[string]string
+}
 
 func (Echo) Say(args *EchoArgs, reply *EchoReply) error {
 	reply.Msg = args.Msg
+	reply.Tags = map[string]string{"msg": args.Msg}
 	return nil
 }
 
@@ -112,6 +117,20 @@ func newPool(t *testing.T, cfg Config) *Pool {
 	p := New(cfg)
 	t.Cleanup(func() { p.Shutdown() })
 	return p
+}
+
+// TestPoolReplyStartsZeroed: what a reply held before the call (a failed
+// attempt's half-decoded answer, say) never survives into the answer.
+func TestPoolReplyStartsZeroed(t *testing.T) {
+	ts := startServer(t, "127.0.0.1:0")
+	p := newPool(t, Config{})
+	reply := EchoReply{Msg: "stale", Tags: map[string]string{"stale": "yes"}}
+	if err := p.RPC(ts.addr(), "Echo.Say", &EchoArgs{Msg: "hi"}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	if want := (EchoReply{Msg: "hi", Tags: map[string]string{"msg": "hi"}}); !reflect.DeepEqual(reply, want) {
+		t.Fatalf("reply %+v, want %+v", reply, want)
+	}
 }
 
 func TestPoolCallsAndReusesSession(t *testing.T) {
