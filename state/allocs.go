@@ -398,6 +398,21 @@ func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocatio
 	return firstTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, "allocation", id, id)
 }
 
+// LookupAlloc returns the allocation and true, or false when there is
+// none. Unlike AllocByID a miss builds no error, for callers that probe
+// many IDs of which most are new (the plan applier).
+func (s *StateStore) LookupAlloc(ws memdb.WatchSet, id string) (*structs.Allocation, bool, error) {
+	watchCh, raw, err := s.db.Txn(false).FirstWatch(TableAllocs, IndexID, id)
+	if err != nil {
+		return nil, false, fmt.Errorf("state: allocation lookup: %w", err)
+	}
+	ws.Add(watchCh)
+	if raw == nil {
+		return nil, false, nil
+	}
+	return raw.(*structs.Allocation), true, nil
+}
+
 // Allocs returns every allocation, sorted by ID.
 func (s *StateStore) Allocs(ws memdb.WatchSet) ([]*structs.Allocation, error) {
 	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexID)

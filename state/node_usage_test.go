@@ -371,3 +371,23 @@ func restoreCopy(t *rapid.T, s *StateStore) *StateStore {
 	r.Commit()
 	return out
 }
+
+func TestLookupAlloc(t *testing.T) {
+	s := testStore(t)
+	job := mock.Job()
+	must(t, s.UpsertJob(1, job, nil))
+	a := mock.Alloc(job, mock.Node())
+	must(t, s.UpsertAllocs(2, []*structs.Allocation{a}))
+	for _, tc := range []struct {
+		id    string
+		found bool
+	}{{a.ID, true}, {"missing", false}, {a.ID[:8], false}} {
+		t.Run(tc.id, func(t *testing.T) {
+			got, found, err := s.LookupAlloc(nil, tc.id)
+			must(t, err)
+			if found != tc.found || (got != nil) != tc.found || found && got.ID != a.ID {
+				t.Fatalf("LookupAlloc(%q) = %v, %v", tc.id, got, found)
+			}
+		})
+	}
+}

@@ -44,7 +44,7 @@ func testAlloc(nodeID string, cpu, mem int64) *structs.Allocation {
 	}
 }
 
-func newStore(t *testing.T, nodes ...*structs.Node) *state.StateStore {
+func newStore(t testing.TB, nodes ...*structs.Node) *state.StateStore {
 	t.Helper()
 	s, err := state.NewStateStore()
 	if err != nil {
@@ -61,7 +61,7 @@ func newStore(t *testing.T, nodes ...*structs.Node) *state.StateStore {
 	return s
 }
 
-func snapshot(t *testing.T, s *state.StateStore) *state.StateSnapshot {
+func snapshot(t testing.TB, s *state.StateStore) *state.StateSnapshot {
 	t.Helper()
 	snap, err := s.Snapshot()
 	if err != nil {

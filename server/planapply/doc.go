@@ -17,6 +17,11 @@
 // the state, so a check never relies on another commit succeeding, or on
 // the order in which the commits land.
 //
+// A node's check costs the size of the plan's part on it (plus the
+// in-flight placements there), not the number of allocations it holds: it
+// starts from the node's usage, which the state store keeps (NodeUsage),
+// and looks up only the allocations the plan stops or replaces.
+//
 // The package never writes the state store itself: it commits only through
 // the Apply function the server gives it.
 package planapply

@@ -26,28 +26,90 @@ func EvaluatePlan(snap *state.StateSnapshot, plan *structs.Plan) (*structs.PlanR
 // applied (their stops are not credited: see Applier).
 type inflight []map[string][]*structs.Allocation
 
-// onNode returns the in-flight placements on nodeID that existing does not
-// hold already (an in-place update, or a commit that was applied after the
-// snapshot was taken, must not count twice).
-func (f inflight) onNode(nodeID string, existing []*structs.Allocation) []*structs.Allocation {
-	var extra []*structs.Allocation
-	var seen map[string]struct{}
+// count is the number of in-flight placements on nodeID.
+func (f inflight) count(nodeID string) int {
+	n := 0
 	for _, m := range f {
-		for _, a := range m[nodeID] {
-			if seen == nil {
-				seen = make(map[string]struct{}, len(existing))
-				for _, e := range existing {
-					seen[e.ID] = struct{}{}
-				}
-			}
-			if _, dup := seen[a.ID]; dup {
+		n += len(m[nodeID])
+	}
+	return n
+}
+
+// onNode returns the in-flight placements on the node by ID, the first
+// commit's version of each. An allocation the snapshot already holds on
+// the node (an in-place update, or a commit applied after the snapshot was
+// taken) maps to nil: it is counted once, as the snapshot has it.
+func (f inflight) onNode(held *heldOn) (map[string]*structs.Allocation, error) {
+	var out map[string]*structs.Allocation
+	for _, m := range f {
+		for _, a := range m[held.nodeID] {
+			if _, dup := out[a.ID]; dup {
 				continue
 			}
-			seen[a.ID] = struct{}{}
-			extra = append(extra, a)
+			_, found, err := held.find(a.ID)
+			if err != nil {
+				return nil, err
+			}
+			if out == nil {
+				out = map[string]*structs.Allocation{}
+			}
+			if found {
+				out[a.ID] = nil
+			} else {
+				out[a.ID] = a
+			}
 		}
 	}
-	return extra
+	return out, nil
+}
+
+// heldOn finds, by ID, the allocations a snapshot holds on one node
+// (terminal ones too): by one lookup per ID, or from one read of the
+// node's allocations when the plan probes for more IDs than that read
+// would cost.
+type heldOn struct {
+	snap   *state.StateSnapshot
+	nodeID string
+	scan   bool
+	byID   map[string]*structs.Allocation // the node's allocations, with scan
+}
+
+// lookupCost is how many of a node's allocations can be read and indexed
+// by ID in the time of one lookup by ID (state.LookupAlloc: about 650 ns
+// against 80 ns per allocation for AllocsByNode and the map, measured with
+// 5,000 allocations on the node): a node is read whole when its probes
+// times lookupCost exceed its live allocations. Terminal allocations make
+// the read dearer than estimated, never dearer than the sum over the
+// node's allocations the applier made before the state kept usage.
+const lookupCost = 8
+
+func newHeldOn(snap *state.StateSnapshot, nodeID string, scan bool) (*heldOn, error) {
+	h := &heldOn{snap: snap, nodeID: nodeID, scan: scan}
+	if scan {
+		allocs, err := snap.AllocsByNode(nil, nodeID)
+		if err != nil {
+			return nil, err
+		}
+		h.byID = make(map[string]*structs.Allocation, len(allocs))
+		for _, a := range allocs {
+			h.byID[a.ID] = a
+		}
+	}
+	return h, nil
+}
+
+// find returns the allocation with the given ID if the snapshot holds it
+// on the node.
+func (h *heldOn) find(id string) (*structs.Allocation, bool, error) {
+	if h.scan {
+		a, found := h.byID[id]
+		return a, found, nil
+	}
+	a, found, err := h.snap.LookupAlloc(nil, id)
+	if err != nil || !found || a.NodeID != h.nodeID {
+		return nil, false, err
+	}
+	return a, true, nil
 }
 
 // evaluatePlan is EvaluatePlan with the in-flight placements counted.
@@ -145,56 +207,90 @@ func evaluateNode(snap *state.StateSnapshot, pending inflight, plan *structs.Pla
 	if node.Status != structs.NodeStatusReady {
 		return false, "node is not ready for placements", nil
 	}
-	existing, err := snap.AllocsByNode(nil, nodeID)
+	usage, err := snap.NodeUsage(nil, nodeID)
 	if err != nil {
 		return false, "", err
 	}
-	if extra := pending.onNode(nodeID, existing); len(extra) > 0 {
-		existing = append(existing[:len(existing):len(existing)], extra...)
+	stops := plan.NodeUpdate[nodeID]
+	probes := len(stops) + len(placements) + pending.count(nodeID)
+	held, err := newHeldOn(snap, nodeID, probes*lookupCost > usage.Allocs)
+	if err != nil {
+		return false, "", err
 	}
-	if node.Drain || node.SchedulingEligibility == structs.NodeSchedulingIneligible {
-		if reason := newPlacement(existing, placements); reason != "" {
-			return false, reason, nil
-		}
+	onlyUpdates := node.Drain || node.SchedulingEligibility == structs.NodeSchedulingIneligible
+	used, reason, err := usedAfter(usage.Used, held, pending, stops, placements, onlyUpdates)
+	if err != nil || reason != "" {
+		return false, reason, err
 	}
-	return fitsNode(node, existing, plan.NodeUpdate[nodeID], placements)
+	return fitsNode(node, used)
 }
 
-// newPlacement returns a reason if any placement is not an update of an
-// allocation already on the node.
-func newPlacement(existing, placements []*structs.Allocation) string {
-	onNode := make(map[string]struct{}, len(existing))
-	for _, a := range existing {
-		onNode[a.ID] = struct{}{}
+// usedAfter is what would run on held's node once the plan and the
+// commits in flight are applied:
+//
+//	usage: the node's live allocations in the snapshot
+//	- the live allocations on the node the plan stops or replaces (once each)
+//	+ the in-flight placements the snapshot does not hold on the node and
+//	  the plan does not stop or replace, when live
+//	+ every placement of the plan.
+//
+// With onlyUpdates (a draining or ineligible node), a placement that is
+// not already on the node (in the snapshot or in flight) is refused with a
+// reason.
+func usedAfter(usage structs.ComparableResources, held *heldOn, pending inflight, stops, placements []*structs.Allocation, onlyUpdates bool) (structs.ComparableResources, string, error) {
+	used := usage
+	extra, err := pending.onNode(held)
+	if err != nil {
+		return used, "", err
 	}
-	for _, p := range placements {
-		if _, ok := onNode[p.ID]; !ok {
-			return "node is draining or ineligible"
+	var freed map[string]struct{} // live allocations already subtracted
+	replace := func(a *structs.Allocation, placement bool) (string, error) {
+		stored, onNode, err := held.find(a.ID)
+		if err != nil {
+			return "", err
 		}
+		queued, inFlight := extra[a.ID]
+		if placement && onlyUpdates && !onNode && !inFlight {
+			return "node is draining or ineligible", nil
+		}
+		if queued != nil {
+			extra[a.ID] = nil // replaced: not counted
+		}
+		if !onNode || stored.TerminalStatus() {
+			return "", nil
+		}
+		if _, dup := freed[a.ID]; dup {
+			return "", nil
+		}
+		if freed == nil {
+			freed = map[string]struct{}{}
+		}
+		freed[a.ID] = struct{}{}
+		used.Subtract(stored.AllocatedResources.Comparable())
+		return "", nil
 	}
-	return ""
-}
-
-// fitsNode sums what would run on the node after the plan and compares it
-// with the node's capacity less its reserved share.
-func fitsNode(node *structs.Node, existing, stops, placements []*structs.Allocation) (bool, string, error) {
-	removed := make(map[string]struct{}, len(stops)+len(placements))
 	for _, a := range stops {
-		removed[a.ID] = struct{}{}
+		if _, err := replace(a, false); err != nil {
+			return used, "", err
+		}
 	}
 	for _, a := range placements {
-		removed[a.ID] = struct{}{}
-	}
-	var used structs.ComparableResources
-	for _, a := range existing {
-		if _, gone := removed[a.ID]; gone || a.TerminalStatus() {
-			continue
+		if reason, err := replace(a, true); err != nil || reason != "" {
+			return used, reason, err
 		}
 		used.Add(a.AllocatedResources.Comparable())
 	}
-	for _, a := range placements {
-		used.Add(a.AllocatedResources.Comparable())
+	for _, a := range extra {
+		if a != nil && !a.TerminalStatus() {
+			used.Add(a.AllocatedResources.Comparable())
+		}
 	}
+	return used, "", nil
+}
+
+// fitsNode compares what would run on the node with its capacity less its
+// reserved share.
+func fitsNode(node *structs.Node, used structs.ComparableResources) (bool, string, error) {
 	avail := available(node)
 	if avail.DiskMB == 0 {
 		used.DiskMB = 0 // a node that reports no disk is not checked for it
