@@ -21,38 +21,38 @@ const (
 
 // Allocation is one instance of a task group placed on one node.
 type Allocation struct {
-	ID        string
-	Namespace string
-	EvalID    string
-	Name      string
-	NodeID    string
-	NodeName  string
-	JobID     string
+	ID        string `codec:",omitempty"`
+	Namespace string `codec:",omitempty"`
+	EvalID    string `codec:",omitempty"`
+	Name      string `codec:",omitempty"`
+	NodeID    string `codec:",omitempty"`
+	NodeName  string `codec:",omitempty"`
+	JobID     string `codec:",omitempty"`
 	// Job is the job version the allocation runs. Inside a Raft plan entry
 	// it is omitted (the plan carries the job once); the FSM points every
 	// allocation at the stored job, so readers always see it set.
-	Job                  *Job
-	TaskGroup            string
-	AllocatedResources   *AllocatedResources
-	Metrics              *AllocMetric
-	DesiredStatus        string
-	DesiredDescription   string
-	DesiredTransition    DesiredTransition
-	ClientStatus         string
-	ClientDescription    string
+	Job                  *Job                `codec:",omitempty"`
+	TaskGroup            string              `codec:",omitempty"`
+	AllocatedResources   *AllocatedResources `codec:",omitempty"`
+	Metrics              *AllocMetric        `codec:",omitempty"`
+	DesiredStatus        string              `codec:",omitempty"`
+	DesiredDescription   string              `codec:",omitempty"`
+	DesiredTransition    DesiredTransition   `codec:",omitempty"`
+	ClientStatus         string              `codec:",omitempty"`
+	ClientDescription    string              `codec:",omitempty"`
 	TaskStates           map[string]*TaskState
-	DeploymentID         string
-	FollowupEvalID       string
-	PreviousAllocation   string
-	NextAllocation       string
-	RescheduleTracker    *RescheduleTracker
+	DeploymentID         string             `codec:",omitempty"`
+	FollowupEvalID       string             `codec:",omitempty"`
+	PreviousAllocation   string             `codec:",omitempty"`
+	NextAllocation       string             `codec:",omitempty"`
+	RescheduleTracker    *RescheduleTracker `codec:",omitempty"`
 	PreemptedAllocations []string
-	CreateIndex          uint64
-	ModifyIndex          uint64
-	AllocModifyIndex     uint64
-	CreateTime           int64
-	ModifyTime           int64
-	JobVersion           uint64
+	CreateIndex          uint64 `codec:",omitempty"`
+	ModifyIndex          uint64 `codec:",omitempty"`
+	AllocModifyIndex     uint64 `codec:",omitempty"`
+	CreateTime           int64  `codec:",omitempty"`
+	ModifyTime           int64  `codec:",omitempty"`
+	JobVersion           uint64 `codec:",omitempty"`
 }
 
 // AllocatedResources is what the scheduler set aside for an allocation.
@@ -165,12 +165,12 @@ const (
 
 // TaskState is a task's lifecycle as reported by its client.
 type TaskState struct {
-	State       string
-	Failed      bool
-	Restarts    uint64
-	LastRestart time.Time
-	StartedAt   time.Time
-	FinishedAt  time.Time
+	State       string    `codec:",omitempty"`
+	Failed      bool      `codec:",omitempty"`
+	Restarts    uint64    `codec:",omitempty"`
+	LastRestart time.Time `codec:",omitempty"`
+	StartedAt   time.Time `codec:",omitempty"`
+	FinishedAt  time.Time `codec:",omitempty"`
 	Events      []*TaskEvent
 }
 
@@ -191,39 +191,39 @@ const (
 
 // TaskEvent is one event in a task's life.
 type TaskEvent struct {
-	Type           string
-	Time           int64
-	DisplayMessage string
+	Type           string `codec:",omitempty"`
+	Time           int64  `codec:",omitempty"`
+	DisplayMessage string `codec:",omitempty"`
 	Details        map[string]string
-	Message        string
-	ExitCode       int
-	Signal         int
-	KillTimeout    time.Duration
-	KillError      string
-	KillReason     string
-	StartDelay     int64
-	DriverError    string
-	RestartReason  string
-	FailsTask      bool
+	Message        string        `codec:",omitempty"`
+	ExitCode       int           `codec:",omitempty"`
+	Signal         int           `codec:",omitempty"`
+	KillTimeout    time.Duration `codec:",omitempty"`
+	KillError      string        `codec:",omitempty"`
+	KillReason     string        `codec:",omitempty"`
+	StartDelay     int64         `codec:",omitempty"`
+	DriverError    string        `codec:",omitempty"`
+	RestartReason  string        `codec:",omitempty"`
+	FailsTask      bool          `codec:",omitempty"`
 }
 
 // AllocMetric records how placement went: what filtered nodes out, what was
 // exhausted, and the scores. Stored on evaluations as FailedTGAllocs.
 type AllocMetric struct {
-	NodesEvaluated     int
-	NodesFiltered      int
-	NodesInPool        int
+	NodesEvaluated     int `codec:",omitempty"`
+	NodesFiltered      int `codec:",omitempty"`
+	NodesInPool        int `codec:",omitempty"`
 	NodesAvailable     map[string]int
 	ClassFiltered      map[string]int
 	ConstraintFiltered map[string]int
-	NodesExhausted     int
+	NodesExhausted     int `codec:",omitempty"`
 	ClassExhausted     map[string]int
 	DimensionExhausted map[string]int
 	QuotaExhausted     []string
 	Scores             map[string]float64 `json:",omitempty"`
 	ScoreMetaData      []*NodeScoreMeta
-	AllocationTime     time.Duration
-	CoalescedFailures  int
+	AllocationTime     time.Duration `codec:",omitempty"`
+	CoalescedFailures  int           `codec:",omitempty"`
 }
 
 // NodeScoreMeta is one node's scores.

@@ -365,3 +365,43 @@ func randAny(r *rand.Rand, depth int) any {
 	}
 	return randString(r)
 }
+
+// TestCodecOmitEmptyOnlyOnSingleZero enforces the first omitempty rule of
+// codec.go: no slice or map (nor a struct holding one) is tagged
+// omitempty in its codec tag, so nil and empty survive msgpack apart.
+func TestCodecOmitEmptyOnlyOnSingleZero(t *testing.T) {
+	for _, proto := range wireTypes {
+		typ := reflect.TypeOf(proto).Elem()
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			tag, ok := f.Tag.Lookup("codec")
+			if !ok || !strings.Contains(tag, "omitempty") {
+				continue
+			}
+			if holdsCollection(f.Type) {
+				t.Errorf("%s.%s: a slice or map (or a struct holding one) must not be omitempty", typ.Name(), f.Name)
+			}
+		}
+	}
+	buf, err := Encode(AllocClientUpdateRequestType, &Allocation{ID: "a1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf, []byte("ClientStatus")) || !bytes.Contains(buf, []byte("TaskStates")) {
+		t.Fatalf("zero scalars must be left out and nil maps kept: %q", buf)
+	}
+}
+
+func holdsCollection(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Map:
+		return true
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if holdsCollection(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
+}

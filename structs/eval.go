@@ -43,35 +43,35 @@ const (
 // Evaluation is a request to reconcile a job with the cluster: the unit of
 // work the eval broker hands to schedulers.
 type Evaluation struct {
-	ID                   string
-	Namespace            string
-	Priority             int
-	Type                 string
-	TriggeredBy          string
-	JobID                string
-	JobModifyIndex       uint64
-	NodeID               string
-	NodeModifyIndex      uint64
-	DeploymentID         string
-	Status               string
-	StatusDescription    string
-	Wait                 time.Duration
-	WaitUntil            time.Time
-	NextEval             string
-	PreviousEval         string
-	BlockedEval          string
+	ID                   string            `codec:",omitempty"`
+	Namespace            string            `codec:",omitempty"`
+	Priority             int               `codec:",omitempty"`
+	Type                 string            `codec:",omitempty"`
+	TriggeredBy          string            `codec:",omitempty"`
+	JobID                string            `codec:",omitempty"`
+	JobModifyIndex       uint64            `codec:",omitempty"`
+	NodeID               string            `codec:",omitempty"`
+	NodeModifyIndex      uint64            `codec:",omitempty"`
+	DeploymentID         string            `codec:",omitempty"`
+	Status               string            `codec:",omitempty"`
+	StatusDescription    string            `codec:",omitempty"`
+	Wait                 time.Duration     `codec:",omitempty"`
+	WaitUntil            time.Time         `codec:",omitempty"`
+	NextEval             string            `codec:",omitempty"`
+	PreviousEval         string            `codec:",omitempty"`
+	BlockedEval          string            `codec:",omitempty"`
 	RelatedEvals         []*EvaluationStub `json:",omitempty"`
 	FailedTGAllocs       map[string]*AllocMetric
 	ClassEligibility     map[string]bool
-	EscapedComputedClass bool
-	AnnotatePlan         bool
+	EscapedComputedClass bool `codec:",omitempty"`
+	AnnotatePlan         bool `codec:",omitempty"`
 	QueuedAllocations    map[string]int
 	LeaderACL            string `json:"-"`
-	SnapshotIndex        uint64
-	CreateIndex          uint64
-	ModifyIndex          uint64
-	CreateTime           int64
-	ModifyTime           int64
+	SnapshotIndex        uint64 `codec:",omitempty"`
+	CreateIndex          uint64 `codec:",omitempty"`
+	ModifyIndex          uint64 `codec:",omitempty"`
+	CreateTime           int64  `codec:",omitempty"`
+	ModifyTime           int64  `codec:",omitempty"`
 }
 
 // EvaluationStub is the summary form of an evaluation.

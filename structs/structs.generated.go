@@ -60,197 +60,306 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [29]bool{    // should field at this index be written?
+				x.ID != "",                  // ID
+				x.Namespace != "",           // Namespace
+				x.EvalID != "",              // EvalID
+				x.Name != "",                // Name
+				x.NodeID != "",              // NodeID
+				x.NodeName != "",            // NodeName
+				x.JobID != "",               // JobID
+				x.Job != nil,                // Job
+				x.TaskGroup != "",           // TaskGroup
+				x.AllocatedResources != nil, // AllocatedResources
+				x.Metrics != nil,            // Metrics
+				x.DesiredStatus != "",       // DesiredStatus
+				x.DesiredDescription != "",  // DesiredDescription
+				x.DesiredTransition != DesiredTransition{}, // DesiredTransition
+				x.ClientStatus != "",                       // ClientStatus
+				x.ClientDescription != "",                  // ClientDescription
+				true,                                       // TaskStates
+				x.DeploymentID != "",                       // DeploymentID
+				x.FollowupEvalID != "",                     // FollowupEvalID
+				x.PreviousAllocation != "",                 // PreviousAllocation
+				x.NextAllocation != "",                     // NextAllocation
+				x.RescheduleTracker != nil,                 // RescheduleTracker
+				true,                                       // PreemptedAllocations
+				x.CreateIndex != 0,                         // CreateIndex
+				x.ModifyIndex != 0,                         // ModifyIndex
+				x.AllocModifyIndex != 0,                    // AllocModifyIndex
+				x.CreateTime != 0,                          // CreateTime
+				x.ModifyTime != 0,                          // ModifyTime
+				x.JobVersion != 0,                          // JobVersion
+			}
+			_ = yyq2
 			if yyr2 || yy2arr2 {
 				r.WriteArrayStart(29)
 			} else {
-				r.WriteMapStart(29)
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[0] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.ID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ID))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.ID)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"ID\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `ID`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.ID)))
+				if yyq2[0] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"ID\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `ID`)
 					}
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Namespace)))
+					r.WriteMapElemValue()
+					if false {
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Namespace))
-					}
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Namespace\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Namespace`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Namespace)))
-					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Namespace))
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.ID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ID))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[1] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Namespace)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Namespace))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.EvalID)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.EvalID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"EvalID\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `EvalID`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.EvalID)))
+				if yyq2[1] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Namespace\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.EvalID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Namespace`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Namespace)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Namespace))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[2] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.EvalID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.EvalID))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Name)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Name))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Name\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Name`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Name)))
+				if yyq2[2] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"EvalID\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Name))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `EvalID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.EvalID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.EvalID))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[3] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Name)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Name))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.NodeID)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"NodeID\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `NodeID`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.NodeID)))
+				if yyq2[3] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Name\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Name`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Name)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Name))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[4] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.NodeID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeID))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.NodeName)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeName))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"NodeName\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `NodeName`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.NodeName)))
+				if yyq2[4] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"NodeID\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeName))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `NodeID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.NodeID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeID))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[5] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.NodeName)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeName))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.JobID)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.JobID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"JobID\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `JobID`)
+				if yyq2[5] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"NodeName\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `NodeName`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.NodeName)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeName))
+						}
+					}
 				}
-				r.WriteMapElemValue()
-				if false {
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[6] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.JobID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.JobID))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.JobID)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.JobID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[6] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"JobID\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `JobID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.JobID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.JobID))
+						}
 					}
 				}
 			}
@@ -266,54 +375,70 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeNil()
 				} else {
 					r.WriteArrayElem()
-					if x.Job == nil {
-						r.EncodeNil()
+					if yyq2[7] {
+						if x.Job == nil {
+							r.EncodeNil()
+						} else {
+							x.Job.CodecEncodeSelf(e)
+						}
 					} else {
-						x.Job.CodecEncodeSelf(e)
+						r.EncodeNil()
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Job\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Job`)
-				}
-				r.WriteMapElemValue()
-				if yyn24 {
-					r.EncodeNil()
-				} else {
-					if x.Job == nil {
+				if yyq2[7] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Job\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Job`)
+					}
+					r.WriteMapElemValue()
+					if yyn24 {
 						r.EncodeNil()
 					} else {
-						x.Job.CodecEncodeSelf(e)
+						if x.Job == nil {
+							r.EncodeNil()
+						} else {
+							x.Job.CodecEncodeSelf(e)
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[8] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.TaskGroup)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.TaskGroup))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.TaskGroup)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.TaskGroup))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"TaskGroup\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `TaskGroup`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.TaskGroup)))
+				if yyq2[8] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"TaskGroup\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.TaskGroup))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `TaskGroup`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.TaskGroup)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.TaskGroup))
+						}
 					}
 				}
 			}
@@ -329,27 +454,33 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeNil()
 				} else {
 					r.WriteArrayElem()
-					if x.AllocatedResources == nil {
-						r.EncodeNil()
+					if yyq2[9] {
+						if x.AllocatedResources == nil {
+							r.EncodeNil()
+						} else {
+							x.AllocatedResources.CodecEncodeSelf(e)
+						}
 					} else {
-						x.AllocatedResources.CodecEncodeSelf(e)
+						r.EncodeNil()
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"AllocatedResources\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `AllocatedResources`)
-				}
-				r.WriteMapElemValue()
-				if yyn30 {
-					r.EncodeNil()
-				} else {
-					if x.AllocatedResources == nil {
+				if yyq2[9] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"AllocatedResources\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `AllocatedResources`)
+					}
+					r.WriteMapElemValue()
+					if yyn30 {
 						r.EncodeNil()
 					} else {
-						x.AllocatedResources.CodecEncodeSelf(e)
+						if x.AllocatedResources == nil {
+							r.EncodeNil()
+						} else {
+							x.AllocatedResources.CodecEncodeSelf(e)
+						}
 					}
 				}
 			}
@@ -365,150 +496,202 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeNil()
 				} else {
 					r.WriteArrayElem()
-					if x.Metrics == nil {
-						r.EncodeNil()
+					if yyq2[10] {
+						if x.Metrics == nil {
+							r.EncodeNil()
+						} else {
+							x.Metrics.CodecEncodeSelf(e)
+						}
 					} else {
-						x.Metrics.CodecEncodeSelf(e)
+						r.EncodeNil()
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Metrics\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Metrics`)
+				if yyq2[10] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Metrics\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Metrics`)
+					}
+					r.WriteMapElemValue()
+					if yyn33 {
+						r.EncodeNil()
+					} else {
+						if x.Metrics == nil {
+							r.EncodeNil()
+						} else {
+							x.Metrics.CodecEncodeSelf(e)
+						}
+					}
 				}
-				r.WriteMapElemValue()
-				if yyn33 {
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[11] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DesiredStatus)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DesiredStatus))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[11] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"DesiredStatus\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `DesiredStatus`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DesiredStatus)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DesiredStatus))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[12] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DesiredDescription)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DesiredDescription))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[12] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"DesiredDescription\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `DesiredDescription`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DesiredDescription)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DesiredDescription))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[13] {
+					yy43 := &x.DesiredTransition
+					yy43.CodecEncodeSelf(e)
+				} else {
 					r.EncodeNil()
-				} else {
-					if x.Metrics == nil {
-						r.EncodeNil()
+				}
+			} else {
+				if yyq2[13] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"DesiredTransition\"")
 					} else {
-						x.Metrics.CodecEncodeSelf(e)
+						r.EncodeStringEnc(codecSelferCcUTF81978, `DesiredTransition`)
+					}
+					r.WriteMapElemValue()
+					yy45 := &x.DesiredTransition
+					yy45.CodecEncodeSelf(e)
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[14] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.ClientStatus)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ClientStatus))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[14] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"ClientStatus\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `ClientStatus`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.ClientStatus)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ClientStatus))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[15] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.ClientDescription)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ClientDescription))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DesiredStatus)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DesiredStatus))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"DesiredStatus\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `DesiredStatus`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DesiredStatus)))
+				if yyq2[15] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"ClientDescription\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DesiredStatus))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `ClientDescription`)
 					}
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DesiredDescription)))
+					r.WriteMapElemValue()
+					if false {
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DesiredDescription))
-					}
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"DesiredDescription\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `DesiredDescription`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DesiredDescription)))
-					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DesiredDescription))
-					}
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				yy43 := &x.DesiredTransition
-				yy43.CodecEncodeSelf(e)
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"DesiredTransition\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `DesiredTransition`)
-				}
-				r.WriteMapElemValue()
-				yy45 := &x.DesiredTransition
-				yy45.CodecEncodeSelf(e)
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.ClientStatus)))
-					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ClientStatus))
-					}
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"ClientStatus\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `ClientStatus`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.ClientStatus)))
-					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ClientStatus))
-					}
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.ClientDescription)))
-					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ClientDescription))
-					}
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"ClientDescription\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `ClientDescription`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.ClientDescription)))
-					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ClientDescription))
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.ClientDescription)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ClientDescription))
+						}
 					}
 				}
 			}
@@ -541,109 +724,149 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[17] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DeploymentID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DeploymentID))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DeploymentID)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DeploymentID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"DeploymentID\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `DeploymentID`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DeploymentID)))
+				if yyq2[17] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"DeploymentID\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DeploymentID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `DeploymentID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DeploymentID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DeploymentID))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[18] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.FollowupEvalID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.FollowupEvalID))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.FollowupEvalID)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.FollowupEvalID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"FollowupEvalID\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `FollowupEvalID`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.FollowupEvalID)))
+				if yyq2[18] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"FollowupEvalID\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.FollowupEvalID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `FollowupEvalID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.FollowupEvalID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.FollowupEvalID))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[19] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.PreviousAllocation)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PreviousAllocation))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.PreviousAllocation)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PreviousAllocation))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"PreviousAllocation\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `PreviousAllocation`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.PreviousAllocation)))
+				if yyq2[19] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"PreviousAllocation\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PreviousAllocation))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `PreviousAllocation`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.PreviousAllocation)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PreviousAllocation))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[20] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.NextAllocation)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NextAllocation))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.NextAllocation)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NextAllocation))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"NextAllocation\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `NextAllocation`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.NextAllocation)))
+				if yyq2[20] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"NextAllocation\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NextAllocation))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `NextAllocation`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.NextAllocation)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NextAllocation))
+						}
 					}
 				}
 			}
@@ -659,27 +882,33 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeNil()
 				} else {
 					r.WriteArrayElem()
-					if x.RescheduleTracker == nil {
-						r.EncodeNil()
+					if yyq2[21] {
+						if x.RescheduleTracker == nil {
+							r.EncodeNil()
+						} else {
+							x.RescheduleTracker.CodecEncodeSelf(e)
+						}
 					} else {
-						x.RescheduleTracker.CodecEncodeSelf(e)
+						r.EncodeNil()
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"RescheduleTracker\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `RescheduleTracker`)
-				}
-				r.WriteMapElemValue()
-				if yyn68 {
-					r.EncodeNil()
-				} else {
-					if x.RescheduleTracker == nil {
+				if yyq2[21] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"RescheduleTracker\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `RescheduleTracker`)
+					}
+					r.WriteMapElemValue()
+					if yyn68 {
 						r.EncodeNil()
 					} else {
-						x.RescheduleTracker.CodecEncodeSelf(e)
+						if x.RescheduleTracker == nil {
+							r.EncodeNil()
+						} else {
+							x.RescheduleTracker.CodecEncodeSelf(e)
+						}
 					}
 				}
 			}
@@ -712,116 +941,152 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[23] {
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.CreateIndex))
+					}
 				} else {
-					r.EncodeUint(uint64(x.CreateIndex))
+					r.EncodeUint(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"CreateIndex\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `CreateIndex`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.CreateIndex))
+				if yyq2[23] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"CreateIndex\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `CreateIndex`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.CreateIndex))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[24] {
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.ModifyIndex))
+					}
 				} else {
-					r.EncodeUint(uint64(x.ModifyIndex))
+					r.EncodeUint(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"ModifyIndex\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `ModifyIndex`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.ModifyIndex))
+				if yyq2[24] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"ModifyIndex\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `ModifyIndex`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.ModifyIndex))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[25] {
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.AllocModifyIndex))
+					}
 				} else {
-					r.EncodeUint(uint64(x.AllocModifyIndex))
+					r.EncodeUint(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"AllocModifyIndex\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `AllocModifyIndex`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.AllocModifyIndex))
+				if yyq2[25] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"AllocModifyIndex\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `AllocModifyIndex`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.AllocModifyIndex))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[26] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.CreateTime))
+					}
 				} else {
-					r.EncodeInt(int64(x.CreateTime))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"CreateTime\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `CreateTime`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.CreateTime))
+				if yyq2[26] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"CreateTime\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `CreateTime`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.CreateTime))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[27] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.ModifyTime))
+					}
 				} else {
-					r.EncodeInt(int64(x.ModifyTime))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"ModifyTime\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `ModifyTime`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.ModifyTime))
+				if yyq2[27] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"ModifyTime\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `ModifyTime`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.ModifyTime))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[28] {
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.JobVersion))
+					}
 				} else {
-					r.EncodeUint(uint64(x.JobVersion))
+					r.EncodeUint(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"JobVersion\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `JobVersion`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.JobVersion))
+				if yyq2[28] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"JobVersion\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `JobVersion`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.JobVersion))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -3384,179 +3649,236 @@ func (x *TaskState) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [7]bool{     // should field at this index be written?
+				x.State != "",             // State
+				x.Failed,                  // Failed
+				x.Restarts != 0,           // Restarts
+				!(x.LastRestart.IsZero()), // LastRestart
+				!(x.StartedAt.IsZero()),   // StartedAt
+				!(x.FinishedAt.IsZero()),  // FinishedAt
+				true,                      // Events
+			}
+			_ = yyq2
 			if yyr2 || yy2arr2 {
 				r.WriteArrayStart(7)
 			} else {
-				r.WriteMapStart(7)
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[0] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.State)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.State))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.State)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.State))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"State\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `State`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.State)))
+				if yyq2[0] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"State\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.State))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `State`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.State)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.State))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[1] {
+					if false {
+					} else {
+						r.EncodeBool(bool(x.Failed))
+					}
 				} else {
-					r.EncodeBool(bool(x.Failed))
+					r.EncodeBool(false)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Failed\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Failed`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeBool(bool(x.Failed))
+				if yyq2[1] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Failed\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Failed`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeBool(bool(x.Failed))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[2] {
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.Restarts))
+					}
 				} else {
-					r.EncodeUint(uint64(x.Restarts))
+					r.EncodeUint(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Restarts\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Restarts`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.Restarts))
+				if yyq2[2] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Restarts\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Restarts`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.Restarts))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else if !z.EncBasicHandle().TimeNotBuiltin {
-					r.EncodeTime(x.LastRestart)
-				} else if yyxt13 := z.Extension(z.I2Rtid(x.LastRestart)); yyxt13 != nil {
-					z.EncExtension(x.LastRestart, yyxt13)
-				} else if z.EncBinary() {
-					z.EncBinaryMarshal(x.LastRestart)
-				} else if !z.EncBinary() && z.IsJSONHandle() {
-					z.EncJSONMarshal(x.LastRestart)
+				if yyq2[3] {
+					if false {
+					} else if !z.EncBasicHandle().TimeNotBuiltin {
+						r.EncodeTime(x.LastRestart)
+					} else if yyxt13 := z.Extension(z.I2Rtid(x.LastRestart)); yyxt13 != nil {
+						z.EncExtension(x.LastRestart, yyxt13)
+					} else if z.EncBinary() {
+						z.EncBinaryMarshal(x.LastRestart)
+					} else if !z.EncBinary() && z.IsJSONHandle() {
+						z.EncJSONMarshal(x.LastRestart)
+					} else {
+						z.EncFallback(x.LastRestart)
+					}
 				} else {
-					z.EncFallback(x.LastRestart)
+					r.EncodeNil()
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"LastRestart\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `LastRestart`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else if !z.EncBasicHandle().TimeNotBuiltin {
-					r.EncodeTime(x.LastRestart)
-				} else if yyxt14 := z.Extension(z.I2Rtid(x.LastRestart)); yyxt14 != nil {
-					z.EncExtension(x.LastRestart, yyxt14)
-				} else if z.EncBinary() {
-					z.EncBinaryMarshal(x.LastRestart)
-				} else if !z.EncBinary() && z.IsJSONHandle() {
-					z.EncJSONMarshal(x.LastRestart)
-				} else {
-					z.EncFallback(x.LastRestart)
+				if yyq2[3] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"LastRestart\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `LastRestart`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else if !z.EncBasicHandle().TimeNotBuiltin {
+						r.EncodeTime(x.LastRestart)
+					} else if yyxt14 := z.Extension(z.I2Rtid(x.LastRestart)); yyxt14 != nil {
+						z.EncExtension(x.LastRestart, yyxt14)
+					} else if z.EncBinary() {
+						z.EncBinaryMarshal(x.LastRestart)
+					} else if !z.EncBinary() && z.IsJSONHandle() {
+						z.EncJSONMarshal(x.LastRestart)
+					} else {
+						z.EncFallback(x.LastRestart)
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else if !z.EncBasicHandle().TimeNotBuiltin {
-					r.EncodeTime(x.StartedAt)
-				} else if yyxt16 := z.Extension(z.I2Rtid(x.StartedAt)); yyxt16 != nil {
-					z.EncExtension(x.StartedAt, yyxt16)
-				} else if z.EncBinary() {
-					z.EncBinaryMarshal(x.StartedAt)
-				} else if !z.EncBinary() && z.IsJSONHandle() {
-					z.EncJSONMarshal(x.StartedAt)
+				if yyq2[4] {
+					if false {
+					} else if !z.EncBasicHandle().TimeNotBuiltin {
+						r.EncodeTime(x.StartedAt)
+					} else if yyxt16 := z.Extension(z.I2Rtid(x.StartedAt)); yyxt16 != nil {
+						z.EncExtension(x.StartedAt, yyxt16)
+					} else if z.EncBinary() {
+						z.EncBinaryMarshal(x.StartedAt)
+					} else if !z.EncBinary() && z.IsJSONHandle() {
+						z.EncJSONMarshal(x.StartedAt)
+					} else {
+						z.EncFallback(x.StartedAt)
+					}
 				} else {
-					z.EncFallback(x.StartedAt)
+					r.EncodeNil()
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"StartedAt\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `StartedAt`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else if !z.EncBasicHandle().TimeNotBuiltin {
-					r.EncodeTime(x.StartedAt)
-				} else if yyxt17 := z.Extension(z.I2Rtid(x.StartedAt)); yyxt17 != nil {
-					z.EncExtension(x.StartedAt, yyxt17)
-				} else if z.EncBinary() {
-					z.EncBinaryMarshal(x.StartedAt)
-				} else if !z.EncBinary() && z.IsJSONHandle() {
-					z.EncJSONMarshal(x.StartedAt)
-				} else {
-					z.EncFallback(x.StartedAt)
+				if yyq2[4] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"StartedAt\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `StartedAt`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else if !z.EncBasicHandle().TimeNotBuiltin {
+						r.EncodeTime(x.StartedAt)
+					} else if yyxt17 := z.Extension(z.I2Rtid(x.StartedAt)); yyxt17 != nil {
+						z.EncExtension(x.StartedAt, yyxt17)
+					} else if z.EncBinary() {
+						z.EncBinaryMarshal(x.StartedAt)
+					} else if !z.EncBinary() && z.IsJSONHandle() {
+						z.EncJSONMarshal(x.StartedAt)
+					} else {
+						z.EncFallback(x.StartedAt)
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else if !z.EncBasicHandle().TimeNotBuiltin {
-					r.EncodeTime(x.FinishedAt)
-				} else if yyxt19 := z.Extension(z.I2Rtid(x.FinishedAt)); yyxt19 != nil {
-					z.EncExtension(x.FinishedAt, yyxt19)
-				} else if z.EncBinary() {
-					z.EncBinaryMarshal(x.FinishedAt)
-				} else if !z.EncBinary() && z.IsJSONHandle() {
-					z.EncJSONMarshal(x.FinishedAt)
+				if yyq2[5] {
+					if false {
+					} else if !z.EncBasicHandle().TimeNotBuiltin {
+						r.EncodeTime(x.FinishedAt)
+					} else if yyxt19 := z.Extension(z.I2Rtid(x.FinishedAt)); yyxt19 != nil {
+						z.EncExtension(x.FinishedAt, yyxt19)
+					} else if z.EncBinary() {
+						z.EncBinaryMarshal(x.FinishedAt)
+					} else if !z.EncBinary() && z.IsJSONHandle() {
+						z.EncJSONMarshal(x.FinishedAt)
+					} else {
+						z.EncFallback(x.FinishedAt)
+					}
 				} else {
-					z.EncFallback(x.FinishedAt)
+					r.EncodeNil()
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"FinishedAt\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `FinishedAt`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else if !z.EncBasicHandle().TimeNotBuiltin {
-					r.EncodeTime(x.FinishedAt)
-				} else if yyxt20 := z.Extension(z.I2Rtid(x.FinishedAt)); yyxt20 != nil {
-					z.EncExtension(x.FinishedAt, yyxt20)
-				} else if z.EncBinary() {
-					z.EncBinaryMarshal(x.FinishedAt)
-				} else if !z.EncBinary() && z.IsJSONHandle() {
-					z.EncJSONMarshal(x.FinishedAt)
-				} else {
-					z.EncFallback(x.FinishedAt)
+				if yyq2[5] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"FinishedAt\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `FinishedAt`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else if !z.EncBasicHandle().TimeNotBuiltin {
+						r.EncodeTime(x.FinishedAt)
+					} else if yyxt20 := z.Extension(z.I2Rtid(x.FinishedAt)); yyxt20 != nil {
+						z.EncExtension(x.FinishedAt, yyxt20)
+					} else if z.EncBinary() {
+						z.EncBinaryMarshal(x.FinishedAt)
+					} else if !z.EncBinary() && z.IsJSONHandle() {
+						z.EncJSONMarshal(x.FinishedAt)
+					} else {
+						z.EncFallback(x.FinishedAt)
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -3914,81 +4236,131 @@ func (x *TaskEvent) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [14]bool{    // should field at this index be written?
+				x.Type != "",           // Type
+				x.Time != 0,            // Time
+				x.DisplayMessage != "", // DisplayMessage
+				true,                   // Details
+				x.Message != "",        // Message
+				x.ExitCode != 0,        // ExitCode
+				x.Signal != 0,          // Signal
+				x.KillTimeout != 0,     // KillTimeout
+				x.KillError != "",      // KillError
+				x.KillReason != "",     // KillReason
+				x.StartDelay != 0,      // StartDelay
+				x.DriverError != "",    // DriverError
+				x.RestartReason != "",  // RestartReason
+				x.FailsTask,            // FailsTask
+			}
+			_ = yyq2
 			if yyr2 || yy2arr2 {
 				r.WriteArrayStart(14)
 			} else {
-				r.WriteMapStart(14)
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[0] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Type)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Type))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Type)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Type))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Type\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Type`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Type)))
+				if yyq2[0] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Type\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Type))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Type`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Type)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Type))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[1] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.Time))
+					}
 				} else {
-					r.EncodeInt(int64(x.Time))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Time\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Time`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.Time))
+				if yyq2[1] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Time\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Time`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.Time))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[2] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DisplayMessage)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DisplayMessage))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DisplayMessage)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DisplayMessage))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"DisplayMessage\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `DisplayMessage`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DisplayMessage)))
+				if yyq2[2] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"DisplayMessage\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DisplayMessage))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `DisplayMessage`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DisplayMessage)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DisplayMessage))
+						}
 					}
 				}
 			}
@@ -4021,236 +4393,316 @@ func (x *TaskEvent) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[4] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Message)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Message))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Message)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Message))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Message\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Message`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Message)))
+				if yyq2[4] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Message\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Message))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Message`)
 					}
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.ExitCode))
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"ExitCode\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `ExitCode`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.ExitCode))
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.Signal))
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Signal\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Signal`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.Signal))
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else if yyxt25 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt25 != nil {
-					z.EncExtension(x.KillTimeout, yyxt25)
-				} else {
-					r.EncodeInt(int64(x.KillTimeout))
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"KillTimeout\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `KillTimeout`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else if yyxt26 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt26 != nil {
-					z.EncExtension(x.KillTimeout, yyxt26)
-				} else {
-					r.EncodeInt(int64(x.KillTimeout))
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.KillError)))
+					r.WriteMapElemValue()
+					if false {
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.KillError))
-					}
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"KillError\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `KillError`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.KillError)))
-					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.KillError))
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Message)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Message))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.KillReason)))
+				if yyq2[5] {
+					if false {
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.KillReason))
+						r.EncodeInt(int64(x.ExitCode))
 					}
+				} else {
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"KillReason\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `KillReason`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.KillReason)))
+				if yyq2[5] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"ExitCode\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.KillReason))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `ExitCode`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.ExitCode))
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.StartDelay))
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"StartDelay\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `StartDelay`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.StartDelay))
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DriverError)))
+				if yyq2[6] {
+					if false {
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DriverError))
+						r.EncodeInt(int64(x.Signal))
 					}
+				} else {
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"DriverError\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `DriverError`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DriverError)))
+				if yyq2[6] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Signal\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DriverError))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Signal`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.Signal))
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.RestartReason)))
+				if yyq2[7] {
+					if false {
+					} else if yyxt25 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt25 != nil {
+						z.EncExtension(x.KillTimeout, yyxt25)
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.RestartReason))
+						r.EncodeInt(int64(x.KillTimeout))
 					}
+				} else {
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"RestartReason\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `RestartReason`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.RestartReason)))
+				if yyq2[7] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"KillTimeout\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.RestartReason))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `KillTimeout`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else if yyxt26 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt26 != nil {
+						z.EncExtension(x.KillTimeout, yyxt26)
+					} else {
+						r.EncodeInt(int64(x.KillTimeout))
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[8] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.KillError)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.KillError))
+						}
+					}
 				} else {
-					r.EncodeBool(bool(x.FailsTask))
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"FailsTask\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `FailsTask`)
+				if yyq2[8] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"KillError\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `KillError`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.KillError)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.KillError))
+						}
+					}
 				}
-				r.WriteMapElemValue()
-				if false {
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[9] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.KillReason)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.KillReason))
+						}
+					}
 				} else {
-					r.EncodeBool(bool(x.FailsTask))
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[9] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"KillReason\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `KillReason`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.KillReason)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.KillReason))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[10] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.StartDelay))
+					}
+				} else {
+					r.EncodeInt(0)
+				}
+			} else {
+				if yyq2[10] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"StartDelay\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `StartDelay`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.StartDelay))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[11] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DriverError)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DriverError))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[11] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"DriverError\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `DriverError`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DriverError)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DriverError))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[12] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.RestartReason)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.RestartReason))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[12] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"RestartReason\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `RestartReason`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.RestartReason)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.RestartReason))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[13] {
+					if false {
+					} else {
+						r.EncodeBool(bool(x.FailsTask))
+					}
+				} else {
+					r.EncodeBool(false)
+				}
+			} else {
+				if yyq2[13] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"FailsTask\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `FailsTask`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeBool(bool(x.FailsTask))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -4680,20 +5132,20 @@ func (x *AllocMetric) CodecEncodeSelf(e *codec1978.Encoder) {
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
 			var yyq2 = [14]bool{    // should field at this index be written?
-				true,               // NodesEvaluated
-				true,               // NodesFiltered
-				true,               // NodesInPool
-				true,               // NodesAvailable
-				true,               // ClassFiltered
-				true,               // ConstraintFiltered
-				true,               // NodesExhausted
-				true,               // ClassExhausted
-				true,               // DimensionExhausted
-				true,               // QuotaExhausted
-				len(x.Scores) != 0, // Scores
-				true,               // ScoreMetaData
-				true,               // AllocationTime
-				true,               // CoalescedFailures
+				x.NodesEvaluated != 0,    // NodesEvaluated
+				x.NodesFiltered != 0,     // NodesFiltered
+				x.NodesInPool != 0,       // NodesInPool
+				true,                     // NodesAvailable
+				true,                     // ClassFiltered
+				true,                     // ConstraintFiltered
+				x.NodesExhausted != 0,    // NodesExhausted
+				true,                     // ClassExhausted
+				true,                     // DimensionExhausted
+				true,                     // QuotaExhausted
+				len(x.Scores) != 0,       // Scores
+				true,                     // ScoreMetaData
+				x.AllocationTime != 0,    // AllocationTime
+				x.CoalescedFailures != 0, // CoalescedFailures
 			}
 			_ = yyq2
 			if yyr2 || yy2arr2 {
@@ -4710,59 +5162,77 @@ func (x *AllocMetric) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[0] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.NodesEvaluated))
+					}
 				} else {
-					r.EncodeInt(int64(x.NodesEvaluated))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"NodesEvaluated\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `NodesEvaluated`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.NodesEvaluated))
+				if yyq2[0] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"NodesEvaluated\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `NodesEvaluated`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.NodesEvaluated))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[1] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.NodesFiltered))
+					}
 				} else {
-					r.EncodeInt(int64(x.NodesFiltered))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"NodesFiltered\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `NodesFiltered`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.NodesFiltered))
+				if yyq2[1] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"NodesFiltered\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `NodesFiltered`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.NodesFiltered))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[2] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.NodesInPool))
+					}
 				} else {
-					r.EncodeInt(int64(x.NodesInPool))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"NodesInPool\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `NodesInPool`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.NodesInPool))
+				if yyq2[2] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"NodesInPool\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `NodesInPool`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.NodesInPool))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -4848,21 +5318,27 @@ func (x *AllocMetric) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[6] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.NodesExhausted))
+					}
 				} else {
-					r.EncodeInt(int64(x.NodesExhausted))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"NodesExhausted\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `NodesExhausted`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.NodesExhausted))
+				if yyq2[6] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"NodesExhausted\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `NodesExhausted`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.NodesExhausted))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -5008,44 +5484,56 @@ func (x *AllocMetric) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else if yyxt40 := z.Extension(z.I2Rtid(x.AllocationTime)); yyxt40 != nil {
-					z.EncExtension(x.AllocationTime, yyxt40)
+				if yyq2[12] {
+					if false {
+					} else if yyxt40 := z.Extension(z.I2Rtid(x.AllocationTime)); yyxt40 != nil {
+						z.EncExtension(x.AllocationTime, yyxt40)
+					} else {
+						r.EncodeInt(int64(x.AllocationTime))
+					}
 				} else {
-					r.EncodeInt(int64(x.AllocationTime))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"AllocationTime\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `AllocationTime`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else if yyxt41 := z.Extension(z.I2Rtid(x.AllocationTime)); yyxt41 != nil {
-					z.EncExtension(x.AllocationTime, yyxt41)
-				} else {
-					r.EncodeInt(int64(x.AllocationTime))
+				if yyq2[12] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"AllocationTime\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `AllocationTime`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else if yyxt41 := z.Extension(z.I2Rtid(x.AllocationTime)); yyxt41 != nil {
+						z.EncExtension(x.AllocationTime, yyxt41)
+					} else {
+						r.EncodeInt(int64(x.AllocationTime))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[13] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.CoalescedFailures))
+					}
 				} else {
-					r.EncodeInt(int64(x.CoalescedFailures))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"CoalescedFailures\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `CoalescedFailures`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.CoalescedFailures))
+				if yyq2[13] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"CoalescedFailures\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `CoalescedFailures`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.CoalescedFailures))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -7289,34 +7777,34 @@ func (x *Evaluation) CodecEncodeSelf(e *codec1978.Encoder) {
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
 			var yyq2 = [28]bool{    // should field at this index be written?
-				true,                     // ID
-				true,                     // Namespace
-				true,                     // Priority
-				true,                     // Type
-				true,                     // TriggeredBy
-				true,                     // JobID
-				true,                     // JobModifyIndex
-				true,                     // NodeID
-				true,                     // NodeModifyIndex
-				true,                     // DeploymentID
-				true,                     // Status
-				true,                     // StatusDescription
-				true,                     // Wait
-				true,                     // WaitUntil
-				true,                     // NextEval
-				true,                     // PreviousEval
-				true,                     // BlockedEval
-				len(x.RelatedEvals) != 0, // RelatedEvals
-				true,                     // FailedTGAllocs
-				true,                     // ClassEligibility
-				true,                     // EscapedComputedClass
-				true,                     // AnnotatePlan
-				true,                     // QueuedAllocations
-				true,                     // SnapshotIndex
-				true,                     // CreateIndex
-				true,                     // ModifyIndex
-				true,                     // CreateTime
-				true,                     // ModifyTime
+				x.ID != "",                // ID
+				x.Namespace != "",         // Namespace
+				x.Priority != 0,           // Priority
+				x.Type != "",              // Type
+				x.TriggeredBy != "",       // TriggeredBy
+				x.JobID != "",             // JobID
+				x.JobModifyIndex != 0,     // JobModifyIndex
+				x.NodeID != "",            // NodeID
+				x.NodeModifyIndex != 0,    // NodeModifyIndex
+				x.DeploymentID != "",      // DeploymentID
+				x.Status != "",            // Status
+				x.StatusDescription != "", // StatusDescription
+				x.Wait != 0,               // Wait
+				!(x.WaitUntil.IsZero()),   // WaitUntil
+				x.NextEval != "",          // NextEval
+				x.PreviousEval != "",      // PreviousEval
+				x.BlockedEval != "",       // BlockedEval
+				len(x.RelatedEvals) != 0,  // RelatedEvals
+				true,                      // FailedTGAllocs
+				true,                      // ClassEligibility
+				x.EscapedComputedClass,    // EscapedComputedClass
+				x.AnnotatePlan,            // AnnotatePlan
+				true,                      // QueuedAllocations
+				x.SnapshotIndex != 0,      // SnapshotIndex
+				x.CreateIndex != 0,        // CreateIndex
+				x.ModifyIndex != 0,        // ModifyIndex
+				x.CreateTime != 0,         // CreateTime
+				x.ModifyTime != 0,         // ModifyTime
 			}
 			_ = yyq2
 			if yyr2 || yy2arr2 {
@@ -7333,440 +7821,590 @@ func (x *Evaluation) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[0] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.ID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ID))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.ID)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"ID\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `ID`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.ID)))
+				if yyq2[0] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"ID\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `ID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.ID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.ID))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[1] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Namespace)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Namespace))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Namespace)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Namespace))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Namespace\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Namespace`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Namespace)))
+				if yyq2[1] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Namespace\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Namespace))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Namespace`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Namespace)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Namespace))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.Priority))
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Priority\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Priority`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.Priority))
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Type)))
+				if yyq2[2] {
+					if false {
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Type))
+						r.EncodeInt(int64(x.Priority))
 					}
+				} else {
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Type\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Type`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Type)))
+				if yyq2[2] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Priority\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Type))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Priority`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.Priority))
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[3] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Type)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Type))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.TriggeredBy)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.TriggeredBy))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"TriggeredBy\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `TriggeredBy`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.TriggeredBy)))
+				if yyq2[3] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Type\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.TriggeredBy))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Type`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Type)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Type))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[4] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.TriggeredBy)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.TriggeredBy))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.JobID)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.JobID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"JobID\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `JobID`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.JobID)))
+				if yyq2[4] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"TriggeredBy\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.JobID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `TriggeredBy`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.TriggeredBy)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.TriggeredBy))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.JobModifyIndex))
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"JobModifyIndex\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `JobModifyIndex`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.JobModifyIndex))
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
+				if yyq2[5] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.JobID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.JobID))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.NodeID)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"NodeID\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `NodeID`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.NodeID)))
+				if yyq2[5] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"JobID\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `JobID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.JobID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.JobID))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.NodeModifyIndex))
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"NodeModifyIndex\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `NodeModifyIndex`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.NodeModifyIndex))
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DeploymentID)))
+				if yyq2[6] {
+					if false {
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DeploymentID))
+						r.EncodeUint(uint64(x.JobModifyIndex))
 					}
+				} else {
+					r.EncodeUint(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"DeploymentID\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `DeploymentID`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.DeploymentID)))
+				if yyq2[6] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"JobModifyIndex\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DeploymentID))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `JobModifyIndex`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.JobModifyIndex))
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[7] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.NodeID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeID))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Status)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Status))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Status\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Status`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.Status)))
+				if yyq2[7] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"NodeID\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Status))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `NodeID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.NodeID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NodeID))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.StatusDescription)))
+				if yyq2[8] {
+					if false {
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.StatusDescription))
+						r.EncodeUint(uint64(x.NodeModifyIndex))
 					}
+				} else {
+					r.EncodeUint(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"StatusDescription\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `StatusDescription`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.StatusDescription)))
+				if yyq2[8] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"NodeModifyIndex\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.StatusDescription))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `NodeModifyIndex`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.NodeModifyIndex))
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
-				} else if yyxt40 := z.Extension(z.I2Rtid(x.Wait)); yyxt40 != nil {
-					z.EncExtension(x.Wait, yyxt40)
-				} else {
-					r.EncodeInt(int64(x.Wait))
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"Wait\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `Wait`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else if yyxt41 := z.Extension(z.I2Rtid(x.Wait)); yyxt41 != nil {
-					z.EncExtension(x.Wait, yyxt41)
-				} else {
-					r.EncodeInt(int64(x.Wait))
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
-				} else if !z.EncBasicHandle().TimeNotBuiltin {
-					r.EncodeTime(x.WaitUntil)
-				} else if yyxt43 := z.Extension(z.I2Rtid(x.WaitUntil)); yyxt43 != nil {
-					z.EncExtension(x.WaitUntil, yyxt43)
-				} else if z.EncBinary() {
-					z.EncBinaryMarshal(x.WaitUntil)
-				} else if !z.EncBinary() && z.IsJSONHandle() {
-					z.EncJSONMarshal(x.WaitUntil)
-				} else {
-					z.EncFallback(x.WaitUntil)
-				}
-			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"WaitUntil\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `WaitUntil`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else if !z.EncBasicHandle().TimeNotBuiltin {
-					r.EncodeTime(x.WaitUntil)
-				} else if yyxt44 := z.Extension(z.I2Rtid(x.WaitUntil)); yyxt44 != nil {
-					z.EncExtension(x.WaitUntil, yyxt44)
-				} else if z.EncBinary() {
-					z.EncBinaryMarshal(x.WaitUntil)
-				} else if !z.EncBinary() && z.IsJSONHandle() {
-					z.EncJSONMarshal(x.WaitUntil)
-				} else {
-					z.EncFallback(x.WaitUntil)
-				}
-			}
-			if yyr2 || yy2arr2 {
-				r.WriteArrayElem()
-				if false {
+				if yyq2[9] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DeploymentID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DeploymentID))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.NextEval)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NextEval))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"NextEval\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `NextEval`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.NextEval)))
+				if yyq2[9] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"DeploymentID\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NextEval))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `DeploymentID`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.DeploymentID)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.DeploymentID))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[10] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Status)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Status))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.PreviousEval)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PreviousEval))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"PreviousEval\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `PreviousEval`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.PreviousEval)))
+				if yyq2[10] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Status\"")
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PreviousEval))
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Status`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Status)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Status))
+						}
 					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[11] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.StatusDescription)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.StatusDescription))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.BlockedEval)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.BlockedEval))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
 					}
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"BlockedEval\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `BlockedEval`)
+				if yyq2[11] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"StatusDescription\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `StatusDescription`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.StatusDescription)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.StatusDescription))
+						}
+					}
 				}
-				r.WriteMapElemValue()
-				if false {
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[12] {
+					if false {
+					} else if yyxt40 := z.Extension(z.I2Rtid(x.Wait)); yyxt40 != nil {
+						z.EncExtension(x.Wait, yyxt40)
+					} else {
+						r.EncodeInt(int64(x.Wait))
+					}
+				} else {
+					r.EncodeInt(0)
+				}
+			} else {
+				if yyq2[12] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Wait\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Wait`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else if yyxt41 := z.Extension(z.I2Rtid(x.Wait)); yyxt41 != nil {
+						z.EncExtension(x.Wait, yyxt41)
+					} else {
+						r.EncodeInt(int64(x.Wait))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[13] {
+					if false {
+					} else if !z.EncBasicHandle().TimeNotBuiltin {
+						r.EncodeTime(x.WaitUntil)
+					} else if yyxt43 := z.Extension(z.I2Rtid(x.WaitUntil)); yyxt43 != nil {
+						z.EncExtension(x.WaitUntil, yyxt43)
+					} else if z.EncBinary() {
+						z.EncBinaryMarshal(x.WaitUntil)
+					} else if !z.EncBinary() && z.IsJSONHandle() {
+						z.EncJSONMarshal(x.WaitUntil)
+					} else {
+						z.EncFallback(x.WaitUntil)
+					}
+				} else {
+					r.EncodeNil()
+				}
+			} else {
+				if yyq2[13] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"WaitUntil\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `WaitUntil`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else if !z.EncBasicHandle().TimeNotBuiltin {
+						r.EncodeTime(x.WaitUntil)
+					} else if yyxt44 := z.Extension(z.I2Rtid(x.WaitUntil)); yyxt44 != nil {
+						z.EncExtension(x.WaitUntil, yyxt44)
+					} else if z.EncBinary() {
+						z.EncBinaryMarshal(x.WaitUntil)
+					} else if !z.EncBinary() && z.IsJSONHandle() {
+						z.EncJSONMarshal(x.WaitUntil)
+					} else {
+						z.EncFallback(x.WaitUntil)
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[14] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.NextEval)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NextEval))
+						}
+					}
 				} else {
 					if z.EncBasicHandle().StringToRaw {
-						r.EncodeStringBytesRaw(z.BytesView(string(x.BlockedEval)))
+						r.EncodeStringBytesRaw([]byte{})
 					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.BlockedEval))
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[14] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"NextEval\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `NextEval`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.NextEval)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.NextEval))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[15] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.PreviousEval)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PreviousEval))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[15] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"PreviousEval\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `PreviousEval`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.PreviousEval)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.PreviousEval))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[16] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.BlockedEval)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.BlockedEval))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[16] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"BlockedEval\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `BlockedEval`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.BlockedEval)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.BlockedEval))
+						}
 					}
 				}
 			}
@@ -7859,40 +8497,52 @@ func (x *Evaluation) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[20] {
+					if false {
+					} else {
+						r.EncodeBool(bool(x.EscapedComputedClass))
+					}
 				} else {
-					r.EncodeBool(bool(x.EscapedComputedClass))
+					r.EncodeBool(false)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"EscapedComputedClass\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `EscapedComputedClass`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeBool(bool(x.EscapedComputedClass))
+				if yyq2[20] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"EscapedComputedClass\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `EscapedComputedClass`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeBool(bool(x.EscapedComputedClass))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[21] {
+					if false {
+					} else {
+						r.EncodeBool(bool(x.AnnotatePlan))
+					}
 				} else {
-					r.EncodeBool(bool(x.AnnotatePlan))
+					r.EncodeBool(false)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"AnnotatePlan\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `AnnotatePlan`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeBool(bool(x.AnnotatePlan))
+				if yyq2[21] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"AnnotatePlan\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `AnnotatePlan`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeBool(bool(x.AnnotatePlan))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -7924,97 +8574,127 @@ func (x *Evaluation) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[23] {
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.SnapshotIndex))
+					}
 				} else {
-					r.EncodeUint(uint64(x.SnapshotIndex))
+					r.EncodeUint(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"SnapshotIndex\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `SnapshotIndex`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.SnapshotIndex))
+				if yyq2[23] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"SnapshotIndex\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `SnapshotIndex`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.SnapshotIndex))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[24] {
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.CreateIndex))
+					}
 				} else {
-					r.EncodeUint(uint64(x.CreateIndex))
+					r.EncodeUint(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"CreateIndex\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `CreateIndex`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.CreateIndex))
+				if yyq2[24] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"CreateIndex\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `CreateIndex`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.CreateIndex))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[25] {
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.ModifyIndex))
+					}
 				} else {
-					r.EncodeUint(uint64(x.ModifyIndex))
+					r.EncodeUint(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"ModifyIndex\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `ModifyIndex`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeUint(uint64(x.ModifyIndex))
+				if yyq2[25] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"ModifyIndex\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `ModifyIndex`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeUint(uint64(x.ModifyIndex))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[26] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.CreateTime))
+					}
 				} else {
-					r.EncodeInt(int64(x.CreateTime))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"CreateTime\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `CreateTime`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.CreateTime))
+				if yyq2[26] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"CreateTime\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `CreateTime`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.CreateTime))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if false {
+				if yyq2[27] {
+					if false {
+					} else {
+						r.EncodeInt(int64(x.ModifyTime))
+					}
 				} else {
-					r.EncodeInt(int64(x.ModifyTime))
+					r.EncodeInt(0)
 				}
 			} else {
-				r.WriteMapElemKey()
-				if z.IsJSONHandle() {
-					z.WriteStr("\"ModifyTime\"")
-				} else {
-					r.EncodeStringEnc(codecSelferCcUTF81978, `ModifyTime`)
-				}
-				r.WriteMapElemValue()
-				if false {
-				} else {
-					r.EncodeInt(int64(x.ModifyTime))
+				if yyq2[27] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"ModifyTime\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `ModifyTime`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeInt(int64(x.ModifyTime))
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
