@@ -40,6 +40,10 @@ type Agent struct {
 	dataDir    string
 	devDataDir string
 
+	// releaseProfiling undoes the mutex and block profiling rates set for
+	// enable_debug (nil when not set).
+	releaseProfiling func()
+
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -76,6 +80,9 @@ func (a *Agent) start(root hclog.Logger) error {
 		dataDir = dir
 	}
 	a.dataDir = dataDir
+	if cfg.EnableDebug {
+		a.releaseProfiling = enableProfiling()
+	}
 
 	// The HTTP listener comes first so the client can report its address;
 	// the server next; then the client; the API serves once all are up.
@@ -120,7 +127,7 @@ func (a *Agent) start(root hclog.Logger) error {
 	a.logger.Info("agent started", "http_addr", a.httpAddr, "rpc_addr", a.RPCAddr(),
 		"data_dir", dataDir, "region", cfg.Region, "datacenter", cfg.Datacenter,
 		"server", cfg.Server.Enabled, "client", cfg.Client.Enabled,
-		"bootstrap_expect", cfg.Server.BootstrapExpect, "dev", cfg.DevMode)
+		"bootstrap_expect", cfg.Server.BootstrapExpect, "dev", cfg.DevMode, "enable_debug", cfg.EnableDebug)
 	return nil
 }
 
@@ -139,7 +146,13 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 		NumSchedulers:   cfg.Server.NumSchedulers,
 		HeartbeatGrace:  cfg.Server.HeartbeatGrace,
 		HeartbeatMinTTL: cfg.Server.MinHeartbeatTTL,
-		Logger:          root, // the server names its own logger "server"
+		DrainGC: server.DrainGCConfig{
+			GCInterval:      cfg.Server.JobGCInterval,
+			EvalGCThreshold: cfg.Server.EvalGCThreshold,
+			JobGCThreshold:  cfg.Server.JobGCThreshold,
+			NodeGCThreshold: cfg.Server.NodeGCThreshold,
+		},
+		Logger: root, // the server names its own logger "server"
 	}
 	if cfg.serverConfigHook != nil {
 		cfg.serverConfigHook(srvCfg)
@@ -167,6 +180,7 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 		HTTPAddr:       a.httpAddr,
 		RawExecEnabled: cfg.PluginEnabled(PluginRawExec),
 		MockEnabled:    cfg.PluginEnabled(PluginMock),
+		GCInterval:     cfg.Client.GCInterval,
 		GCRetention:    cfg.Client.GCRetention,
 		GCMaxAllocs:    cfg.Client.GCMaxAllocs,
 		MaxKillTimeout: cfg.Client.MaxKillTimeout,
@@ -295,6 +309,9 @@ func (a *Agent) Shutdown() error {
 			if err := os.RemoveAll(a.devDataDir); err != nil {
 				errs = append(errs, fmt.Errorf("removing dev data dir: %w", err))
 			}
+		}
+		if a.releaseProfiling != nil {
+			a.releaseProfiling()
 		}
 		a.shutdownErr = errors.Join(errs...)
 		a.logger.Info("shutdown complete")

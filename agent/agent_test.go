@@ -28,10 +28,12 @@ func testLogger() hclog.Logger {
 }
 
 // startDevAgent runs a -dev agent on free ports with fast Raft timeouts
-// and waits until it has a leader.
+// and waits until it has a leader. enable_debug is off: its profiling
+// rates would tax the benchmarks that use this.
 func startDevAgent(t testing.TB) *Agent {
 	t.Helper()
 	cfg := DevConfig()
+	cfg.EnableDebug = false
 	cfg.Ports = Ports{HTTP: 0, RPC: 0}
 	cfg.NodeName = "dev1"
 	cfg.serverConfigHook = func(sc *server.Config) { sc.RaftTimeoutScale = 0.1 }

@@ -39,6 +39,10 @@ type Config struct {
 	BindAddr string
 	LogLevel string
 	LogJSON  bool
+	// EnableDebug serves Go's net/http/pprof handlers under /debug/pprof/
+	// on the HTTP API and turns on mutex and block profiling (see
+	// DebugMutexProfileFraction). Off by default; on in -dev, as Nomad.
+	EnableDebug bool
 
 	Ports  Ports
 	Server ServerConfig
@@ -78,7 +82,25 @@ type ServerConfig struct {
 	// server's defaults (10 s each, as Nomad).
 	HeartbeatGrace  time.Duration
 	MinHeartbeatTTL time.Duration
+	// Garbage collection on the leader, with Nomad's names and defaults:
+	// every JobGCInterval (job_gc_interval, 5m) the leader collects
+	// terminal evaluations older than EvalGCThreshold (eval_gc_threshold,
+	// 1h), dead jobs older than JobGCThreshold (job_gc_threshold, 4h) and
+	// nodes down for longer than NodeGCThreshold (node_gc_threshold, 24h).
+	// Unlike Nomad, one interval drives all three.
+	JobGCInterval   time.Duration
+	EvalGCThreshold time.Duration
+	JobGCThreshold  time.Duration
+	NodeGCThreshold time.Duration
 }
+
+// Nomad's server garbage collection defaults.
+const (
+	DefaultJobGCInterval   = 5 * time.Minute
+	DefaultEvalGCThreshold = time.Hour
+	DefaultJobGCThreshold  = 4 * time.Hour
+	DefaultNodeGCThreshold = 24 * time.Hour
+)
 
 // ClientConfig configures the client part of the agent.
 type ClientConfig struct {
@@ -92,9 +114,12 @@ type ClientConfig struct {
 	// Reserved resources are held back from scheduling (nil: the client's
 	// small defaults).
 	Reserved *ReservedConfig
-	// GCRetention is how long a finished allocation's directory is kept
-	// (0: one hour); GCMaxAllocs bounds how many finished ones are kept
-	// (0: 50).
+	// Client garbage collection: every GCInterval (gc_interval, 1m, as
+	// Nomad) the client removes finished allocations' directories once
+	// they are GCRetention old (gc_retention, 1h; Drover's own setting)
+	// and beyond the newest GCMaxAllocs finished ones (gc_max_allocs, 50,
+	// Nomad's default). Each must be positive.
+	GCInterval  time.Duration
 	GCRetention time.Duration
 	GCMaxAllocs int
 	// MaxKillTimeout caps tasks' kill_timeout (0: no cap).
@@ -131,14 +156,26 @@ func DefaultConfig() *Config {
 		BindAddr:   "0.0.0.0",
 		LogLevel:   "info",
 		Ports:      Ports{HTTP: DefaultHTTPPort, RPC: DefaultRPCPort},
-		Server:     ServerConfig{RetryInterval: DefaultRetryInterval},
-		Client:     ClientConfig{Meta: map[string]string{}},
-		Plugins:    map[string]*PluginConfig{},
+		Server: ServerConfig{
+			RetryInterval:   DefaultRetryInterval,
+			JobGCInterval:   DefaultJobGCInterval,
+			EvalGCThreshold: DefaultEvalGCThreshold,
+			JobGCThreshold:  DefaultJobGCThreshold,
+			NodeGCThreshold: DefaultNodeGCThreshold,
+		},
+		Client: ClientConfig{
+			Meta:        map[string]string{},
+			GCInterval:  client.DefaultGCInterval,
+			GCRetention: client.DefaultGCRetention,
+			GCMaxAllocs: client.DefaultGCMaxAllocs,
+		},
+		Plugins: map[string]*PluginConfig{},
 	}
 }
 
 // DevConfig returns the -dev defaults: a single-node server and a client
-// (raw_exec and mock_driver enabled) on loopback with debug logging. Files
+// (raw_exec and mock_driver enabled) on loopback with debug logging and
+// enable_debug (pprof) on, as Nomad's dev agent. Files
 // and flags still override it. The data directory is left empty: the agent creates a fresh
 // temporary one and removes it on shutdown.
 func DevConfig() *Config {
@@ -146,6 +183,7 @@ func DevConfig() *Config {
 	c.DevMode = true
 	c.BindAddr = "127.0.0.1"
 	c.LogLevel = "debug"
+	c.EnableDebug = true
 	c.Server.Enabled = true
 	c.Server.BootstrapExpect = 1
 	c.Client.Enabled = true
@@ -209,8 +247,26 @@ func (c *Config) Validate() error {
 	if r := c.Client.Reserved; r != nil && (r.CPU < 0 || r.MemoryMB < 0 || r.DiskMB < 0) {
 		add("client reserved resources must not be negative; got cpu %d, memory %d, disk %d", r.CPU, r.MemoryMB, r.DiskMB)
 	}
-	if c.Client.GCRetention < 0 || c.Client.GCMaxAllocs < 0 || c.Client.MaxKillTimeout < 0 {
-		add("client gc_retention, gc_max_allocs and max_kill_timeout must not be negative")
+	if c.Client.MaxKillTimeout < 0 {
+		add("client max_kill_timeout must not be negative; got %s", c.Client.MaxKillTimeout)
+	}
+	if c.Client.GCMaxAllocs <= 0 {
+		add("client gc_max_allocs must be positive; got %d", c.Client.GCMaxAllocs)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"client gc_interval", c.Client.GCInterval},
+		{"client gc_retention", c.Client.GCRetention},
+		{"server job_gc_interval", c.Server.JobGCInterval},
+		{"server eval_gc_threshold", c.Server.EvalGCThreshold},
+		{"server job_gc_threshold", c.Server.JobGCThreshold},
+		{"server node_gc_threshold", c.Server.NodeGCThreshold},
+	} {
+		if d.v <= 0 {
+			add("%s must be a positive duration; got %s", d.name, d.v)
+		}
 	}
 	if c.Server.RetryInterval <= 0 {
 		add("retry_interval must be positive; got %s", c.Server.RetryInterval)

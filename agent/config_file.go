@@ -17,17 +17,19 @@ import (
 // a later file (or a flag) overrides only what it names. gohcl rejects any
 // attribute or block not listed here, with its position.
 type fileConfig struct {
-	DataDir    *string      `hcl:"data_dir,optional"`
-	BindAddr   *string      `hcl:"bind_addr,optional"`
-	Name       *string      `hcl:"name,optional"`
-	Datacenter *string      `hcl:"datacenter,optional"`
-	Region     *string      `hcl:"region,optional"`
-	LogLevel   *string      `hcl:"log_level,optional"`
-	LogJSON    *bool        `hcl:"log_json,optional"`
-	Ports      *filePorts   `hcl:"ports,block"`
-	Server     *fileServer  `hcl:"server,block"`
-	Client     *fileClient  `hcl:"client,block"`
-	Plugins    []filePlugin `hcl:"plugin,block"`
+	DataDir    *string `hcl:"data_dir,optional"`
+	BindAddr   *string `hcl:"bind_addr,optional"`
+	Name       *string `hcl:"name,optional"`
+	Datacenter *string `hcl:"datacenter,optional"`
+	Region     *string `hcl:"region,optional"`
+	LogLevel   *string `hcl:"log_level,optional"`
+	LogJSON    *bool   `hcl:"log_json,optional"`
+	// EnableDebug is Nomad's top-level enable_debug.
+	EnableDebug *bool        `hcl:"enable_debug,optional"`
+	Ports       *filePorts   `hcl:"ports,block"`
+	Server      *fileServer  `hcl:"server,block"`
+	Client      *fileClient  `hcl:"client,block"`
+	Plugins     []filePlugin `hcl:"plugin,block"`
 }
 
 type filePorts struct {
@@ -45,6 +47,15 @@ type fileServer struct {
 	HeartbeatGraceRange hcl.Range `hcl:"heartbeat_grace,attr_value_range"`
 	MinHeartbeatTTL     *string   `hcl:"min_heartbeat_ttl,optional"`
 	MinHeartbeatTTLRng  hcl.Range `hcl:"min_heartbeat_ttl,attr_value_range"`
+
+	JobGCInterval        *string   `hcl:"job_gc_interval,optional"`
+	JobGCIntervalRange   hcl.Range `hcl:"job_gc_interval,attr_value_range"`
+	EvalGCThreshold      *string   `hcl:"eval_gc_threshold,optional"`
+	EvalGCThresholdRange hcl.Range `hcl:"eval_gc_threshold,attr_value_range"`
+	JobGCThreshold       *string   `hcl:"job_gc_threshold,optional"`
+	JobGCThresholdRange  hcl.Range `hcl:"job_gc_threshold,attr_value_range"`
+	NodeGCThreshold      *string   `hcl:"node_gc_threshold,optional"`
+	NodeGCThresholdRange hcl.Range `hcl:"node_gc_threshold,attr_value_range"`
 }
 
 type fileServerJoin struct {
@@ -59,6 +70,8 @@ type fileClient struct {
 	NodeClass           *string       `hcl:"node_class,optional"`
 	Meta                *fileMeta     `hcl:"meta,block"`
 	Reserved            *fileReserved `hcl:"reserved,block"`
+	GCInterval          *string       `hcl:"gc_interval,optional"`
+	GCIntervalRange     hcl.Range     `hcl:"gc_interval,attr_value_range"`
 	GCRetention         *string       `hcl:"gc_retention,optional"`
 	GCRetentionRange    hcl.Range     `hcl:"gc_retention,attr_value_range"`
 	GCMaxAllocs         *int          `hcl:"gc_max_allocs,optional"`
@@ -161,6 +174,7 @@ func (fc *fileConfig) apply(c *Config) error {
 	setString(&c.Region, fc.Region)
 	setString(&c.LogLevel, fc.LogLevel)
 	setBool(&c.LogJSON, fc.LogJSON)
+	setBool(&c.EnableDebug, fc.EnableDebug)
 	if p := fc.Ports; p != nil {
 		setInt(&c.Ports.HTTP, p.HTTP)
 		setInt(&c.Ports.RPC, p.RPC)
@@ -169,23 +183,15 @@ func (fc *fileConfig) apply(c *Config) error {
 		setBool(&c.Server.Enabled, s.Enabled)
 		setInt(&c.Server.BootstrapExpect, s.BootstrapExpect)
 		setInt(&c.Server.NumSchedulers, s.NumSchedulers)
-		for _, d := range []struct {
-			name string
-			val  *string
-			rng  hcl.Range
-			dst  *time.Duration
-		}{
-			{"heartbeat_grace", s.HeartbeatGrace, s.HeartbeatGraceRange, &c.Server.HeartbeatGrace},
-			{"min_heartbeat_ttl", s.MinHeartbeatTTL, s.MinHeartbeatTTLRng, &c.Server.MinHeartbeatTTL},
-		} {
-			if d.val == nil {
-				continue
-			}
-			v, err := time.ParseDuration(*d.val)
-			if err != nil || v <= 0 {
-				return fmt.Errorf("%s: %s: must be a positive duration such as \"10s\"; got %q", posString(d.rng), d.name, *d.val)
-			}
-			*d.dst = v
+		if err := applyDurations([]durationSetting{
+			{"heartbeat_grace", s.HeartbeatGrace, s.HeartbeatGraceRange, &c.Server.HeartbeatGrace, true},
+			{"min_heartbeat_ttl", s.MinHeartbeatTTL, s.MinHeartbeatTTLRng, &c.Server.MinHeartbeatTTL, true},
+			{"job_gc_interval", s.JobGCInterval, s.JobGCIntervalRange, &c.Server.JobGCInterval, true},
+			{"eval_gc_threshold", s.EvalGCThreshold, s.EvalGCThresholdRange, &c.Server.EvalGCThreshold, true},
+			{"job_gc_threshold", s.JobGCThreshold, s.JobGCThresholdRange, &c.Server.JobGCThreshold, true},
+			{"node_gc_threshold", s.NodeGCThreshold, s.NodeGCThresholdRange, &c.Server.NodeGCThreshold, true},
+		}); err != nil {
+			return err
 		}
 		if j := s.ServerJoin; j != nil {
 			if j.RetryJoin != nil {
@@ -215,23 +221,13 @@ func (fc *fileConfig) apply(c *Config) error {
 			setInt(&c.Client.Reserved.DiskMB, r.DiskMB)
 		}
 		setInt(&c.Client.GCMaxAllocs, cl.GCMaxAllocs)
-		for _, d := range []struct {
-			src   *string
-			rng   hcl.Range
-			name  string
-			field *time.Duration
-		}{
-			{cl.GCRetention, cl.GCRetentionRange, "gc_retention", &c.Client.GCRetention},
-			{cl.MaxKillTimeout, cl.MaxKillTimeoutRange, "max_kill_timeout", &c.Client.MaxKillTimeout},
-		} {
-			if d.src == nil {
-				continue
-			}
-			v, err := time.ParseDuration(*d.src)
-			if err != nil {
-				return fmt.Errorf("%s: %s: %v", posString(d.rng), d.name, err)
-			}
-			*d.field = v
+		if err := applyDurations([]durationSetting{
+			{"gc_interval", cl.GCInterval, cl.GCIntervalRange, &c.Client.GCInterval, true},
+			{"gc_retention", cl.GCRetention, cl.GCRetentionRange, &c.Client.GCRetention, true},
+			// 0 means no cap; Validate rejects a negative one.
+			{"max_kill_timeout", cl.MaxKillTimeout, cl.MaxKillTimeoutRange, &c.Client.MaxKillTimeout, false},
+		}); err != nil {
+			return err
 		}
 		if cl.Meta != nil {
 			if c.Client.Meta == nil {
@@ -261,6 +257,36 @@ func (fc *fileConfig) apply(c *Config) error {
 		if p.Config != nil {
 			setBool(&pc.Enabled, p.Config.Enabled)
 		}
+	}
+	return nil
+}
+
+// durationSetting is one duration attribute of a block: its text as
+// written (nil when absent), where the value is, and where it goes.
+type durationSetting struct {
+	name     string
+	val      *string
+	rng      hcl.Range
+	dst      *time.Duration
+	positive bool // zero and negative durations are errors
+}
+
+// applyDurations parses each present setting as a Go duration ("90s",
+// "5m", "4h") into its destination. An error names the setting and the
+// file:line:col of its value.
+func applyDurations(settings []durationSetting) error {
+	for _, d := range settings {
+		if d.val == nil {
+			continue
+		}
+		v, err := time.ParseDuration(*d.val)
+		switch {
+		case d.positive && (err != nil || v <= 0):
+			return fmt.Errorf("%s: %s: must be a positive duration such as \"10s\"; got %q", posString(d.rng), d.name, *d.val)
+		case err != nil:
+			return fmt.Errorf("%s: %s: %v", posString(d.rng), d.name, err)
+		}
+		*d.dst = v
 	}
 	return nil
 }

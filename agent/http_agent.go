@@ -15,14 +15,15 @@ func (h *httpAPI) agentSelf(w http.ResponseWriter, r *http.Request) (any, error)
 	c := h.cfg
 	rpcAddr := h.srv.RPCAddr()
 	cfg := map[string]any{
-		"Region":     c.Region,
-		"Datacenter": c.Datacenter,
-		"NodeName":   c.NodeNameOrHost(),
-		"DataDir":    c.DataDir,
-		"BindAddr":   c.BindAddr,
-		"DevMode":    c.DevMode,
-		"LogLevel":   c.LogLevel,
-		"Ports":      map[string]int{"HTTP": c.Ports.HTTP, "RPC": c.Ports.RPC},
+		"Region":      c.Region,
+		"Datacenter":  c.Datacenter,
+		"NodeName":    c.NodeNameOrHost(),
+		"DataDir":     c.DataDir,
+		"BindAddr":    c.BindAddr,
+		"DevMode":     c.DevMode,
+		"LogLevel":    c.LogLevel,
+		"EnableDebug": c.EnableDebug,
+		"Ports":       map[string]int{"HTTP": c.Ports.HTTP, "RPC": c.Ports.RPC},
 		"Server": map[string]any{
 			"Enabled":         c.Server.Enabled,
 			"BootstrapExpect": c.Server.BootstrapExpect,

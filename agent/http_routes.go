@@ -10,7 +10,8 @@ import (
 // and the wrong method gets 405; an unknown path gets 404; a path of
 // Nomad's API that Drover does not implement gets 501 naming the feature.
 // The first call also installs the agent's in-memory metrics sink
-// (GET /v1/metrics).
+// (GET /v1/metrics). With cfg.EnableDebug the pprof handlers are mounted
+// under /debug/pprof/ (see registerDebug).
 func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOption) http.Handler {
 	h := &httpAPI{srv: srv, cfg: cfg, logger: logger, metrics: globalInmemSink()}
 	for _, o := range opts {
@@ -68,6 +69,10 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/agent/members", h.agentMembers)
 
 	handle("GET /v1/client/fs/logs/{alloc}", h.clientLogs)
+
+	if cfg.EnableDebug {
+		registerDebug(mux)
+	}
 
 	for _, u := range unsupportedEndpoints {
 		for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
@@ -137,7 +142,7 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/agent/servers", "client server lists"},
 	{"/v1/agent/keyring/", "the gossip keyring"},
 	{"/v1/agent/monitor", "log streaming"},
-	{"/v1/agent/pprof/", "profiling over HTTP"},
+	{"/v1/agent/pprof/", "the agent pprof API (set enable_debug and use /debug/pprof/)"},
 	{"/v1/agent/host", "host data"},
 	{"/v1/agent/schedulers", "scheduler worker configuration"},
 }
