@@ -84,6 +84,9 @@ func printAgentBanner(e *env, a *agent.Agent) {
 	if cfg.DevMode {
 		t.row("        Dev Mode:", "true (data is discarded on exit)")
 	}
+	if cfg.EnableDebug {
+		t.row("           Debug:", "true (pprof at "+a.HTTPURL()+"/debug/pprof/)")
+	}
 	t.flush()
 	fmt.Fprintln(e.stdout)
 	fmt.Fprintln(e.stdout, "==> Drover agent started! Log data will stream in below:")

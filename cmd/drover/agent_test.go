@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -80,6 +81,18 @@ func TestAgentCommand(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Drover agent started") || !strings.Contains(out.String(), a.HTTPURL()) {
 		t.Fatalf("banner: %s", out)
+	}
+	// -dev turns enable_debug on, as Nomad's dev agent: pprof is served.
+	if !strings.Contains(out.String(), a.HTTPURL()+"/debug/pprof/") {
+		t.Fatalf("banner does not show the pprof address: %s", out)
+	}
+	resp, err := http.Get(a.HTTPURL() + "/debug/pprof/heap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /debug/pprof/heap on a -dev agent: %s", resp.Status)
 	}
 
 	deadline := time.Now().Add(15 * time.Second)
