@@ -75,6 +75,7 @@ type fileClient struct {
 	GCRetention         *string       `hcl:"gc_retention,optional"`
 	GCRetentionRange    hcl.Range     `hcl:"gc_retention,attr_value_range"`
 	GCMaxAllocs         *int          `hcl:"gc_max_allocs,optional"`
+	GCMaxAllocsRange    hcl.Range     `hcl:"gc_max_allocs,attr_value_range"`
 	MaxKillTimeout      *string       `hcl:"max_kill_timeout,optional"`
 	MaxKillTimeoutRange hcl.Range     `hcl:"max_kill_timeout,attr_value_range"`
 }
@@ -219,6 +220,9 @@ func (fc *fileConfig) apply(c *Config) error {
 			setInt(&c.Client.Reserved.CPU, r.CPU)
 			setInt(&c.Client.Reserved.MemoryMB, r.MemoryMB)
 			setInt(&c.Client.Reserved.DiskMB, r.DiskMB)
+		}
+		if n := cl.GCMaxAllocs; n != nil && *n <= 0 {
+			return fmt.Errorf("%s: gc_max_allocs: must be positive; got %d", posString(cl.GCMaxAllocsRange), *n)
 		}
 		setInt(&c.Client.GCMaxAllocs, cl.GCMaxAllocs)
 		if err := applyDurations([]durationSetting{

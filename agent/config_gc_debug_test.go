@@ -131,6 +131,7 @@ func TestParseGCSettingErrors(t *testing.T) {
 		{"job_gc_threshold negative", "server {\n  job_gc_threshold = \"-1h\"\n}\n", `e.hcl:2:22: job_gc_threshold: must be a positive duration`},
 		{"gc_interval", "client {\n  gc_interval = \"1x\"\n}\n", `e.hcl:2:17: gc_interval: must be a positive duration`},
 		{"gc_retention zero", "client {\n  gc_retention = \"0\"\n}\n", `e.hcl:2:18: gc_retention: must be a positive duration`},
+		{"gc_max_allocs zero", "client {\n  gc_max_allocs = 0\n}\n", `e.hcl:2:19: gc_max_allocs: must be positive; got 0`},
 		{"gc_max_allocs wrong type", "client {\n  gc_max_allocs = \"many\"\n}\n", `e.hcl:2:20: Unsuitable value type`},
 		{"enable_debug wrong type", "enable_debug = \"yes please\"\n", `e.hcl:1:17: Unsuitable value type`},
 		{"enable_debug in server block", "server {\n  enable_debug = true\n}\n", `e.hcl:2:3: Unsupported argument`},
