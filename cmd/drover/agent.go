@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/drover-project/drover/agent"
@@ -77,7 +78,12 @@ func printAgentBanner(e *env, a *agent.Agent) {
 	t := newTable(e.stdout)
 	t.row("       HTTP Addr:", a.HTTPURL())
 	t.row("        RPC Addr:", a.RPCAddr())
-	t.row("          Server:", fmt.Sprintf("true (bootstrap_expect = %d)", cfg.Server.BootstrapExpect))
+	if cfg.Server.Enabled {
+		t.row("          Server:", fmt.Sprintf("true (bootstrap_expect = %d)", cfg.Server.BootstrapExpect))
+	} else {
+		t.row("          Server:", "false")
+	}
+	t.row("          Client:", strconv.FormatBool(cfg.Client.Enabled))
 	t.row("          Region:", fmt.Sprintf("%s (DC: %s)", cfg.Region, cfg.Datacenter))
 	t.row("       Log Level:", strings.ToUpper(cfg.LogLevel))
 	t.row("         Version:", version.String())
