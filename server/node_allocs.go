@@ -164,11 +164,11 @@ func dedupeJobEvals(evals []*structs.Evaluation) []*structs.Evaluation {
 // gone when its query times out (MaxQueryTime), whose answer lists the
 // allocations as they are then.
 //
-// The index can go down (a collected allocation held the highest index);
-// every index the client saw is still one this node's state passed, so a
-// server answering a lower index than MinQueryIndex is either behind (a
-// stale read) or past a collection: clients confirm such an answer with the
-// leader before acting on what it no longer lists.
+// The index goes down when a collected allocation held the highest one.
+// An answer below MinQueryIndex thus comes from a server that is behind (a
+// stale read that timed out before it caught up) or from one past such a
+// collection: clients (agent/client, agent/sim) confirm it with the leader
+// before acting on what it no longer lists.
 func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs.NodeClientAllocsResponse) error {
 	s := n.srv
 	if done, err := s.forward("Node.GetClientAllocs", args, args, reply); done {
@@ -198,7 +198,7 @@ type clientAllocsQuery struct {
 
 	// Results of the last run.
 	allocs  []*structs.Allocation
-	missing error // the node is not in a state that has not reached minIndex
+	missing error // not found, in a state that has not reached minIndex
 }
 
 // run reads the node and its allocations and returns the index of the last
