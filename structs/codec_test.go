@@ -405,3 +405,14 @@ func holdsCollection(t reflect.Type) bool {
 	}
 	return false
 }
+
+// TestMsgpackHandleSettings pins the handle options that decide the bytes
+// on disk and on the wire: changing one breaks logs, snapshots and servers
+// of other versions, whatever the generated code does.
+func TestMsgpackHandleSettings(t *testing.T) {
+	h := MsgpackHandle
+	if !h.RawToString || h.WriteExt || h.TimeNotBuiltin || h.Canonical || h.StructToArray ||
+		h.MapType != reflect.TypeOf(map[string]any(nil)) || h.SignedInteger || h.ReaderBufferSize != 0 {
+		t.Fatalf("msgpack handle settings changed: %+v", h)
+	}
+}
