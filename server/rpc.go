@@ -136,6 +136,10 @@ func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (
 				if !retryForward(err, info.IsRead()) {
 					return true, err
 				}
+				// The failed attempt may have half decoded an answer into
+				// reply; whoever serves the request next (maybe this
+				// server, once it leads) starts from a zero reply.
+				zeroReply(reply)
 				s.logger.Debug("forward to leader failed; retrying", "method", method, "leader", leader, "error", err)
 			}
 		}
@@ -145,6 +149,13 @@ func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (
 			}
 			return true, structs.ErrNoLeader
 		}
+	}
+}
+
+// zeroReply resets the value reply points at.
+func zeroReply(reply any) {
+	if rv := reflect.ValueOf(reply); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv.Elem().SetZero()
 	}
 }
 
