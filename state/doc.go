@@ -18,6 +18,9 @@
 // every allocation write adjusts the summed resources and count of its
 // node's live allocations, so readers get a node's usage in O(1).
 // Snapshots do not carry it; a restore rebuilds it from the allocations.
+// The node allocation index (NodeAllocIndex) is derived the same way: per
+// node, the highest AllocModifyIndex of its allocations, one row a
+// client's watch can block on without waking for client status updates.
 //
 // This package must never:
 //   - mutate an object after it has been handed to a reader (writers copy,

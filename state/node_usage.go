@@ -55,6 +55,7 @@ func (w *writeTxn) deleteAlloc(a *structs.Allocation) error {
 // allocChanged records that allocation prev (nil: none) became next (nil:
 // deleted) in the write in progress.
 func (w *writeTxn) allocChanged(prev, next *structs.Allocation) {
+	w.allocIndexChanged(prev, next)
 	wasLive, isLive := liveOnNode(prev), liveOnNode(next)
 	if !wasLive && !isLive {
 		return

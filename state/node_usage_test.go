@@ -122,8 +122,17 @@ func usageRows(t fataler, s *StateStore) int {
 // TestNodeUsageProperty applies random sequences of allocation writes
 // (alone and batched) and restores, and checks after every step that each
 // node's usage equals the sum over its live allocations.
-func TestNodeUsageProperty(t *testing.T) {
-	nodeIDs := []string{"node-a", "node-b", "node-c", ""}
+func TestNodeUsageProperty(t *testing.T) { checkRandomAllocWrites(t, checkUsage) }
+
+// propertyNodeIDs are the nodes checkRandomAllocWrites places allocations
+// on ("": none).
+var propertyNodeIDs = []string{"node-a", "node-b", "node-c", ""}
+
+// checkRandomAllocWrites applies random sequences of allocation writes
+// (alone and batched, some aborted) and restores, and calls check after
+// every step with the store and a description of the step.
+func checkRandomAllocWrites(t *testing.T, check func(rt *rapid.T, s *StateStore, when string)) {
+	nodeIDs := propertyNodeIDs
 	clientStatuses := []string{structs.AllocClientStatusPending, structs.AllocClientStatusRunning,
 		structs.AllocClientStatusComplete, structs.AllocClientStatusFailed, structs.AllocClientStatusLost,
 		structs.AllocClientStatusUnknown}
@@ -289,7 +298,7 @@ func TestNodeUsageProperty(t *testing.T) {
 				what = "restore"
 				s = restoreCopy(rt, s)
 			}
-			checkUsage(rt, s, fmt.Sprintf("step %d (%s)", step, what))
+			check(rt, s, fmt.Sprintf("step %d (%s)", step, what))
 		}
 	})
 }
@@ -313,7 +322,7 @@ func checkUsage(t *rapid.T, s *StateStore, when string) {
 	}
 	latest, err := s.LatestIndex()
 	ok(t, err)
-	for _, id := range []string{"node-a", "node-b", "node-c", ""} {
+	for _, id := range propertyNodeIDs {
 		got, err := s.NodeUsage(nil, id)
 		ok(t, err)
 		w := want[id]

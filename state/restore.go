@@ -12,23 +12,27 @@ import (
 // transaction, for an FSM restore. Nothing is visible until Commit; Abort
 // (safe after Commit) discards everything.
 type StateRestore struct {
-	txn   *memdb.Txn
-	usage usageRestore // node usage derived from the loaded allocations
+	txn        *memdb.Txn
+	usage      usageRestore      // node usage derived from the loaded allocations
+	allocIndex allocIndexRestore // node allocation indexes, likewise
 }
 
 // Restore opens a bulk load. Use it only on a fresh store that nobody reads
 // yet.
 func (s *StateStore) Restore() *StateRestore {
-	return &StateRestore{txn: s.db.Txn(true), usage: usageRestore{}}
+	return &StateRestore{txn: s.db.Txn(true), usage: usageRestore{}, allocIndex: allocIndexRestore{}}
 }
 
-// Commit writes the node usage derived from the loaded allocations and
-// makes everything visible.
+// Commit writes the node usage and node allocation indexes derived from
+// the loaded allocations and makes everything visible.
 func (r *StateRestore) Commit() {
 	if err := r.usage.insert(r.txn); err != nil {
 		// Unreachable: every row has a non-empty node ID, the only thing
 		// the table's indexer could refuse.
 		panic(err)
+	}
+	if err := r.allocIndex.insert(r.txn); err != nil {
+		panic(err) // unreachable, as above
 	}
 	r.txn.Commit()
 }
@@ -66,5 +70,6 @@ func (r *StateRestore) AllocRestore(a *structs.Allocation) error {
 		return err
 	}
 	r.usage.add(a)
+	r.allocIndex.add(a)
 	return nil
 }

@@ -20,6 +20,9 @@ const (
 	// TableNodeUsage is derived from the allocs table (see node_usage.go);
 	// it is not in Tables and has no index table row.
 	TableNodeUsage = "node_usage"
+	// TableNodeAllocIndex is derived from the allocs table too (see
+	// node_alloc_index.go): not in Tables, no index table row.
+	TableNodeAllocIndex = "node_alloc_index"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -208,6 +211,12 @@ func schema() *memdb.DBSchema {
 			Name: TableNodeUsage,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.NodeUsage]{get: func(u *structs.NodeUsage) string { return u.NodeID }}},
+			},
+		},
+		TableNodeAllocIndex: {
+			Name: TableNodeAllocIndex,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[nodeAllocIndex]{get: func(r *nodeAllocIndex) string { return r.NodeID }}},
 			},
 		},
 		TableAllocs: {

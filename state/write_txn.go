@@ -28,6 +28,10 @@ type writeTxn struct {
 	// usage is what the transaction's allocation writes change in each
 	// node's usage, by node ID; commit writes it (see node_usage.go).
 	usage map[string]*usageDelta
+	// allocIndex is what the transaction's allocation writes change in
+	// each node's allocation index, by node ID; commit writes it (see
+	// node_alloc_index.go).
+	allocIndex map[string]*allocIndexDelta
 }
 
 func newWriteTxn(db *memdb.MemDB) *writeTxn {
@@ -146,9 +150,13 @@ func (w *writeTxn) get(table, index string, args ...any) (memdb.ResultIterator, 
 	return iter, nil
 }
 
-// commit writes node usage and the index table, and commits.
+// commit writes node usage, node allocation indexes and the index table,
+// and commits.
 func (w *writeTxn) commit() error {
 	if err := w.flushUsage(); err != nil {
+		return err
+	}
+	if err := w.flushAllocIndex(); err != nil {
 		return err
 	}
 	if err := w.t.commitIndex(w.txn); err != nil {
