@@ -155,14 +155,16 @@ func dedupeJobEvals(evals []*structs.Evaluation) []*structs.Evaluation {
 // The reply index is the highest of the node's CreateIndex and its
 // allocations' AllocModifyIndex, so a blocking query answers only when the
 // servers changed something the client must act on: a new allocation, a
-// stop or eviction, an in-place update, a desired transition. Client
-// status updates (which move only ModifyIndex) wake the query, but it
-// re-reads the node's allocations and keeps waiting. A deleted node ends
+// stop or eviction, an in-place update, a desired transition. It waits on
+// two rows only: the node's, and the node's allocation index in the state
+// store (state.NodeAllocIndex, which holds that highest AllocModifyIndex),
+// so client status updates (which move only ModifyIndex) do not even wake
+// it. The allocations are listed once, for the answer. A deleted node ends
 // the query with a not-found error; status, drain and eligibility changes
-// of the node do not answer it. Allocations deleted by the garbage
-// collector (always terminal) move no index: a waiting client sees them
-// gone when its query times out (MaxQueryTime), whose answer lists the
-// allocations as they are then.
+// of the node wake it but do not answer it. Allocations deleted by the
+// garbage collector (always terminal) do not answer it either: a waiting
+// client sees them gone when its query times out (MaxQueryTime), whose
+// answer lists the allocations as they are then.
 //
 // The index goes down when a collected allocation held the highest one.
 // An answer below MinQueryIndex thus comes from a server that is behind (a
@@ -181,28 +183,32 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 	if err := s.blockingRPC(&args.QueryOptions, &reply.QueryMeta, q.run); err != nil {
 		return err
 	}
-	allocs, err := q.result()
+	allocs, index, err := q.result()
 	if err != nil {
 		return err
 	}
 	reply.Allocs = allocs
+	reply.Index = index
 	return nil
 }
 
 // clientAllocsQuery is the blocking query of Node.GetClientAllocs. run
-// may be called many times (on every change to the node's allocations);
-// it only reads and keeps the last list, and result builds the reply once.
+// may be called many times (on every change to the node or its allocation
+// index); it reads two rows. result lists the allocations once, after the
+// last run.
 type clientAllocsQuery struct {
 	nodeID, secretID string
 	minIndex         uint64
 
 	// Results of the last run.
-	allocs  []*structs.Allocation
-	missing error // not found, in a state that has not reached minIndex
+	st          *state.StateStore // the store it read
+	createIndex uint64            // of the node
+	missing     error             // not found, in a state that has not reached minIndex
 }
 
-// run reads the node and its allocations and returns the index of the last
-// change the client must act on (see GetClientAllocs).
+// run reads the node and its allocation index and returns the index of the
+// last change the client must act on (see GetClientAllocs). It watches
+// those two rows only.
 //
 // A node that is missing from a state whose latest index has not passed
 // minIndex may simply not be there yet: the caller saw it at minIndex
@@ -212,7 +218,7 @@ type clientAllocsQuery struct {
 // the node not found. Once the state has passed minIndex, a missing node
 // was deleted, and the error ends the query at once.
 func (q *clientAllocsQuery) run(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
-	q.allocs, q.missing = nil, nil
+	q.st, q.createIndex, q.missing = st, 0, nil
 	node, err := st.NodeByID(ws, q.nodeID)
 	if err != nil {
 		if q.minIndex == 0 || !errors.Is(err, structs.ErrNotFound) {
@@ -231,29 +237,34 @@ func (q *clientAllocsQuery) run(ws memdb.WatchSet, st *state.StateStore) (uint64
 	if q.secretID != "" && q.secretID != node.SecretID {
 		return 0, structs.NewError(structs.ErrCodeInvalid, "node secret ID does not match")
 	}
-	allocs, err := st.AllocsByNode(ws, q.nodeID)
+	allocIndex, err := st.NodeAllocIndex(ws, q.nodeID)
 	if err != nil {
 		return 0, err
 	}
-	index := node.CreateIndex
-	for _, a := range allocs {
-		index = max(index, a.AllocModifyIndex)
-	}
-	q.allocs = allocs
-	return index, nil
+	q.createIndex = node.CreateIndex
+	return max(node.CreateIndex, allocIndex), nil
 }
 
-// result returns the map of the last run's allocations to their
-// AllocModifyIndex, or the not-found error of a node that never appeared.
-func (q *clientAllocsQuery) result() (map[string]uint64, error) {
+// result lists the node's allocations, from the store the last run read,
+// and returns the map of them to their AllocModifyIndex with the reply
+// index computed from that same list (so the two agree even when a write
+// landed after the last run), or the not-found error of a node that never
+// appeared.
+func (q *clientAllocsQuery) result() (map[string]uint64, uint64, error) {
 	if q.missing != nil {
-		return nil, q.missing
+		return nil, 0, q.missing
 	}
-	out := make(map[string]uint64, len(q.allocs))
-	for _, a := range q.allocs {
+	allocs, err := q.st.AllocsByNode(nil, q.nodeID)
+	if err != nil {
+		return nil, 0, err
+	}
+	index := q.createIndex
+	out := make(map[string]uint64, len(allocs))
+	for _, a := range allocs {
 		out[a.ID] = a.AllocModifyIndex
+		index = max(index, a.AllocModifyIndex)
 	}
-	return out, nil
+	return out, index, nil
 }
 
 // GetAllocs returns every allocation on a node (blocking on the node's

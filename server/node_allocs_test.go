@@ -45,7 +45,7 @@ func newClientAllocsFixture(t *testing.T) *clientAllocsFixture {
 
 // queryOutcome is what one blocking run of a clientAllocsQuery returned.
 type queryOutcome struct {
-	index  uint64 // of the last run
+	index  uint64 // of the answer (of the last run, on an error)
 	runs   int
 	allocs map[string]uint64
 	err    error
@@ -69,7 +69,7 @@ func runClientAllocsQuery(st *state.StateStore, q *clientAllocsQuery, timeout ti
 			return idx, err
 		})
 		if out.err == nil {
-			out.allocs, out.err = q.result()
+			out.allocs, out.index, out.err = q.result()
 		}
 	}()
 	select {
@@ -87,11 +87,19 @@ func runClientAllocsQuery(st *state.StateStore, q *clientAllocsQuery, timeout ti
 	return out
 }
 
+// wakeWant is whether a write must wake a waiting query (run it again).
+type wakeWant int
+
+const (
+	wakeMust  wakeWant = iota
+	wakeNever          // the query must not run again before its timeout
+)
+
 // TestClientAllocsQueryAnswersServerChanges: the watch answers (index
 // above MinQueryIndex) for every change the servers make to an allocation
-// on the node, and keeps waiting (woken, re-run, same index at the
-// timeout) for client updates, node status changes, collections and other
-// nodes' allocations; a deleted node ends it.
+// on the node, and keeps waiting (same index at the timeout) for client
+// updates, node status changes, collections and other nodes' allocations,
+// of which only the node's own changes wake it; a deleted node ends it.
 func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 	const (
 		wait  = 100 * time.Millisecond // for the cases that must time out
@@ -104,9 +112,8 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 		// else it must time out at 12 after being woken.
 		answer   bool
 		notFound bool
-		// quiet: the write need not even wake the query.
-		quiet bool
-		want  func(f *clientAllocsFixture) map[string]uint64
+		wake     wakeWant
+		want     func(f *clientAllocsFixture) map[string]uint64
 	}{
 		{
 			name: "client status update",
@@ -114,6 +121,7 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 				upd := &structs.Allocation{ID: f.a1.ID, ClientStatus: structs.AllocClientStatusRunning, ClientDescription: "running"}
 				return f.st.UpdateAllocsFromClient(13, []*structs.Allocation{upd}, nil)
 			},
+			wake: wakeNever,
 			want: func(f *clientAllocsFixture) map[string]uint64 { return map[string]uint64{f.a1.ID: 12, f.a2.ID: 12} },
 		},
 		{
@@ -128,6 +136,7 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 			write: func(f *clientAllocsFixture) error {
 				return f.st.DeleteEvalsAndAllocs(13, nil, []string{f.a2.ID})
 			},
+			wake: wakeNever, // a1 holds the same AllocModifyIndex
 			want: func(f *clientAllocsFixture) map[string]uint64 { return map[string]uint64{f.a1.ID: 12} },
 		},
 		{
@@ -135,8 +144,8 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 			write: func(f *clientAllocsFixture) error {
 				return f.st.UpsertAllocs(13, []*structs.Allocation{mock.Alloc(f.job, mock.Node())})
 			},
-			quiet: true,
-			want:  func(f *clientAllocsFixture) map[string]uint64 { return map[string]uint64{f.a1.ID: 12, f.a2.ID: 12} },
+			wake: wakeNever,
+			want: func(f *clientAllocsFixture) map[string]uint64 { return map[string]uint64{f.a1.ID: 12, f.a2.ID: 12} },
 		},
 		{
 			name: "desired status stop",
@@ -215,8 +224,11 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 			if out.err != nil {
 				t.Fatal(out.err)
 			}
-			if out.runs < 2 && !tc.quiet {
+			switch {
+			case tc.wake == wakeMust && out.runs < 2:
 				t.Fatalf("the query ran %d times: the write did not wake it", out.runs)
+			case tc.wake == wakeNever && out.runs != 1:
+				t.Fatalf("the query ran %d times: the write woke it", out.runs)
 			}
 			switch {
 			case tc.answer && (out.index != 13 || elapsed >= timeout):
