@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/drover-project/drover/internal/backoff"
+	"github.com/drover-project/drover/internal/netutil"
 	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
 )
@@ -97,10 +98,12 @@ func (s *Server) handleConn(conn net.Conn) {
 
 // serveMux runs a yamux session; every stream carries msgpack RPC.
 func (s *Server) serveMux(conn net.Conn) {
-	sess, err := yamux.Server(conn, s.yamuxConfig)
+	// Frames that pile up under load leave in one write (see netutil).
+	cc := netutil.NewCoalescingConn(conn)
+	sess, err := yamux.Server(cc, s.yamuxConfig)
 	if err != nil {
 		s.logger.Error("yamux session failed", "error", err)
-		conn.Close()
+		cc.Close()
 		return
 	}
 	defer sess.Close()

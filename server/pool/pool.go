@@ -14,6 +14,7 @@ import (
 	msgpackrpc "github.com/hashicorp/net-rpc-msgpackrpc/v2"
 	"github.com/hashicorp/yamux"
 
+	"github.com/drover-project/drover/internal/netutil"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -303,9 +304,12 @@ func (p *Pool) dial(addr string) (*conn, error) {
 		nc.Close()
 		return nil, &NotSentError{Addr: addr, Err: fmt.Errorf("write protocol byte: %w", err)}
 	}
-	sess, err := yamux.Client(nc, p.yamux)
+	// yamux writes each frame's header and body separately; the
+	// coalescing conn sends frames that pile up under load together.
+	cc := netutil.NewCoalescingConn(nc)
+	sess, err := yamux.Client(cc, p.yamux)
 	if err != nil {
-		nc.Close()
+		cc.Close()
 		return nil, &NotSentError{Addr: addr, Err: fmt.Errorf("yamux: %w", err)}
 	}
 	return &conn{addr: addr, session: sess, lastUsed: time.Now()}, nil

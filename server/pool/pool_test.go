@@ -44,14 +44,14 @@ func (Echo) Plain(args *EchoArgs, reply *EchoReply) error {
 
 // testServer is a minimal listener speaking the RPC protocol byte.
 type testServer struct {
-	t    *testing.T
+	t    testing.TB
 	ln   net.Listener
 	mu   sync.Mutex
 	conn []net.Conn
 	wg   sync.WaitGroup
 }
 
-func startServer(t *testing.T, addr string) *testServer {
+func startServer(t testing.TB, addr string) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -113,7 +113,7 @@ func (ts *testServer) stop() {
 	ts.wg.Wait()
 }
 
-func newPool(t *testing.T, cfg Config) *Pool {
+func newPool(t testing.TB, cfg Config) *Pool {
 	p := New(cfg)
 	t.Cleanup(func() { p.Shutdown() })
 	return p
