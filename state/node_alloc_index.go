@@ -22,13 +22,18 @@ import (
 // node's maximum, and the transaction writes each changed row once when it
 // commits. When an allocation holding the maximum leaves the node
 // (collected, or moved to another node) the row is recomputed from the
-// node's allocations, and may go down; a node without allocations (or
-// whose allocations all have index 0) has no row. The row outlives a
-// deleted node as long as its allocations do.
+// node's allocations, and may go down.
+//
+// Every registered node has a row (index 0 while it has no allocations),
+// written when the node is first registered: a watch on a missing row
+// would be a watch on part of the table's tree, which every write to a
+// neighbouring row fires. The row of a deleted node lasts as long as the
+// node has allocations (of index above 0). Rows are thus kept for the
+// registered nodes and the nodes with allocations, and no others.
 //
 // Like node_usage it is derived data: snapshots do not carry it (it is not
-// in Tables) and a restore rebuilds it from the allocations it loads, to
-// the same rows.
+// in Tables) and a restore rebuilds it from the nodes and allocations it
+// loads, to the same rows.
 
 // nodeAllocIndex is a row of the node_alloc_index table.
 type nodeAllocIndex struct {
@@ -98,19 +103,55 @@ func (w *writeTxn) flushAllocIndex() error {
 				return err
 			}
 		}
-		switch {
-		case next == stored:
-		case next == 0:
-			if err := w.remove(TableNodeAllocIndex, raw); err != nil {
-				return fmt.Errorf("state: deleting allocation index of node %q: %w", nodeID, err)
+		keep := next > 0
+		if !keep {
+			node, err := w.first(TableNodes, nodeID)
+			if err != nil {
+				return err
 			}
-		default:
+			keep = node != nil
+		}
+		switch {
+		case !keep:
+			if raw != nil {
+				if err := w.remove(TableNodeAllocIndex, raw); err != nil {
+					return fmt.Errorf("state: deleting allocation index of node %q: %w", nodeID, err)
+				}
+			}
+		case raw == nil || next != stored:
 			if err := w.put(TableNodeAllocIndex, &nodeAllocIndex{NodeID: nodeID, Index: next}); err != nil {
 				return fmt.Errorf("state: inserting allocation index of node %q: %w", nodeID, err)
 			}
 		}
 	}
 	w.allocIndex = nil
+	return nil
+}
+
+// allocIndexNodeAdded gives a newly registered node its row (index 0),
+// unless allocations on it already gave it one.
+func (w *writeTxn) allocIndexNodeAdded(nodeID string) error {
+	raw, err := w.first(TableNodeAllocIndex, nodeID)
+	if err != nil || raw != nil {
+		return err
+	}
+	if err := w.put(TableNodeAllocIndex, &nodeAllocIndex{NodeID: nodeID}); err != nil {
+		return fmt.Errorf("state: inserting allocation index of node %q: %w", nodeID, err)
+	}
+	return nil
+}
+
+// allocIndexNodeDeleted removes a deleted node's row unless the node has
+// allocations. (Allocation writes earlier in the transaction may not be
+// in the row yet: flushAllocIndex decides again for those nodes.)
+func (w *writeTxn) allocIndexNodeDeleted(nodeID string) error {
+	raw, err := w.first(TableNodeAllocIndex, nodeID)
+	if err != nil || raw == nil || raw.(*nodeAllocIndex).Index > 0 {
+		return err
+	}
+	if err := w.remove(TableNodeAllocIndex, raw); err != nil {
+		return fmt.Errorf("state: deleting allocation index of node %q: %w", nodeID, err)
+	}
 	return nil
 }
 
@@ -131,9 +172,10 @@ func (w *writeTxn) maxAllocModifyIndex(nodeID string) (uint64, error) {
 
 // NodeAllocIndex returns the highest AllocModifyIndex of the node's
 // allocations: the index of the last change the servers made to them (0
-// when it has none, or is unknown). It adds to ws only the watch of that
-// one value, which client status updates never fire; a collection that
-// removes the allocation holding the maximum fires it and lowers it.
+// when it has none, or is unknown). For a registered node (or one with
+// allocations) it adds to ws only the watch of that one value, which
+// client status updates never fire; a collection that removes the
+// allocation holding the maximum fires it and lowers it.
 func (s *StateStore) NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, error) {
 	watchCh, raw, err := s.db.Txn(false).FirstWatch(TableNodeAllocIndex, IndexID, nodeID)
 	if err != nil {
@@ -146,22 +188,27 @@ func (s *StateStore) NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, e
 	return raw.(*nodeAllocIndex).Index, nil
 }
 
-// allocIndexRestore accumulates the per-node maximum while a restore loads
-// allocations.
+// allocIndexRestore accumulates the rows while a restore loads nodes and
+// allocations (in either order).
 type allocIndexRestore map[string]uint64
 
+// addNode gives a node a row.
+func (r allocIndexRestore) addNode(n *structs.Node) {
+	if _, ok := r[n.ID]; !ok {
+		r[n.ID] = 0
+	}
+}
+
+// add raises the row of the allocation's node to its AllocModifyIndex.
 func (r allocIndexRestore) add(a *structs.Allocation) {
-	if a.NodeID != "" {
+	if a.NodeID != "" && a.AllocModifyIndex > 0 {
 		r[a.NodeID] = max(r[a.NodeID], a.AllocModifyIndex)
 	}
 }
 
-// insert writes a row for every node with a non-zero maximum.
+// insert writes the rows.
 func (r allocIndexRestore) insert(txn *memdb.Txn) error {
 	for id, index := range r {
-		if index == 0 {
-			continue
-		}
 		if err := txn.Insert(TableNodeAllocIndex, &nodeAllocIndex{NodeID: id, Index: index}); err != nil {
 			return fmt.Errorf("state: restoring allocation index of node %q: %w", id, err)
 		}

@@ -49,32 +49,40 @@ func TestNodeAllocIndex(t *testing.T) {
 	}{
 		{name: "no allocations", write: func(uint64) error { return nil }},
 		{
+			// node's row exists (index 0), so its watch is its own.
+			name: "a placement on another node",
+			write: func(index uint64) error {
+				return s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{mock.Alloc(job, other)}})
+			},
+			other: 13,
+		},
+		{
 			name: "placements",
 			write: func(index uint64) error {
 				return s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{a1, a2}})
 			},
-			want: 13, fires: true,
+			want: 15, other: 13, fires: true,
 		},
 		{
 			name: "client update",
 			write: func(index uint64) error {
 				return s.UpdateAllocsFromClient(index, []*structs.Allocation{{ID: a1.ID, ClientStatus: structs.AllocClientStatusRunning}}, nil)
 			},
-			want: 13,
+			want: 15, other: 13,
 		},
 		{
 			name: "node status change",
 			write: func(index uint64) error {
 				return s.UpdateNodeStatus(index, node.ID, structs.NodeStatusDown, 1, nil, nil)
 			},
-			want: 13,
+			want: 15, other: 13,
 		},
 		{
 			name: "desired transition",
 			write: func(index uint64) error {
 				return s.UpdateAllocsDesiredTransition(index, map[string]*structs.DesiredTransition{a1.ID: {Migrate: &migrate}}, 1, nil)
 			},
-			want: 19, fires: true,
+			want: 21, other: 13, fires: true,
 		},
 		{
 			name: "lost mark",
@@ -83,21 +91,21 @@ func TestNodeAllocIndex(t *testing.T) {
 				lost.ClientStatus = structs.AllocClientStatusLost
 				return s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{lost}})
 			},
-			want: 21, fires: true,
+			want: 23, other: 13, fires: true,
 		},
 		{
 			name: "stop",
 			write: func(index uint64) error {
 				return s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{AllocsStopped: []*structs.Allocation{{ID: a1.ID}}})
 			},
-			want: 23, fires: true,
+			want: 25, other: 13, fires: true,
 		},
 		{
 			name: "collecting an allocation below the maximum",
 			write: func(index uint64) error {
 				return s.DeleteEvalsAndAllocs(index, nil, []string{a2.ID})
 			},
-			want: 23,
+			want: 25, other: 13,
 		},
 		{
 			name: "a new placement, then its move to another node",
@@ -111,14 +119,14 @@ func TestNodeAllocIndex(t *testing.T) {
 			},
 			// a1 holds the maximum again; the moved allocation raises
 			// other.
-			want: 23, other: 28, fires: true,
+			want: 25, other: 30, fires: true,
 		},
 		{
 			name: "collecting the allocation holding the maximum",
 			write: func(index uint64) error {
 				return s.DeleteEvalsAndAllocs(index, nil, []string{a1.ID})
 			},
-			want: 0, other: 28, fires: true,
+			want: 0, other: 30, fires: true,
 		},
 		{
 			name: "the node deleted: its allocations keep the index",
@@ -126,7 +134,7 @@ func TestNodeAllocIndex(t *testing.T) {
 				must(t, s.DeleteNodes(index, []string{other.ID}))
 				return nil
 			},
-			other: 28,
+			other: 30,
 		},
 	}
 	index := uint64(11) // of each step's write; steps are two apart
@@ -152,8 +160,8 @@ func TestNodeAllocIndex(t *testing.T) {
 			}
 		})
 	}
-	if n := allocIndexRows(t, s); n != 1 {
-		t.Fatalf("%d rows, want 1 (the deleted node's, which still has an allocation)", n)
+	if n := allocIndexRows(t, s); n != 2 {
+		t.Fatalf("%d rows, want 2 (the registered node's, and the deleted node's, which still has an allocation)", n)
 	}
 }
 
@@ -165,7 +173,12 @@ func TestNodeAllocIndexProperty(t *testing.T) { checkRandomAllocWrites(t, checkA
 func checkAllocIndex(t *rapid.T, s *StateStore, when string) {
 	allocs, err := s.Allocs(nil)
 	ok(t, err)
-	want := map[string]uint64{}
+	nodes, err := s.Nodes(nil)
+	ok(t, err)
+	want := map[string]uint64{} // the rows there must be
+	for _, n := range nodes {
+		want[n.ID] = 0
+	}
 	for _, a := range allocs {
 		if a.NodeID != "" && a.AllocModifyIndex > 0 {
 			want[a.NodeID] = max(want[a.NodeID], a.AllocModifyIndex)
@@ -179,7 +192,7 @@ func checkAllocIndex(t *rapid.T, s *StateStore, when string) {
 		}
 	}
 	if n := allocIndexRows(t, s); n != len(want) {
-		t.Fatalf("%s: %d allocation index rows for %d nodes with allocations", when, n, len(want))
+		t.Fatalf("%s: %d allocation index rows for %d nodes registered or with allocations", when, n, len(want))
 	}
 }
 

@@ -59,7 +59,13 @@ func (r *StateRestore) JobSummaryRestore(js *structs.JobSummary) error {
 }
 
 // NodeRestore loads a node.
-func (r *StateRestore) NodeRestore(n *structs.Node) error { return r.insert(TableNodes, n) }
+func (r *StateRestore) NodeRestore(n *structs.Node) error {
+	if err := r.insert(TableNodes, n); err != nil {
+		return err
+	}
+	r.allocIndex.addNode(n)
+	return nil
+}
 
 // EvalRestore loads an evaluation.
 func (r *StateRestore) EvalRestore(e *structs.Evaluation) error { return r.insert(TableEvals, e) }
