@@ -208,6 +208,15 @@ func runBench(e *env, args []string) int {
 		}
 	}
 
+	stopProfile, err := startCPUProfile(sf.cpuProfile)
+	if err != nil {
+		return errorf(e, "starting the CPU profile: %v", err)
+	}
+	defer func() {
+		if err := stopProfile(); err != nil {
+			fmt.Fprintf(e.stderr, "Error writing %s: %v\n", sf.cpuProfile, err)
+		}
+	}()
 	sigCh, stopSignals := e.signals()
 	defer stopSignals()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -69,6 +71,7 @@ type simFlags struct {
 	sessions        int
 	registerConc    int
 	noWatch         bool
+	cpuProfile      string
 }
 
 // register adds the flags; prefix names the server list flag ("servers"
@@ -93,8 +96,9 @@ func (f *simFlags) register(fs *flag.FlagSet, serversFlag string, withShape bool
 	fs.StringVar(&f.idPrefix, "id-prefix", sim.DefaultIDPrefix, "node IDs and names are <prefix>-<index>")
 	fs.StringVar(&f.region, "region", "", "region (default global)")
 	fs.DurationVar(&f.updateInterval, "update-interval", sim.DefaultUpdateInterval, "how often the batched allocation updates of all nodes are sent")
-	fs.IntVar(&f.sessions, "sessions", sim.DefaultSessions, "RPC pools shared by the nodes (one yamux session per server each)")
+	fs.IntVar(&f.sessions, "sessions", sim.DefaultSessions, "RPC clients shared by the nodes (one yamux session per server each)")
 	fs.IntVar(&f.registerConc, "register-concurrency", sim.DefaultRegisterConcurrency, "registrations in flight")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of this process (simulator included) to this file")
 	fs.BoolVar(&f.noWatch, "no-watch", false, "nodes never watch their allocations (measures what the watches cost the servers; placed work never runs)")
 }
 
@@ -110,6 +114,26 @@ func (f *simFlags) config(logger hclog.Logger) (*sim.Config, error) {
 		ReportDelay: f.reportDelay, HeartbeatJitter: f.heartbeatJitter, RunFor: f.runFor,
 		IDPrefix: f.idPrefix, Region: f.region, UpdateInterval: f.updateInterval,
 		Sessions: f.sessions, RegisterConcurrency: f.registerConc, NoWatch: f.noWatch, Logger: logger,
+	}, nil
+}
+
+// startCPUProfile starts a Go CPU profile into path ("" does nothing);
+// the returned function stops it and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
 	}, nil
 }
 
@@ -141,6 +165,15 @@ func runSim(e *env, args []string) int {
 	if err != nil {
 		return usagef(e, "%v", err)
 	}
+	stopProfile, err := startCPUProfile(sf.cpuProfile)
+	if err != nil {
+		return errorf(e, "starting the CPU profile: %v", err)
+	}
+	defer func() {
+		if err := stopProfile(); err != nil {
+			fmt.Fprintf(e.stderr, "Error writing %s: %v\n", sf.cpuProfile, err)
+		}
+	}()
 	sigCh, stopSignals := e.signals()
 	defer stopSignals()
 	s, err := sim.New(cfg)
