@@ -33,7 +33,8 @@ const (
 	DefaultRetryLimit          = 10 * time.Second
 )
 
-// Transport sends one RPC to the server at addr. *pool.Pool satisfies it.
+// Transport sends one RPC to the server at addr. *pool.Pool satisfies
+// it; the Sim's own client (mux.go) is the default.
 type Transport interface {
 	RPC(addr, method string, args, reply any) error
 }
@@ -51,9 +52,9 @@ type Config struct {
 	// server i mod len(Servers) and fails over to the next.
 	Servers []string
 	// Transports, if set, carry the RPCs (tests); node i uses
-	// Transports[i mod len]. Otherwise the Sim owns Sessions pools.
+	// Transports[i mod len]. Otherwise the Sim owns Sessions clients.
 	Transports []Transport
-	// Sessions is how many RPC pools (so yamux sessions per server) the
+	// Sessions is how many RPC clients (so yamux sessions per server) the
 	// nodes share.
 	Sessions int
 

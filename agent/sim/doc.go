@@ -16,10 +16,19 @@
 // IDPrefix and its index, so a restarted simulator is the same nodes),
 // the attributes a real client fingerprints (kernel.name, cpu.arch,
 // unique.hostname, driver.mock_driver, ...), a datacenter, a node class
-// and the resources given in Config. Nodes share a few RPC pools (one yamux
-// session per server per pool), never one TCP connection per node, and no
-// node owns an OS thread: a node costs one goroutine blocked in its
-// allocation watch plus a timer.
+// and the resources given in Config. Nodes share a few RPC clients (one
+// yamux session per server each), never one TCP connection per node, and
+// no node owns an OS thread: a node costs one goroutine blocked in its
+// allocation watch, one yamux stream, plus a timer.
+//
+// The RPC client (mux.go) is the simulator's own, not server/pool: it
+// speaks the same yamux and msgpack RPC to the servers, but with one reader
+// goroutine per session that hands each caller its whole response
+// (msgscan.go finds where it ends), requests framed by their callers and
+// written through a netutil.CoalescingConn, and streams kept for reuse.
+// With thousands of nodes in one process that is several times cheaper
+// than hashicorp/yamux's per-stream reads and send loop; the servers do
+// the same work either way.
 //
 // Allocations are never run: the simulator reports them running after
 // Config.ReportDelay, and, for batch jobs, complete (exit_code 0) or failed

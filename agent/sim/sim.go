@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/internal/clock"
-	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -22,7 +21,7 @@ type Sim struct {
 	logger hclog.Logger
 	clock  clock.Clock
 
-	pools      []*pool.Pool // owned; shut down by Stop
+	clients    []*muxTransport // owned; closed by Stop
 	transports []Transport
 	nodes      []*simNode
 	updates    *updateBatcher
@@ -119,17 +118,10 @@ func New(cfg *Config) (*Sim, error) {
 	}
 	s.transports = cfg.Transports
 	if len(s.transports) == 0 {
-		// Closing the sessions at Stop makes yamux log every watch it cuts
-		// short; failures reach the nodes as errors anyway, so the pools
-		// log only when debugging.
-		poolLogger := hclog.NewNullLogger()
-		if cfg.Logger.IsDebug() {
-			poolLogger = cfg.Logger
-		}
 		for range cfg.Sessions {
-			p := pool.New(pool.Config{Logger: poolLogger, MaxIdleStreams: 256})
-			s.pools = append(s.pools, p)
-			s.transports = append(s.transports, p)
+			c := newMuxTransport()
+			s.clients = append(s.clients, c)
+			s.transports = append(s.transports, c)
 		}
 	}
 	now := s.clock.Now()
@@ -202,8 +194,8 @@ func (s *Sim) Stop() {
 		s.trackMu.Lock()
 		s.stopped = true
 		s.trackMu.Unlock()
-		for _, p := range s.pools {
-			p.Shutdown() // ends the blocked watches
+		for _, c := range s.clients {
+			c.Close() // ends the blocked watches
 		}
 		s.wg.Wait()
 	})

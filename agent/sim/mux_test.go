@@ -1,0 +1,304 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/rpc"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	msgpackrpc "github.com/hashicorp/net-rpc-msgpackrpc/v2"
+	"github.com/hashicorp/yamux"
+
+	"github.com/drover-project/drover/server/pool"
+	"github.com/drover-project/drover/structs"
+)
+
+// EchoArgs and EchoReply are (exported for net/rpc) the test service's messages.
+type EchoArgs struct {
+	Data  []byte
+	Reply int // bytes to answer with; 0: echo Data
+}
+
+type EchoReply struct {
+	Data []byte
+	N    int
+}
+
+// testService is served over a real yamux session, as the servers do.
+type testService struct {
+	release chan struct{} // Block waits for it
+	blocked atomic.Int64
+}
+
+func (s *testService) Echo(args *EchoArgs, reply *EchoReply) error {
+	reply.Data, reply.N = args.Data, len(args.Data)
+	if args.Reply > 0 {
+		reply.Data = bytes.Repeat([]byte{0xab}, args.Reply)
+	}
+	return nil
+}
+
+func (s *testService) Fail(args *EchoArgs, reply *EchoReply) error {
+	return structs.NewError(structs.ErrCodeNotFound, "no such thing")
+}
+
+func (s *testService) Block(args *EchoArgs, reply *EchoReply) error {
+	s.blocked.Add(1)
+	<-s.release
+	reply.N = 1
+	return nil
+}
+
+// muxServer is a listener speaking the servers' RPC protocol.
+type muxServer struct {
+	ln      net.Listener
+	svc     *testService
+	conns   atomic.Int64 // accepted connections
+	streams atomic.Int64 // accepted streams
+	mu      sync.Mutex
+	open    []net.Conn // guarded by mu
+}
+
+func newMuxServer(t *testing.T, keepAlive time.Duration) *muxServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &muxServer{ln: ln, svc: &testService{release: make(chan struct{})}}
+	srv := rpc.NewServer()
+	if err := srv.RegisterName("Test", m.svc); err != nil {
+		t.Fatal(err)
+	}
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	if keepAlive > 0 {
+		cfg.KeepAliveInterval = keepAlive
+		cfg.ConnectionWriteTimeout = keepAlive
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			m.conns.Add(1)
+			m.mu.Lock()
+			m.open = append(m.open, c)
+			m.mu.Unlock()
+			go func() {
+				var b [1]byte
+				if _, err := io.ReadFull(c, b[:]); err != nil || b[0] != pool.ProtocolRPC {
+					c.Close()
+					return
+				}
+				sess, err := yamux.Server(c, cfg)
+				if err != nil {
+					return
+				}
+				for {
+					st, err := sess.Accept()
+					if err != nil {
+						return
+					}
+					m.streams.Add(1)
+					go srv.ServeCodec(msgpackrpc.NewCodecFromHandle(true, true, st, structs.MsgpackHandle))
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		m.dropConns()
+		select {
+		case <-m.svc.release:
+		default:
+			close(m.svc.release)
+		}
+	})
+	return m
+}
+
+// dropConns closes every accepted connection.
+func (m *muxServer) dropConns() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.open {
+		c.Close()
+	}
+	m.open = nil
+}
+
+func (m *muxServer) addr() string { return m.ln.Addr().String() }
+
+func TestMuxCalls(t *testing.T) {
+	m := newMuxServer(t, 0)
+	tr := newMuxTransport()
+	defer tr.Close()
+	cases := []struct {
+		name      string
+		args      EchoArgs
+		wantBytes int
+	}{
+		{"small", EchoArgs{Data: []byte("hello")}, 5},
+		{"empty", EchoArgs{}, 0},
+		// Larger than a stream window each way: the request is split
+		// within the server's window, the response needs window updates.
+		{"request beyond the window", EchoArgs{Data: bytes.Repeat([]byte{1}, 3*yamuxWindow+17)}, 3*yamuxWindow + 17},
+		{"response beyond the window", EchoArgs{Reply: 2*yamuxWindow + 5}, 2*yamuxWindow + 5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var reply EchoReply
+			if err := tr.RPC(m.addr(), "Test.Echo", &tc.args, &reply); err != nil {
+				t.Fatal(err)
+			}
+			if len(reply.Data) != tc.wantBytes {
+				t.Fatalf("got %d bytes back, want %d", len(reply.Data), tc.wantBytes)
+			}
+			if tc.args.Reply == 0 && !bytes.Equal(reply.Data, tc.args.Data) {
+				t.Fatal("echo differs")
+			}
+		})
+	}
+	t.Run("typed endpoint error", func(t *testing.T) {
+		var reply EchoReply
+		err := tr.RPC(m.addr(), "Test.Fail", &EchoArgs{}, &reply)
+		if !errors.Is(err, structs.ErrNotFound) {
+			t.Fatalf("err %v, want not found", err)
+		}
+		// The stream is still good.
+		if err := tr.RPC(m.addr(), "Test.Echo", &EchoArgs{Data: []byte("x")}, &reply); err != nil || string(reply.Data) != "x" {
+			t.Fatalf("after an error: %v %q", err, reply.Data)
+		}
+	})
+	t.Run("reply zeroed", func(t *testing.T) {
+		reply := EchoReply{N: 99, Data: []byte("stale")}
+		if err := tr.RPC(m.addr(), "Test.Echo", &EchoArgs{}, &reply); err != nil || reply.N != 0 || len(reply.Data) != 0 {
+			t.Fatalf("reply %+v, err %v; want zero", reply, err)
+		}
+	})
+	if n := m.conns.Load(); n != 1 {
+		t.Fatalf("%d connections, want 1", n)
+	}
+	if n := m.streams.Load(); n != 1 {
+		t.Fatalf("%d streams opened for sequential calls, want 1 (reused)", n)
+	}
+}
+
+// TestMuxConcurrent: more calls in flight than the server's accept
+// backlog, all answered, each with its own data.
+func TestMuxConcurrent(t *testing.T) {
+	m := newMuxServer(t, 0)
+	tr := newMuxTransport()
+	defer tr.Close()
+	const callers, calls = 400, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range calls {
+				data := bytes.Repeat([]byte{byte(i)}, 1+(i*calls+j)%5000)
+				var reply EchoReply
+				if err := tr.RPC(m.addr(), "Test.Echo", &EchoArgs{Data: data}, &reply); err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(reply.Data, data) {
+					errs <- errors.New("a reply carried another call's data")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := m.streams.Load(); n > callers {
+		t.Fatalf("%d streams for %d callers", n, callers)
+	}
+}
+
+// TestMuxAnswersPings: the server's keepalive pings are answered, so a
+// long call survives many intervals.
+func TestMuxAnswersPings(t *testing.T) {
+	m := newMuxServer(t, 10*time.Millisecond)
+	tr := newMuxTransport()
+	defer tr.Close()
+	done := make(chan error, 1)
+	go func() {
+		var reply EchoReply
+		done <- tr.RPC(m.addr(), "Test.Block", &EchoArgs{}, &reply)
+	}()
+	waitUntil(t, "the call to block", 5*time.Second, func() (bool, string) { return m.svc.blocked.Load() == 1, "" })
+	time.Sleep(150 * time.Millisecond) // 15 keepalive intervals
+	close(m.svc.release)
+	if err := <-done; err != nil {
+		t.Fatalf("blocked call: %v", err)
+	}
+	if n := m.conns.Load(); n != 1 {
+		t.Fatalf("%d connections: the session was dropped", n)
+	}
+}
+
+// TestMuxSessionFailure: a call in flight fails when the connection
+// drops, and the next call dials again.
+func TestMuxSessionFailure(t *testing.T) {
+	m := newMuxServer(t, 0)
+	tr := newMuxTransport()
+	defer tr.Close()
+	done := make(chan error, 1)
+	go func() {
+		var reply EchoReply
+		done <- tr.RPC(m.addr(), "Test.Block", &EchoArgs{}, &reply)
+	}()
+	waitUntil(t, "the call to block", 5*time.Second, func() (bool, string) { return m.svc.blocked.Load() == 1, "" })
+	m.dropConns()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("call on a dropped connection succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("call on a dropped connection still blocked")
+	}
+	var reply EchoReply
+	if err := tr.RPC(m.addr(), "Test.Echo", &EchoArgs{Data: []byte("again")}, &reply); err != nil || string(reply.Data) != "again" {
+		t.Fatalf("after a dropped connection: %v %q", err, reply.Data)
+	}
+	if n := m.conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+}
+
+// TestMuxClose: Close ends calls in flight; later calls fail.
+func TestMuxClose(t *testing.T) {
+	m := newMuxServer(t, 0)
+	tr := newMuxTransport()
+	done := make(chan error, 1)
+	go func() {
+		var reply EchoReply
+		done <- tr.RPC(m.addr(), "Test.Block", &EchoArgs{}, &reply)
+	}()
+	waitUntil(t, "the call to block", 5*time.Second, func() (bool, string) { return m.svc.blocked.Load() == 1, "" })
+	tr.Close()
+	if err := <-done; !errors.Is(err, errMuxClosed) {
+		t.Fatalf("blocked call ended with %v, want errMuxClosed", err)
+	}
+	var reply EchoReply
+	if err := tr.RPC(m.addr(), "Test.Echo", &EchoArgs{}, &reply); !errors.Is(err, errMuxClosed) {
+		t.Fatalf("call after Close: %v", err)
+	}
+	if err := newMuxTransport().RPC("127.0.0.1:1", "Test.Echo", &EchoArgs{}, &reply); err == nil {
+		t.Fatal("call to a closed port succeeded")
+	}
+}
