@@ -57,10 +57,10 @@ func summaryCounts(s *nomad.JobSummary) (placed, running int64) {
 }
 
 // watchSummary follows one job's summary with blocking queries from
-// index on, adding its changes to counts, until the job is fully running
-// or ctx ends. It asks client ci, and the next live one after an error.
-func (r *runner) watchSummary(ctx context.Context, ci int, jobID string, count int64, index uint64, counts *placeCounts) {
-	var placed, running int64
+// index on, adding its changes (from placed and running, the counts
+// already added for it) to counts, until the job is fully running or ctx
+// ends. It asks client ci, and the next live one after an error.
+func (r *runner) watchSummary(ctx context.Context, ci int, jobID string, count int64, index uint64, placed, running int64, counts *placeCounts) {
 	for ctx.Err() == nil {
 		q := (&nomad.QueryOptions{WaitIndex: index, WaitTime: summaryWait, AllowStale: r.cfg.Stale}).WithContext(ctx)
 		sum, meta, err := r.client(ci).Jobs().Summary(jobID, q)
@@ -89,16 +89,17 @@ func (r *runner) watchSummary(ctx context.Context, ci int, jobID string, count i
 	}
 }
 
-// evalResolver finds when evaluations completed: workers follow each
-// evaluation with blocking queries until it is terminal, and record its
-// ModifyTime minus the write's start.
+// evalResolver finds when the run's evaluations completed. An
+// evaluation's latency is its ModifyTime (stamped by the servers when it
+// became terminal) minus its write's start, so nothing watches the
+// evaluations while the run goes on (thousands of blocking queries the
+// servers would serve inside the measured window): finish reads the
+// evaluation list once at the end and follows with blocking queries only
+// the evaluations not terminal in it.
 type evalResolver struct {
-	r       *runner
-	queue   chan evalReq
-	wg      sync.WaitGroup
-	lat     latencies
-	pending atomic.Int64
-	done    atomic.Int64
+	r    *runner
+	mu   sync.Mutex
+	reqs []evalReq // guarded by mu
 }
 
 type evalReq struct {
@@ -107,35 +108,85 @@ type evalReq struct {
 	ci    int // client index (see runner.client)
 }
 
-func (r *runner) newEvalResolver(ctx context.Context, workers int) *evalResolver {
-	e := &evalResolver{r: r, queue: make(chan evalReq, 1<<16)}
-	for range workers {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			for req := range e.queue {
-				e.resolve(ctx, req)
-			}
-		}()
-	}
-	return e
-}
+func (r *runner) newEvalResolver() *evalResolver { return &evalResolver{r: r} }
 
-// add queues an evaluation (ignored when id is empty).
+// add records an evaluation (ignored when id is empty).
 func (e *evalResolver) add(id string, start time.Time, ci int) {
 	if id == "" {
 		return
 	}
-	e.pending.Add(1)
-	e.queue <- evalReq{id: id, start: start, ci: ci}
+	e.mu.Lock()
+	e.reqs = append(e.reqs, evalReq{id: id, start: start, ci: ci})
+	e.mu.Unlock()
 }
 
-func (e *evalResolver) resolve(ctx context.Context, req evalReq) {
-	defer e.pending.Add(-1)
-	if lat, ok := e.r.waitEval(ctx, req.ci, req.id, req.start, time.Time{}); ok {
-		e.lat.add(lat)
-		e.done.Add(1)
+// finish resolves the recorded evaluations, waiting up to timeout for
+// those not yet terminal (DefaultEvalWorkers followed at a time); it
+// returns the latencies and how many were left unresolved.
+func (e *evalResolver) finish(ctx context.Context, timeout time.Duration) (Percentiles, int) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	e.mu.Lock()
+	reqs := e.reqs
+	e.mu.Unlock()
+	var lat latencies
+	terminal := e.r.terminalEvals(ctx)
+	var rest []evalReq
+	for _, req := range reqs {
+		if done, ok := terminal[req.id]; ok {
+			lat.add(max(done.Sub(req.start), 0))
+		} else {
+			rest = append(rest, req)
+		}
 	}
+	queue := make(chan evalReq)
+	var wg sync.WaitGroup
+	var resolved atomic.Int64
+	for range min(DefaultEvalWorkers, len(rest)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for req := range queue {
+				if d, ok := e.r.waitEval(ctx, req.ci, req.id, req.start, time.Time{}); ok {
+					lat.add(d)
+					resolved.Add(1)
+				}
+			}
+		}()
+	}
+	for _, req := range rest {
+		queue <- req
+	}
+	close(queue)
+	wg.Wait()
+	return lat.summary(), len(rest) - int(resolved.Load())
+}
+
+// terminalEvals lists every evaluation (all pages) and returns when each
+// terminal one completed (its ModifyTime); nil if the list failed.
+func (r *runner) terminalEvals(ctx context.Context) map[string]time.Time {
+	out := map[string]time.Time{}
+	q := (&nomad.QueryOptions{AllowStale: r.cfg.Stale}).WithContext(ctx)
+	for {
+		evals, meta, err := r.client(0).Evaluations().List(q)
+		if err != nil {
+			return nil
+		}
+		for _, ev := range evals {
+			if evalTerminal(ev.Status) && ev.ModifyTime != 0 {
+				out[ev.ID] = time.Unix(0, ev.ModifyTime)
+			}
+		}
+		if meta.NextToken == "" {
+			return out
+		}
+		q.NextToken = meta.NextToken
+	}
+}
+
+// evalTerminal reports whether an evaluation status is final.
+func evalTerminal(status string) bool {
+	return status == "complete" || status == "failed" || status == "canceled"
 }
 
 // waitEval follows an evaluation with blocking queries until it is
@@ -163,8 +214,7 @@ func (r *runner) waitEval(ctx context.Context, ci int, id string, start, deadlin
 			}
 			continue
 		}
-		switch ev.Status {
-		case "complete", "failed", "canceled":
+		if evalTerminal(ev.Status) {
 			done := time.Unix(0, ev.ModifyTime)
 			if ev.ModifyTime == 0 {
 				done = time.Now()
@@ -178,59 +228,88 @@ func (r *runner) waitEval(ctx context.Context, ci int, id string, start, deadlin
 	return 0, false
 }
 
-// finish waits up to timeout for the queued evaluations; it returns the
-// latencies and how many were left unresolved.
-func (e *evalResolver) finish(cancel context.CancelFunc, timeout time.Duration) (Percentiles, int) {
-	close(e.queue)
-	waited := make(chan struct{})
-	go func() {
-		e.wg.Wait()
-		close(waited)
-	}()
-	select {
-	case <-waited:
-	case <-time.After(timeout):
-		cancel()
-		<-waited
-	}
-	return e.lat.summary(), int(e.pending.Load())
-}
-
 // perJobWatchLimit: up to this many jobs, each job's summary is followed
-// with its own blocking query (exact); above it, one poller reads every
-// job's summary from the job list every listPollEvery (an agent allows a
-// client about 100 connections, and a Drover job list does not block on
-// summary changes).
+// with its own blocking query (exact: it answers when the summary
+// changes). With more jobs, one poller reads every job's summary from the
+// job list (an agent allows a client about 100 connections, and a Drover
+// job list does not block on summary changes), every listPollEvery near
+// the end and less often (up to listPollMax) while the allocations left
+// would take long at the rate seen so far; once no more than
+// perJobWatchLimit jobs have allocations not yet running, those jobs get
+// their own blocking queries and the poller stops.
 const (
 	perJobWatchLimit = 32
 	listPollEvery    = 200 * time.Millisecond
+	listPollMax      = time.Second
 )
 
+// listPollInterval is the wait before the next job list read: a tenth of
+// the time the nearer of the remaining placements and starts would take
+// at the rates seen so far, within [listPollEvery, listPollMax].
+func listPollInterval(counts *placeCounts, now time.Time) time.Duration {
+	elapsed := now.Sub(counts.start).Seconds()
+	next := listPollMax
+	for _, done := range []int64{counts.placed.Load(), counts.running.Load()} {
+		left := counts.target - done
+		if done <= 0 || elapsed <= 0 {
+			return listPollEvery // no rate yet
+		}
+		if left <= 0 {
+			continue
+		}
+		eta := time.Duration(float64(left) / (float64(done) / elapsed) * float64(time.Second))
+		next = min(next, eta/10)
+	}
+	return max(next, listPollEvery)
+}
+
+// jobListEntry is what the poller reads of a job list stub.
+type jobListEntry struct {
+	ID         string
+	JobSummary *nomad.JobSummary
+}
+
+// tailJob is a job the poller hands to its own blocking query, with the
+// counts the list last showed for it.
+type tailJob struct {
+	id              string
+	placed, running int64
+}
+
 // pollJobList reads the summaries of every job with the prefix from the
-// job list until every allocation runs or ctx ends.
-func (r *runner) pollJobList(ctx context.Context, counts *placeCounts) {
+// job list until every allocation runs or ctx ends, or until the list
+// holds all the scenario's jobs and at most perJobWatchLimit of them are
+// not fully running: it then passes those to tail and returns.
+func (r *runner) pollJobList(ctx context.Context, counts *placeCounts, jobCount int, count int64, tail func([]tailJob)) {
 	var placed, running int64
-	t := time.NewTicker(listPollEvery)
-	defer t.Stop()
 	for i := 0; ; i++ {
 		q := (&nomad.QueryOptions{Prefix: r.jobPrefix(), AllowStale: r.cfg.Stale}).WithContext(ctx)
-		jobs, _, err := r.client(i).Jobs().List(q)
+		var jobs []jobListEntry
+		_, err := r.client(i).Raw().Query("/v1/jobs", &jobs, q)
 		if err == nil {
 			var p, run int64
+			var unfinished []tailJob
 			for _, j := range jobs {
 				jp, jr := summaryCounts(j.JobSummary)
 				p, run = p+jp, run+jr
+				if jr < count {
+					unfinished = append(unfinished, tailJob{id: j.ID, placed: jp, running: jr})
+				}
 			}
 			counts.add(p-placed, run-running, time.Now())
 			placed, running = p, run
 			if running >= counts.target {
 				return
 			}
+			if len(jobs) >= jobCount && len(unfinished) <= perJobWatchLimit {
+				tail(unfinished)
+				return
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(listPollInterval(counts, time.Now())):
 		}
 	}
 }
@@ -296,9 +375,7 @@ func (r *runner) runPlace(ctx context.Context) error {
 
 	watchCtx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
-	evalCtx, cancelEvals := context.WithCancel(ctx)
-	defer cancelEvals()
-	evals := r.newEvalResolver(evalCtx, DefaultEvalWorkers)
+	evals := r.newEvalResolver()
 	var writeLat latencies
 	var submitted, failed atomic.Int64
 	var firstErr atomic.Value
@@ -306,9 +383,9 @@ func (r *runner) runPlace(ctx context.Context) error {
 	r.start = time.Now()
 	counts := newPlaceCounts(total, r.start)
 	r.setProgress(func() string {
-		return fmt.Sprintf("%s %s | submitted %d/%d | placed %d/%d | running %d/%d | evals %d/%d%s",
+		return fmt.Sprintf("%s %s | submitted %d/%d | placed %d/%d | running %d/%d%s",
 			sc.Name, r.since(), submitted.Load(), sc.Jobs, counts.placed.Load(), total,
-			counts.running.Load(), total, evals.done.Load(), submitted.Load(), r.sourceStatus())
+			counts.running.Load(), total, r.sourceStatus())
 	})
 
 	var writers, watchers sync.WaitGroup
@@ -317,7 +394,17 @@ func (r *runner) runPlace(ctx context.Context) error {
 		watchers.Add(1)
 		go func() {
 			defer watchers.Done()
-			r.pollJobList(watchCtx, counts)
+			r.pollJobList(watchCtx, counts, sc.Jobs, int64(sc.Count), func(jobs []tailJob) {
+				for i, j := range jobs {
+					watchers.Add(1)
+					go func() {
+						defer watchers.Done()
+						// The list's index is the jobs table's: the first
+						// query answers at once with the current summary.
+						r.watchSummary(watchCtx, i, j.id, int64(sc.Count), 0, j.placed, j.running, counts)
+					}()
+				}
+			})
 		}()
 	}
 	sem := make(chan struct{}, r.cfg.Concurrency)
@@ -346,7 +433,7 @@ func (r *runner) runPlace(ctx context.Context) error {
 				watchers.Add(1)
 				go func() {
 					defer watchers.Done()
-					r.watchSummary(watchCtx, i, id, int64(sc.Count), resp.JobModifyIndex, counts)
+					r.watchSummary(watchCtx, i, id, int64(sc.Count), resp.JobModifyIndex, 0, 0, counts)
 				}()
 			}
 		}()
@@ -381,7 +468,7 @@ func (r *runner) runPlace(ctx context.Context) error {
 	if at := counts.runningAt.Load(); at > 0 {
 		r.res.RunningSeconds = time.Duration(at).Seconds()
 	}
-	lat, unresolved := evals.finish(cancelEvals, evalDrainTimeout)
+	lat, unresolved := evals.finish(ctx, evalDrainTimeout)
 	r.res.EvalLatency, r.res.EvalsUnresolved = latencyOf(lat), unresolved
 	return err
 }
