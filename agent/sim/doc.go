@@ -25,7 +25,7 @@
 // speaks the same yamux and msgpack RPC to the servers, but with one reader
 // goroutine per session that hands each caller its whole response
 // (msgscan.go finds where it ends), requests framed by their callers and
-// written through a netutil.CoalescingConn, and streams kept for reuse.
+// gathered into few writes (framewriter.go), and streams kept for reuse.
 // With thousands of nodes in one process that is several times cheaper
 // than hashicorp/yamux's per-stream reads and send loop; the servers do
 // the same work either way.

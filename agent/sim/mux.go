@@ -15,7 +15,6 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
-	"github.com/drover-project/drover/internal/netutil"
 	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
 )
@@ -30,8 +29,8 @@ import (
 //     response (header and body, found by msgScanner without decoding),
 //     hands it to the caller: one wake-up per call, none per frame.
 //   - Callers frame their requests themselves and write them through a
-//     netutil.CoalescingConn: no send goroutine to hand each frame to and
-//     wait for, and frames that pile up leave in one system call.
+//     frameWriter: no send goroutine to hand each frame to and wait for,
+//     and the requests of the callers one read woke leave together.
 //   - Responses are decoded from bytes, not through a buffered reader.
 //   - Streams stay open for reuse; a thousand watches never open and close
 //     a thousand streams.
@@ -160,9 +159,9 @@ type muxSession struct {
 	ready    chan struct{} // closed when dial returned
 	readyErr error         // the dial's error; set before ready closes
 	conn     net.Conn
-	w        *netutil.CoalescingConn // every write goes through it
-	dead     chan struct{}           // closed by fail
-	syn      chan struct{}           // a slot per stream opened, not yet acknowledged
+	w        *frameWriter  // every write goes through it
+	dead     chan struct{} // closed by fail
+	syn      chan struct{} // a slot per stream opened, not yet acknowledged
 
 	mu        sync.Mutex
 	streams   map[uint32]*muxStream // guarded by mu
@@ -190,7 +189,7 @@ func (s *muxSession) dial() {
 		s.dialFailed(fmt.Errorf("sim: dial %s: %w", s.addr, err))
 		return
 	}
-	s.conn, s.w = nc, netutil.NewCoalescingConn(nc)
+	s.conn, s.w = nc, newFrameWriter(nc)
 	s.t.mu.Lock()
 	closed := s.t.closed
 	if !closed {
@@ -233,7 +232,7 @@ func (s *muxSession) fail(err error) {
 	s.t.forget(s)
 	for _, st := range streams {
 		st.broken.Store(true)
-		st.deliver(nil)
+		st.deliver(errStreamFailed)
 	}
 	s.w.Close()
 }
@@ -264,7 +263,7 @@ func (s *muxSession) stream() (*muxStream, error) {
 		s.mu.Unlock()
 		return st, nil
 	}
-	st := &muxStream{s: s, id: s.nextID, resp: make(chan []byte, 1), windowCh: make(chan struct{}, 1)}
+	st := &muxStream{s: s, id: s.nextID, done: make(chan error, 1), windowCh: make(chan struct{}, 1)}
 	st.sendWindow.Store(yamuxWindow)
 	s.streams[st.id] = st
 	s.nextID += 2
@@ -392,7 +391,7 @@ func (s *muxSession) handleStream(r *bufio.Reader, typ uint8, flags uint16, id, 
 		}
 		st.broken.Store(true)
 		st.wakeSender()
-		st.deliver(nil)
+		st.deliver(errStreamFailed)
 	}
 	return nil
 }
@@ -401,9 +400,12 @@ func (s *muxSession) handleStream(r *bufio.Reader, typ uint8, flags uint16, id, 
 type muxStream struct {
 	s  *muxSession
 	id uint32
-	// resp (capacity 1) carries a whole response to the caller, or nil
-	// when the stream or its session failed.
-	resp chan []byte
+	// pending is the call in flight: set by the caller before it sends,
+	// taken by the reader, which decodes the response into its reply and
+	// sends the outcome on done (capacity 1): nil, the endpoint's error
+	// (rpc.ServerError), a decoding error, or errStreamFailed.
+	pending atomic.Pointer[pendingCall]
+	done    chan error
 
 	// Used only by the session's reader:
 	buf     []byte     // the response arriving
@@ -412,7 +414,6 @@ type muxStream struct {
 
 	// Used only by the caller:
 	opened bool // SYN sent
-	seq    uint64
 
 	synHeld    atomic.Bool   // holds a slot of the session's syn until acknowledged
 	sendWindow atomic.Uint32 // bytes the server can take now
@@ -421,9 +422,21 @@ type muxStream struct {
 	closing    atomic.Bool   // we sent FIN
 }
 
-// readData appends a data frame to the response; a complete response
-// goes to the caller. The bytes go back to the server's window at once
-// (the buffer here is not bounded by it).
+// pendingCall is a call waiting for its response.
+type pendingCall struct {
+	seq   uint64
+	reply any
+}
+
+// errStreamFailed tells a caller that its stream or session failed (the
+// session's failure says why).
+var errStreamFailed = errors.New("sim: stream failed")
+
+// readData appends a data frame to the response; a complete response is
+// decoded here, on the reader (whose stack is already deep: decoding on
+// thousands of callers' goroutines grows and shrinks their stacks over
+// and over), and the outcome goes to the caller. The bytes go back to the
+// server's window at once (the buffer here is not bounded by it).
 func (st *muxStream) readData(r *bufio.Reader, length uint32) error {
 	if st.buf == nil {
 		st.buf = (*responseBufs.Get().(*[]byte))[:0]
@@ -451,16 +464,25 @@ func (st *muxStream) readData(r *bufio.Reader, length uint32) error {
 		}
 		b := st.buf
 		st.buf = nil
-		st.deliver(b)
+		pc := st.pending.Swap(nil)
+		if pc == nil {
+			return fmt.Errorf("stream %d: a response to no call", st.id)
+		}
+		err := decodeResponse(b, pc.seq, pc.reply)
+		if cap(b) <= maxPooledBuf {
+			b = b[:0]
+			responseBufs.Put(&b)
+		}
+		st.deliver(err)
 	}
 	return nil
 }
 
-// deliver hands b (nil: failed) to the caller without blocking; a second
-// delivery before the caller took the first is dropped.
-func (st *muxStream) deliver(b []byte) {
+// deliver hands a call's outcome to the caller without blocking; a second
+// outcome before the caller took the first is dropped.
+func (st *muxStream) deliver(err error) {
 	select {
-	case st.resp <- b:
+	case st.done <- err:
 	default:
 	}
 }
@@ -485,9 +507,10 @@ var callSeq atomic.Uint64
 // call runs one exchange on st and returns it to the session unless the
 // stream failed.
 func (st *muxStream) call(method string, args, reply any) error {
-	st.seq = callSeq.Add(1)
+	seq := callSeq.Add(1)
+	st.pending.Store(&pendingCall{seq: seq, reply: reply})
 	req := encoders.Get().(*requestEncoder)
-	err := req.encode(&rpc.Request{ServiceMethod: method, Seq: st.seq}, args)
+	err := req.encode(&rpc.Request{ServiceMethod: method, Seq: seq}, args)
 	if err == nil {
 		err = st.send(req.buf)
 	}
@@ -496,26 +519,19 @@ func (st *muxStream) call(method string, args, reply any) error {
 		st.abandon()
 		return fmt.Errorf("sim: rpc %s to %s: %w", method, st.s.addr, err)
 	}
-	b := <-st.resp
-	if b == nil {
-		err := st.s.failure()
-		if err == nil {
+	err = <-st.done
+	if err == errStreamFailed {
+		if err = st.s.failure(); err == nil {
 			err = errStreamClosed
 		}
 		return fmt.Errorf("sim: rpc %s to %s: %w", method, st.s.addr, err)
 	}
-	err = decodeResponse(b, st.seq, reply)
-	if cap(b) <= maxPooledBuf {
-		b = b[:0]
-		responseBufs.Put(&b)
+	// The response was read whole (even one that failed to decode): the
+	// stream is clean.
+	if !st.broken.Load() {
+		st.s.release(st)
 	}
 	var serverErr rpc.ServerError
-	switch {
-	case err != nil && !errors.As(err, &serverErr):
-		st.abandon() // a response it could not decode: leave the stream
-	case !st.broken.Load():
-		st.s.release(st) // the exchange is complete: the stream is clean
-	}
 	if errors.As(err, &serverErr) {
 		return structs.DecodeRPCError(string(serverErr))
 	}
