@@ -82,13 +82,16 @@ var (
 // dialed on first use and again after it fails. Safe for concurrent use.
 type muxTransport struct {
 	mu       sync.Mutex
-	sessions map[string]*muxSession // guarded by mu
-	closed   bool                   // guarded by mu
-	wg       sync.WaitGroup         // session readers
+	sessions map[string]*muxSession // the one new calls use, by address; guarded by mu
+	// live holds every session not yet ended, including those new calls
+	// no longer use (the server sent GoAway); guarded by mu.
+	live   map[*muxSession]struct{}
+	closed bool           // guarded by mu
+	wg     sync.WaitGroup // session readers
 }
 
 func newMuxTransport() *muxTransport {
-	return &muxTransport{sessions: map[string]*muxSession{}}
+	return &muxTransport{sessions: map[string]*muxSession{}, live: map[*muxSession]struct{}{}}
 }
 
 // RPC calls method on the server at addr. A typed error is the endpoint's
@@ -110,7 +113,10 @@ func (t *muxTransport) RPC(addr, method string, args, reply any) error {
 func (t *muxTransport) Close() {
 	t.mu.Lock()
 	t.closed = true
-	sessions := t.sessions
+	var sessions []*muxSession
+	for s := range t.live {
+		sessions = append(sessions, s)
+	}
 	t.sessions = map[string]*muxSession{}
 	t.mu.Unlock()
 	for _, s := range sessions {
@@ -133,6 +139,7 @@ func (t *muxTransport) session(addr string) (*muxSession, error) {
 		s = &muxSession{t: t, addr: addr, ready: make(chan struct{}), dead: make(chan struct{}),
 			syn: make(chan struct{}, muxMaxSYN), streams: map[uint32]*muxStream{}, nextID: 1}
 		t.sessions[addr] = s
+		t.live[s] = struct{}{}
 		t.mu.Unlock()
 		s.dial()
 		return s, s.readyErr
@@ -142,11 +149,15 @@ func (t *muxTransport) session(addr string) (*muxSession, error) {
 	return s, s.readyErr
 }
 
-// forget drops s so that the next call dials again.
-func (t *muxTransport) forget(s *muxSession) {
+// forget drops s so that the next call dials again; ended also drops it
+// from the live sessions.
+func (t *muxTransport) forget(s *muxSession, ended bool) {
 	t.mu.Lock()
 	if t.sessions[s.addr] == s {
 		delete(t.sessions, s.addr)
+	}
+	if ended {
+		delete(t.live, s)
 	}
 	t.mu.Unlock()
 }
@@ -213,7 +224,7 @@ func (s *muxSession) dialFailed(err error) {
 	s.readyErr, s.err = err, err
 	s.mu.Unlock()
 	close(s.dead)
-	s.t.forget(s)
+	s.t.forget(s, true)
 }
 
 // fail ends the session once: every stream's caller is woken with no
@@ -229,7 +240,7 @@ func (s *muxSession) fail(err error) {
 	s.streams, s.idle = map[uint32]*muxStream{}, nil
 	s.mu.Unlock()
 	close(s.dead)
-	s.t.forget(s)
+	s.t.forget(s, true)
 	for _, st := range streams {
 		st.broken.Store(true)
 		st.deliver(errStreamFailed)
@@ -273,7 +284,7 @@ func (s *muxSession) stream() (*muxStream, error) {
 	}
 	s.mu.Unlock()
 	if exhausted {
-		s.t.forget(s)
+		s.t.forget(s, false)
 	}
 	return st, nil
 }
@@ -336,7 +347,7 @@ func (s *muxSession) readLoop() {
 			s.mu.Lock()
 			s.goingAway = true
 			s.mu.Unlock()
-			s.t.forget(s)
+			s.t.forget(s, false)
 		default:
 			err = fmt.Errorf("yamux frame type %d", typ)
 		}
