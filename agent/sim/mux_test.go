@@ -57,10 +57,10 @@ func (s *testService) Block(args *EchoArgs, reply *EchoReply) error {
 
 // muxServer is a listener speaking the servers' RPC protocol.
 type muxServer struct {
-	ln      net.Listener
-	svc     *testService
-	conns   atomic.Int64 // accepted connections
-	streams atomic.Int64 // accepted streams
+	ln       net.Listener
+	svc      *testService
+	conns    atomic.Int64 // accepted connections
+	streams  atomic.Int64 // accepted streams
 	mu       sync.Mutex
 	open     []net.Conn       // guarded by mu
 	sessions []*yamux.Session // guarded by mu
