@@ -192,3 +192,48 @@ func BenchmarkApplyJobRegister(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplyAllocClientUpdate applies one client-update entry of 1,000
+// allocations turning running (the shape the client and the simulator
+// send: ID, status, task states, modify time) to an FSM holding 10,000
+// allocations over 1,000 nodes.
+func BenchmarkApplyAllocClientUpdate(b *testing.B) {
+	f, _ := testFSM(b)
+	store := f.State()
+	nodes := make([]*structs.Node, 1000)
+	index := uint64(1)
+	for i := range nodes {
+		nodes[i] = mock.Node()
+		index++
+		must(b, store.UpsertNode(index, nodes[i], nil))
+	}
+	job := mock.Job()
+	index++
+	must(b, store.UpsertJob(index, job, nil))
+	stored, err := store.JobByID(nil, job.Namespace, job.ID)
+	must(b, err)
+	allocs := newAllocs(stored, nodes, 10000)
+	index++
+	must(b, store.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{Job: stored, AllocsUpdated: allocs}))
+	entries := make([][]byte, b.N)
+	for i := range entries {
+		upd := make([]*structs.Allocation, 1000)
+		for j := range upd {
+			a := allocs[(i*1000+j)%len(allocs)]
+			upd[j] = &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning, ModifyTime: int64(i + 1),
+				TaskStates: map[string]*structs.TaskState{"web": {State: structs.TaskStateRunning,
+					Events: []*structs.TaskEvent{{Type: structs.TaskReceived, Time: 1}, {Type: structs.TaskStarted, Time: 2}}}}}
+		}
+		buf, err := structs.Encode(structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Alloc: upd})
+		must(b, err)
+		entries[i] = buf
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range entries {
+		index++
+		if res := f.Apply(&raft.Log{Index: index, Data: entries[i]}); res != nil {
+			b.Fatal(res)
+		}
+	}
+}

@@ -238,7 +238,11 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 			continue
 		}
 		prev := raw.(*structs.Allocation)
-		a := prev.Copy()
+		// A shallow copy: stored objects are never mutated, so the new
+		// version may share everything the client does not own (the
+		// resources, metrics and job of the old one).
+		c := *prev
+		a := &c
 		a.ClientStatus = upd.ClientStatus
 		a.ClientDescription = upd.ClientDescription
 		if upd.TaskStates != nil {
