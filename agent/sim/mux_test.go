@@ -320,7 +320,8 @@ func TestMuxClose(t *testing.T) {
 // BenchmarkRPCClients compares the simulator's client with server/pool
 // on the same yamux RPC server (in this process, so ns/op counts both
 // ends): 512 callers in flight, each call a 200-byte request and a 2 KB
-// answer, about an allocation fetch.
+// answer, about an allocation fetch, while 2,000 other calls block (as
+// the nodes' allocation watches do).
 func BenchmarkRPCClients(b *testing.B) {
 	m := newMuxServer(b, 0)
 	clients := []struct {
@@ -336,8 +337,20 @@ func BenchmarkRPCClients(b *testing.B) {
 	mt := newMuxTransport()
 	clients[1].tr, clients[1].stop = mt, mt.Close
 	for _, c := range clients {
+		var blocked sync.WaitGroup
+		for range 2000 {
+			blocked.Add(1)
+			go func() {
+				defer blocked.Done()
+				var reply EchoReply
+				_ = c.tr.RPC(m.addr(), "Test.Block", &EchoArgs{}, &reply)
+			}()
+		}
+		for m.svc.blocked.Load() < 2000 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		m.svc.blocked.Store(0)
 		b.Run(c.name, func(b *testing.B) {
-			defer c.stop()
 			args := &EchoArgs{Data: make([]byte, 200), Reply: 2048}
 			b.SetParallelism(256) // x GOMAXPROCS callers
 			b.ResetTimer()
@@ -351,6 +364,8 @@ func BenchmarkRPCClients(b *testing.B) {
 				}
 			})
 		})
+		c.stop() // ends the blocked calls
+		blocked.Wait()
 	}
 }
 
