@@ -25,12 +25,21 @@
 //   - "placed" is reached when the sum over the scenario's jobs of their
 //     summaries' non-queued allocations (starting, running, complete,
 //     failed, lost, unknown) reaches the total count; "running" when
-//     running plus complete does. Each job is followed with blocking
-//     queries on its summary (index and wait), never tight polling.
+//     running plus complete does. Up to 32 jobs, each is followed with
+//     blocking queries on its summary (index and wait). With more, the
+//     job list (every summary in one answer; a Drover list does not block
+//     on summary changes) is read every 200 ms near the end and at most
+//     every second while the allocations left would take long at the rate
+//     so far, until at most 32 jobs are not fully running: those then get
+//     their own blocking summary queries, so the end is stamped when it
+//     happens, not at the next read.
 //   - register -> eval complete is the evaluation's ModifyTime (stamped by
 //     the scheduler when it finishes, after its plan is committed) minus
 //     the wall time just before the register request was sent: the
 //     servers' clocks must agree with this machine's (same host or NTP).
+//     Since the servers stamp it, nothing follows the evaluations during
+//     the run: the evaluation list is read once at the end, and only the
+//     evaluations not yet terminal in it are followed one by one.
 //   - CPU seconds are utime+stime from /proc/<pid>/stat over the measured
 //     window; peak RSS is the highest VmRSS sampled every 100 ms in it.
 //   - leader kill (Config.KillLeaderAfter, scenario c1m-small-kill): that
