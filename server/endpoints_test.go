@@ -412,3 +412,52 @@ func TestShutdownIdempotent(t *testing.T) {
 		t.Fatal("write after shutdown succeeded")
 	}
 }
+
+// A blocking job list returns when only a job's summary changes (the list
+// carries summaries), with the summary table's index.
+func TestJobListBlocksOnSummaryChange(t *testing.T) {
+	s := devServer(t)
+	job := mock.Job()
+	var reg structs.JobRegisterResponse
+	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &reg); err != nil {
+		t.Fatal(err)
+	}
+	var list structs.JobListResponse
+	if err := s.RPC("Job.List", &structs.JobListRequest{}, &list); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.State().JobByID(nil, job.Namespace, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := mock.Node()
+	write := list.Index + 100
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		// Straight into the state store: only the allocs and summary
+		// tables change, the jobs table does not.
+		if err := s.State().UpsertAllocs(write, []*structs.Allocation{mock.Alloc(stored, node)}); err != nil {
+			t.Error(err)
+		}
+	}()
+	// A worker's own summary write may wake an earlier round; follow the
+	// index until the summary write shows (each round blocks up to 5 s:
+	// a list that ignored summaries would time out at the jobs index).
+	var got structs.JobListResponse
+	start := time.Now()
+	for min := list.Index; min < write && time.Since(start) < 4*time.Second; min = got.Index {
+		args := &structs.JobListRequest{}
+		args.MinQueryIndex = min
+		args.MaxQueryTime = 5 * time.Second
+		got = structs.JobListResponse{}
+		if err := s.RPC("Job.List", args, &got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got.Index != write {
+		t.Fatalf("list index %d after %v, want %d (the summary write)", got.Index, time.Since(start), write)
+	}
+	if len(got.Jobs) != 1 || got.Jobs[0].JobSummary == nil {
+		t.Fatalf("jobs %+v", got.Jobs)
+	}
+}

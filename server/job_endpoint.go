@@ -219,6 +219,17 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 			stubs = append(stubs, job.Stub(summary))
 		}
 		reply.Jobs = stubs
-		return st.Index(state.TableJobs)
+		// The stubs carry summaries, so (as Nomad) the list's index is the
+		// later of the jobs and job summary tables: a blocking list returns
+		// when a summary changes.
+		jobsIndex, err := st.Index(state.TableJobs)
+		if err != nil {
+			return 0, err
+		}
+		sumIndex, err := st.Index(state.TableJobSummary)
+		if err != nil {
+			return 0, err
+		}
+		return max(jobsIndex, sumIndex), nil
 	})
 }
