@@ -3,9 +3,9 @@ package client
 import (
 	"errors"
 	"sort"
-	"time"
 
 	"github.com/drover-project/drover/agent/client/allocrunner"
+	"github.com/drover-project/drover/agent/client/allocwatch"
 	"github.com/drover-project/drover/internal/backoff"
 	"github.com/drover-project/drover/structs"
 )
@@ -36,7 +36,7 @@ func (c *Client) blockingRPC(method string, args, reply any) error {
 // the client's own updates); allocations they collect show up missing in
 // the answer of a query that timed out (MaxQueryTime). Queries are stale
 // reads, served by any server, except the first and those confirming an
-// answer below the last index (see watchIndex).
+// answer below the last index (see allocwatch.Index).
 func (c *Client) watchAllocs() {
 	select {
 	case <-c.registeredCh:
@@ -44,11 +44,11 @@ func (c *Client) watchAllocs() {
 		return
 	}
 	b := backoff.New(c.cfg.RetryBase, c.cfg.RetryLimit)
-	var w watchIndex
+	var w allocwatch.Index
 	for !c.shuttingDown() {
 		node := c.Node()
 		req := &structs.NodeSpecificRequest{NodeID: node.ID, SecretID: node.SecretID,
-			QueryOptions: w.options(c.cfg.Region, c.cfg.MaxQueryTime)}
+			QueryOptions: w.Options(c.cfg.Region, c.cfg.MaxQueryTime)}
 		var resp structs.NodeClientAllocsResponse
 		if err := c.blockingRPC("Node.GetClientAllocs", req, &resp); err != nil {
 			if errors.Is(err, errShutdown) && c.shuttingDown() {
@@ -60,7 +60,7 @@ func (c *Client) watchAllocs() {
 			}
 			continue
 		}
-		if !w.accept(resp.Index) {
+		if !w.Accept(resp.Index) {
 			continue // confirm with the leader first
 		}
 		pull, removed := c.diffAllocs(resp.Allocs)
@@ -87,44 +87,8 @@ func (c *Client) watchAllocs() {
 		}
 		b.Reset()
 		c.runAllocs(allocs, removed)
-		w.done(resp.Index)
+		w.Done(resp.Index)
 	}
-}
-
-// watchIndex keeps the index of an allocation watch and decides which
-// answers may be acted on. An answer at or above the index it sent comes
-// from a server that has applied everything up to that index, so what it
-// no longer lists is really gone. An answer below it may be a lagging
-// server's (a stale read that timed out before the server caught up) or
-// the servers' after a collection or a cluster rebuild: such an answer is
-// dropped and asked again of the leader, at once (MinQueryIndex 0), and
-// the leader's answer is taken as is. The zero value asks the leader.
-type watchIndex struct {
-	index   uint64 // of the last answer acted on; 0 before the first
-	confirm bool   // the next query goes to the leader, unblocked
-}
-
-// options returns the query options of the next query.
-func (w *watchIndex) options(region string, maxWait time.Duration) structs.QueryOptions {
-	if w.index == 0 || w.confirm {
-		return structs.QueryOptions{Region: region}
-	}
-	return structs.QueryOptions{Region: region, MinQueryIndex: w.index, MaxQueryTime: maxWait, AllowStale: true}
-}
-
-// accept reports whether an answer at index may be acted on; if not, the
-// next query confirms it with the leader.
-func (w *watchIndex) accept(index uint64) bool {
-	if index < w.index && !w.confirm {
-		w.confirm = true
-		return false
-	}
-	return true
-}
-
-// done records the index of an answer that was acted on.
-func (w *watchIndex) done(index uint64) {
-	w.index, w.confirm = index, false
 }
 
 // diffAllocs compares the servers' map with what the client knows: it

@@ -3,8 +3,8 @@ package sim
 import (
 	"errors"
 	"sort"
-	"time"
 
+	"github.com/drover-project/drover/agent/client/allocwatch"
 	"github.com/drover-project/drover/internal/backoff"
 	"github.com/drover-project/drover/structs"
 )
@@ -17,13 +17,13 @@ import (
 // collect show up missing when a query times out. The first query is a
 // consistent read (leader); later ones may be answered by any server
 // (stale), so the watches spread over the servers as real clients' do,
-// except to confirm an answer below the last index (see watchIndex).
+// except to confirm an answer below the last index (see allocwatch.Index).
 func (n *simNode) watch() {
 	b := backoff.New(n.s.cfg.RetryBase, n.s.cfg.RetryLimit)
-	var w watchIndex
+	var w allocwatch.Index
 	for !n.s.stopping() {
 		req := &structs.NodeSpecificRequest{NodeID: n.node.ID, SecretID: n.node.SecretID,
-			QueryOptions: w.options(n.s.cfg.Region, n.s.cfg.MaxQueryTime)}
+			QueryOptions: w.Options(n.s.cfg.Region, n.s.cfg.MaxQueryTime)}
 		var resp structs.NodeClientAllocsResponse
 		if err := n.rpc("Node.GetClientAllocs", req, &resp); err != nil {
 			if n.s.stopping() {
@@ -36,7 +36,7 @@ func (n *simNode) watch() {
 			}
 			continue
 		}
-		if !w.accept(resp.Index) {
+		if !w.Accept(resp.Index) {
 			continue // confirm with the leader first
 		}
 		if pull, minIndex := n.diff(resp.Allocs); len(pull) > 0 {
@@ -55,43 +55,9 @@ func (n *simNode) watch() {
 			n.apply(allocs)
 		}
 		b.Reset()
-		w.done(resp.Index)
+		w.Done(resp.Index)
 	}
 }
-
-// watchIndex keeps the index of an allocation watch and decides which
-// answers may be acted on (as the client agent's watch does). An answer at
-// or above the index sent comes from a server that has applied everything
-// up to it, so what it no longer lists is gone. An answer below it may be
-// a lagging server's (a stale read that timed out before it caught up), or
-// the servers' after a collection or a rebuild: it is dropped and asked of
-// the leader at once (MinQueryIndex 0), whose answer is taken as is. The
-// zero value asks the leader.
-type watchIndex struct {
-	index   uint64 // of the last answer acted on; 0 before the first
-	confirm bool   // the next query goes to the leader, unblocked
-}
-
-// options returns the query options of the next query.
-func (w *watchIndex) options(region string, maxWait time.Duration) structs.QueryOptions {
-	if w.index == 0 || w.confirm {
-		return structs.QueryOptions{Region: region}
-	}
-	return structs.QueryOptions{Region: region, MinQueryIndex: w.index, MaxQueryTime: maxWait, AllowStale: true}
-}
-
-// accept reports whether an answer at index may be acted on; if not, the
-// next query confirms it with the leader.
-func (w *watchIndex) accept(index uint64) bool {
-	if index < w.index && !w.confirm {
-		w.confirm = true
-		return false
-	}
-	return true
-}
-
-// done records the index of an answer that was acted on.
-func (w *watchIndex) done(index uint64) { w.index, w.confirm = index, false }
 
 // diff compares the servers' map with what the node knows: it returns the
 // IDs to fetch (new or modified) with the index the fetch must wait for,
