@@ -14,7 +14,6 @@ import (
 	msgpackrpc "github.com/hashicorp/net-rpc-msgpackrpc/v2"
 	"github.com/hashicorp/yamux"
 
-	"github.com/drover-project/drover/internal/netutil"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -304,12 +303,13 @@ func (p *Pool) dial(addr string) (*conn, error) {
 		nc.Close()
 		return nil, &NotSentError{Addr: addr, Err: fmt.Errorf("write protocol byte: %w", err)}
 	}
-	// yamux writes each frame's header and body separately; the
-	// coalescing conn sends frames that pile up under load together.
-	cc := netutil.NewCoalescingConn(nc)
-	sess, err := yamux.Client(cc, p.yamux)
+	// Requests are written straight to the connection (no coalescing
+	// buffer, unlike the server's side): a stream write that fails because
+	// the session died must fail in the caller, so that the request is
+	// known not to have been sent (NotSentError) and can be retried.
+	sess, err := yamux.Client(nc, p.yamux)
 	if err != nil {
-		cc.Close()
+		nc.Close()
 		return nil, &NotSentError{Addr: addr, Err: fmt.Errorf("yamux: %w", err)}
 	}
 	return &conn{addr: addr, session: sess, lastUsed: time.Now()}, nil

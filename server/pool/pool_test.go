@@ -13,6 +13,7 @@ import (
 	msgpackrpc "github.com/hashicorp/net-rpc-msgpackrpc/v2"
 	"github.com/hashicorp/yamux"
 
+	"github.com/drover-project/drover/internal/netutil"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -52,6 +53,12 @@ type testServer struct {
 }
 
 func startServer(t testing.TB, addr string) *testServer {
+	return startServerWith(t, addr, false)
+}
+
+// startServerWith optionally wraps each accepted connection in a
+// netutil.CoalescingConn, as the real server does.
+func startServerWith(t testing.TB, addr string, coalesce bool) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -81,7 +88,11 @@ func startServer(t testing.TB, addr string) *testServer {
 				}
 				cfg := yamux.DefaultConfig()
 				cfg.LogOutput = io.Discard
-				sess, err := yamux.Server(c, cfg)
+				var conn net.Conn = c
+				if coalesce {
+					conn = netutil.NewCoalescingConn(c)
+				}
+				sess, err := yamux.Server(conn, cfg)
 				if err != nil {
 					return
 				}
