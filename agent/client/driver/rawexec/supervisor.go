@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 	"unsafe"
@@ -102,8 +104,14 @@ func runSupervisor() int {
 		logger.Error("cannot record the task's exit", "pid", pid, "exit_code", es.ExitCode, "error", err)
 		return 1
 	}
-	if !awaitOutputRead(outputLinger, stdout, stderr) {
-		logger.Warn("no client read the task's last output; it is lost", "pid", pid, "waited", outputLinger)
+	// Once the allocation's directory is gone (collected, or a dev agent's
+	// data discarded) no client can ever read the pipes: stop waiting.
+	dirGone := func() bool {
+		_, err := os.Stat(filepath.Dir(spec.StatusPath))
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	if !awaitOutputRead(outputLinger, dirGone, stdout, stderr) {
+		logger.Warn("no client read the task's last output; it is lost", "pid", pid, "waited_at_most", outputLinger)
 	}
 	return 0
 }
@@ -116,8 +124,9 @@ const outputLinger = 10 * time.Minute
 // read what they hold, for at most linger, and reports whether it was
 // read. A pipe that no process holds open loses its contents, so without
 // this the last output of a task that ends while no client runs would be
-// gone before the next client opens the FIFO.
-func awaitOutputRead(linger time.Duration, pipes ...*os.File) bool {
+// gone before the next client opens the FIFO. It gives up early, once
+// gone reports that no client can come any more.
+func awaitOutputRead(linger time.Duration, gone func() bool, pipes ...*os.File) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), linger)
 	defer cancel()
 	b := backoff.New(2*time.Millisecond, time.Second)
@@ -129,6 +138,9 @@ func awaitOutputRead(linger time.Duration, pipes ...*os.File) bool {
 		}
 		if n == 0 {
 			return true
+		}
+		if gone() {
+			return false
 		}
 		if last >= 0 && n < last {
 			b.Reset() // a client is reading

@@ -137,3 +137,44 @@ func processesWithMarker(t *testing.T, marker string) int {
 	}
 	return n
 }
+
+// Unread output keeps the supervisor waiting, but not once the allocation
+// directory is gone: no client can read it any more. Output that was read
+// ends the wait at once.
+func TestAwaitOutputReadGivesUpWhenNoClientCanCome(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := w.Write([]byte("last words")); err != nil {
+		t.Fatal(err)
+	}
+	never := func() bool { return false }
+
+	start := time.Now()
+	if awaitOutputRead(50*time.Millisecond, never, r) {
+		t.Fatal("unread output reported as read")
+	}
+	if took := time.Since(start); took < 50*time.Millisecond {
+		t.Fatalf("gave up after %v, before the linger", took)
+	}
+
+	start = time.Now()
+	goneAfter30ms := func() bool { return time.Since(start) > 30*time.Millisecond }
+	if awaitOutputRead(time.Hour, goneAfter30ms, r) {
+		t.Fatal("unread output reported as read")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("still waiting %v after the directory was gone", took)
+	}
+
+	buf := make([]byte, 64)
+	if n, err := r.Read(buf); err != nil || n != len("last words") {
+		t.Fatalf("read %d bytes: %v", n, err)
+	}
+	if !awaitOutputRead(time.Hour, never, r) {
+		t.Fatal("drained output not reported as read")
+	}
+}
