@@ -114,16 +114,13 @@ func (d *Driver) Recover(st *driver.HandleState) (driver.Handle, error) {
 type handle struct {
 	state *driver.HandleState
 	plan  plan
-	done  chan struct{}
+	exit  *driver.Exit
 	stop  chan syscall.Signal
-
-	mu     sync.Mutex
-	result *driver.ExitResult // guarded by mu; set before done closes
-	once   sync.Once
+	once  sync.Once
 }
 
 func newHandle(st *driver.HandleState, p plan) *handle {
-	h := &handle{state: st, plan: p, done: make(chan struct{}), stop: make(chan syscall.Signal, 1)}
+	h := &handle{state: st, plan: p, exit: driver.NewExit(), stop: make(chan syscall.Signal, 1)}
 	go h.run()
 	return h
 }
@@ -156,24 +153,10 @@ func (h *handle) run() {
 	h.finish(res)
 }
 
-func (h *handle) finish(res *driver.ExitResult) {
-	h.mu.Lock()
-	h.result = res
-	h.mu.Unlock()
-	close(h.done)
-}
+func (h *handle) finish(res *driver.ExitResult) { h.exit.Set(res) }
 
 // Wait implements driver.Handle.
-func (h *handle) Wait(ctx context.Context) (*driver.ExitResult, error) {
-	select {
-	case <-h.done:
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.result, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
+func (h *handle) Wait(ctx context.Context) (*driver.ExitResult, error) { return h.exit.Wait(ctx) }
 
 // Stop implements driver.Handle: the task exits after kill_after, or is
 // "killed" at timeout if kill_after is longer.
@@ -186,7 +169,7 @@ func (h *handle) Stop(signal string, timeout time.Duration) error {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case <-h.done:
+	case <-h.exit.Done():
 		return nil
 	case <-t.C:
 	}
@@ -194,7 +177,7 @@ func (h *handle) Stop(signal string, timeout time.Duration) error {
 	case h.stop <- syscall.SIGKILL:
 	default:
 	}
-	<-h.done
+	<-h.exit.Done()
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -30,17 +29,14 @@ type handle struct {
 	d     *Driver
 	state *driver.HandleState
 	sup   supervisorRef // zero: no supervisor
-	done  chan struct{}
-
-	mu     sync.Mutex
-	result *driver.ExitResult // set before done closes; guarded by mu
+	exit  *driver.Exit
 }
 
 func newHandle(d *Driver, st *driver.HandleState, sup supervisorRef) *handle {
 	if sup.valid() {
 		saveSupervisor(st, sup)
 	}
-	return &handle{d: d, state: st, sup: sup, done: make(chan struct{})}
+	return &handle{d: d, state: st, sup: sup, exit: driver.NewExit()}
 }
 
 // waitSupervisor waits for the supervisor the client started.
@@ -105,30 +101,18 @@ func (h *handle) finish(res *driver.ExitResult, killGroup bool) {
 	if killGroup {
 		_ = syscall.Kill(-h.state.PID, syscall.SIGKILL)
 	}
-	h.mu.Lock()
-	h.result = res
-	h.mu.Unlock()
-	close(h.done)
+	h.exit.Set(res)
 }
 
 // Wait implements driver.Handle.
-func (h *handle) Wait(ctx context.Context) (*driver.ExitResult, error) {
-	select {
-	case <-h.done:
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.result, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
+func (h *handle) Wait(ctx context.Context) (*driver.ExitResult, error) { return h.exit.Wait(ctx) }
 
 // Stop implements driver.Handle: signal the task's group, then SIGKILL it
 // after timeout. The supervisor is never signalled: it records the exit
 // the signals cause.
 func (h *handle) Stop(signal string, timeout time.Duration) error {
 	select {
-	case <-h.done:
+	case <-h.exit.Done():
 		return nil
 	default:
 	}
@@ -140,7 +124,7 @@ func (h *handle) Stop(signal string, timeout time.Duration) error {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case <-h.done:
+	case <-h.exit.Done():
 		return nil
 	case <-t.C:
 	}
@@ -148,7 +132,7 @@ func (h *handle) Stop(signal string, timeout time.Duration) error {
 		"task_id", h.state.TaskID, "pid", h.state.PID, "kill_timeout", timeout)
 	h.signalTask(syscall.SIGKILL)
 	select {
-	case <-h.done:
+	case <-h.exit.Done():
 		return nil
 	case <-time.After(killWait):
 		return fmt.Errorf("process %d did not exit after SIGKILL", h.state.PID)

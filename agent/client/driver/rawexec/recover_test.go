@@ -55,7 +55,7 @@ func waitGone(t *testing.T, d *Driver, pid int, startTime uint64) {
 
 func finished(h driver.Handle) bool {
 	select {
-	case <-h.(*handle).done:
+	case <-h.(*handle).exit.Done():
 		return true
 	default:
 		return false
