@@ -437,7 +437,30 @@ func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.
 	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexNode, nodeID)
 }
 
-// AllocsByEval returns the evaluation's allocations, sorted by ID.
+// AllocsByEval returns the allocations whose EvalID is the evaluation's,
+// sorted by ID; none when the evaluation is unknown. Allocations have no
+// index by evaluation (every allocation write would pay for it, and only
+// this read needs it): they are found among the evaluation's job's.
 func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
-	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexEval, evalID)
+	txn := s.db.Txn(false)
+	watchCh, raw, err := txn.FirstWatch(TableEvals, IndexID, evalID)
+	if err != nil {
+		return nil, fmt.Errorf("state: evaluation lookup: %w", err)
+	}
+	ws.Add(watchCh)
+	if raw == nil {
+		return nil, nil
+	}
+	eval := raw.(*structs.Evaluation)
+	all, err := listTxn[structs.Allocation](txn, ws, TableAllocs, IndexJob, defaultNamespace(eval.Namespace), eval.JobID)
+	if err != nil {
+		return nil, err
+	}
+	var out []*structs.Allocation
+	for _, a := range all {
+		if a.EvalID == evalID {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }

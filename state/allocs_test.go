@@ -260,7 +260,9 @@ func TestAllocListing(t *testing.T) {
 	b := mock.Alloc(j1, n2)
 	c := mock.Alloc(j2, n1)
 	a.ID, b.ID, c.ID = "ab-1", "ab-2", "cd-1"
-	b.EvalID = a.EvalID
+	eval := mock.EvalFor(j1)
+	a.EvalID, b.EvalID = eval.ID, eval.ID
+	must(t, s.UpsertEvals(4, []*structs.Evaluation{eval}))
 	must(t, s.UpsertAllocs(5, []*structs.Allocation{c, b, a}))
 	ids := func(as []*structs.Allocation, err error) string {
 		t.Helper()
@@ -276,7 +278,9 @@ func TestAllocListing(t *testing.T) {
 		{"prefix", ids(s.AllocsByIDPrefix(nil, "ab")), "ab-1 ab-2 "},
 		{"by job", ids(s.AllocsByJob(nil, j1.Namespace, j1.ID)), "ab-1 ab-2 "},
 		{"by node", ids(s.AllocsByNode(nil, n1.ID)), "ab-1 cd-1 "},
-		{"by eval", ids(s.AllocsByEval(nil, a.EvalID)), "ab-1 ab-2 "},
+		{"by eval", ids(s.AllocsByEval(nil, eval.ID)), "ab-1 ab-2 "},
+		{"by another eval", ids(s.AllocsByEval(nil, c.EvalID)), ""},
+		{"by missing eval", ids(s.AllocsByEval(nil, "nope")), ""},
 		{"by missing node", ids(s.AllocsByNode(nil, "nope")), ""},
 	}
 	for _, tc := range cases {

@@ -31,7 +31,6 @@ const (
 	IndexID   = "id"
 	IndexJob  = "job"
 	IndexNode = "node"
-	IndexEval = "eval"
 
 	prefixSuffix = "_prefix"
 )
@@ -228,8 +227,6 @@ func schema() *memdb.DBSchema {
 					Indexer: pairIndex[structs.Allocation]{get: func(a *structs.Allocation) (string, string) { return a.Namespace, a.JobID }, spare: allocKeyLen}},
 				IndexNode: {Name: IndexNode, AllowMissing: true,
 					Indexer: fieldIndex[structs.Allocation]{get: func(a *structs.Allocation) string { return a.NodeID }, spare: allocKeyLen}},
-				IndexEval: {Name: IndexEval, AllowMissing: true,
-					Indexer: fieldIndex[structs.Allocation]{get: func(a *structs.Allocation) string { return a.EvalID }, spare: allocKeyLen}},
 			},
 		},
 	}}

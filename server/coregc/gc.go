@@ -41,7 +41,6 @@ type Reader interface {
 	Evals(ws memdb.WatchSet) ([]*structs.Evaluation, error)
 	EvalsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Evaluation, error)
 	AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Allocation, error)
-	AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error)
 	Nodes(ws memdb.WatchSet) ([]*structs.Node, error)
 	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error)
 }
@@ -64,7 +63,8 @@ func (g *Garbage) Empty() bool {
 // Find decides a collection at time now with thresholds th. It only
 // reads.
 func Find(r Reader, now time.Time, th Thresholds) (*Garbage, error) {
-	f := &finder{r: r, now: now, th: th, g: &Garbage{}, taken: map[string]bool{}, jobs: map[structs.NamespacedID]*structs.Job{}}
+	f := &finder{r: r, now: now, th: th, g: &Garbage{}, taken: map[string]bool{}, jobs: map[structs.NamespacedID]*structs.Job{},
+		byEval: map[structs.NamespacedID]map[string][]*structs.Allocation{}}
 	if err := f.collectJobs(); err != nil {
 		return nil, err
 	}
@@ -84,6 +84,9 @@ type finder struct {
 	g     *Garbage
 	taken map[string]bool // evaluation and allocation IDs already in g
 	jobs  map[structs.NamespacedID]*structs.Job
+	// byEval holds, per job, its allocations grouped by EvalID (read once
+	// per job: allocations have no index by evaluation).
+	byEval map[structs.NamespacedID]map[string][]*structs.Allocation
 }
 
 // old reports whether t is at least threshold ago. An unknown time (zero)
@@ -165,6 +168,25 @@ func (f *finder) job(namespace, id string) (*structs.Job, error) {
 	return j, nil
 }
 
+// evalAllocs returns the allocations whose EvalID is e's, from its job's
+// allocations (read and grouped once per job).
+func (f *finder) evalAllocs(e *structs.Evaluation) ([]*structs.Allocation, error) {
+	key := structs.NamespacedID{Namespace: e.Namespace, ID: e.JobID}
+	groups, ok := f.byEval[key]
+	if !ok {
+		allocs, err := f.r.AllocsByJob(nil, e.Namespace, e.JobID)
+		if err != nil {
+			return nil, err
+		}
+		groups = map[string][]*structs.Allocation{}
+		for _, a := range allocs {
+			groups[a.EvalID] = append(groups[a.EvalID], a)
+		}
+		f.byEval[key] = groups
+	}
+	return groups[e.ID], nil
+}
+
 // collectEvals collects old terminal evaluations with their allocations.
 func (f *finder) collectEvals() error {
 	evals, err := f.r.Evals(nil)
@@ -186,7 +208,7 @@ func (f *finder) collectEvals() error {
 		if typ == structs.JobTypeBatch && job != nil && !job.Stop {
 			continue // the job collection takes a finished batch job whole
 		}
-		allocs, err := f.r.AllocsByEval(nil, e.ID)
+		allocs, err := f.evalAllocs(e)
 		if err != nil {
 			return err
 		}
