@@ -89,7 +89,7 @@ func fmtIDs(ids []string) string {
 // After a restore the leader's broker holds exactly the restored state's
 // pending evaluations: one written after the snapshot is gone with it.
 func TestSnapshotRestoreRestartsLeaderComponents(t *testing.T) {
-	s := schedServer(t, 0) // no workers: evaluations stay in the broker
+	s := schedServer(t, -1) // no workers: evaluations stay in the broker
 	_, reg := registerJob(t, s, "web")
 	var saved structs.SnapshotSaveResponse
 	if err := s.RPC("Operator.SnapshotSave", &structs.GenericRequest{}, &saved); err != nil {

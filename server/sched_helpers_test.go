@@ -30,7 +30,8 @@ func waitFor(t testing.TB, timeout time.Duration, cond func() string) {
 }
 
 // schedServer starts a single server (bootstrapping alone) with the given
-// number of workers and options, and waits until it leads.
+// number of workers (-1 for none; 0 means the default, one per CPU) and
+// options, and waits until it leads.
 func schedServer(t testing.TB, workers int, opts ...func(*server.Config)) *server.Server {
 	t.Helper()
 	cfg := &server.Config{
