@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
+	"github.com/drover-project/drover/internal/netutil"
 	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
 )
@@ -29,8 +30,9 @@ import (
 //     response (header and body, found by msgScanner without decoding),
 //     hands it to the caller: one wake-up per call, none per frame.
 //   - Callers frame their requests themselves and write them through a
-//     frameWriter: no send goroutine to hand each frame to and wait for,
-//     and the requests of the callers one read woke leave together.
+//     netutil.CoalescingConn that yields before each flush: no send
+//     goroutine to hand each frame to and wait for, and the requests of
+//     the callers one read woke leave together.
 //   - Responses are decoded from bytes, not through a buffered reader.
 //   - Streams stay open for reuse; a thousand watches never open and close
 //     a thousand streams.
@@ -170,9 +172,9 @@ type muxSession struct {
 	ready    chan struct{} // closed when dial returned
 	readyErr error         // the dial's error; set before ready closes
 	conn     net.Conn
-	w        *frameWriter  // every write goes through it
-	dead     chan struct{} // closed by fail
-	syn      chan struct{} // a slot per stream opened, not yet acknowledged
+	w        *netutil.CoalescingConn // every write goes through it
+	dead     chan struct{}           // closed by fail
+	syn      chan struct{}           // a slot per stream opened, not yet acknowledged
 
 	mu        sync.Mutex
 	streams   map[uint32]*muxStream // guarded by mu
@@ -200,7 +202,7 @@ func (s *muxSession) dial() {
 		s.dialFailed(fmt.Errorf("sim: dial %s: %w", s.addr, err))
 		return
 	}
-	s.conn, s.w = nc, newFrameWriter(nc)
+	s.conn, s.w = nc, netutil.NewCoalescingConn(nc, netutil.YieldBeforeFlush())
 	s.t.mu.Lock()
 	closed := s.t.closed
 	if !closed {

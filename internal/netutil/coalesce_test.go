@@ -42,10 +42,15 @@ func tcpPair(t *testing.T) (net.Conn, net.Conn) {
 }
 
 // Concurrent writers' messages all arrive, each whole and in its writer's
-// order.
+// order, with and without the yield before each flush.
 func TestConcurrentWritesArriveWholeAndOrdered(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testConcurrentWrites(t) })
+	t.Run("yield", func(t *testing.T) { testConcurrentWrites(t, YieldBeforeFlush()) })
+}
+
+func testConcurrentWrites(t *testing.T, opts ...Option) {
 	a, b := tcpPair(t)
-	cc := NewCoalescingConn(a)
+	cc := NewCoalescingConn(a, opts...)
 	defer cc.Close()
 	const writers, perWriter = 8, 500
 	var wg sync.WaitGroup
