@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/state/mock"
 	"github.com/drover-project/drover/structs"
 )
@@ -83,13 +84,7 @@ func BenchmarkSnapshotRestore100kJobs(b *testing.B) {
 func BenchmarkApplyPlanResults5000(b *testing.B) {
 	f, _ := testFSM(b)
 	store := f.State()
-	nodes := make([]*structs.Node, 1000)
-	index := uint64(1)
-	for i := range nodes {
-		nodes[i] = mock.Node()
-		index++
-		must(b, store.UpsertNode(index, nodes[i], nil))
-	}
+	nodes, index := benchNodes(b, store, 1000)
 	for i := 0; i < 10; i++ {
 		other := mock.Job()
 		index++
@@ -120,6 +115,19 @@ func BenchmarkApplyPlanResults5000(b *testing.B) {
 			b.Fatal(res)
 		}
 	}
+}
+
+// benchNodes registers n mock nodes at indexes 2..n+1 and returns them
+// with the last index used.
+func benchNodes(b *testing.B, store *state.StateStore, n int) ([]*structs.Node, uint64) {
+	nodes := make([]*structs.Node, n)
+	index := uint64(1)
+	for i := range nodes {
+		nodes[i] = mock.Node()
+		index++
+		must(b, store.UpsertNode(index, nodes[i], nil))
+	}
+	return nodes, index
 }
 
 func newAllocs(job *structs.Job, nodes []*structs.Node, n int) []*structs.Allocation {
@@ -200,13 +208,7 @@ func BenchmarkApplyJobRegister(b *testing.B) {
 func BenchmarkApplyAllocClientUpdate(b *testing.B) {
 	f, _ := testFSM(b)
 	store := f.State()
-	nodes := make([]*structs.Node, 1000)
-	index := uint64(1)
-	for i := range nodes {
-		nodes[i] = mock.Node()
-		index++
-		must(b, store.UpsertNode(index, nodes[i], nil))
-	}
+	nodes, index := benchNodes(b, store, 1000)
 	job := mock.Job()
 	index++
 	must(b, store.UpsertJob(index, job, nil))

@@ -208,15 +208,11 @@ func runBench(e *env, args []string) int {
 		}
 	}
 
-	stopProfile, err := startCPUProfile(sf.cpuProfile)
+	stopProfile, err := startCPUProfile(e, sf.cpuProfile)
 	if err != nil {
 		return errorf(e, "starting the CPU profile: %v", err)
 	}
-	defer func() {
-		if err := stopProfile(); err != nil {
-			fmt.Fprintf(e.stderr, "Error writing %s: %v\n", sf.cpuProfile, err)
-		}
-	}()
+	defer stopProfile()
 	sigCh, stopSignals := e.signals()
 	defer stopSignals()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -118,10 +118,11 @@ func (f *simFlags) config(logger hclog.Logger) (*sim.Config, error) {
 }
 
 // startCPUProfile starts a Go CPU profile into path ("" does nothing);
-// the returned function stops it and closes the file.
-func startCPUProfile(path string) (stop func() error, err error) {
+// the returned function stops it and closes the file, reporting a failure
+// on stderr.
+func startCPUProfile(e *env, path string) (stop func(), err error) {
 	if path == "" {
-		return func() error { return nil }, nil
+		return func() {}, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -131,9 +132,11 @@ func startCPUProfile(path string) (stop func() error, err error) {
 		f.Close()
 		return nil, err
 	}
-	return func() error {
+	return func() {
 		pprof.StopCPUProfile()
-		return f.Close()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(e.stderr, "Error writing %s: %v\n", path, err)
+		}
 	}, nil
 }
 
@@ -165,15 +168,11 @@ func runSim(e *env, args []string) int {
 	if err != nil {
 		return usagef(e, "%v", err)
 	}
-	stopProfile, err := startCPUProfile(sf.cpuProfile)
+	stopProfile, err := startCPUProfile(e, sf.cpuProfile)
 	if err != nil {
 		return errorf(e, "starting the CPU profile: %v", err)
 	}
-	defer func() {
-		if err := stopProfile(); err != nil {
-			fmt.Fprintf(e.stderr, "Error writing %s: %v\n", sf.cpuProfile, err)
-		}
-	}()
+	defer stopProfile()
 	sigCh, stopSignals := e.signals()
 	defer stopSignals()
 	s, err := sim.New(cfg)
