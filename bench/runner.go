@@ -430,18 +430,27 @@ func (r *runner) fillProc(w *procWatch, window time.Duration) {
 	fill(&r.res.Self, len(w.pids)-1)
 }
 
-// startPerf records a perf profile of the leader until the returned
-// function is called.
+// startPerf records a perf profile of every known server process and of
+// this one (the simulator) until the returned function is called: a
+// scenario bound by the machine's CPU is bound by their sum, and `perf
+// report --sort comm,pid` splits it again.
 func (r *runner) startPerf() func() {
 	if r.cfg.PerfOut == "" {
 		return func() {}
 	}
-	l, ok := r.res.Leader()
-	if !ok {
-		r.res.Notes = append(r.res.Notes, "no perf profile: the leader's PID is unknown")
+	var pids []string
+	for _, s := range r.res.Servers {
+		if s.PID != 0 {
+			pids = append(pids, strconv.Itoa(s.PID))
+		}
+	}
+	if len(pids) == 0 {
+		r.res.Notes = append(r.res.Notes, "no perf profile: no server PID is known")
 		return func() {}
 	}
-	cmd := exec.Command("perf", "record", "-F", "499", "-g", "-p", strconv.Itoa(l.PID), "-o", r.cfg.PerfOut)
+	pids = append(pids, strconv.Itoa(os.Getpid()))
+	list := strings.Join(pids, ",")
+	cmd := exec.Command("perf", "record", "-F", "499", "-g", "-p", list, "-o", r.cfg.PerfOut)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		r.res.Notes = append(r.res.Notes, "no perf profile: "+err.Error())
@@ -450,7 +459,7 @@ func (r *runner) startPerf() func() {
 	return func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
-		r.res.Notes = append(r.res.Notes, fmt.Sprintf("perf profile of the leader (pid %d) in %s", l.PID, r.cfg.PerfOut))
+		r.res.Notes = append(r.res.Notes, fmt.Sprintf("perf profile of pids %s (the servers, then this process) in %s", list, r.cfg.PerfOut))
 	}
 }
 

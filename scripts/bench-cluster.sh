@@ -6,7 +6,7 @@
 #   scripts/bench-cluster.sh [-docs FILE] [-perf DIR] [-keep] scenario... [-- bench flags]
 #
 #   -docs FILE  append a dated section (machine, commands, table) to FILE
-#   -perf DIR   record a perf profile of the leader per scenario into DIR
+#   -perf DIR   record a perf profile of the servers and the simulator per scenario into DIR
 #   -keep       keep the data dirs and logs (printed at the end)
 #
 # A scenario named X-kill (c1m-small-kill) SIGKILLs the leader during the
@@ -17,7 +17,8 @@
 #   scripts/bench-cluster.sh c1m-small c1m-small-kill
 #
 # Environment: BIN (default ./bin/drover), BENCH_PORT_BASE (default 24000:
-# server i listens on HTTP base+10i+1, RPC base+10i+2).
+# server i listens on HTTP base+10i+1, RPC base+10i+2), AGENT_ARGS (more
+# `drover agent` flags for every server, e.g. "-config debug.hcl").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-./bin/drover}
@@ -65,7 +66,7 @@ for sc in "${SCENARIOS[@]}"; do
   for i in 1 2 3; do
     "$BIN" agent -server -bootstrap-expect 3 -node "bench-s$i" -bind 127.0.0.1 \
       -data-dir "$DIR/s$i" -http-port $((BASE + 10 * i + 1)) -rpc-port $((BASE + 10 * i + 2)) \
-      -log-level warn "${JOIN[@]}" >"$DIR/s$i.log" 2>&1 &
+      -log-level warn "${JOIN[@]}" ${AGENT_ARGS:-} >"$DIR/s$i.log" 2>&1 &
     PIDS+=($!)
   done
   leader=""

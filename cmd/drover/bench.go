@@ -92,7 +92,7 @@ func runBench(e *env, args []string) int {
 	fs.BoolVar(&stale, "stale", true, "let any server answer the watches (spreads them over the servers)")
 	fs.BoolVar(&cleanup, "cleanup", true, "purge the scenario's jobs at the end")
 	fs.StringVar(&taskRunFor, "task-run-for", bench.DefaultRunFor, "mock_driver run_for of the jobs' tasks (long keeps them running)")
-	fs.StringVar(&perfOut, "perf", "", "record a perf profile of the leader (needs -server-pids) into this file")
+	fs.StringVar(&perfOut, "perf", "", "record a perf profile of the servers (needs -server-pids) and of this process into this file")
 	fs.StringVar(&logLevel, "log-level", "warn", "log level of the in-process simulator")
 	fs.DurationVar(&killAfter, "kill-leader-after", 0, "SIGKILL the leader this long into the measured window and measure the election\n"+
 		"(needs -server-pids in the order of -address; 0: the scenario's, e.g. c1m-small-kill)")
