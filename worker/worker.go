@@ -178,11 +178,13 @@ func (w *Worker) dequeue(ctx context.Context) (*structs.Evaluation, string, uint
 // process runs one evaluation and acks or nacks it.
 func (w *Worker) process(ctx context.Context, eval *structs.Evaluation, token string, waitIndex uint64) {
 	logger := w.logger.With("eval_id", eval.ID, "job_id", eval.JobID, "type", eval.Type, "triggered_by", eval.TriggeredBy)
+	start := time.Now()
 	err := w.schedule(ctx, logger, eval, token, waitIndex)
 	if err == nil {
 		if err := w.cfg.Leader.Ack(ctx, eval.ID, token); err != nil {
 			logger.Warn("ack failed", "error", err)
 		}
+		logger.Debug("evaluation processed", "took", time.Since(start))
 		return
 	}
 	if ctx.Err() != nil {
@@ -264,7 +266,8 @@ var _ scheduler.Planner = (*planner)(nil)
 // leader. If the applier committed only part of it, it waits for the
 // refresh index and returns a fresh snapshot for the scheduler to retry on.
 func (p *planner) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.State, error) {
-	defer metrics.MeasureSince(metricSubmitPlan, time.Now())
+	start := time.Now()
+	defer metrics.MeasureSince(metricSubmitPlan, start)
 	plan.EvalToken = p.token
 	var result *structs.PlanResult
 	b := backoff.New(p.w.cfg.SubmitRetryBase, p.w.cfg.SubmitRetryLimit)
@@ -275,6 +278,14 @@ func (p *planner) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if p.w.logger.IsDebug() {
+		placed := 0
+		for _, allocs := range result.NodeAllocation {
+			placed += len(allocs)
+		}
+		p.w.logger.Debug("plan submitted", "eval_id", p.eval.ID, "placed", placed,
+			"alloc_index", result.AllocIndex, "refresh_index", result.RefreshIndex, "took", time.Since(start))
 	}
 	if result.RefreshIndex == 0 {
 		return result, nil, nil
