@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -137,5 +138,152 @@ func TestBlockingQueryError(t *testing.T) {
 	})
 	if !errors.Is(err, boom) {
 		t.Fatalf("got %v, want fn's error", err)
+	}
+}
+
+// TestBlockingQueryWatchSetSizes runs the wake, timeout and cancel cases
+// with few watch channels (one select) and with many (memdb's watcher).
+func TestBlockingQueryWatchSetSizes(t *testing.T) {
+	for _, nodes := range []int{1, watchFewMax + 4, 80} {
+		for _, end := range []string{"write", "timeout", "cancel"} {
+			t.Run(fmt.Sprintf("%d nodes %s", nodes, end), func(t *testing.T) {
+				s := testStore(t)
+				ids := make([]string, nodes)
+				for i := range ids {
+					n := mock.Node()
+					ids[i] = n.ID
+					must(t, s.UpsertNode(uint64(5+i), n, nil))
+				}
+				last := uint64(5 + nodes - 1)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				timeout := time.Minute
+				if end == "timeout" {
+					timeout = 30 * time.Millisecond
+				}
+				first := make(chan struct{})
+				var runs int
+				done := make(chan error, 1)
+				go func() {
+					done <- s.BlockingQuery(ctx, last, timeout, func(ws memdb.WatchSet, st *StateStore) (uint64, error) {
+						var index uint64
+						for _, id := range ids {
+							n, err := st.NodeByID(ws, id)
+							if err != nil {
+								return 0, err
+							}
+							index = max(index, n.ModifyIndex)
+						}
+						runs++
+						if runs == 1 {
+							close(first)
+						}
+						return index, nil
+					})
+				}()
+				<-first
+				wantRuns, wantErr := 1, error(nil)
+				switch end {
+				case "write":
+					// The last node read: with many channels it is
+					// in a later chunk than the first.
+					n, err := s.NodeByID(nil, ids[len(ids)-1])
+					must(t, err)
+					c := n.Copy()
+					c.Name = "renamed"
+					must(t, s.UpsertNode(last+1, c, nil))
+					wantRuns = 2
+				case "cancel":
+					cancel()
+					wantErr = context.Canceled
+				}
+				select {
+				case err := <-done:
+					if !errors.Is(err, wantErr) || (wantErr == nil && err != nil) {
+						t.Fatalf("error %v, want %v", err, wantErr)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("blocking query did not return")
+				}
+				if runs != wantRuns {
+					t.Fatalf("fn ran %d times, want %d", runs, wantRuns)
+				}
+			})
+		}
+	}
+}
+
+// TestBlockingQueryTimeoutSpansWakes: the timeout counts from the call, not
+// from each wake, so a query woken more often than its timeout by changes
+// that leave its index at minIndex still returns when the timeout passes.
+func TestBlockingQueryTimeoutSpansWakes(t *testing.T) {
+	s := testStore(t)
+	node := mock.Node()
+	must(t, s.UpsertNode(5, node, nil))
+	const timeout = 150 * time.Millisecond
+	stop := make(chan struct{})
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for index := uint64(6); ; index++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			c := node.Copy()
+			c.Name = fmt.Sprint("n", index)
+			if err := s.UpsertNode(index, c, nil); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-writerDone }()
+
+	var runs int
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- s.BlockingQuery(context.Background(), 1_000_000, timeout, func(ws memdb.WatchSet, st *StateStore) (uint64, error) {
+			runs++
+			_, err := st.NodeByID(ws, node.ID)
+			return 5, err // never past minIndex
+		})
+	}()
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the query never timed out: each wake restarted its timeout")
+	}
+	if elapsed := time.Since(start); elapsed < timeout {
+		t.Fatalf("returned after %v, before its %v timeout", elapsed, timeout)
+	}
+	if runs < 2 {
+		t.Fatalf("fn ran %d times; the writes should have woken it", runs)
+	}
+}
+
+// TestBlockingQueryPooledTimers: consecutive queries reuse pooled timers
+// and watch sets; each one still waits its own full timeout.
+func TestBlockingQueryPooledTimers(t *testing.T) {
+	s := testStore(t)
+	must(t, s.UpsertNode(5, mock.Node(), nil))
+	for i := range 5 {
+		timeout := time.Duration(20+10*i) * time.Millisecond
+		start := time.Now()
+		err := s.BlockingQuery(context.Background(), 5, timeout, func(ws memdb.WatchSet, st *StateStore) (uint64, error) {
+			if len(ws) != 1 {
+				return 0, fmt.Errorf("pass starts with %d watches, want only the abandon channel", len(ws))
+			}
+			return st.Index(TableNodes)
+		})
+		must(t, err)
+		if elapsed := time.Since(start); elapsed < timeout {
+			t.Fatalf("query %d returned after %v, before its %v timeout", i, elapsed, timeout)
+		}
 	}
 }
