@@ -186,3 +186,21 @@ func BenchmarkServiceSchedulerSmallJobOnDenseNode(b *testing.B) {
 	job = addJob(b, h, job)
 	benchPlace(b, h, job, 10)
 }
+
+// BenchmarkServiceSchedulerSmallJobOn5kNodes: what one evaluation of a
+// small job costs on a large cluster (the c1m shape: count 100 over 5,000
+// nodes, and a batch job of count 1). Per-evaluation setup must scale with
+// the nodes the evaluation looks at, not with the cluster.
+func BenchmarkServiceSchedulerSmallJobOn5kNodes(b *testing.B) {
+	for _, count := range []int{1, 100} {
+		b.Run(fmt.Sprintf("count=%d", count), func(b *testing.B) {
+			h := testHarness(b)
+			mockNodes(b, h, 5000)
+			job := mock.Job()
+			job.TaskGroups[0].Count = count
+			job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 128}
+			job = addJob(b, h, job)
+			benchPlace(b, h, job, count)
+		})
+	}
+}

@@ -8,15 +8,20 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
 )
 
-// nodeInfo is one evaluation's view of one node. Its usage is read from
-// the state once, the first time a placement looks at the node; what the
-// plan stops and places on it is tracked from the start.
+// nodeInfo is one evaluation's view of one node, created the first time
+// the evaluation touches the node. Its usage is read from the state once,
+// the first time a placement looks at the node; what the plan stops and
+// places on it is tracked from the start.
 type nodeInfo struct {
 	node *structs.Node
-	idx  int // position in evalContext.nodes
+	// idx numbers the evaluation's nodeInfos densely, in the order they
+	// were created; per-node tables (groupCounts, check verdicts) are
+	// indexed by it, so they grow with the nodes the evaluation touches.
+	idx int
 
 	loaded   bool                        // capacity is set and used includes the state's usage
 	capacity structs.ComparableResources // total minus reserved
@@ -27,6 +32,11 @@ type nodeInfo struct {
 
 // evalContext is the state of one scheduling attempt: the snapshot, the
 // plan being built, and every per-evaluation cache. It is single-threaded.
+//
+// Its setup costs O(1) in the number of nodes: the nodes come from the
+// state's shared NodeView, and a node gets a nodeInfo only when the
+// evaluation first touches it (a candidate drawn for placement, a node
+// holding one of the job's allocations).
 type evalContext struct {
 	state  State
 	logger hclog.Logger
@@ -36,8 +46,9 @@ type evalContext struct {
 	plan   *structs.Plan
 	rng    *rand.Rand
 
-	nodes []*nodeInfo          // every node in the snapshot, sorted by ID
-	byID  map[string]*nodeInfo // the same, by node ID
+	view  *state.NodeView     // every node in the snapshot; shared, read-only
+	infos map[int32]*nodeInfo // by position in view, created on first use
+	slab  []nodeInfo          // storage for the next nodeInfos
 
 	groupIdx    map[string]int // job task group name -> index
 	groupCounts []int32        // [node.idx*len(groups)+group]: live allocs of this job, plan included (see initJobAllocs)
@@ -65,21 +76,23 @@ func evalSeed(evalID string) (uint64, uint64) {
 	return a, h.Sum64()
 }
 
-// newEvalContext reads the nodes and prepares an empty plan. job may be nil.
-func newEvalContext(state State, logger hclog.Logger, eval *structs.Evaluation, job *structs.Job, now time.Time) (*evalContext, error) {
-	nodes, err := state.Nodes(nil)
+// newEvalContext takes the snapshot's node view and prepares an empty
+// plan. job may be nil.
+func newEvalContext(st State, logger hclog.Logger, eval *structs.Evaluation, job *structs.Job, now time.Time) (*evalContext, error) {
+	view, err := st.NodeView()
 	if err != nil {
 		return nil, err
 	}
-	index, err := state.LatestIndex()
+	index, err := st.LatestIndex()
 	if err != nil {
 		return nil, err
 	}
 	s1, s2 := evalSeed(eval.ID)
 	c := &evalContext{
-		state: state, logger: logger, eval: eval, job: job, now: now,
+		state: st, logger: logger, eval: eval, job: job, now: now,
 		rng:      rand.New(rand.NewPCG(s1, s2)),
-		byID:     make(map[string]*nodeInfo, len(nodes)),
+		view:     view,
+		infos:    map[int32]*nodeInfo{},
 		groupIdx: map[string]int{},
 		stopped:  map[string]struct{}{},
 		compiled: newCompileCache(),
@@ -93,20 +106,35 @@ func newEvalContext(state State, logger hclog.Logger, eval *structs.Evaluation, 
 			c.groupIdx[tg.Name] = i
 		}
 	}
-	infos := make([]nodeInfo, len(nodes)) // one block for all nodes
-	c.nodes = make([]*nodeInfo, len(nodes))
-	for i, n := range nodes {
-		infos[i] = nodeInfo{node: n, idx: i}
-		c.nodes[i] = &infos[i]
-		c.byID[n.ID] = &infos[i]
-	}
-	c.groupCounts = make([]int32, len(nodes)*len(c.groupIdx))
 	c.metrics.init()
 	return c, nil
 }
 
+// info returns the nodeInfo of the node at position pos of the view,
+// creating it on first use.
+func (c *evalContext) info(pos int32) *nodeInfo {
+	if n, ok := c.infos[pos]; ok {
+		return n
+	}
+	if len(c.slab) == 0 {
+		c.slab = make([]nodeInfo, min(max(16, len(c.infos)), 1024))
+	}
+	n := &c.slab[0]
+	c.slab = c.slab[1:]
+	*n = nodeInfo{node: c.view.Node(int(pos)), idx: len(c.infos)}
+	c.infos[pos] = n
+	c.groupCounts = append(c.groupCounts, make([]int32, len(c.groupIdx))...)
+	return n
+}
+
 // node returns the node with the given ID, or nil when it is gone.
-func (c *evalContext) node(id string) *nodeInfo { return c.byID[id] }
+func (c *evalContext) node(id string) *nodeInfo {
+	pos, ok := c.view.Position(id)
+	if !ok {
+		return nil
+	}
+	return c.info(int32(pos))
+}
 
 // initJobAllocs counts the job's live allocations per node and group and
 // builds the distinct_property sets from them. allocs are the job's
@@ -115,8 +143,11 @@ func (c *evalContext) node(id string) *nodeInfo { return c.byID[id] }
 func (c *evalContext) initJobAllocs(allocs []*structs.Allocation) {
 	for _, a := range allocs {
 		g, own := c.ownGroup(a)
-		n := c.byID[a.NodeID]
-		if !own || n == nil || a.TerminalStatus() {
+		if !own || a.TerminalStatus() {
+			continue
+		}
+		n := c.node(a.NodeID)
+		if n == nil {
 			continue
 		}
 		c.groupCounts[n.idx*len(c.groupIdx)+g]++
@@ -194,7 +225,7 @@ func (c *evalContext) appendStop(a *structs.Allocation, desc, clientStatus strin
 		return
 	}
 	c.stopped[a.ID] = struct{}{}
-	n := c.byID[a.NodeID]
+	n := c.node(a.NodeID)
 	if n == nil {
 		return
 	}
@@ -222,7 +253,7 @@ func (c *evalContext) revertStop(a *structs.Allocation) {
 		return // it held nothing
 	}
 	delete(c.stopped, a.ID)
-	n := c.byID[a.NodeID]
+	n := c.node(a.NodeID)
 	if n == nil {
 		return
 	}
@@ -250,13 +281,6 @@ func (c *evalContext) appendPlace(a *structs.Allocation, n *nodeInfo, g int, ask
 // appendUpdate adds an in-place or attribute update of an existing
 // allocation; it changes no usage.
 func (c *evalContext) appendUpdate(a *structs.Allocation) { c.plan.AppendAlloc(a) }
-
-// shuffleNodes returns the nodes in a random order fixed by the eval seed.
-func (c *evalContext) shuffleNodes(in []*nodeInfo) []*nodeInfo {
-	out := append([]*nodeInfo(nil), in...)
-	c.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
-}
 
 // sortedKeys returns the keys of m in order (for deterministic loops).
 func sortedKeys[V any](m map[string]V) []string {

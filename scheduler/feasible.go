@@ -36,6 +36,21 @@ const (
 	dropAll                   // any rejected node: valid only while usage and allocation counts can only grow
 )
 
+// nodeList is an ordered list of nodes whose entries may be produced on
+// demand (the stack's shuffled candidates draw each one when first read).
+type nodeList interface {
+	Len() int
+	// At returns entry i (0 <= i < Len()); entries are read in order from
+	// 0, and the same i always returns the same node.
+	At(i int) *nodeInfo
+}
+
+// nodeSlice is a nodeList over a slice.
+type nodeSlice []*nodeInfo
+
+func (s nodeSlice) Len() int           { return len(s) }
+func (s nodeSlice) At(i int) *nodeInfo { return s[i] }
+
 // sourceIterator yields one group's candidate nodes in the evaluation's
 // shuffled order. A round (one Select) visits each node at most once; the
 // next round starts where the previous one stopped, so successive
@@ -48,24 +63,32 @@ const (
 // once per group, which keeps placement linear even when few nodes are
 // feasible or the cluster is nearly full. The dropped nodes' reasons are
 // kept, so a failed placement still reports every node.
+//
+// The ring costs O(entries visited), not O(candidates): entries are
+// visited in order from 0, so only those before the furthest one visited
+// can have been unlinked; their links are kept in next, and every later
+// entry implicitly links to the one after it.
 type sourceIterator struct {
-	metrics *placementMetrics // the current Select's
-	nodes   []*nodeInfo
-	next    []int32 // ring over nodes: next[i] is the live entry after i
-	pos     int32   // entry the next call returns
-	before  int32   // live entry before pos
-	last    int32   // entry last returned, -1 if none
-	lastPre int32   // live entry before last
-	alive   int
-	seen    int // entries returned this round
-	round   int // live entries when the round began
+	metrics  *placementMetrics // the current Select's
+	nodes    nodeList
+	n        int32   // nodes.Len()
+	next     []int32 // links of entries 0..len(next)-1 (see succ)
+	wrap     int32   // link of the last entry while len(next) < n
+	pos      int32   // entry the next call returns
+	before   int32   // live entry before pos
+	last     int32   // entry last returned, -1 if none
+	lastNode *nodeInfo
+	lastPre  int32 // live entry before last
+	alive    int
+	seen     int // entries returned this round
+	round    int // live entries when the round began
 
 	drop    dropMode
 	pending placementMetrics // rejections dropped this round
 	dropped placementMetrics // rejections dropped in earlier rounds
 }
 
-func newSourceIterator(m *placementMetrics, nodes []*nodeInfo, drop dropMode) *sourceIterator {
+func newSourceIterator(m *placementMetrics, nodes nodeList, drop dropMode) *sourceIterator {
 	it := &sourceIterator{metrics: m, drop: drop}
 	it.pending.init()
 	it.dropped.init()
@@ -74,17 +97,35 @@ func newSourceIterator(m *placementMetrics, nodes []*nodeInfo, drop dropMode) *s
 }
 
 // setNodes replaces the candidates (the system scheduler sets one node).
-func (it *sourceIterator) setNodes(nodes []*nodeInfo) {
-	n := len(nodes)
-	it.nodes, it.alive, it.seen, it.round, it.last = nodes, n, 0, n, -1
-	if cap(it.next) < n {
-		it.next = make([]int32, n)
-	}
-	it.next = it.next[:n]
-	for i := range it.next {
-		it.next[i] = int32((i + 1) % n)
-	}
+func (it *sourceIterator) setNodes(nodes nodeList) {
+	n := nodes.Len()
+	it.nodes, it.n, it.alive, it.seen, it.round, it.last = nodes, int32(n), n, 0, n, -1
+	it.next, it.wrap = it.next[:0], 0
 	it.pos, it.before = 0, int32(n-1)
+}
+
+// succ is the live entry after entry i.
+func (it *sourceIterator) succ(i int32) int32 {
+	switch {
+	case int(i) < len(it.next):
+		return it.next[i]
+	case i == it.n-1:
+		return it.wrap
+	default:
+		return i + 1
+	}
+}
+
+// link makes to the entry after i.
+func (it *sourceIterator) link(i, to int32) {
+	if int(i) >= len(it.next) && i == it.n-1 {
+		it.wrap = to
+		return
+	}
+	for j := int32(len(it.next)); j <= i; j++ {
+		it.next = append(it.next, it.succ(j))
+	}
+	it.next[i] = to
 }
 
 func (it *sourceIterator) Next() *nodeInfo {
@@ -92,10 +133,11 @@ func (it *sourceIterator) Next() *nodeInfo {
 		return nil
 	}
 	it.last, it.lastPre = it.pos, it.before
-	it.before, it.pos = it.pos, it.next[it.pos]
+	it.before, it.pos = it.pos, it.succ(it.pos)
 	it.seen++
 	it.metrics.evaluated++
-	return it.nodes[it.last]
+	it.lastNode = it.nodes.At(int(it.last))
+	return it.lastNode
 }
 
 // Reset starts a round over the nodes still linked.
@@ -121,10 +163,10 @@ func (it *sourceIterator) exhaust(n *nodeInfo, dim string) {
 
 // unlink removes n if it is the entry last returned.
 func (it *sourceIterator) unlink(n *nodeInfo) bool {
-	if it.last < 0 || it.nodes[it.last] != n {
+	if it.last < 0 || it.lastNode != n {
 		return false
 	}
-	it.next[it.lastPre] = it.next[it.last]
+	it.link(it.lastPre, it.succ(it.last))
 	if it.before == it.last {
 		it.before = it.lastPre
 	}
@@ -151,11 +193,11 @@ type checkIterator struct {
 	src     feasibleIterator
 	check   nodeCheck
 	rej     rejecter
-	verdict []int8 // by nodeInfo.idx: 0 unknown, 1 feasible, -1 not
+	verdict []int8 // by nodeInfo.idx, grown on demand: 0 unknown, 1 feasible, -1 not
 }
 
-func newCheckIterator(src feasibleIterator, check nodeCheck, rej rejecter, nodes int) *checkIterator {
-	return &checkIterator{src: src, check: check, rej: rej, verdict: make([]int8, nodes)}
+func newCheckIterator(src feasibleIterator, check nodeCheck, rej rejecter) *checkIterator {
+	return &checkIterator{src: src, check: check, rej: rej}
 }
 
 func (it *checkIterator) Next() *nodeInfo {
@@ -170,6 +212,9 @@ func (it *checkIterator) Next() *nodeInfo {
 
 // feasible answers from the cache, checking the node on first sight.
 func (it *checkIterator) feasible(n *nodeInfo) bool {
+	if grow := n.idx + 1 - len(it.verdict); grow > 0 {
+		it.verdict = append(it.verdict, make([]int8, grow)...)
+	}
 	v := it.verdict[n.idx]
 	if v == 0 {
 		v = -1
@@ -329,8 +374,11 @@ func (c *evalContext) initProperties(allocs []*structs.Allocation) {
 	}
 	for _, a := range allocs {
 		g, own := c.ownGroup(a)
-		n := c.byID[a.NodeID]
-		if !own || n == nil || a.TerminalStatus() {
+		if !own || a.TerminalStatus() {
+			continue
+		}
+		n := c.node(a.NodeID)
+		if n == nil {
 			continue
 		}
 		for _, ps := range c.properties {

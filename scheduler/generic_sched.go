@@ -277,9 +277,4 @@ func inPlaceCopy(a *structs.Allocation, job *structs.Job, now time.Time) *struct
 }
 
 // nodeOrNil returns the node with the given ID, or nil when it is gone.
-func (c *evalContext) nodeOrNil(id string) *structs.Node {
-	if n := c.byID[id]; n != nil {
-		return n.node
-	}
-	return nil
-}
+func (c *evalContext) nodeOrNil(id string) *structs.Node { return c.view.ByID(id) }

@@ -9,8 +9,8 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-func testNodes(n int) []*nodeInfo {
-	out := make([]*nodeInfo, n)
+func testNodes(n int) nodeSlice {
+	out := make(nodeSlice, n)
 	for i := range out {
 		node := mock.Node()
 		node.ID = fmt.Sprintf("n%d", i)

@@ -23,8 +23,9 @@ var _ State = (*state.StateSnapshot)(nil)
 type State interface {
 	// JobByID returns the job, or an error matching structs.ErrNotFound.
 	JobByID(ws memdb.WatchSet, namespace, id string) (*structs.Job, error)
-	// Nodes returns every node, sorted by ID.
-	Nodes(ws memdb.WatchSet) ([]*structs.Node, error)
+	// NodeView returns the nodes, shared with other readers of the same
+	// version of the nodes table (see state.NodeView); never modified.
+	NodeView() (*state.NodeView, error)
 	// AllocsByJob returns every allocation of the job, terminal ones too.
 	AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Allocation, error)
 	// NodeUsage returns the summed resources and number of the node's live

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"math"
+	"slices"
 
 	"github.com/drover-project/drover/structs"
 )
@@ -27,7 +28,7 @@ type stack struct {
 	limit  int
 	drop   dropMode // what sources unlink (see sourceIterator)
 	chains map[string]*groupChain
-	cands  []*nodeInfo // the candidates, shuffled
+	cands  *shuffledNodes // the candidates, in the evaluation's random order
 
 	nodesAvailable map[string]int // candidate nodes per datacenter
 	nodesInPool    int
@@ -39,26 +40,38 @@ type groupChain struct {
 	checks  []*checkIterator // static checks, in order, for class eligibility
 	penalty *penaltyIterator
 	top     rankIterator
-	escaped bool         // some check depends on more than the computed class
-	one     [1]*nodeInfo // SelectOn's source
+	escaped bool      // some check depends on more than the computed class
+	one     nodeSlice // SelectOn's source: one node
+	oneList nodeList  // one, boxed once
 }
 
 // newStack returns a stack over the candidates: ready, eligible, not
 // draining nodes in the job's datacenters. batch selects the two-choice
 // limit; a service job looks at max(2, ceil(log2(candidates))) nodes.
-// drop says which rejected nodes the group sources unlink for good.
+// drop says which rejected nodes the group sources unlink for good. It
+// costs O(datacenters): the view keeps the ready nodes per datacenter,
+// and the candidates are shuffled as they are drawn.
 func newStack(ctx *evalContext, batch bool, drop dropMode) *stack {
 	s := &stack{ctx: ctx, drop: drop, chains: map[string]*groupChain{}, nodesAvailable: map[string]int{}}
-	var cands []*nodeInfo
-	for _, n := range ctx.nodes {
-		if !n.node.Ready() || ctx.job == nil || !inDatacenters(n.node.Datacenter, ctx.job.Datacenters) {
+	var cands []int32 // view positions; shared with the view while one datacenter matches
+	matched := 0
+	for _, dc := range ctx.view.ReadyDatacenters() {
+		if ctx.job == nil || !inDatacenters(dc, ctx.job.Datacenters) {
 			continue
 		}
-		cands = append(cands, n)
-		s.nodesAvailable[n.node.Datacenter]++
+		ready := ctx.view.Ready(dc)
+		s.nodesAvailable[dc] = len(ready)
+		if matched++; matched == 1 {
+			cands = ready
+			continue
+		}
+		if matched == 2 {
+			cands = slices.Clone(cands) // never append to the view's slice
+		}
+		cands = append(cands, ready...)
 	}
 	s.nodesInPool = len(cands)
-	s.cands = ctx.shuffleNodes(cands)
+	s.cands = &shuffledNodes{ctx: ctx, base: cands}
 	s.limit = batchLimit
 	if !batch {
 		if l := int(math.Ceil(math.Log2(float64(len(cands))))); l > s.limit {
@@ -68,21 +81,68 @@ func newStack(ctx *evalContext, batch bool, drop dropMode) *stack {
 	return s
 }
 
+// shuffledNodes is the stack's candidates in a random order fixed by the
+// evaluation's seed, drawn on demand: a forward Fisher-Yates shuffle that
+// fixes entry i when it is first read, so a placement that looks at k
+// candidates costs O(k), whatever the cluster's size. The draws consume
+// the context's random source in entry order, so the order depends only on
+// the seed and the candidates.
+type shuffledNodes struct {
+	ctx   *evalContext
+	base  []int32         // view positions, unshuffled; read-only (may be the view's)
+	moved map[int32]int32 // base index -> the position an earlier draw swapped there
+	drawn []*nodeInfo     // the entries fixed so far
+}
+
+func (s *shuffledNodes) Len() int { return len(s.base) }
+
+func (s *shuffledNodes) At(i int) *nodeInfo {
+	for len(s.drawn) <= i {
+		s.draw()
+	}
+	return s.drawn[i]
+}
+
+// draw fixes the next entry: it swaps a random one of the entries not yet
+// drawn into place, recording the swap in moved instead of in base.
+func (s *shuffledNodes) draw() {
+	k := int32(len(s.drawn))
+	j := k + s.ctx.rng.Int32N(int32(len(s.base))-k)
+	pick := s.entry(j)
+	if j != k {
+		if s.moved == nil {
+			s.moved = map[int32]int32{}
+		}
+		s.moved[j] = s.entry(k)
+	}
+	delete(s.moved, k)
+	s.drawn = append(s.drawn, s.ctx.info(pick))
+}
+
+// entry is base[i] after the swaps so far.
+func (s *shuffledNodes) entry(i int32) int32 {
+	if p, ok := s.moved[i]; ok {
+		return p
+	}
+	return s.base[i]
+}
+
 // chain returns group g's chain, wiring it on first use. One stage per
 // line, in the order a node meets them.
 func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 	if ch, ok := s.chains[tg.Name]; ok {
 		return ch
 	}
-	ctx, nn := s.ctx, len(s.ctx.nodes)
-	ch := &groupChain{}
+	ctx := s.ctx
+	ch := &groupChain{one: make(nodeSlice, 1)}
+	ch.oneList = ch.one
 	// 1. source: candidate nodes, shuffled by the eval seed (newStack);
 	//    every later stage reports its rejections to it.
 	ch.source = newSourceIterator(&ctx.metrics, s.cands, s.drop)
 	var it feasibleIterator = ch.source
 	rej := ch.source
 	// 2. drivers: every task's driver detected and healthy.
-	check := newCheckIterator(it, newDriverCheck(tg), rej, nn)
+	check := newCheckIterator(it, newDriverCheck(tg), rej)
 	ch.checks = append(ch.checks, check)
 	it = check
 	// 3. constraints: job, group and task, each compiled once, each node's
@@ -98,7 +158,7 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 			continue
 		}
 		k := newConstraintChecker(c, ctx.compiled)
-		check = newCheckIterator(it, k, rej, nn)
+		check = newCheckIterator(it, k, rej)
 		ch.checks = append(ch.checks, check)
 		ch.escaped = ch.escaped || k.escapes
 		it = check
@@ -158,7 +218,7 @@ func (s *stack) setDrop(d dropMode) {
 func (s *stack) SelectOn(tg *structs.TaskGroup, g int, n *nodeInfo) (rankedNode, bool) {
 	ch := s.chain(tg, g)
 	ch.one[0] = n
-	ch.source.setNodes(ch.one[:])
+	ch.source.setNodes(ch.oneList)
 	return s.Select(tg, g, "")
 }
 
@@ -176,10 +236,12 @@ func (s *stack) failureMetric(tg *structs.TaskGroup, g int) *structs.AllocMetric
 // whether any node of that class passes the group's static checks that
 // depend only on the class, and whether the group has checks that do not.
 // Blocked evaluations carry it so that only useful node changes unblock
-// them. It is called only when a placement failed.
+// them. It is called only when a placement failed, and looks at every
+// candidate (in view order: the answer does not depend on the order).
 func (s *stack) classEligibility(tg *structs.TaskGroup, g int, into map[string]bool) (escaped bool) {
 	ch := s.chain(tg, g)
-	for _, n := range s.cands {
+	for _, pos := range s.cands.base {
+		n := s.ctx.info(pos)
 		class := n.node.Class()
 		ok := true
 		for _, c := range ch.checks {

@@ -70,7 +70,8 @@ func (s *systemScheduler) attempt() (done, progress bool, err error) {
 		}
 	}
 	st := newStack(ctx, false, dropNone)
-	for _, n := range ctx.nodes {
+	for pos := range ctx.view.Len() { // every node: a system job's work is O(nodes)
+		n := ctx.info(int32(pos))
 		s.reconcileNode(ctx, st, n, live[n.node.ID])
 		delete(live, n.node.ID)
 	}

@@ -19,6 +19,10 @@ type StateStore struct {
 	abandonCh   chan struct{}
 	abandonOnce *sync.Once
 	replacement *atomic.Pointer[StateStore]
+
+	// nodeViews caches the NodeView; shared with every snapshot of the
+	// store (see NodeView).
+	nodeViews *nodeViewCache
 }
 
 // StateSnapshot is a point-in-time, read-only view of a StateStore. Every
@@ -39,6 +43,7 @@ func NewStateStore() (*StateStore, error) {
 		abandonCh:   make(chan struct{}),
 		abandonOnce: new(sync.Once),
 		replacement: new(atomic.Pointer[StateStore]),
+		nodeViews:   new(nodeViewCache),
 	}, nil
 }
 
@@ -50,6 +55,7 @@ func (s *StateStore) Snapshot() (*StateSnapshot, error) {
 		abandonCh:   s.abandonCh,
 		abandonOnce: s.abandonOnce,
 		replacement: s.replacement,
+		nodeViews:   s.nodeViews,
 	}}, nil
 }
 
