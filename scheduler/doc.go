@@ -16,7 +16,12 @@
 // Placement cost is linear in the number of placements plus the nodes
 // looked at: each node's usage is read once per evaluation and then kept
 // current as the plan changes, feasibility verdicts are cached per node,
-// and the limit stage bounds how many nodes each placement ranks.
+// and the limit stage bounds how many nodes each placement ranks. Setup
+// does not depend on the cluster's size: the nodes come from the state's
+// shared NodeView (built once per version of the nodes table, with the
+// ready nodes per datacenter), a node gets its per-evaluation record only
+// when first touched, and the candidates are shuffled as they are drawn.
+// Only the system scheduler walks every node.
 //
 // Usage:
 //
