@@ -232,22 +232,15 @@ func queryTimeout(opts *structs.QueryOptions) time.Duration {
 // on it never spin) and the leader-contact fields.
 func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta, fn state.QueryFn) error {
 	var index uint64
-	run := func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
-		idx, err := fn(ws, st)
-		if err != nil {
-			return 0, err
-		}
-		if idx == 0 {
-			idx = 1
-		}
-		index = idx
-		return idx, nil
-	}
 	var err error
 	if opts.MinQueryIndex == 0 {
-		_, err = run(nil, s.fsm.State())
+		index, err = fn(nil, s.fsm.State())
 	} else {
-		err = s.fsm.State().BlockingQuery(s.shutdownCtx, opts.MinQueryIndex, queryTimeout(opts), run)
+		err = s.fsm.State().BlockingQuery(s.shutdownCtx, opts.MinQueryIndex, queryTimeout(opts), func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
+			idx, err := fn(ws, st)
+			index = idx // 0 and 1 compare alike with a MinQueryIndex >= 1
+			return idx, err
+		})
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) && s.isShutdown() {
@@ -255,7 +248,7 @@ func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta
 		}
 		return err
 	}
-	meta.Index = index
+	meta.Index = max(index, 1)
 	s.setQueryMeta(meta)
 	return nil
 }
