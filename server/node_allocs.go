@@ -156,10 +156,13 @@ func dedupeJobEvals(evals []*structs.Evaluation) []*structs.Evaluation {
 // allocations' AllocModifyIndex, so a blocking query answers only when the
 // servers changed something the client must act on: a new allocation, a
 // stop or eviction, an in-place update, a desired transition. It waits on
-// two rows only: the node's, and the node's allocation index in the state
-// store (state.NodeAllocIndex, which holds that highest AllocModifyIndex),
-// so client status updates (which move only ModifyIndex) do not even wake
-// it. The allocations are listed once, for the answer. A deleted node ends
+// two rows only: the node's, and the node's row of allocation data in the
+// state store (state.NodeAllocIndex, which holds that highest
+// AllocModifyIndex), so client status updates (which move only
+// ModifyIndex) do not even wake it, unless one makes an allocation
+// terminal: that changes the node's usage, kept in the same row, which
+// wakes the query to find the same index and wait on. The allocations are
+// listed once, for the answer. A deleted node ends
 // the query with a not-found error; status, drain and eligibility changes
 // of the node wake it but do not answer it. Allocations deleted by the
 // garbage collector (always terminal) do not answer it either: a waiting

@@ -99,14 +99,17 @@ const (
 // above MinQueryIndex) for every change the servers make to an allocation
 // on the node, and keeps waiting (same index at the timeout) for client
 // updates, node status changes, collections and other nodes' allocations,
-// of which only the node's own changes wake it; a deleted node ends it.
+// of which only the node's own changes and client updates that change its
+// usage (an allocation turning terminal) wake it; a deleted node ends it.
 func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 	const (
 		wait  = 100 * time.Millisecond // for the cases that must time out
 		never = 20 * time.Second       // for the cases that must answer
 	)
 	cases := []struct {
-		name  string
+		name string
+		// setup, if set, writes at index 12, before the query starts.
+		setup func(f *clientAllocsFixture) error
 		write func(f *clientAllocsFixture) error
 		// answer: the query must return index 13 before its timeout;
 		// else it must time out at 12 after being woken.
@@ -125,6 +128,17 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 			want: func(f *clientAllocsFixture) map[string]uint64 { return map[string]uint64{f.a1.ID: 12, f.a2.ID: 12} },
 		},
 		{
+			// The node's usage changes: the watch wakes, finds the same
+			// index, and waits on.
+			name: "client marks an allocation failed",
+			write: func(f *clientAllocsFixture) error {
+				upd := &structs.Allocation{ID: f.a1.ID, ClientStatus: structs.AllocClientStatusFailed, ClientDescription: "exit 1"}
+				return f.st.UpdateAllocsFromClient(13, []*structs.Allocation{upd}, nil)
+			},
+			wake: wakeMust,
+			want: func(f *clientAllocsFixture) map[string]uint64 { return map[string]uint64{f.a1.ID: 12, f.a2.ID: 12} },
+		},
+		{
 			name: "node status change",
 			write: func(f *clientAllocsFixture) error {
 				return f.st.UpdateNodeStatus(13, f.node.ID, structs.NodeStatusDown, 1, nil, nil)
@@ -132,7 +146,12 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 			want: func(f *clientAllocsFixture) map[string]uint64 { return map[string]uint64{f.a1.ID: 12, f.a2.ID: 12} },
 		},
 		{
+			// The garbage collector deletes terminal allocations only.
 			name: "allocation collected (seen at the timeout)",
+			setup: func(f *clientAllocsFixture) error {
+				upd := &structs.Allocation{ID: f.a2.ID, ClientStatus: structs.AllocClientStatusComplete}
+				return f.st.UpdateAllocsFromClient(12, []*structs.Allocation{upd}, nil)
+			},
 			write: func(f *clientAllocsFixture) error {
 				return f.st.DeleteEvalsAndAllocs(13, nil, []string{f.a2.ID})
 			},
@@ -204,6 +223,11 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newClientAllocsFixture(t)
+			if tc.setup != nil {
+				if err := tc.setup(f); err != nil {
+					t.Fatal(err)
+				}
+			}
 			q := &clientAllocsQuery{nodeID: f.node.ID, secretID: f.node.SecretID, minIndex: 12}
 			timeout := wait
 			if tc.answer {

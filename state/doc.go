@@ -14,13 +14,15 @@
 // writes with their own indexes: the FSM applies a batch of Raft entries
 // in one transaction that way (one commit, one wake-up of watchers).
 //
-// Node usage (NodeUsage) is derived data kept in the same transactions:
-// every allocation write adjusts the summed resources and count of its
-// node's live allocations, so readers get a node's usage in O(1).
-// Snapshots do not carry it; a restore rebuilds it from the allocations.
-// The node allocation index (NodeAllocIndex) is derived the same way: per
-// node, the highest AllocModifyIndex of its allocations, one row a
-// client's watch can block on without waking for client status updates.
+// Each node has one derived row (node_allocs.go), kept in the same
+// transactions as the allocation writes: its usage (NodeUsage, the summed
+// resources and count of its live allocations, read in O(1)) and its
+// allocation index (NodeAllocIndex, the highest AllocModifyIndex of its
+// allocations, the one row a client's watch blocks on; it wakes for
+// server-side changes and for client updates that change the usage, not
+// for the common "running" update). A transaction writes each changed
+// node's row once, at commit. Snapshots do not carry the rows; a restore
+// rebuilds them from the nodes and allocations.
 //
 // This package must never:
 //   - mutate an object after it has been handed to a reader (writers copy,

@@ -41,7 +41,7 @@ func (b *Batch) UpsertNode(index uint64, node *structs.Node, evals []*structs.Ev
 	} else {
 		node.CreateIndex = index
 		node.Events = appendEvents(nil, node.Events, index)
-		if err := b.txn.allocIndexNodeAdded(node.ID); err != nil {
+		if err := b.txn.nodeAllocsNodeAdded(node.ID); err != nil {
 			return err
 		}
 	}
@@ -115,7 +115,7 @@ func (b *Batch) DeleteNodes(index uint64, nodeIDs []string) error {
 		if err := b.txn.delete(TableNodes, n); err != nil {
 			return fmt.Errorf("state: deleting node %q: %w", id, err)
 		}
-		if err := b.txn.allocIndexNodeDeleted(id); err != nil {
+		if err := b.txn.nodeAllocsNodeDeleted(id); err != nil {
 			return err
 		}
 		b.txn.t.add(TableNodes)

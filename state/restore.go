@@ -12,27 +12,23 @@ import (
 // transaction, for an FSM restore. Nothing is visible until Commit; Abort
 // (safe after Commit) discards everything.
 type StateRestore struct {
-	txn        *memdb.Txn
-	usage      usageRestore      // node usage derived from the loaded allocations
-	allocIndex allocIndexRestore // node allocation indexes, likewise
+	txn   *memdb.Txn
+	nodes nodeAllocsRestore // per-node rows derived from the loaded nodes and allocations
 }
 
 // Restore opens a bulk load. Use it only on a fresh store that nobody reads
 // yet.
 func (s *StateStore) Restore() *StateRestore {
-	return &StateRestore{txn: s.db.Txn(true), usage: usageRestore{}, allocIndex: allocIndexRestore{}}
+	return &StateRestore{txn: s.db.Txn(true), nodes: nodeAllocsRestore{}}
 }
 
-// Commit writes the node usage and node allocation indexes derived from
-// the loaded allocations and makes everything visible.
+// Commit writes the per-node rows (usage, allocation index) derived from
+// the loaded nodes and allocations and makes everything visible.
 func (r *StateRestore) Commit() {
-	if err := r.usage.insert(r.txn); err != nil {
+	if err := r.nodes.insert(r.txn); err != nil {
 		// Unreachable: every row has a non-empty node ID, the only thing
 		// the table's indexer could refuse.
 		panic(err)
-	}
-	if err := r.allocIndex.insert(r.txn); err != nil {
-		panic(err) // unreachable, as above
 	}
 	r.txn.Commit()
 }
@@ -63,7 +59,7 @@ func (r *StateRestore) NodeRestore(n *structs.Node) error {
 	if err := r.insert(TableNodes, n); err != nil {
 		return err
 	}
-	r.allocIndex.addNode(n)
+	r.nodes.addNode(n)
 	return nil
 }
 
@@ -75,7 +71,6 @@ func (r *StateRestore) AllocRestore(a *structs.Allocation) error {
 	if err := r.insert(TableAllocs, a); err != nil {
 		return err
 	}
-	r.usage.add(a)
-	r.allocIndex.add(a)
+	r.nodes.add(a)
 	return nil
 }

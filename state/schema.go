@@ -17,12 +17,10 @@ const (
 	TableNodes      = "nodes"
 	TableEvals      = "evals"
 	TableAllocs     = "allocs"
-	// TableNodeUsage is derived from the allocs table (see node_usage.go);
-	// it is not in Tables and has no index table row.
-	TableNodeUsage = "node_usage"
-	// TableNodeAllocIndex is derived from the allocs table too (see
-	// node_alloc_index.go): not in Tables, no index table row.
-	TableNodeAllocIndex = "node_alloc_index"
+	// TableNodeAllocs is derived from the nodes and allocs tables: one row
+	// per node with its usage and allocation index (see node_allocs.go).
+	// It is not in Tables and has no index table row.
+	TableNodeAllocs = "node_allocs"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -206,16 +204,10 @@ func schema() *memdb.DBSchema {
 					Indexer: pairIndex[structs.Evaluation]{get: func(e *structs.Evaluation) (string, string) { return e.Namespace, e.JobID }, spare: evalKeyLen}},
 			},
 		},
-		TableNodeUsage: {
-			Name: TableNodeUsage,
+		TableNodeAllocs: {
+			Name: TableNodeAllocs,
 			Indexes: map[string]*memdb.IndexSchema{
-				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.NodeUsage]{get: func(u *structs.NodeUsage) string { return u.NodeID }}},
-			},
-		},
-		TableNodeAllocIndex: {
-			Name: TableNodeAllocIndex,
-			Indexes: map[string]*memdb.IndexSchema{
-				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[nodeAllocIndex]{get: func(r *nodeAllocIndex) string { return r.NodeID }}},
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[nodeAllocs]{get: func(r *nodeAllocs) string { return r.Usage.NodeID }}},
 			},
 		},
 		TableAllocs: {

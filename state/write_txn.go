@@ -25,13 +25,10 @@ type writeTxn struct {
 	base *memdb.Txn // read-only; the state before the transaction
 	rows map[string]map[string]any
 	t    touched
-	// usage is what the transaction's allocation writes change in each
-	// node's usage, by node ID; commit writes it (see node_usage.go).
-	usage map[string]*usageDelta
-	// allocIndex is what the transaction's allocation writes change in
-	// each node's allocation index, by node ID; commit writes it (see
-	// node_alloc_index.go).
-	allocIndex map[string]*allocIndexDelta
+	// nodes is what the transaction's allocation writes change in each
+	// node's row of node_allocs (usage and allocation index), by node ID;
+	// commit writes it (see node_allocs.go).
+	nodes map[string]*nodeDelta
 }
 
 func newWriteTxn(db *memdb.MemDB) *writeTxn {
@@ -86,7 +83,8 @@ func (w *writeTxn) firstUnchecked(table string, args ...any) (any, error) {
 }
 
 // errAllocRow refuses a plain write to the allocs table: allocation rows
-// go through insertAlloc and deleteAlloc, which keep node usage exact.
+// go through insertAlloc and deleteAlloc, which keep the per-node rows
+// (usage, allocation index) exact.
 var errAllocRow = fmt.Errorf("state: allocation rows are written with insertAlloc or deleteAlloc")
 
 // insert inserts or replaces obj in table (any but the allocs table).
@@ -150,13 +148,10 @@ func (w *writeTxn) get(table, index string, args ...any) (memdb.ResultIterator, 
 	return iter, nil
 }
 
-// commit writes node usage, node allocation indexes and the index table,
-// and commits.
+// commit writes the per-node allocation rows and the index table, and
+// commits.
 func (w *writeTxn) commit() error {
-	if err := w.flushUsage(); err != nil {
-		return err
-	}
-	if err := w.flushAllocIndex(); err != nil {
+	if err := w.flushNodeAllocs(); err != nil {
 		return err
 	}
 	if err := w.t.commitIndex(w.txn); err != nil {

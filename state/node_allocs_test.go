@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hashicorp/go-memdb"
 	"pgregory.net/rapid"
 
 	"github.com/drover-project/drover/state/mock"
@@ -67,11 +68,12 @@ func TestNodeUsage(t *testing.T) {
 		must(t, s.DeleteEvalsAndAllocs(14, nil, []string{id1}))
 		want(t, 51, 21, 30, 1, 13)
 	})
-	t.Run("client failure subtracts; the row goes", func(t *testing.T) {
+	t.Run("client failure subtracts; the node keeps its row", func(t *testing.T) {
 		must(t, s.UpdateAllocsFromClient(15, []*structs.Allocation{{ID: id2, ClientStatus: structs.AllocClientStatusFailed}}, nil))
 		want(t, 0, 0, 0, 0, 0)
-		if n := usageRows(t, s); n != 0 {
-			t.Fatalf("%d usage rows, want 0", n)
+		rows := nodeAllocsRows(t, s)
+		if r := rows[node.ID]; len(rows) != 1 || r == nil || r.AllocIndex != 12 {
+			t.Fatalf("rows %v, want the registered node's alone, at allocation index 12", rows)
 		}
 	})
 	t.Run("aborted batch changes nothing", func(t *testing.T) {
@@ -107,22 +109,30 @@ func newStore(t fataler) *StateStore {
 	return s
 }
 
-// usageRows counts the rows of the node_usage table.
-func usageRows(t fataler, s *StateStore) int {
+// nodeAllocsRows returns the rows of the node_allocs table by node ID.
+func nodeAllocsRows(t fataler, s *StateStore) map[string]*nodeAllocs {
 	t.Helper()
-	iter, err := s.db.Txn(false).Get(TableNodeUsage, IndexID)
+	iter, err := s.db.Txn(false).Get(TableNodeAllocs, IndexID)
 	ok(t, err)
-	n := 0
+	out := map[string]*nodeAllocs{}
 	for raw := iter.Next(); raw != nil; raw = iter.Next() {
-		n++
+		row := raw.(*nodeAllocs)
+		out[row.Usage.NodeID] = row
 	}
-	return n
+	return out
 }
 
-// TestNodeUsageProperty applies random sequences of allocation writes
-// (alone and batched) and restores, and checks after every step that each
-// node's usage equals the sum over its live allocations.
-func TestNodeUsageProperty(t *testing.T) { checkRandomAllocWrites(t, checkUsage) }
+// TestNodeAllocsProperty applies random sequences of allocation writes
+// (alone and batched) and restores, and checks after every step that the
+// node_allocs table is what a computation from scratch gives: a row for
+// each registered node and each node holding allocations, with the usage
+// summed over its live allocations and the highest AllocModifyIndex of
+// its allocations; and that a row whose values did not change was not
+// rewritten.
+func TestNodeAllocsProperty(t *testing.T) {
+	var c nodeAllocsChecker
+	checkRandomAllocWrites(t, c.check)
+}
 
 // propertyNodeIDs are the nodes checkRandomAllocWrites places allocations
 // on ("": none).
@@ -303,42 +313,78 @@ func checkRandomAllocWrites(t *testing.T, check func(rt *rapid.T, s *StateStore,
 	})
 }
 
-// checkUsage compares every node's usage with a sum over the allocations.
-func checkUsage(t *rapid.T, s *StateStore, when string) {
+// nodeAllocsChecker compares the node_allocs table with a computation
+// from the nodes and allocations. It remembers the last store it checked,
+// to tell a rewritten row from one left alone.
+type nodeAllocsChecker struct {
+	last  *StateStore
+	rows  map[string]*nodeAllocs // as stored at the last check
+	want  map[string]nodeAllocs  // as computed at the last check
+	nodes map[string]*structs.Node
+}
+
+func (c *nodeAllocsChecker) check(t *rapid.T, s *StateStore, when string) {
 	allocs, err := s.Allocs(nil)
 	ok(t, err)
-	want := map[string]*structs.NodeUsage{}
+	nodeList, err := s.Nodes(nil)
+	ok(t, err)
+	want := map[string]nodeAllocs{}
+	nodes := map[string]*structs.Node{}
+	for _, n := range nodeList {
+		nodes[n.ID] = n
+		want[n.ID] = nodeAllocs{Usage: structs.NodeUsage{NodeID: n.ID}}
+	}
 	for _, a := range allocs {
-		if a.NodeID == "" || a.TerminalStatus() {
+		live := !a.TerminalStatus()
+		if a.NodeID == "" || a.AllocModifyIndex == 0 && !live {
 			continue
 		}
-		u := want[a.NodeID]
-		if u == nil {
-			u = &structs.NodeUsage{NodeID: a.NodeID}
-			want[a.NodeID] = u
+		w, seen := want[a.NodeID]
+		if !seen {
+			w.Usage.NodeID = a.NodeID
 		}
-		u.Used.Add(a.AllocatedResources.Comparable())
-		u.Allocs++
+		w.AllocIndex = max(w.AllocIndex, a.AllocModifyIndex)
+		if live {
+			w.Usage.Used.Add(a.AllocatedResources.Comparable())
+			w.Usage.Allocs++
+		}
+		want[a.NodeID] = w
 	}
 	latest, err := s.LatestIndex()
 	ok(t, err)
+	rows := nodeAllocsRows(t, s)
+	if len(rows) != len(want) {
+		t.Fatalf("%s: %d rows for %d nodes registered or holding allocations", when, len(rows), len(want))
+	}
+	for id, w := range want {
+		got := rows[id]
+		if got == nil {
+			t.Fatalf("%s: node %q has no row", when, id)
+		}
+		u := got.Usage
+		if u.NodeID != id || u.Used != w.Usage.Used || u.Allocs != w.Usage.Allocs || got.AllocIndex != w.AllocIndex {
+			t.Fatalf("%s: row of %q is %+v, its allocations give %+v", when, id, *got, w)
+		}
+		if u.ModifyIndex > latest || (u.Allocs > 0) != (u.ModifyIndex > 0) {
+			t.Fatalf("%s: usage of %q modified at %d (latest index %d)", when, id, u.ModifyIndex, latest)
+		}
+		// Same store, same values, same node object: the row must be
+		// the one the last check saw (no write, no wake-up).
+		if c.last == s && c.rows[id] != nil && c.want[id] == w && c.nodes[id] == nodes[id] && c.rows[id] != got {
+			t.Fatalf("%s: row of %q rewritten with the same values %+v", when, id, w)
+		}
+	}
 	for _, id := range propertyNodeIDs {
-		got, err := s.NodeUsage(nil, id)
+		u, err := s.NodeUsage(nil, id)
+		ok(t, err)
+		index, err := s.NodeAllocIndex(nil, id)
 		ok(t, err)
 		w := want[id]
-		if w == nil {
-			w = &structs.NodeUsage{NodeID: id}
-		}
-		if got.NodeID != id || got.Used != w.Used || got.Allocs != w.Allocs {
-			t.Fatalf("%s: usage of %q is %+v, allocations sum to %+v", when, id, got, *w)
-		}
-		if got.ModifyIndex > latest || (got.Allocs > 0) != (got.ModifyIndex > 0) {
-			t.Fatalf("%s: usage of %q modified at %d (latest index %d)", when, id, got.ModifyIndex, latest)
+		if u.NodeID != id || u.Used != w.Usage.Used || u.Allocs != w.Usage.Allocs || index != w.AllocIndex {
+			t.Fatalf("%s: node %q reads usage %+v and allocation index %d, its allocations give %+v", when, id, u, index, w)
 		}
 	}
-	if n := usageRows(t, s); n != len(want) {
-		t.Fatalf("%s: %d usage rows for %d nodes with live allocations", when, n, len(want))
-	}
+	c.last, c.rows, c.want, c.nodes = s, rows, want, nodes
 }
 
 // restoreCopy loads every table of s into a new store through Restore, as
@@ -398,5 +444,170 @@ func TestLookupAlloc(t *testing.T) {
 				t.Fatalf("LookupAlloc(%q) = %v, %v", tc.id, got, found)
 			}
 		})
+	}
+}
+
+// fired reports whether any channel of ws is closed.
+func fired(ws memdb.WatchSet) bool {
+	for ch := range ws {
+		select {
+		case <-ch:
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// TestNodeAllocIndex walks one node's allocation index through every kind
+// of allocation write, checking its value and whether a watch taken before
+// the write fires: only server-side changes (and collections of the
+// allocation holding the maximum) do.
+func TestNodeAllocIndex(t *testing.T) {
+	s := testStore(t)
+	job := mock.Job()
+	must(t, s.UpsertJob(1, job, nil))
+	node, other := mock.Node(), mock.Node()
+	must(t, s.UpsertNode(2, node, nil))
+	must(t, s.UpsertNode(3, other, nil))
+	a1, a2 := mock.Alloc(job, node), mock.Alloc(job, node)
+	copyOf := func(id string) *structs.Allocation {
+		a, err := s.AllocByID(nil, id)
+		must(t, err)
+		return a.Copy()
+	}
+	migrate := true
+
+	steps := []struct {
+		name        string
+		write       func(index uint64) error
+		want, other uint64 // the index of node and of other after the write
+		fires       bool   // the write fires a watch on node's index
+	}{
+		{name: "no allocations", write: func(uint64) error { return nil }},
+		{
+			// node's row exists (index 0), so its watch is its own.
+			name: "a placement on another node",
+			write: func(index uint64) error {
+				return s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{mock.Alloc(job, other)}})
+			},
+			other: 13,
+		},
+		{
+			name: "placements",
+			write: func(index uint64) error {
+				return s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{a1, a2}})
+			},
+			want: 15, other: 13, fires: true,
+		},
+		{
+			name: "client update",
+			write: func(index uint64) error {
+				return s.UpdateAllocsFromClient(index, []*structs.Allocation{{ID: a1.ID, ClientStatus: structs.AllocClientStatusRunning}}, nil)
+			},
+			want: 15, other: 13,
+		},
+		{
+			name: "node status change",
+			write: func(index uint64) error {
+				return s.UpdateNodeStatus(index, node.ID, structs.NodeStatusDown, 1, nil, nil)
+			},
+			want: 15, other: 13,
+		},
+		{
+			// The usage changes, the index does not: the row is
+			// rewritten, so the watch fires (a client's watch runs again
+			// and waits on).
+			name: "a client failure",
+			write: func(index uint64) error {
+				return s.UpdateAllocsFromClient(index, []*structs.Allocation{{ID: a2.ID, ClientStatus: structs.AllocClientStatusFailed}}, nil)
+			},
+			want: 15, other: 13, fires: true,
+		},
+		{
+			name: "desired transition",
+			write: func(index uint64) error {
+				return s.UpdateAllocsDesiredTransition(index, map[string]*structs.DesiredTransition{a1.ID: {Migrate: &migrate}}, 1, nil)
+			},
+			want: 23, other: 13, fires: true,
+		},
+		{
+			name: "lost mark",
+			write: func(index uint64) error {
+				lost := copyOf(a2.ID)
+				lost.ClientStatus = structs.AllocClientStatusLost
+				return s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{lost}})
+			},
+			want: 25, other: 13, fires: true,
+		},
+		{
+			name: "stop",
+			write: func(index uint64) error {
+				return s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{AllocsStopped: []*structs.Allocation{{ID: a1.ID}}})
+			},
+			want: 27, other: 13, fires: true,
+		},
+		{
+			name: "collecting an allocation below the maximum",
+			write: func(index uint64) error {
+				return s.DeleteEvalsAndAllocs(index, nil, []string{a2.ID})
+			},
+			want: 27, other: 13,
+		},
+		{
+			name: "a new placement, then its move to another node",
+			write: func(index uint64) error {
+				a3 := mock.Alloc(job, node)
+				a3.ID = "a3"
+				must(t, s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{a3}}))
+				moved := copyOf("a3")
+				moved.NodeID = other.ID
+				return s.UpsertPlanResults(index+1, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{moved}})
+			},
+			// a1 holds the maximum again; the moved allocation raises
+			// other.
+			want: 27, other: 32, fires: true,
+		},
+		{
+			name: "collecting the allocation holding the maximum",
+			write: func(index uint64) error {
+				return s.DeleteEvalsAndAllocs(index, nil, []string{a1.ID})
+			},
+			want: 0, other: 32, fires: true,
+		},
+		{
+			name: "the node deleted: its allocations keep the index",
+			write: func(index uint64) error {
+				must(t, s.DeleteNodes(index, []string{other.ID}))
+				return nil
+			},
+			other: 32,
+		},
+	}
+	index := uint64(11) // of each step's write; steps are two apart
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			ws := memdb.NewWatchSet()
+			if _, err := s.NodeAllocIndex(ws, node.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := step.write(index); err != nil {
+				t.Fatal(err)
+			}
+			index += 2
+			got, err := s.NodeAllocIndex(nil, node.ID)
+			must(t, err)
+			gotOther, err := s.NodeAllocIndex(nil, other.ID)
+			must(t, err)
+			if got != step.want || gotOther != step.other {
+				t.Fatalf("indexes %d, %d; want %d, %d", got, gotOther, step.want, step.other)
+			}
+			if f := fired(ws); f != step.fires {
+				t.Fatalf("the watch fired: %v, want %v", f, step.fires)
+			}
+		})
+	}
+	if rows := nodeAllocsRows(t, s); len(rows) != 2 || rows[node.ID] == nil || rows[other.ID] == nil {
+		t.Fatalf("rows %v, want 2 (the registered node's, and the deleted node's, which still has an allocation)", rows)
 	}
 }
