@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -31,6 +32,7 @@ type simAlloc struct {
 	state     allocState
 	startedAt time.Time
 	timer     clock.Timer
+	gone      bool // no longer the node's (removeLocked)
 }
 
 // groupInfo is what the simulator needs of a job's task group, decoded
@@ -56,21 +58,42 @@ const maxCachedGroups = 100000
 func newGroupCache() *groupCache { return &groupCache{groups: map[string]*groupInfo{}} }
 
 // lookup returns the group of a; defaultRunFor applies to batch tasks
-// whose mock_driver config sets no run_for.
-func (c *groupCache) lookup(a *structs.Allocation, defaultRunFor time.Duration) (*groupInfo, error) {
-	if a.Job == nil {
+// whose mock_driver config sets no run_for. Only a job version and group
+// not seen before costs decoding the allocation's job.
+func (c *groupCache) lookup(a *wireAlloc, defaultRunFor time.Duration) (*groupInfo, error) {
+	if a.job == nil {
 		return nil, errNoJob
 	}
-	key := a.Namespace + "\x00" + a.JobID + "\x00" + strconv.FormatUint(a.Job.JobModifyIndex, 10) + "\x00" + a.TaskGroup
+	var scratch [128]byte
+	key := append(scratch[:0], a.namespace...)
+	key = append(append(key, 0), a.jobID...)
+	key = strconv.AppendUint(append(key, 0), a.jobModifyIndex, 10)
+	key = append(append(key, 0), a.taskGroup...)
 	c.mu.Lock()
-	g := c.groups[key]
+	g := c.groups[string(key)]
 	c.mu.Unlock()
 	if g != nil {
 		return g, nil
 	}
-	g = &groupInfo{batch: a.Job.Type == structs.JobTypeBatch}
-	for _, tg := range a.Job.TaskGroups {
-		if tg.Name != a.TaskGroup {
+	var job structs.Job
+	if err := structs.Decode(a.job, &job); err != nil {
+		return nil, fmt.Errorf("decoding the allocation's job: %w", err)
+	}
+	g = newGroupInfo(&job, string(a.taskGroup), defaultRunFor)
+	c.mu.Lock()
+	if len(c.groups) >= maxCachedGroups {
+		c.groups = map[string]*groupInfo{}
+	}
+	c.groups[string(key)] = g
+	c.mu.Unlock()
+	return g, nil
+}
+
+// newGroupInfo reads what the simulator needs of a job's task group.
+func newGroupInfo(job *structs.Job, group string, defaultRunFor time.Duration) *groupInfo {
+	g := &groupInfo{batch: job.Type == structs.JobTypeBatch}
+	for _, tg := range job.TaskGroups {
+		if tg.Name != group {
 			continue
 		}
 		for _, t := range tg.Tasks {
@@ -85,13 +108,7 @@ func (c *groupCache) lookup(a *structs.Allocation, defaultRunFor time.Duration) 
 			}
 		}
 	}
-	c.mu.Lock()
-	if len(c.groups) >= maxCachedGroups {
-		c.groups = map[string]*groupInfo{}
-	}
-	c.groups[key] = g
-	c.mu.Unlock()
-	return g, nil
+	return g
 }
 
 // mockPlan reads run_for and exit_code from a mock_driver task's config;
@@ -111,9 +128,9 @@ func mockPlan(t *structs.Task) (runFor time.Duration, exitCode int, set bool) {
 }
 
 // startLocked records a new allocation and arms its running report.
-func (n *simNode) startLocked(a *structs.Allocation, g *groupInfo) {
-	sa := &simAlloc{id: a.ID, group: g, state: allocPending}
-	n.allocs[a.ID] = sa
+func (n *simNode) startLocked(id string, g *groupInfo) {
+	sa := &simAlloc{id: id, group: g, state: allocPending}
+	n.allocs[id] = sa
 	n.s.counters.allocsPending.Add(1)
 	sa.timer = n.s.clock.AfterFunc(n.s.cfg.ReportDelay, func() { n.onTimer(sa, n.runLocked) })
 }
@@ -126,7 +143,7 @@ func (n *simNode) onTimer(sa *simAlloc, f func(*simAlloc)) {
 	defer n.s.wg.Done()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.allocs[sa.id] != sa || n.s.stopping() {
+	if sa.gone || n.s.stopping() {
 		return
 	}
 	f(sa)
@@ -198,6 +215,7 @@ func (n *simNode) removeLocked(sa *simAlloc) {
 	}
 	n.leaveStateLocked(sa)
 	delete(n.allocs, sa.id)
+	sa.gone = true
 }
 
 // leaveStateLocked takes sa out of the pending/running gauges.

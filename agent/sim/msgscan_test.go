@@ -12,7 +12,7 @@ import (
 )
 
 // encodeAll encodes values one after another with the RPC handle.
-func encodeAll(t *testing.T, values ...any) []byte {
+func encodeAll(t testing.TB, values ...any) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	enc := codec.NewEncoder(&buf, structs.MsgpackHandle)

@@ -421,12 +421,16 @@ type muxStream struct {
 	done    chan error
 
 	// Used only by the session's reader:
-	buf     []byte     // the response arriving
+	buf     *[]byte    // the response arriving (pooled); nil between responses
 	scan    msgScanner // where the response ends
 	unacked uint32     // bytes received, not yet returned to the window
 
 	// Used only by the caller:
 	opened bool // SYN sent
+	// call1 is what pending points at while a call is in flight (one at
+	// a time per stream): the reader is done with it before it delivers
+	// the outcome the caller waits for.
+	call1 pendingCall
 
 	synHeld    atomic.Bool   // holds a slot of the session's syn until acknowledged
 	sendWindow atomic.Uint32 // bytes the server can take now
@@ -448,16 +452,21 @@ var errStreamFailed = errors.New("sim: stream failed")
 // readData appends a data frame to the response; a complete response is
 // decoded here, on the reader (whose stack is already deep: decoding on
 // thousands of callers' goroutines grows and shrinks their stacks over
-// and over), and the outcome goes to the caller. The bytes go back to the
-// server's window at once (the buffer here is not bounded by it).
+// and over), and the outcome goes to the caller. A *rawReply is not
+// decoded: it takes the response buffer, which its caller reads with a
+// msgReader (shallow) and gives back. The bytes go back to the server's
+// window at once (the buffer here is not bounded by it).
 func (st *muxStream) readData(r *bufio.Reader, length uint32) error {
 	if st.buf == nil {
-		st.buf = (*responseBufs.Get().(*[]byte))[:0]
+		st.buf = responseBufs.Get().(*[]byte)
+		*st.buf = (*st.buf)[:0]
 		st.scan.reset(2) // rpc.Response header, then the body
 	}
-	n := len(st.buf)
-	st.buf = append(st.buf, make([]byte, length)...)
-	if _, err := io.ReadFull(r, st.buf[n:]); err != nil {
+	b := *st.buf
+	n := len(b)
+	b = append(b, make([]byte, length)...)
+	*st.buf = b
+	if _, err := io.ReadFull(r, b[n:]); err != nil {
 		return err
 	}
 	st.unacked += length
@@ -467,24 +476,23 @@ func (st *muxStream) readData(r *bufio.Reader, length uint32) error {
 		}
 		st.unacked = 0
 	}
-	done, err := st.scan.scan(st.buf)
+	done, err := st.scan.scan(b)
 	if err != nil {
 		return err
 	}
 	if done {
-		if st.scan.pos != len(st.buf) {
-			return fmt.Errorf("stream %d: %d bytes after a response", st.id, len(st.buf)-st.scan.pos)
+		if st.scan.pos != len(b) {
+			return fmt.Errorf("stream %d: %d bytes after a response", st.id, len(b)-st.scan.pos)
 		}
-		b := st.buf
+		buf := st.buf
 		st.buf = nil
 		pc := st.pending.Swap(nil)
 		if pc == nil {
 			return fmt.Errorf("stream %d: a response to no call", st.id)
 		}
-		err := decodeResponse(b, pc.seq, pc.reply)
-		if cap(b) <= maxPooledBuf {
-			b = b[:0]
-			responseBufs.Put(&b)
+		kept, err := decodeResponse(buf, pc.seq, pc.reply)
+		if !kept {
+			putResponseBuf(buf)
 		}
 		st.deliver(err)
 	}
@@ -521,9 +529,10 @@ var callSeq atomic.Uint64
 // stream failed.
 func (st *muxStream) call(method string, args, reply any) error {
 	seq := callSeq.Add(1)
-	st.pending.Store(&pendingCall{seq: seq, reply: reply})
+	st.call1 = pendingCall{seq: seq, reply: reply}
+	st.pending.Store(&st.call1)
 	req := encoders.Get().(*requestEncoder)
-	err := req.encode(&rpc.Request{ServiceMethod: method, Seq: seq}, args)
+	err := req.encode(method, seq, args)
 	if err == nil {
 		err = st.send(req.buf)
 	}
@@ -540,7 +549,8 @@ func (st *muxStream) call(method string, args, reply any) error {
 		return fmt.Errorf("sim: rpc %s to %s: %w", method, st.s.addr, err)
 	}
 	// The response was read whole (even one that failed to decode): the
-	// stream is clean.
+	// stream is clean, and the reader done with call1.
+	st.call1.reply = nil
 	if !st.broken.Load() {
 		st.s.release(st)
 	}
@@ -655,16 +665,20 @@ var (
 	noBytes = []byte{}
 )
 
-func (e *requestEncoder) encode(hdr *rpc.Request, args any) error {
+// encode frames a request into buf: room for the frame header, the
+// rpc.Request header (written here as the codec writes it: a map of
+// Seq and ServiceMethod), then args.
+func (e *requestEncoder) encode(method string, seq uint64, args any) error {
 	e.body = e.body[:0]
 	e.enc.ResetBytes(&e.body)
-	if err := e.enc.Encode(hdr); err != nil {
-		return err
-	}
 	if err := e.enc.Encode(args); err != nil {
 		return err
 	}
-	e.buf = append(append(e.buf[:0], make([]byte, yamuxHeaderSize)...), e.body...)
+	b := append(e.buf[:0], make([]byte, yamuxHeaderSize)...)
+	b = append(b, 0x82) // a map of two, in the codec's order
+	b = appendMsgpackUint(appendMsgpackStr(b, "Seq"), seq)
+	b = appendMsgpackStr(appendMsgpackStr(b, "ServiceMethod"), method)
+	e.buf = append(b, e.body...)
 	return nil
 }
 
@@ -674,30 +688,47 @@ func (e *requestEncoder) release() {
 	}
 }
 
-// decodeResponse decodes a response (rpc.Response header, then the body)
-// into a zeroed reply; an error the endpoint answered is an
-// rpc.ServerError.
-func decodeResponse(b []byte, seq uint64, reply any) error {
+// putResponseBuf returns a response buffer to the pool (larger ones are
+// left to the collector).
+func putResponseBuf(buf *[]byte) {
+	if cap(*buf) <= maxPooledBuf {
+		*buf = (*buf)[:0]
+		responseBufs.Put(buf)
+	}
+}
+
+// decodeResponse reads a response (rpc.Response header, then the body) in
+// *buf; an error the endpoint answered is an rpc.ServerError. A *rawReply
+// takes the buffer itself (kept is true: the caller must not reuse it);
+// any other reply is decoded into, zeroed first.
+func decodeResponse(buf *[]byte, seq uint64, reply any) (kept bool, err error) {
+	b := *buf
+	r := newMsgReader(b)
+	gotSeq, serverErr := readResponseHeader(&r)
+	if r.err != nil {
+		return false, fmt.Errorf("decoding the response header: %w", r.err)
+	}
+	if gotSeq != seq {
+		return false, fmt.Errorf("response to request %d on the stream of request %d", gotSeq, seq)
+	}
+	if serverErr != "" {
+		return false, rpc.ServerError(serverErr)
+	}
+	body := b[r.pos:]
+	if raw, ok := reply.(*rawReply); ok {
+		raw.take(buf, body)
+		return true, nil
+	}
 	dec := decoders.Get().(*codec.Decoder)
 	defer func() {
 		dec.ResetBytes(noBytes)
 		decoders.Put(dec)
 	}()
-	dec.ResetBytes(b)
-	var hdr rpc.Response
-	if err := dec.Decode(&hdr); err != nil {
-		return fmt.Errorf("decoding the response header: %w", err)
-	}
-	if hdr.Seq != seq {
-		return fmt.Errorf("response to request %d on the stream of request %d", hdr.Seq, seq)
-	}
-	if hdr.Error != "" {
-		return rpc.ServerError(hdr.Error)
-	}
+	dec.ResetBytes(body)
 	// Decoding merges into what a value holds; a retried call passes the
 	// reply an earlier attempt half filled.
 	if rv := reflect.ValueOf(reply); rv.Kind() == reflect.Pointer && !rv.IsNil() {
 		rv.Elem().SetZero()
 	}
-	return dec.Decode(reply)
+	return false, dec.Decode(reply)
 }

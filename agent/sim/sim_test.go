@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/server/testcluster"
 	"github.com/drover-project/drover/structs"
 )
@@ -165,6 +166,57 @@ func TestSimAgainstCluster(t *testing.T) {
 			t.Fatalf("%d update RPCs for %d updates: not batched", st.UpdateRPCs, st.UpdatesSent)
 		}
 
+		t.Run("the watch's answers read through a codec transport", func(t *testing.T) {
+			// server/pool decodes with the codec: a rawReply gets a copy
+			// of the body, read as the simulator's own client hands it.
+			p := pool.New(pool.Config{})
+			defer p.Shutdown()
+			var node *structs.Node // one with allocations
+			for _, n := range s.nodes {
+				n.mu.Lock()
+				if len(n.allocs) > 0 && node == nil {
+					node = n.node
+				}
+				n.mu.Unlock()
+			}
+			if node == nil {
+				t.Fatal("no node has allocations")
+			}
+			req := &structs.NodeSpecificRequest{NodeID: node.ID, SecretID: node.SecretID}
+			var raw rawReply
+			var want structs.NodeClientAllocsResponse
+			if err := p.RPC(leader.RPCAddr(), "Node.GetClientAllocs", req, &raw); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.RPC(leader.RPCAddr(), "Node.GetClientAllocs", req, &want); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readClientAllocs(raw.body)
+			if err != nil || got.count != len(want.Allocs) || got.count == 0 {
+				t.Fatalf("read %d allocations (%v), want %d", got.count, err, len(want.Allocs))
+			}
+			var ids []string
+			for it := got.iter(); it.next(); {
+				if want.Allocs[string(it.id)] != it.index {
+					t.Fatalf("%s at %d, want %d", it.id, it.index, want.Allocs[string(it.id)])
+				}
+				ids = append(ids, string(it.id))
+			}
+			var rawAllocs rawReply
+			if err := p.RPC(leader.RPCAddr(), "Alloc.GetAllocs", &structs.AllocsGetRequest{AllocIDs: ids}, &rawAllocs); err != nil {
+				t.Fatal(err)
+			}
+			allocs, err := readAllocs(rawAllocs.body)
+			if err != nil || len(allocs) != len(ids) {
+				t.Fatalf("read %d allocations of %d: %v", len(allocs), len(ids), err)
+			}
+			for _, a := range allocs {
+				if string(a.nodeID) != node.ID || want.Allocs[string(a.id)] != a.allocModifyIndex || a.job == nil {
+					t.Fatalf("allocation %s of node %s at %d, job %d bytes", a.id, a.nodeID, a.allocModifyIndex, len(a.job))
+				}
+			}
+		})
+
 		var dresp structs.JobDeregisterResponse
 		if err := leader.RPC("Job.Deregister", &structs.JobDeregisterRequest{JobID: "long"}, &dresp); err != nil {
 			t.Fatal(err)
@@ -268,16 +320,30 @@ func TestDiffWaitsForThePulledAllocations(t *testing.T) {
 	// The watch answered at index 30 (say, the node's CreateIndex after
 	// it registered again); "b" was placed at 20. The fetch must wait for
 	// 20, not 30: Alloc.GetAllocs would block until "b" changes again.
-	pull, minIndex := n.diff(map[string]uint64{"a": 10, "b": 20, "c": 15})
-	if fmt.Sprint(pull) != "[b c]" || minIndex != 20 {
-		t.Fatalf("pull %v wait for %d; want [b c] and 20", pull, minIndex)
+	pull, minIndex, err := n.diff(encodedClientAllocs(t, 30, map[string]uint64{"a": 10, "b": 20, "c": 15}), 0)
+	if err != nil || fmt.Sprint(pull) != "[b c]" || minIndex != 20 {
+		t.Fatalf("pull %v wait for %d (%v); want [b c] and 20", pull, minIndex, err)
 	}
 	n.known["b"], n.known["c"] = 20, 15
 	n.allocs["c"] = &simAlloc{id: "c", state: allocRunning, group: &groupInfo{}}
 	s.counters.allocsRunning.Add(1)
 	// An allocation the servers no longer list is forgotten.
-	pull, _ = n.diff(map[string]uint64{"a": 10, "b": 25})
-	if fmt.Sprint(pull) != "[b]" || n.allocs["c"] != nil || n.known["c"] != 0 || s.Stats().AllocsRunning != 0 {
-		t.Fatalf("pull %v; c still known: %v %v; running %d", pull, n.allocs["c"], n.known["c"], s.Stats().AllocsRunning)
+	pull, _, err = n.diff(encodedClientAllocs(t, 32, map[string]uint64{"a": 10, "b": 32}), 30)
+	if err != nil || fmt.Sprint(pull) != "[b]" || n.allocs["c"] != nil || n.known["c"] != 0 || s.Stats().AllocsRunning != 0 {
+		t.Fatalf("pull %v (%v); c still known: %v %v; running %d", pull, err, n.allocs["c"], n.known["c"], s.Stats().AllocsRunning)
+	}
+	n.known["b"] = 32
+	// Entries at or below the index last acted on were in that answer:
+	// not even looked up ("d" is not known, against that rule, to show
+	// it). Only the answer's newer entries are compared...
+	pull, minIndex, err = n.diff(encodedClientAllocs(t, 45, map[string]uint64{"a": 10, "b": 32, "d": 35, "e": 41}), 40)
+	if err != nil || fmt.Sprint(pull) != "[e]" || minIndex != 41 {
+		t.Fatalf("pull %v wait for %d (%v); want [e] and 41", pull, minIndex, err)
+	}
+	// ... unless the answer is below that index (the leader's, after a
+	// rebuild): then every entry is.
+	pull, minIndex, err = n.diff(encodedClientAllocs(t, 38, map[string]uint64{"a": 10, "b": 32, "d": 35}), 40)
+	if err != nil || fmt.Sprint(pull) != "[d]" || minIndex != 35 {
+		t.Fatalf("pull %v wait for %d (%v); want [d] and 35", pull, minIndex, err)
 	}
 }

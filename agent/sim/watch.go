@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/drover-project/drover/agent/client/allocwatch"
@@ -21,11 +22,21 @@ import (
 func (n *simNode) watch() {
 	b := backoff.New(n.s.cfg.RetryBase, n.s.cfg.RetryLimit)
 	var w allocwatch.Index
+	// The request and the two replies are reused from one query to the
+	// next: the transport is done with a request when the call returns,
+	// and each reply is released once read.
+	req := &structs.NodeSpecificRequest{NodeID: n.node.ID, SecretID: n.node.SecretID}
+	var watchReply, fetchReply rawReply
+	var acted uint64 // index of the last answer acted on
 	for !n.s.stopping() {
-		req := &structs.NodeSpecificRequest{NodeID: n.node.ID, SecretID: n.node.SecretID,
-			QueryOptions: w.Options(n.s.cfg.Region, n.s.cfg.MaxQueryTime)}
-		var resp structs.NodeClientAllocsResponse
-		if err := n.rpc("Node.GetClientAllocs", req, &resp); err != nil {
+		req.QueryOptions = w.Options(n.s.cfg.Region, n.s.cfg.MaxQueryTime)
+		err := n.rpc("Node.GetClientAllocs", req, &watchReply)
+		var resp clientAllocs
+		if err == nil {
+			resp, err = readClientAllocs(watchReply.body)
+		}
+		if err != nil {
+			watchReply.release()
 			if n.s.stopping() {
 				return
 			}
@@ -36,75 +47,123 @@ func (n *simNode) watch() {
 			}
 			continue
 		}
-		if !w.Accept(resp.Index) {
+		if !w.Accept(resp.index) {
+			watchReply.release()
 			continue // confirm with the leader first
 		}
-		if pull, minIndex := n.diff(resp.Allocs); len(pull) > 0 {
-			allocs, err := n.fetch(pull, minIndex)
-			if err != nil {
-				if n.s.stopping() {
-					return
-				}
-				n.s.counters.watchErrors.Add(1)
-				n.s.logger.Debug("fetching allocations failed; will retry", "node_id", n.node.ID, "error", err, "count", len(pull))
-				if !n.s.sleep(b.Next()) {
-					return
-				}
-				continue
+		pull, minIndex, err := n.diff(&resp, acted)
+		watchReply.release()
+		if err == nil && len(pull) > 0 {
+			var allocs []wireAlloc
+			allocs, err = n.fetch(pull, minIndex, &fetchReply)
+			if err == nil {
+				n.apply(allocs)
 			}
-			n.apply(allocs)
+			fetchReply.release()
+			if err != nil {
+				err = fmt.Errorf("fetching %d allocations: %w", len(pull), err)
+			}
+		}
+		if err != nil {
+			if n.s.stopping() {
+				return
+			}
+			n.s.counters.watchErrors.Add(1)
+			n.s.logger.Debug("watching allocations failed; will retry", "node_id", n.node.ID, "error", err)
+			if !n.s.sleep(b.Next()) {
+				return
+			}
+			continue
 		}
 		b.Reset()
-		w.Done(resp.Index)
+		w.Done(resp.index)
+		acted = resp.index
 	}
 }
 
 // diff compares the servers' map with what the node knows: it returns the
 // IDs to fetch (new or modified) with the index the fetch must wait for,
 // and forgets allocations the servers no longer list (cancelling their
-// timers).
+// timers). It reads the map as encoded: IDs are copied only to be pulled.
+//
+// acted is the index of the last answer the node acted on (0 for none).
+// When this answer is not below it, an entry at or below acted is known
+// without looking it up: it was in that answer too (an answer's index is
+// the highest AllocModifyIndex of the same state it lists, so the state
+// held every allocation modified at or before it), with the same index,
+// and acting on that answer fetched it if needed. Only a wake-up's new
+// entries cost a lookup.
 //
 // The fetch waits for the highest AllocModifyIndex among the pulled
 // allocations, not for the watch's index: that one may be another
 // allocation's (or the node's CreateIndex), and Alloc.GetAllocs (whose
 // index is the highest ModifyIndex of the allocations asked for) would
 // then block until its timeout.
-func (n *simNode) diff(server map[string]uint64) (pull []string, minIndex uint64) {
+func (n *simNode) diff(server *clientAllocs, acted uint64) (pull []string, minIndex uint64, err error) {
+	if server.index < acted {
+		acted = 0 // the leader's answer after a rebuild: compare everything
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for id, idx := range server {
-		if known, ok := n.known[id]; !ok || idx > known {
-			pull = append(pull, id)
-			minIndex = max(minIndex, idx)
+	listed := 0 // known allocations the servers still list
+	for it := server.iter(); ; {
+		if !it.next() {
+			if err := it.err(); err != nil {
+				return nil, 0, fmt.Errorf("reading Node.GetClientAllocs: %w", err)
+			}
+			break
 		}
-	}
-	for id := range n.known {
-		if _, ok := server[id]; ok {
+		if it.index <= acted {
+			listed++
 			continue
 		}
-		delete(n.known, id)
-		if a := n.allocs[id]; a != nil {
-			n.removeLocked(a)
+		known, ok := n.known[string(it.id)]
+		if ok {
+			listed++
+		}
+		if !ok || it.index > known {
+			pull = append(pull, string(it.id))
+			minIndex = max(minIndex, it.index)
+		}
+	}
+	if listed < len(n.known) {
+		// Some are gone (the map's IDs are distinct): find which.
+		ids := make(map[string]struct{}, server.count)
+		for it := server.iter(); it.next(); {
+			ids[string(it.id)] = struct{}{}
+		}
+		for id := range n.known {
+			if _, ok := ids[id]; ok {
+				continue
+			}
+			delete(n.known, id)
+			if a := n.allocs[id]; a != nil {
+				n.removeLocked(a)
+			}
 		}
 	}
 	sort.Strings(pull)
-	return pull, minIndex
+	return pull, minIndex, nil
 }
 
 // fetch gets allocations by ID from a server that has caught up with
-// index (the highest AllocModifyIndex of ids). Every requested allocation
+// index (the highest AllocModifyIndex of ids), into reply (the caller
+// releases it after using what fetch returns). Every requested allocation
 // must come back, else it is an error (retried).
-func (n *simNode) fetch(ids []string, index uint64) ([]*structs.Allocation, error) {
+func (n *simNode) fetch(ids []string, index uint64, reply *rawReply) ([]wireAlloc, error) {
 	req := &structs.AllocsGetRequest{AllocIDs: ids, QueryOptions: structs.QueryOptions{
 		Region: n.s.cfg.Region, MinQueryIndex: index - 1, MaxQueryTime: n.s.cfg.MaxQueryTime, AllowStale: true}}
-	var resp structs.AllocsGetResponse
-	if err := n.rpc("Alloc.GetAllocs", req, &resp); err != nil {
+	if err := n.rpc("Alloc.GetAllocs", req, reply); err != nil {
 		return nil, err
 	}
-	if len(resp.Allocs) != len(ids) {
-		return nil, structs.NewError(structs.ErrCodeNotFound, "asked for %d allocations, got %d", len(ids), len(resp.Allocs))
+	allocs, err := readAllocs(reply.body)
+	if err != nil {
+		return nil, err
 	}
-	return resp.Allocs, nil
+	if len(allocs) != len(ids) {
+		return nil, structs.NewError(structs.ErrCodeNotFound, "asked for %d allocations, got %d", len(ids), len(allocs))
+	}
+	return allocs, nil
 }
 
 // errNoJob is logged for an allocation fetched without its job.
@@ -112,24 +171,26 @@ var errNoJob = errors.New("allocation has no job")
 
 // apply acts on fetched allocations: new ones start (reported running
 // after ReportDelay), ones the servers stopped are reported complete.
-func (n *simNode) apply(allocs []*structs.Allocation) {
+func (n *simNode) apply(allocs []wireAlloc) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, a := range allocs {
-		n.known[a.ID] = a.AllocModifyIndex
-		cur := n.allocs[a.ID]
+	for i := range allocs {
+		a := &allocs[i]
+		id := string(a.id)
+		n.known[id] = a.allocModifyIndex
+		cur := n.allocs[id]
 		switch {
 		case cur == nil:
-			if a.ServerTerminalStatus() || a.ClientTerminalStatus() || a.NodeID != n.node.ID {
+			if a.serverTerminal() || a.clientTerminal() || string(a.nodeID) != n.node.ID {
 				continue // stopped before it ran, finished earlier, or not ours
 			}
 			g, err := n.s.groups.lookup(a, n.s.cfg.RunFor)
 			if err != nil {
-				n.s.logger.Warn("cannot run allocation", "alloc_id", a.ID, "error", err)
+				n.s.logger.Warn("cannot run allocation", "alloc_id", id, "error", err)
 				continue
 			}
-			n.startLocked(a, g)
-		case a.ServerTerminalStatus() && !cur.state.terminal():
+			n.startLocked(id, g)
+		case a.serverTerminal() && !cur.state.terminal():
 			n.stopLocked(cur)
 		}
 	}
