@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/rpc"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -462,9 +463,8 @@ func (st *muxStream) readData(r *bufio.Reader, length uint32) error {
 		*st.buf = (*st.buf)[:0]
 		st.scan.reset(2) // rpc.Response header, then the body
 	}
-	b := *st.buf
-	n := len(b)
-	b = append(b, make([]byte, length)...)
+	n := len(*st.buf)
+	b := slices.Grow(*st.buf, int(length))[:n+int(length)] // read over, not cleared
 	*st.buf = b
 	if _, err := io.ReadFull(r, b[n:]); err != nil {
 		return err
@@ -554,14 +554,14 @@ func (st *muxStream) call(method string, args, reply any) error {
 	if !st.broken.Load() {
 		st.s.release(st)
 	}
+	if err == nil {
+		return nil
+	}
 	var serverErr rpc.ServerError
 	if errors.As(err, &serverErr) {
 		return structs.DecodeRPCError(string(serverErr))
 	}
-	if err != nil {
-		return fmt.Errorf("sim: rpc %s to %s: %w", method, st.s.addr, err)
-	}
-	return nil
+	return fmt.Errorf("sim: rpc %s to %s: %w", method, st.s.addr, err)
 }
 
 // abandon gives up a stream in an unknown state: it is reset and

@@ -57,7 +57,7 @@ func (n *simNode) watch() {
 			var allocs []wireAlloc
 			allocs, err = n.fetch(pull, minIndex, &fetchReply)
 			if err == nil {
-				n.apply(allocs)
+				n.apply(allocs, pull)
 			}
 			fetchReply.release()
 			if err != nil {
@@ -170,13 +170,20 @@ func (n *simNode) fetch(ids []string, index uint64, reply *rawReply) ([]wireAllo
 var errNoJob = errors.New("allocation has no job")
 
 // apply acts on fetched allocations: new ones start (reported running
-// after ReportDelay), ones the servers stopped are reported complete.
-func (n *simNode) apply(allocs []wireAlloc) {
+// after ReportDelay), ones the servers stopped are reported complete. ids
+// are the IDs asked for: the servers answer in that order, so an
+// allocation's ID string is usually ids[i], not a new copy.
+func (n *simNode) apply(allocs []wireAlloc, ids []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for i := range allocs {
 		a := &allocs[i]
-		id := string(a.id)
+		var id string
+		if i < len(ids) && ids[i] == string(a.id) {
+			id = ids[i]
+		} else {
+			id = string(a.id)
+		}
 		n.known[id] = a.allocModifyIndex
 		cur := n.allocs[id]
 		switch {

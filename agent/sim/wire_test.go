@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
+	"github.com/drover-project/drover/internal/clock"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -379,5 +380,49 @@ func BenchmarkScanAllocs(b *testing.B) {
 		if done, err := s.scan(body); !done || err != nil {
 			b.Fatal(done, err)
 		}
+	}
+}
+
+// TestApplyFetchedAllocations: a node starts the allocations placed on it
+// that are not terminal and remembers every one it was sent, whatever the
+// order of the IDs it asked for.
+func TestApplyFetchedAllocations(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1700000000, 0))
+	s, err := New(&Config{Servers: []string{"x"}, Nodes: 1, Transports: []Transport{nopTransport{}}, ReportDelay: time.Second, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	n := s.nodes[0]
+	job := batchJob("j", 3, map[string]any{"run_for": "1h"})
+	run, stopped, elsewhere := wireTestAlloc(0, job), wireTestAlloc(1, job), wireTestAlloc(2, job)
+	for _, a := range []*structs.Allocation{run, stopped} {
+		a.NodeID = n.node.ID
+	}
+	stopped.DesiredStatus = structs.AllocDesiredStatusStop
+	read := func(in ...*structs.Allocation) []wireAlloc {
+		allocs, err := readAllocs(encodeAll(t, &structs.AllocsGetResponse{Allocs: in}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return allocs
+	}
+	for _, ids := range [][]string{{run.ID, stopped.ID, elsewhere.ID}, {elsewhere.ID, run.ID}, nil} {
+		n.apply(read(run, stopped, elsewhere), ids)
+		if len(n.known) != 3 || n.known[run.ID] != run.AllocModifyIndex || n.known[stopped.ID] != stopped.AllocModifyIndex ||
+			n.known[elsewhere.ID] != elsewhere.AllocModifyIndex {
+			t.Fatalf("ids %v: known %v", ids, n.known)
+		}
+		if len(n.allocs) != 1 || n.allocs[run.ID] == nil || n.allocs[run.ID].state != allocPending || s.Stats().AllocsPending != 1 {
+			t.Fatalf("ids %v: allocations %v, %d pending", ids, n.allocs, s.Stats().AllocsPending)
+		}
+	}
+	// The servers stop it before it runs: it is reported stopped after
+	// ReportDelay, never running.
+	run.DesiredStatus, run.AllocModifyIndex = structs.AllocDesiredStatusStop, run.AllocModifyIndex+10
+	n.apply(read(run), []string{run.ID})
+	clk.Advance(time.Second)
+	if st := s.Stats(); n.known[run.ID] != run.AllocModifyIndex || st.AllocsStopped != 1 || st.AllocsPending != 0 || st.AllocsRunning != 0 {
+		t.Fatalf("after the stop: known at %d; %s", n.known[run.ID], st)
 	}
 }
