@@ -44,7 +44,20 @@ func (e *Eval) Dequeue(args *structs.EvalDequeueRequest, reply *structs.EvalDequ
 	timeout = min(timeout, maxDequeueTimeout)
 	ctx, cancel := context.WithTimeout(s.shutdownCtx, timeout)
 	defer cancel()
-	eval, token, index, err := s.dequeueEval(ctx, args.Schedulers, false)
+	eval, token, index, err := s.dequeueEval(ctx, args.Schedulers, args.LocalWorker)
+	for errors.Is(err, structs.ErrBrokerDisabled) && s.IsLeader() && !s.leaderEstablished.Load() {
+		// Elected, the broker not yet enabled: wait for it here rather
+		// than send the worker into its error backoff.
+		changed := s.leaderChange.wait()
+		if !s.leaderEstablished.Load() {
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return nil // an empty answer, as on a timeout
+			}
+		}
+		eval, token, index, err = s.dequeueEval(ctx, args.Schedulers, args.LocalWorker)
+	}
 	if err != nil {
 		return err
 	}

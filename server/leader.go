@@ -78,6 +78,7 @@ func (s *Server) leaderLoop(stopCh, doneCh chan struct{}) {
 		measureSince(metricLeaderBarrier, start)
 		if err == nil {
 			s.leaderReady.Store(true)
+			s.leaderChange.notify() // requests waiting here may be served now
 			established, err = s.establishLeadership()
 			if err == nil {
 				break
@@ -91,6 +92,7 @@ func (s *Server) leaderLoop(stopCh, doneCh chan struct{}) {
 		}
 	}
 	s.leaderEstablished.Store(true)
+	s.leaderChange.notify() // dequeues waiting for the broker may go on
 	defer func() {
 		s.leaderReady.Store(false)
 		s.leaderEstablished.Store(false)

@@ -118,6 +118,7 @@ func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (
 	defer cancel()
 	b := backoff.New(leaderWaitBase, leaderWaitLimit)
 	for {
+		changed := s.leaderChange.wait()
 		switch {
 		case s.IsLeader():
 			if s.leaderReady.Load() {
@@ -143,7 +144,7 @@ func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (
 				s.logger.Debug("forward to leader failed; retrying", "method", method, "leader", leader, "error", err)
 			}
 		}
-		if b.Wait(ctx) != nil {
+		if waitLeaderChange(ctx, b, changed) != nil {
 			if s.isShutdown() {
 				return true, structs.ErrShutdown
 			}

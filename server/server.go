@@ -71,6 +71,9 @@ type Server struct {
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{} // accepted connections; nil once shut down; guarded by connsMu
 
+	// leaderChange wakes requests waiting for a leader (see forward).
+	leaderChange changeSignal
+
 	shutdownMu     sync.Mutex
 	shutdown       bool // guarded by shutdownMu
 	shutdownCh     chan struct{}
@@ -167,10 +170,11 @@ func (s *Server) start() error {
 		}
 	}
 
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go s.listen()
 	go s.monitorLeadership()
 	go s.joinLoop()
+	go s.watchLeaderChanges()
 	s.startWorkers()
 	s.logger.Info("server started", "node_id", s.nodeID, "bootstrap_expect", s.config.BootstrapExpect,
 		"had_state", s.hadState)

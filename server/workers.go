@@ -99,7 +99,9 @@ func (c *leaderClient) Dequeue(ctx context.Context, schedulers []string, timeout
 		defer cancel()
 		return c.s.dequeueEval(ctx, schedulers, true)
 	}
-	args := &structs.EvalDequeueRequest{Schedulers: schedulers, Timeout: timeout}
+	// Served here if this server becomes the leader while the call waits
+	// for one (the broker then wakes it first); forwarded, it is remote.
+	args := &structs.EvalDequeueRequest{Schedulers: schedulers, Timeout: timeout, LocalWorker: true}
 	var reply structs.EvalDequeueResponse
 	if err := c.s.RPC("Eval.Dequeue", args, &reply); err != nil {
 		return nil, "", 0, err

@@ -38,6 +38,10 @@ import "time"
 type EvalDequeueRequest struct {
 	Schedulers []string
 	Timeout    time.Duration
+	// LocalWorker marks a call from a worker in the serving process
+	// itself (Server.RPC): the broker wakes such callers before remote
+	// ones. It never crosses the wire, so a forwarded request is remote.
+	LocalWorker bool `codec:"-" json:"-"`
 	WriteRequest
 }
 
