@@ -11,7 +11,8 @@
 // are defined in package pool, see pool.ProtocolRPC and pool.ProtocolRaft):
 //
 //	0x01 RPC   a yamux session; every stream carries msgpack net/rpc
-//	           (net-rpc-msgpackrpc with structs.MsgpackHandle).
+//	           (structs.MsgpackHandle; the codec is internal/msgpackrpc,
+//	           byte-compatible with net-rpc-msgpackrpc).
 //	0x02 Raft  a hashicorp/raft NetworkTransport connection.
 //
 // Because both share the port, a server's Raft address is its RPC address:

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	msgpackrpc "github.com/hashicorp/net-rpc-msgpackrpc/v2"
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/yamux"
 
 	"github.com/drover-project/drover/internal/backoff"
+	"github.com/drover-project/drover/internal/msgpackrpc"
 	"github.com/drover-project/drover/internal/netutil"
 	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
@@ -115,7 +115,7 @@ func (s *Server) serveMux(conn net.Conn) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			codec := msgpackrpc.NewCodecFromHandle(true, true, stream, structs.MsgpackHandle)
+			codec := msgpackrpc.NewCodec(stream, structs.MsgpackHandle)
 			s.rpcServer.ServeCodec(codec) // returns when the stream closes; closes the codec
 		}()
 	}

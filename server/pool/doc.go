@@ -1,6 +1,7 @@
 // Package pool is the client side of Drover's RPC: a pool of yamux sessions,
 // one per remote server address, over which each call opens (or reuses) a
-// stream carrying msgpack net/rpc.
+// stream carrying msgpack net/rpc (internal/msgpackrpc's codec, which
+// talks to servers using net-rpc-msgpackrpc's as well).
 //
 // Errors returned by the remote endpoint come back typed: the pool decodes
 // them with structs.DecodeRPCError, so callers use errors.Is against the

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	msgpackrpc "github.com/hashicorp/net-rpc-msgpackrpc/v2"
 	"github.com/hashicorp/yamux"
 
+	"github.com/drover-project/drover/internal/msgpackrpc"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -400,7 +400,7 @@ func (c *conn) getStream() (*stream, error) {
 	}
 	return &stream{
 		conn:  nc,
-		codec: msgpackrpc.NewCodecFromHandle(true, true, nc, structs.MsgpackHandle),
+		codec: msgpackrpc.NewCodec(nc, structs.MsgpackHandle),
 	}, nil
 }
 
