@@ -427,14 +427,16 @@ func (s *StateStore) AllocsByIDPrefix(ws memdb.WatchSet, prefix string) ([]*stru
 	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexID+prefixSuffix, prefix)
 }
 
-// AllocsByJob returns the job's allocations, sorted by ID.
+// AllocsByJob returns the job's allocations, sorted by ID. ws wakes when
+// one is added, removed or changed (see alloc_keys.go for the watches).
 func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Allocation, error) {
-	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexJob, defaultNamespace(namespace), jobID)
+	return allocsByKeyTxn(s.db.Txn(false), ws, nil, IndexID, defaultNamespace(namespace), jobID)
 }
 
-// AllocsByNode returns the node's allocations, sorted by ID.
+// AllocsByNode returns the node's allocations, sorted by ID. ws wakes
+// when one is added, removed or changed (see alloc_keys.go).
 func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
-	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexNode, nodeID)
+	return allocsByKeyTxn(s.db.Txn(false), ws, nil, IndexNode, nodeID)
 }
 
 // AllocsByEval returns the allocations whose EvalID is the evaluation's,
@@ -452,15 +454,8 @@ func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.
 		return nil, nil
 	}
 	eval := raw.(*structs.Evaluation)
-	all, err := listTxn[structs.Allocation](txn, ws, TableAllocs, IndexJob, defaultNamespace(eval.Namespace), eval.JobID)
-	if err != nil {
-		return nil, err
-	}
-	var out []*structs.Allocation
-	for _, a := range all {
-		if a.EvalID == evalID {
-			out = append(out, a)
-		}
-	}
-	return out, nil
+	// Every allocation of the job is watched: an in-place update may
+	// give one this evaluation's ID.
+	return allocsByKeyTxn(txn, ws, func(a *structs.Allocation) bool { return a.EvalID == evalID },
+		IndexID, defaultNamespace(eval.Namespace), eval.JobID)
 }

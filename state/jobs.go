@@ -167,16 +167,17 @@ func jobStatusTxn(txn *writeTxn, job *structs.Job, liveEval bool) (string, error
 	if job.Stop {
 		return structs.JobStatusDead, nil
 	}
-	allocs, err := txn.get(TableAllocs, IndexJob, job.Namespace, job.ID)
+	hasAny, live := false, false
+	err := txn.eachAlloc(IndexID, func(a *structs.Allocation) bool {
+		hasAny = true
+		live = !a.TerminalStatus()
+		return !live
+	}, job.Namespace, job.ID)
 	if err != nil {
 		return "", fmt.Errorf("state: allocs by job: %w", err)
 	}
-	hasAny := false
-	for raw := allocs.Next(); raw != nil; raw = allocs.Next() {
-		hasAny = true
-		if !raw.(*structs.Allocation).TerminalStatus() {
-			return structs.JobStatusRunning, nil
-		}
+	if live {
+		return structs.JobStatusRunning, nil
 	}
 	if liveEval {
 		return structs.JobStatusPending, nil

@@ -81,25 +81,6 @@ func liveOnNode(a *structs.Allocation) bool {
 	return a != nil && a.NodeID != "" && !a.TerminalStatus()
 }
 
-// insertAlloc inserts or replaces allocation a; prev is the row it
-// replaces (nil when new), as the transaction holds it.
-func (w *writeTxn) insertAlloc(prev, a *structs.Allocation) error {
-	if err := w.put(TableAllocs, a); err != nil {
-		return fmt.Errorf("state: inserting alloc %q: %w", a.ID, err)
-	}
-	w.allocChanged(prev, a)
-	return nil
-}
-
-// deleteAlloc removes allocation a, which must be stored.
-func (w *writeTxn) deleteAlloc(a *structs.Allocation) error {
-	if err := w.remove(TableAllocs, a); err != nil {
-		return fmt.Errorf("state: deleting alloc %q: %w", a.ID, err)
-	}
-	w.allocChanged(a, nil)
-	return nil
-}
-
 // allocChanged records that allocation prev (nil: none) became next (nil:
 // deleted) in the write in progress. A write that keeps the node, the
 // AllocModifyIndex and the usage (the common client update) records
@@ -280,18 +261,15 @@ func (w *writeTxn) nodeAllocsNodeDeleted(nodeID string) error {
 }
 
 // maxAllocModifyIndex scans the node's allocations as the transaction
-// holds them. It reads the allocs table's node index, so it must only run
+// holds them. It reads the key table's node index, so it should only run
 // once the transaction writes no more allocations (see writeTxn).
 func (w *writeTxn) maxAllocModifyIndex(nodeID string) (uint64, error) {
-	iter, err := w.get(TableAllocs, IndexNode, nodeID)
-	if err != nil {
-		return 0, err
-	}
 	var high uint64
-	for raw := iter.Next(); raw != nil; raw = iter.Next() {
-		high = max(high, raw.(*structs.Allocation).AllocModifyIndex)
-	}
-	return high, nil
+	err := w.eachAlloc(IndexNode, func(a *structs.Allocation) bool {
+		high = max(high, a.AllocModifyIndex)
+		return true
+	}, nodeID)
+	return high, err
 }
 
 // nodeAllocsRow returns the node's row, or nil, and adds its watch to ws.

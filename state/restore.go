@@ -66,9 +66,13 @@ func (r *StateRestore) NodeRestore(n *structs.Node) error {
 // EvalRestore loads an evaluation.
 func (r *StateRestore) EvalRestore(e *structs.Evaluation) error { return r.insert(TableEvals, e) }
 
-// AllocRestore loads an allocation (its Job already set by the caller).
+// AllocRestore loads an allocation (its Job already set by the caller)
+// and its key row (alloc_keys.go).
 func (r *StateRestore) AllocRestore(a *structs.Allocation) error {
 	if err := r.insert(TableAllocs, a); err != nil {
+		return err
+	}
+	if err := r.insert(TableAllocKeys, keyOf(a)); err != nil {
 		return err
 	}
 	r.nodes.add(a)

@@ -21,6 +21,11 @@ const (
 	// per node with its usage and allocation index (see node_allocs.go).
 	// It is not in Tables and has no index table row.
 	TableNodeAllocs = "node_allocs"
+	// TableAllocKeys is derived from the allocs table: one row per
+	// allocation with its ID, namespace, job and node, indexed by job
+	// (the primary key) and by node (see alloc_keys.go). It is not in
+	// Tables and has no index table row.
+	TableAllocKeys = "alloc_keys"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -165,9 +170,8 @@ func pair(a, b string) []byte {
 	return out
 }
 
-// Lengths of primary keys, which memdb appends to non-unique index keys.
-func evalKeyLen(e *structs.Evaluation) int  { return len(e.ID) + 1 }
-func allocKeyLen(a *structs.Allocation) int { return len(a.ID) + 1 }
+// Length of the primary key, which memdb appends to non-unique index keys.
+func evalKeyLen(e *structs.Evaluation) int { return len(e.ID) + 1 }
 
 func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
@@ -214,11 +218,16 @@ func schema() *memdb.DBSchema {
 			Name: TableAllocs,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true,
-					Indexer: fieldIndex[structs.Allocation]{get: func(a *structs.Allocation) string { return a.ID }}},
-				IndexJob: {Name: IndexJob, AllowMissing: true,
-					Indexer: pairIndex[structs.Allocation]{get: func(a *structs.Allocation) (string, string) { return a.Namespace, a.JobID }, spare: allocKeyLen}},
-				IndexNode: {Name: IndexNode, AllowMissing: true,
-					Indexer: fieldIndex[structs.Allocation]{get: func(a *structs.Allocation) string { return a.NodeID }, spare: allocKeyLen}},
+					Indexer: allocIDIndex{fieldIndex[structs.Allocation]{get: func(a *structs.Allocation) string { return a.ID }}}},
+			},
+		},
+		TableAllocKeys: {
+			Name: TableAllocKeys,
+			Indexes: map[string]*memdb.IndexSchema{
+				// The primary key orders by job: (namespace, job ID,
+				// allocation ID).
+				IndexID:   {Name: IndexID, Unique: true, Indexer: allocKeyJobIndex{}},
+				IndexNode: {Name: IndexNode, Unique: true, AllowMissing: true, Indexer: allocKeyNodeIndex{}},
 			},
 		},
 	}}
