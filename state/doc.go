@@ -24,6 +24,17 @@
 // node's row once, at commit. Snapshots do not carry the rows; a restore
 // rebuilds them from the nodes and allocations.
 //
+// Allocations are stored by ID alone; what they are read by (job, node)
+// lives in a derived table of small immutable key rows, one per allocation
+// (alloc_keys.go), written only when an allocation is created, moved or
+// deleted. So the common allocation write (a client update, a stop, an
+// in-place update) inserts into one radix tree, and leaves the key rows
+// and their watchers alone. Reads by job, node or evaluation iterate the keys and
+// fetch each allocation by ID; with a watch set they watch the key prefix
+// and each returned row (up to allocWatchRows, else the allocs table's
+// index row: coarse but never missing a change). The key rows are rebuilt
+// on restore like the per-node rows.
+//
 // This package must never:
 //   - mutate an object after it has been handed to a reader (writers copy,
 //     change the copy, and insert the copy);
