@@ -45,11 +45,20 @@ import (
 // allocKey is a row of the alloc_keys table. Rows are immutable.
 type allocKey struct {
 	ID, Namespace, JobID, NodeID string
-	// lookup is the allocation's key in the allocs table (ID, NUL),
-	// built once: reads by key pass the row itself as the argument of a
-	// lookup by ID, which then allocates neither the key nor an
-	// interface for the argument.
-	lookup []byte
+	// jobKey and nodeKey are the row's index keys (namespace, job ID,
+	// allocation ID; node ID, allocation ID; each NUL-terminated; nodeKey
+	// is nil without a node), built once, in one buffer, by keyOf: the
+	// indexers hand them to memdb as they are. jobKey ends with the
+	// allocation's key in the allocs table (see lookup).
+	jobKey, nodeKey []byte
+}
+
+// lookup returns the allocation's key in the allocs table (ID, NUL): a
+// read by key passes the row itself to a lookup by ID, which then
+// allocates neither the key nor an interface for the argument.
+func (k *allocKey) lookup() []byte {
+	n := len(k.jobKey)
+	return k.jobKey[n-len(k.ID)-1 : n : n]
 }
 
 // allocIDIndex is the primary index of the allocs table: a lookup takes
@@ -61,7 +70,7 @@ type allocIDIndex struct {
 func (x allocIDIndex) FromArgs(args ...any) ([]byte, error) {
 	if len(args) == 1 {
 		if k, ok := args[0].(*allocKey); ok {
-			return k.lookup, nil
+			return k.lookup(), nil
 		}
 	}
 	return x.fieldIndex.FromArgs(args...)
@@ -74,7 +83,19 @@ func (x allocIDIndex) FromArgs(args ...any) ([]byte, error) {
 const allocWatchRows = 32
 
 func keyOf(a *structs.Allocation) *allocKey {
-	return &allocKey{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, NodeID: a.NodeID, lookup: terminated(a.ID)}
+	k := &allocKey{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, NodeID: a.NodeID}
+	size := len(a.Namespace) + len(a.JobID) + len(a.ID) + 3
+	if a.NodeID != "" {
+		size += len(a.NodeID) + len(a.ID) + 2
+	}
+	buf := make([]byte, 0, size)
+	buf = appendTerminated(appendTerminated(appendTerminated(buf, a.Namespace), a.JobID), a.ID)
+	k.jobKey = buf[:len(buf):len(buf)]
+	if a.NodeID != "" {
+		buf = appendTerminated(appendTerminated(buf, a.NodeID), a.ID)
+		k.nodeKey = buf[len(k.jobKey):len(buf):len(buf)]
+	}
+	return k
 }
 
 // sameKey reports whether two versions of an allocation have the same key
@@ -84,7 +105,7 @@ func sameKey(a, b *structs.Allocation) bool {
 }
 
 // allocKeyJobIndex is the primary index of alloc_keys: namespace, job ID,
-// allocation ID (each NUL-terminated). FromArgs takes two arguments
+// allocation ID (each NUL-terminated; the row's jobKey). FromArgs takes two arguments
 // (namespace, job ID: the job's prefix, which Get scans) or three (one
 // row).
 type allocKeyJobIndex struct{}
@@ -94,8 +115,7 @@ func (allocKeyJobIndex) FromObject(obj any) (bool, []byte, error) {
 	if !ok {
 		return false, nil, fmt.Errorf("state: index expects %T, got %T", k, obj)
 	}
-	b := make([]byte, 0, len(k.Namespace)+len(k.JobID)+len(k.ID)+3)
-	return true, appendTerminated(appendTerminated(appendTerminated(b, k.Namespace), k.JobID), k.ID), nil
+	return true, k.jobKey, nil
 }
 
 func (allocKeyJobIndex) FromArgs(args ...any) ([]byte, error) {
@@ -113,7 +133,8 @@ func (allocKeyJobIndex) FromArgs(args ...any) ([]byte, error) {
 	return b, nil
 }
 
-// allocKeyNodeIndex indexes alloc_keys by node ID, allocation ID. FromArgs
+// allocKeyNodeIndex indexes alloc_keys by node ID, allocation ID (the
+// row's nodeKey). FromArgs
 // takes the node ID (the node's prefix, which Get scans).
 type allocKeyNodeIndex struct{}
 
@@ -122,11 +143,7 @@ func (allocKeyNodeIndex) FromObject(obj any) (bool, []byte, error) {
 	if !ok {
 		return false, nil, fmt.Errorf("state: index expects %T, got %T", k, obj)
 	}
-	if k.NodeID == "" {
-		return false, nil, nil
-	}
-	b := make([]byte, 0, len(k.NodeID)+len(k.ID)+2)
-	return true, appendTerminated(appendTerminated(b, k.NodeID), k.ID), nil
+	return k.nodeKey != nil, k.nodeKey, nil
 }
 
 func (allocKeyNodeIndex) FromArgs(args ...any) ([]byte, error) {

@@ -63,7 +63,9 @@ func (c *allocKeysChecker) check(t *rapid.T, s *StateStore, when string) {
 	for _, a := range allocs {
 		want := keyValues{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, NodeID: a.NodeID}
 		got := rows[a.ID]
-		if got == nil || got.values() != want || string(got.lookup) != a.ID+"\x00" {
+		if got == nil || got.values() != want || string(got.lookup()) != a.ID+"\x00" ||
+			string(got.jobKey) != a.Namespace+"\x00"+a.JobID+"\x00"+a.ID+"\x00" ||
+			(a.NodeID == "") != (got.nodeKey == nil) || a.NodeID != "" && string(got.nodeKey) != a.NodeID+"\x00"+a.ID+"\x00" {
 			t.Fatalf("%s: key row of %q is %+v, want %+v", when, a.ID, got, want)
 		}
 		// Two ways give a row the values it had in one transaction: a
