@@ -257,15 +257,13 @@ func (q *clientAllocsQuery) result() (map[string]uint64, uint64, error) {
 	if q.missing != nil {
 		return nil, 0, q.missing
 	}
-	allocs, err := q.st.AllocsByNode(nil, q.nodeID)
+	out, err := q.st.ClientAllocIndexes(q.nodeID)
 	if err != nil {
 		return nil, 0, err
 	}
 	index := q.createIndex
-	out := make(map[string]uint64, len(allocs))
-	for _, a := range allocs {
-		out[a.ID] = a.AllocModifyIndex
-		index = max(index, a.AllocModifyIndex)
+	for _, i := range out {
+		index = max(index, i)
 	}
 	return out, index, nil
 }

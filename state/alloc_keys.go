@@ -10,12 +10,15 @@ import (
 
 // Allocation keys: the allocs table holds the allocations by ID alone, and
 // the alloc_keys table holds one small row per allocation with what the
-// reads by job and by node order on: {ID, Namespace, JobID, NodeID}. An
-// allocation's ID, job and node are set when it is created and almost
-// never change, while the allocation itself is rewritten many times (every
-// client status update, every stop or in-place update): such a write
-// touches one radix tree (allocs by ID) instead of three, and leaves the
-// key row as it was (the same object).
+// reads by job and by node order on, {ID, Namespace, JobID, NodeID}, and
+// the allocation's AllocModifyIndex. An allocation's ID, job and node are
+// set when it is created and almost never change, and AllocModifyIndex
+// changes only when the servers change the allocation (a stop, an
+// in-place update, a desired transition), while the allocation itself is
+// rewritten many times more: every client status update touches one radix
+// tree (allocs by ID) instead of three, and leaves the key row as it was
+// (the same object). A client's watch answers from the node's key rows
+// alone (ClientAllocIndexes), without fetching an allocation.
 //
 // The key table has two indexes:
 //
@@ -45,6 +48,10 @@ import (
 // allocKey is a row of the alloc_keys table. Rows are immutable.
 type allocKey struct {
 	ID, Namespace, JobID, NodeID string
+	// AllocModifyIndex is the allocation's: the last server-side change
+	// to it (client updates keep it), so that a client's watch answers
+	// from the node's key rows alone (ClientAllocIndexes).
+	AllocModifyIndex uint64
 	// jobKey and nodeKey are the row's index keys (namespace, job ID,
 	// allocation ID; node ID, allocation ID; each NUL-terminated; nodeKey
 	// is nil without a node), built once, in one buffer, by keyOf: the
@@ -83,7 +90,7 @@ func (x allocIDIndex) FromArgs(args ...any) ([]byte, error) {
 const allocWatchRows = 32
 
 func keyOf(a *structs.Allocation) *allocKey {
-	k := &allocKey{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, NodeID: a.NodeID}
+	k := &allocKey{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, NodeID: a.NodeID, AllocModifyIndex: a.AllocModifyIndex}
 	size := len(a.Namespace) + len(a.JobID) + len(a.ID) + 3
 	if a.NodeID != "" {
 		size += len(a.NodeID) + len(a.ID) + 2
@@ -101,7 +108,28 @@ func keyOf(a *structs.Allocation) *allocKey {
 // sameKey reports whether two versions of an allocation have the same key
 // row.
 func sameKey(a, b *structs.Allocation) bool {
-	return a.ID == b.ID && a.Namespace == b.Namespace && a.JobID == b.JobID && a.NodeID == b.NodeID
+	return a.ID == b.ID && a.Namespace == b.Namespace && a.JobID == b.JobID && a.NodeID == b.NodeID &&
+		a.AllocModifyIndex == b.AllocModifyIndex
+}
+
+// ClientAllocIndexes returns the AllocModifyIndex of every allocation on
+// the node, by allocation ID, read from the node's key rows alone: what a
+// client's watch (Node.GetClientAllocs) answers. It does not watch; the
+// watch waits on the node's node_allocs row.
+func (s *StateStore) ClientAllocIndexes(nodeID string) (map[string]uint64, error) {
+	iter, err := s.db.Txn(false).Get(TableAllocKeys, IndexNode, nodeID)
+	if err != nil {
+		return nil, fmt.Errorf("state: reading %s by %s: %w", TableAllocKeys, IndexNode, err)
+	}
+	var keys []*allocKey
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		keys = append(keys, raw.(*allocKey))
+	}
+	out := make(map[string]uint64, len(keys))
+	for _, k := range keys {
+		out[k.ID] = k.AllocModifyIndex
+	}
+	return out, nil
 }
 
 // allocKeyJobIndex is the primary index of alloc_keys: namespace, job ID,

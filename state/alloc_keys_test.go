@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -30,9 +31,14 @@ func allocKeyRows(t fataler, s *StateStore) map[string]*allocKey {
 }
 
 // keyValues is a key row without its lookup key, for comparisons.
-type keyValues struct{ ID, Namespace, JobID, NodeID string }
+type keyValues struct {
+	ID, Namespace, JobID, NodeID string
+	AllocModifyIndex             uint64
+}
 
-func (k *allocKey) values() keyValues { return keyValues{k.ID, k.Namespace, k.JobID, k.NodeID} }
+func (k *allocKey) values() keyValues {
+	return keyValues{k.ID, k.Namespace, k.JobID, k.NodeID, k.AllocModifyIndex}
+}
 
 // TestAllocKeysProperty applies random sequences of allocation writes
 // (alone and batched, some aborted) and restores, and checks after every
@@ -61,7 +67,7 @@ func (c *allocKeysChecker) check(t *rapid.T, s *StateStore, when string) {
 	byJob := map[structs.NamespacedID][]string{}
 	byNode := map[string][]string{}
 	for _, a := range allocs {
-		want := keyValues{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, NodeID: a.NodeID}
+		want := keyValues{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, NodeID: a.NodeID, AllocModifyIndex: a.AllocModifyIndex}
 		got := rows[a.ID]
 		if got == nil || got.values() != want || string(got.lookup()) != a.ID+"\x00" ||
 			string(got.jobKey) != a.Namespace+"\x00"+a.JobID+"\x00"+a.ID+"\x00" ||
@@ -99,6 +105,17 @@ func (c *allocKeysChecker) check(t *rapid.T, s *StateStore, when string) {
 		if got := ids(s.AllocsByNode(memdb.NewWatchSet(), node)); !slices.Equal(got, byNode[node]) {
 			t.Fatalf("%s: AllocsByNode(%q) = %v, want %v", when, node, got, byNode[node])
 		}
+		idx, err := s.ClientAllocIndexes(node)
+		ok(t, err)
+		want := map[string]uint64{}
+		for _, a := range allocs {
+			if a.NodeID == node {
+				want[a.ID] = a.AllocModifyIndex
+			}
+		}
+		if !maps.Equal(idx, want) {
+			t.Fatalf("%s: ClientAllocIndexes(%q) = %v, want %v", when, node, idx, want)
+		}
 	}
 	c.last, c.rows = s, rows
 }
@@ -116,7 +133,7 @@ func TestAllocKeyRowKept(t *testing.T) {
 	must(t, s.UpsertPlanResults(2, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{a}}))
 	row := func() *allocKey { return allocKeyRows(t, s)[id] }
 	first := row()
-	if first == nil || first.values() != (keyValues{ID: id, Namespace: job.Namespace, JobID: job.ID, NodeID: n1.ID}) {
+	if first == nil || first.values() != (keyValues{ID: id, Namespace: job.Namespace, JobID: job.ID, NodeID: n1.ID, AllocModifyIndex: 2}) {
 		t.Fatalf("key row after placement: %+v", first)
 	}
 	stored := func() *structs.Allocation {
@@ -132,16 +149,18 @@ func TestAllocKeyRowKept(t *testing.T) {
 		{"client update", func() error {
 			return s.UpdateAllocsFromClient(3, []*structs.Allocation{{ID: id, ClientStatus: structs.AllocClientStatusRunning}}, nil)
 		}, true},
+		// Server-side changes move AllocModifyIndex, which the row
+		// carries for the client's watch.
 		{"in-place update", func() error {
 			return s.UpsertPlanResults(4, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{stored()}})
-		}, true},
+		}, false},
 		{"desired transition", func() error {
 			migrate := true
 			return s.UpdateAllocsDesiredTransition(5, map[string]*structs.DesiredTransition{id: {Migrate: &migrate}}, 5, nil)
-		}, true},
+		}, false},
 		{"stop", func() error {
 			return s.UpsertPlanResults(6, &structs.ApplyPlanResultsRequest{AllocsStopped: []*structs.Allocation{{ID: id}}})
-		}, true},
+		}, false},
 		{"move to another node", func() error {
 			moved := stored()
 			moved.NodeID = n2.ID
@@ -156,8 +175,9 @@ func TestAllocKeyRowKept(t *testing.T) {
 			if (after == before) != st.same {
 				t.Fatalf("key row %p became %p (%+v); want the same object: %v", before, after, after, st.same)
 			}
-			if after.NodeID != stored().NodeID {
-				t.Fatalf("key row on node %q, allocation on %q", after.NodeID, stored().NodeID)
+			if a := stored(); after.NodeID != a.NodeID || after.AllocModifyIndex != a.AllocModifyIndex {
+				t.Fatalf("key row on node %q at %d, allocation on %q at %d",
+					after.NodeID, after.AllocModifyIndex, a.NodeID, a.AllocModifyIndex)
 			}
 		})
 	}
