@@ -24,15 +24,17 @@
 // The RPC client (mux.go) is the simulator's own, not server/pool: it
 // speaks the same yamux and msgpack RPC to the servers, but with one reader
 // goroutine per session that hands each caller its whole response
-// (msgscan.go finds where it ends), requests framed by their callers and
-// gathered into few writes (netutil.CoalescingConn), and streams kept for reuse.
+// (internal/msgpackread finds where it ends; internal/msgpackrpc writes
+// and reads the rpc headers), requests framed by their callers and
+// gathered into few writes (netutil.CoalescingConn), and streams kept for
+// reuse.
 // With thousands of nodes in one process that is several times cheaper
 // than hashicorp/yamux's per-stream reads and send loop; the servers do
 // the same work either way. The two answers every allocation costs a
 // node (the watch's map of allocation IDs and the fetched allocations)
 // are not decoded into structs: wire.go reads the few fields a node acts
-// on straight from their msgpack (msgread.go), and decodes an
-// allocation's job only for a job version it has not seen.
+// on straight from their msgpack (with a msgpackread.Reader), and decodes
+// an allocation's job only for a job version it has not seen.
 //
 // Allocations are never run: the simulator reports them running after
 // Config.ReportDelay, and, for batch jobs, complete (exit_code 0) or failed

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
+	"github.com/drover-project/drover/internal/msgpackread"
+	"github.com/drover-project/drover/internal/msgpackrpc"
 	"github.com/drover-project/drover/internal/netutil"
 	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
@@ -28,8 +30,9 @@ import (
 //
 //   - One reader goroutine per session reads every frame, appends data to
 //     its stream's response buffer and, once the buffer holds a whole
-//     response (header and body, found by msgScanner without decoding),
-//     hands it to the caller: one wake-up per call, none per frame.
+//     response (header and body, found by a msgpackread.Scanner without
+//     decoding), hands it to the caller: one wake-up per call, none per
+//     frame.
 //   - Callers frame their requests themselves and write them through a
 //     netutil.CoalescingConn that yields before each flush: no send
 //     goroutine to hand each frame to and wait for, and the requests of
@@ -422,9 +425,9 @@ type muxStream struct {
 	done    chan error
 
 	// Used only by the session's reader:
-	buf     *[]byte    // the response arriving (pooled); nil between responses
-	scan    msgScanner // where the response ends
-	unacked uint32     // bytes received, not yet returned to the window
+	buf     *[]byte             // the response arriving (pooled); nil between responses
+	scan    msgpackread.Scanner // where the response ends
+	unacked uint32              // bytes received, not yet returned to the window
 
 	// Used only by the caller:
 	opened bool // SYN sent
@@ -455,13 +458,13 @@ var errStreamFailed = errors.New("sim: stream failed")
 // thousands of callers' goroutines grows and shrinks their stacks over
 // and over), and the outcome goes to the caller. A *rawReply is not
 // decoded: it takes the response buffer, which its caller reads with a
-// msgReader (shallow) and gives back. The bytes go back to the server's
-// window at once (the buffer here is not bounded by it).
+// msgpackread.Reader (shallow) and gives back. The bytes go back to the
+// server's window at once (the buffer here is not bounded by it).
 func (st *muxStream) readData(r *bufio.Reader, length uint32) error {
 	if st.buf == nil {
 		st.buf = responseBufs.Get().(*[]byte)
 		*st.buf = (*st.buf)[:0]
-		st.scan.reset(2) // rpc.Response header, then the body
+		st.scan.Reset(2) // rpc.Response header, then the body
 	}
 	n := len(*st.buf)
 	b := slices.Grow(*st.buf, int(length))[:n+int(length)] // read over, not cleared
@@ -476,13 +479,13 @@ func (st *muxStream) readData(r *bufio.Reader, length uint32) error {
 		}
 		st.unacked = 0
 	}
-	done, err := st.scan.scan(b)
+	done, err := st.scan.Scan(b)
 	if err != nil {
 		return err
 	}
 	if done {
-		if st.scan.pos != len(b) {
-			return fmt.Errorf("stream %d: %d bytes after a response", st.id, len(b)-st.scan.pos)
+		if st.scan.End() != len(b) {
+			return fmt.Errorf("stream %d: %d bytes after a response", st.id, len(b)-st.scan.End())
 		}
 		buf := st.buf
 		st.buf = nil
@@ -666,8 +669,7 @@ var (
 )
 
 // encode frames a request into buf: room for the frame header, the
-// rpc.Request header (written here as the codec writes it: a map of
-// Seq and ServiceMethod), then args.
+// rpc.Request header (as the servers' codec writes it), then args.
 func (e *requestEncoder) encode(method string, seq uint64, args any) error {
 	e.body = e.body[:0]
 	e.enc.ResetBytes(&e.body)
@@ -675,9 +677,7 @@ func (e *requestEncoder) encode(method string, seq uint64, args any) error {
 		return err
 	}
 	b := append(e.buf[:0], make([]byte, yamuxHeaderSize)...)
-	b = append(b, 0x82) // a map of two, in the codec's order
-	b = appendMsgpackUint(appendMsgpackStr(b, "Seq"), seq)
-	b = appendMsgpackStr(appendMsgpackStr(b, "ServiceMethod"), method)
+	b = msgpackrpc.AppendRequestHeader(b, &rpc.Request{ServiceMethod: method, Seq: seq})
 	e.buf = append(b, e.body...)
 	return nil
 }
@@ -703,18 +703,18 @@ func putResponseBuf(buf *[]byte) {
 // any other reply is decoded into, zeroed first.
 func decodeResponse(buf *[]byte, seq uint64, reply any) (kept bool, err error) {
 	b := *buf
-	r := newMsgReader(b)
-	gotSeq, serverErr := readResponseHeader(&r)
-	if r.err != nil {
-		return false, fmt.Errorf("decoding the response header: %w", r.err)
+	r := msgpackread.NewReader(b)
+	h, err := msgpackrpc.ReadResponseHeader(&r)
+	if err != nil {
+		return false, err
 	}
-	if gotSeq != seq {
-		return false, fmt.Errorf("response to request %d on the stream of request %d", gotSeq, seq)
+	if h.Seq != seq {
+		return false, fmt.Errorf("response to request %d on the stream of request %d", h.Seq, seq)
 	}
-	if serverErr != "" {
-		return false, rpc.ServerError(serverErr)
+	if len(h.Error) > 0 {
+		return false, rpc.ServerError(h.Error)
 	}
-	body := b[r.pos:]
+	body := r.Rest()
 	if raw, ok := reply.(*rawReply); ok {
 		raw.take(buf, body)
 		return true, nil

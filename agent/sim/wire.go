@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
+	"github.com/drover-project/drover/internal/msgpackread"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -60,24 +61,6 @@ func (r *rawReply) CodecDecodeSelf(d *codec.Decoder) {
 	r.body = raw
 }
 
-// readResponseHeader reads a net/rpc response header (rpc.Response:
-// ServiceMethod, Seq, Error).
-func readResponseHeader(r *msgReader) (seq uint64, errMsg string) {
-	for n := r.mapLen(); n > 0 && r.err == nil; n-- {
-		switch k := r.str(); {
-		case string(k) == "Seq":
-			seq = r.uint()
-		case string(k) == "Error":
-			if s := r.str(); len(s) > 0 {
-				errMsg = string(s)
-			}
-		default:
-			r.skip()
-		}
-	}
-	return seq, errMsg
-}
-
 // clientAllocs is a Node.GetClientAllocs answer
 // (structs.NodeClientAllocsResponse): its index, and its Allocs map
 // (allocation ID -> AllocModifyIndex) still encoded.
@@ -91,35 +74,35 @@ type clientAllocs struct {
 // that the map is whole, not what it holds; see clientAllocsIter).
 func readClientAllocs(body []byte) (clientAllocs, error) {
 	var out clientAllocs
-	r := newMsgReader(body)
-	for n := r.mapLen(); n > 0 && r.err == nil; n-- {
-		switch k := r.str(); {
+	r := msgpackread.NewReader(body)
+	for n := r.MapLen(); n > 0 && r.Err() == nil; n-- {
+		switch k := r.Str(); {
 		case string(k) == "Index":
-			out.index = r.uint()
+			out.index = r.Uint()
 		case string(k) == "Allocs":
-			out.allocs = r.raw()
+			out.allocs = r.Raw()
 		default:
-			r.skip()
+			r.Skip()
 		}
 	}
 	if out.allocs != nil {
-		m := newMsgReader(out.allocs)
-		out.count = m.mapLen()
-		if m.err != nil {
-			r.fail(m.err)
+		m := msgpackread.NewReader(out.allocs)
+		out.count = m.MapLen()
+		if m.Err() != nil {
+			r.Fail(m.Err())
 		}
 	}
-	if r.err != nil {
-		return clientAllocs{}, fmt.Errorf("reading Node.GetClientAllocs: %w", r.err)
+	if r.Err() != nil {
+		return clientAllocs{}, fmt.Errorf("reading Node.GetClientAllocs: %w", r.Err())
 	}
 	return out, nil
 }
 
 // iter walks the entries of the map.
 func (c *clientAllocs) iter() clientAllocsIter {
-	it := clientAllocsIter{r: newMsgReader(c.allocs)}
+	it := clientAllocsIter{r: msgpackread.NewReader(c.allocs)}
 	if c.allocs != nil {
-		it.left = it.r.mapLen()
+		it.left = it.r.MapLen()
 	}
 	return it
 }
@@ -128,23 +111,23 @@ func (c *clientAllocs) iter() clientAllocsIter {
 // (a view into the answer) and index hold an entry. err says why next
 // stopped early.
 type clientAllocsIter struct {
-	r     msgReader
+	r     msgpackread.Reader
 	left  int
 	id    []byte
 	index uint64
 }
 
 func (it *clientAllocsIter) next() bool {
-	if it.left <= 0 || it.r.err != nil {
+	if it.left <= 0 || it.r.Err() != nil {
 		return false
 	}
 	it.left--
-	it.id = it.r.str()
-	it.index = it.r.uint()
-	return it.r.err == nil
+	it.id = it.r.Str()
+	it.index = it.r.Uint()
+	return it.r.Err() == nil
 }
 
-func (it *clientAllocsIter) err() error { return it.r.err }
+func (it *clientAllocsIter) err() error { return it.r.Err() }
 
 // wireAlloc is what a simulated node reads of an allocation fetched with
 // Alloc.GetAllocs. The byte slices are views into the answer: valid until
@@ -179,30 +162,30 @@ func (a *wireAlloc) clientTerminal() bool {
 // (structs.AllocsGetResponse).
 func readAllocs(body []byte) ([]wireAlloc, error) {
 	var out []wireAlloc
-	r := newMsgReader(body)
-	for n := r.mapLen(); n > 0 && r.err == nil; n-- {
-		if k := r.str(); string(k) != "Allocs" {
-			r.skip()
+	r := msgpackread.NewReader(body)
+	for n := r.MapLen(); n > 0 && r.Err() == nil; n-- {
+		if k := r.Str(); string(k) != "Allocs" {
+			r.Skip()
 			continue
 		}
-		count := r.arrayLen()
-		if r.err != nil {
+		count := r.ArrayLen()
+		if r.Err() != nil {
 			break
 		}
 		out = make([]wireAlloc, 0, min(count, len(body)))
 		var last lastJob
 		for range count {
-			if r.skipNil() {
+			if r.SkipNil() {
 				return nil, fmt.Errorf("reading Alloc.GetAllocs: a nil allocation")
 			}
 			out = append(out, readAlloc(&r, &last))
-			if r.err != nil {
+			if r.Err() != nil {
 				break
 			}
 		}
 	}
-	if r.err != nil {
-		return nil, fmt.Errorf("reading Alloc.GetAllocs: %w", r.err)
+	if r.Err() != nil {
+		return nil, fmt.Errorf("reading Alloc.GetAllocs: %w", r.Err())
 	}
 	return out, nil
 }
@@ -219,41 +202,41 @@ type lastJob struct {
 
 // readAlloc reads one encoded structs.Allocation (a map by field name;
 // fields left out are zero).
-func readAlloc(r *msgReader, last *lastJob) wireAlloc {
+func readAlloc(r *msgpackread.Reader, last *lastJob) wireAlloc {
 	var a wireAlloc
-	for n := r.mapLen(); n > 0 && r.err == nil; n-- {
-		switch k := r.str(); {
+	for n := r.MapLen(); n > 0 && r.Err() == nil; n-- {
+		switch k := r.Str(); {
 		case string(k) == "ID":
-			a.id = r.str()
+			a.id = r.Str()
 		case string(k) == "Namespace":
-			a.namespace = r.str()
+			a.namespace = r.Str()
 		case string(k) == "NodeID":
-			a.nodeID = r.str()
+			a.nodeID = r.Str()
 		case string(k) == "JobID":
-			a.jobID = r.str()
+			a.jobID = r.Str()
 		case string(k) == "TaskGroup":
-			a.taskGroup = r.str()
+			a.taskGroup = r.Str()
 		case string(k) == "DesiredStatus":
-			a.desiredStatus = r.str()
+			a.desiredStatus = r.Str()
 		case string(k) == "ClientStatus":
-			a.clientStatus = r.str()
+			a.clientStatus = r.Str()
 		case string(k) == "AllocModifyIndex":
-			a.allocModifyIndex = r.uint()
+			a.allocModifyIndex = r.Uint()
 		case string(k) == "Job":
 			switch {
-			case r.skipNil():
-			case last.job != nil && r.err == nil && bytes.HasPrefix(r.b[r.pos:], last.job):
-				a.job, a.jobModifyIndex = r.take(len(last.job)), last.modifyIndex
+			case r.SkipNil():
+			case last.job != nil && bytes.HasPrefix(r.Rest(), last.job):
+				a.job, a.jobModifyIndex = r.Take(len(last.job)), last.modifyIndex
 			default:
-				start := r.pos
+				start := r.Pos()
 				a.jobModifyIndex = readJobModifyIndex(r)
-				if r.err == nil {
-					a.job = r.b[start:r.pos:r.pos]
+				if r.Err() == nil {
+					a.job = r.Since(start)
 					*last = lastJob{job: a.job, modifyIndex: a.jobModifyIndex}
 				}
 			}
 		default:
-			r.skip()
+			r.Skip()
 		}
 	}
 	return a
@@ -261,13 +244,13 @@ func readAlloc(r *msgReader, last *lastJob) wireAlloc {
 
 // readJobModifyIndex steps over an encoded structs.Job, reading its
 // JobModifyIndex.
-func readJobModifyIndex(r *msgReader) uint64 {
+func readJobModifyIndex(r *msgpackread.Reader) uint64 {
 	var idx uint64
-	for n := r.mapLen(); n > 0 && r.err == nil; n-- {
-		if k := r.str(); string(k) == "JobModifyIndex" {
-			idx = r.uint()
+	for n := r.MapLen(); n > 0 && r.Err() == nil; n-- {
+		if k := r.Str(); string(k) == "JobModifyIndex" {
+			idx = r.Uint()
 		} else {
-			r.skip()
+			r.Skip()
 		}
 	}
 	return idx

@@ -11,8 +11,22 @@ import (
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
 	"github.com/drover-project/drover/internal/clock"
+	"github.com/drover-project/drover/internal/msgpackread"
 	"github.com/drover-project/drover/structs"
 )
+
+// encodeAll encodes values one after another with the RPC handle.
+func encodeAll(t testing.TB, values ...any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := codec.NewEncoder(&buf, structs.MsgpackHandle)
+	for _, v := range values {
+		if err := enc.Encode(v); err != nil {
+			t.Fatalf("encode %T: %v", v, err)
+		}
+	}
+	return buf.Bytes()
+}
 
 // encodedClientAllocs is a Node.GetClientAllocs answer as the servers
 // encode it, read back as the watch reads it.
@@ -223,66 +237,6 @@ func TestRawReplyThroughACodec(t *testing.T) {
 	}
 }
 
-func TestMsgReader(t *testing.T) {
-	t.Run("unsigned integers of every width", func(t *testing.T) {
-		values := []any{0, 127, 128, 255, 256, 65535, 65536, uint64(1<<32 - 1), uint64(1 << 32), uint64(1<<64 - 1),
-			int8(5), int16(300), int32(70000), int64(1 << 40), nil}
-		want := []uint64{0, 127, 128, 255, 256, 65535, 65536, 1<<32 - 1, 1 << 32, 1<<64 - 1, 5, 300, 70000, 1 << 40, 0}
-		r := newMsgReader(encodeAll(t, values...))
-		for i, w := range want {
-			if got := r.uint(); got != w || r.err != nil {
-				t.Fatalf("value %d: %d (%v), want %d", i, got, r.err, w)
-			}
-		}
-	})
-	t.Run("negative integers are refused", func(t *testing.T) {
-		for _, v := range []any{-1, int8(-100), int16(-300), int32(-70000), int64(-1 << 40)} {
-			r := newMsgReader(encodeAll(t, v))
-			if got := r.uint(); r.err == nil {
-				t.Fatalf("%v read as %d", v, got)
-			}
-		}
-	})
-	t.Run("strings and bytes of every length class", func(t *testing.T) {
-		for _, n := range []int{0, 31, 32, 255, 256, 65535, 65536} {
-			s := strings.Repeat("s", n)
-			r := newMsgReader(encodeAll(t, s, []byte(s), "end"))
-			if a, b, end := r.str(), r.str(), r.str(); string(a) != s || string(b) != s || string(end) != "end" || r.err != nil {
-				t.Fatalf("length %d: read %d, %d bytes and %q (%v)", n, len(a), len(b), end, r.err)
-			}
-		}
-	})
-	t.Run("containers and skipping", func(t *testing.T) {
-		r := newMsgReader(encodeAll(t, make([]int, 70000), map[string]any{"a": []any{1, "x", map[string]int{"b": 2}}}, nil, nil, "end"))
-		if n := r.arrayLen(); n != 70000 {
-			t.Fatalf("array of %d", n)
-		}
-		for range 70000 {
-			r.skip()
-		}
-		if n := r.mapLen(); n != 1 || string(r.str()) != "a" {
-			t.Fatalf("map of %d", n)
-		}
-		if raw := r.raw(); len(raw) == 0 || r.err != nil {
-			t.Fatalf("raw %x: %v", raw, r.err)
-		}
-		if r.mapLen() != 0 || r.arrayLen() != 0 || string(r.str()) != "end" || r.err != nil || r.pos != len(r.b) {
-			t.Fatalf("at %d of %d: %v", r.pos, len(r.b), r.err)
-		}
-		if r.skip(); r.err == nil {
-			t.Fatal("skipped past the end")
-		}
-	})
-	t.Run("the first error sticks", func(t *testing.T) {
-		r := newMsgReader(encodeAll(t, "x", 1))
-		r.mapLen()
-		first := r.err
-		if first == nil || r.uint() != 0 || string(r.str()) != "" || r.err != first {
-			t.Fatalf("errors %v then %v", first, r.err)
-		}
-	})
-}
-
 // BenchmarkReadAllocs compares decoding an Alloc.GetAllocs answer of 20
 // allocations into structs with reading what a simulated node needs.
 func BenchmarkReadAllocs(b *testing.B) {
@@ -375,9 +329,9 @@ func BenchmarkScanAllocs(b *testing.B) {
 	body := encodeAll(b, &structs.AllocsGetResponse{Allocs: in, QueryMeta: structs.QueryMeta{Index: 9}})
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		var s msgScanner
-		s.reset(1)
-		if done, err := s.scan(body); !done || err != nil {
+		var s msgpackread.Scanner
+		s.Reset(1)
+		if done, err := s.Scan(body); !done || err != nil {
 			b.Fatal(done, err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
+
+	"github.com/drover-project/drover/internal/msgpackread"
 )
 
 // Buffer sizes.
@@ -32,7 +34,7 @@ type Codec struct {
 	// Read side: used by one goroutine at a time.
 	br  *bufio.Reader
 	dec *codec.Decoder // bytes decoder, made by the first body read
-	sc  scanner
+	sc  msgpackread.Scanner
 
 	wmu sync.Mutex
 	enc *codec.Encoder // guarded by wmu; made by the first write
@@ -82,7 +84,7 @@ func (c *Codec) ReadResponseBody(out any) error { return c.readBody(out) }
 // WriteRequest writes a request: its header, then body.
 func (c *Codec) WriteRequest(r *rpc.Request, body any) error {
 	var a [64]byte
-	return c.write(appendRequestHeader(a[:0], r), body)
+	return c.write(AppendRequestHeader(a[:0], r), body)
 }
 
 // WriteResponse writes a response: its header, then body (net/rpc passes
@@ -118,14 +120,14 @@ func (c *Codec) readItem() (item, error) {
 	if _, err := c.br.Peek(1); err != nil {
 		return item{}, err
 	}
-	c.sc.reset()
+	c.sc.Reset(1)
 	buf, _ := c.br.Peek(c.br.Buffered())
-	done, err := c.sc.scan(buf)
+	done, err := c.sc.Scan(buf)
 	if err != nil {
 		return item{}, err
 	}
 	if done {
-		return item{b: buf[:c.sc.pos], discard: c.sc.pos}, nil
+		return item{b: buf[:c.sc.End()], discard: c.sc.End()}, nil
 	}
 	// Longer than what is buffered: gather it.
 	spill := getBuf()
@@ -143,16 +145,16 @@ func (c *Codec) readItem() (item, error) {
 		buf, _ = c.br.Peek(c.br.Buffered())
 		start := len(b)
 		b = append(b, buf...)
-		done, err := c.sc.scan(b)
+		done, err := c.sc.Scan(b)
 		if err != nil {
 			*spill = b
 			putBuf(spill)
 			return item{}, err
 		}
 		if done {
-			c.br.Discard(c.sc.pos - start)
+			c.br.Discard(c.sc.End() - start)
 			*spill = b
-			return item{b: b[:c.sc.pos], spill: spill}, nil
+			return item{b: b[:c.sc.End()], spill: spill}, nil
 		}
 		c.br.Discard(len(buf))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
+	"github.com/drover-project/drover/internal/msgpackread"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -48,7 +49,7 @@ func TestHeadersMatchGenericCodec(t *testing.T) {
 			t.Run(fmt.Sprintf("%d/%d", len(m), seq), func(t *testing.T) {
 				req := rpc.Request{ServiceMethod: m, Seq: seq}
 				want := encodeGeneric(t, &req)
-				if got := appendRequestHeader(nil, &req); !bytes.Equal(got, want) {
+				if got := AppendRequestHeader(nil, &req); !bytes.Equal(got, want) {
 					t.Fatalf("request header:\n got %x\nwant %x", got, want)
 				}
 				var back rpc.Request
@@ -152,23 +153,23 @@ func sameMessage(t *testing.T, a, b []byte) {
 	if len(a) != len(b) {
 		t.Fatalf("lengths differ: generic %d, drover %d", len(a), len(b))
 	}
-	var sa, sb scanner
-	sa.reset()
-	sb.reset()
-	if done, err := sa.scan(a); !done || err != nil {
+	var sa, sb msgpackread.Scanner
+	sa.Reset(1)
+	sb.Reset(1)
+	if done, err := sa.Scan(a); !done || err != nil {
 		t.Fatalf("generic header: %v", err)
 	}
-	if done, err := sb.scan(b); !done || err != nil {
+	if done, err := sb.Scan(b); !done || err != nil {
 		t.Fatalf("drover header: %v", err)
 	}
-	if !bytes.Equal(a[:sa.pos], b[:sb.pos]) {
-		t.Fatalf("headers differ:\ngeneric %q\n drover %q", a[:sa.pos], b[:sb.pos])
+	if !bytes.Equal(a[:sa.End()], b[:sb.End()]) {
+		t.Fatalf("headers differ:\ngeneric %q\n drover %q", a[:sa.End()], b[:sb.End()])
 	}
 	var va, vb any
-	if err := structs.Decode(a[sa.pos:], &va); err != nil {
+	if err := structs.Decode(a[sa.End():], &va); err != nil {
 		t.Fatal(err)
 	}
-	if err := structs.Decode(b[sb.pos:], &vb); err != nil {
+	if err := structs.Decode(b[sb.End():], &vb); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(va, vb) {
@@ -235,8 +236,8 @@ func TestInterop(t *testing.T) {
 }
 
 func TestReadEOF(t *testing.T) {
-	full := append(appendRequestHeader(nil, &rpc.Request{ServiceMethod: "A.B", Seq: 1}), encodeGeneric(t, &structs.GenericRequest{})...)
-	hdrLen := len(appendRequestHeader(nil, &rpc.Request{ServiceMethod: "A.B", Seq: 1}))
+	full := append(AppendRequestHeader(nil, &rpc.Request{ServiceMethod: "A.B", Seq: 1}), encodeGeneric(t, &structs.GenericRequest{})...)
+	hdrLen := len(AppendRequestHeader(nil, &rpc.Request{ServiceMethod: "A.B", Seq: 1}))
 	tests := []struct {
 		name          string
 		in            []byte
@@ -301,7 +302,7 @@ func TestLargeMessage(t *testing.T) {
 
 	bad := NewCodec(&recorder{in: bytes.NewReader([]byte{0x82, 0xc1})}, structs.MsgpackHandle)
 	var req rpc.Request
-	if err := bad.ReadRequestHeader(&req); !errors.Is(err, errBadMsgpack) {
+	if err := bad.ReadRequestHeader(&req); !errors.Is(err, msgpackread.ErrMalformed) {
 		t.Fatalf("malformed: %v", err)
 	}
 }

@@ -4,13 +4,18 @@
 // byte, so servers and clients built with either codec talk to each other.
 //
 // What differs is the work per message. Headers are written and read by
-// hand (wire.go), never through the reflection the generic codec uses for
-// net/rpc's header structs. Every message is framed whole before it is
-// decoded: the reader finds where the next msgpack item ends (scan.go) in
-// its read buffer and hands those bytes to a bytes decoder, which is much
-// cheaper per byte than decoding from a stream, and bodies of types with
-// generated codecs (the structs package) are decoded by them. A message
-// is written with one Write: header and body encoded into one buffer.
+// hand (wire.go, with a msgpackread.Reader), never through the reflection
+// the generic codec uses for net/rpc's header structs. Every message is
+// framed whole before it is decoded: a msgpackread.Scanner finds where the
+// next msgpack item ends in the read buffer, and those bytes go to a bytes
+// decoder, which is much cheaper per byte than decoding from a stream;
+// bodies of types with generated codecs (the structs package) are decoded
+// by them. A message is written with one Write: header and body encoded
+// into one buffer.
+//
+// AppendRequestHeader and ReadResponseHeader are exported for a client
+// that frames its own messages (agent/sim's RPC client): it writes and
+// reads the same headers without a Codec.
 //
 // Usage, on either side of a stream:
 //

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/rpc"
+
+	"github.com/drover-project/drover/internal/msgpackread"
 )
 
 // The headers as the generic codec writes them with a MsgpackHandle that
@@ -17,8 +19,10 @@ import (
 // Readers accept any msgpack map (keys in any order, str8 strings, signed
 // integers, unknown keys skipped; nil reads as an empty header).
 
-// appendRequestHeader appends r's msgpack.
-func appendRequestHeader(b []byte, r *rpc.Request) []byte {
+// AppendRequestHeader appends r's msgpack, byte for byte as the generic
+// codec writes it. A client that frames its own requests (the node
+// simulator) writes the header with it, then the body.
+func AppendRequestHeader(b []byte, r *rpc.Request) []byte {
 	b = append(b, 0x82)
 	b = appendUint(appendStr(b, "Seq"), r.Seq)
 	return appendStr(appendStr(b, "ServiceMethod"), r.ServiceMethod)
@@ -35,42 +39,63 @@ func appendResponseHeader(b []byte, r *rpc.Response) []byte {
 // readRequestHeader decodes an encoded rpc.Request into r.
 func readRequestHeader(b []byte, r *rpc.Request) error {
 	*r = rpc.Request{}
-	m := reader{b: b}
-	for n := m.mapLen(); n > 0 && m.err == nil; n-- {
-		switch k := m.str(); string(k) {
+	m := msgpackread.NewReader(b)
+	for n := m.MapLen(); n > 0 && m.Err() == nil; n-- {
+		switch k := m.Str(); string(k) {
 		case "ServiceMethod":
-			r.ServiceMethod = string(m.str())
+			r.ServiceMethod = string(m.Str())
 		case "Seq":
-			r.Seq = m.uint()
+			r.Seq = m.Uint()
 		default:
-			m.skip()
+			m.Skip()
 		}
 	}
-	if m.err != nil {
-		return fmt.Errorf("msgpackrpc: reading request header: %w", m.err)
+	if err := m.Err(); err != nil {
+		return fmt.Errorf("msgpackrpc: reading request header: %w", err)
 	}
 	return nil
 }
 
-// readResponseHeader decodes an encoded rpc.Response into r.
-func readResponseHeader(b []byte, r *rpc.Response) error {
-	*r = rpc.Response{}
-	m := reader{b: b}
-	for n := m.mapLen(); n > 0 && m.err == nil; n-- {
-		switch k := m.str(); string(k) {
+// ResponseHeader is an rpc.Response header as ReadResponseHeader reads
+// it: ServiceMethod and Error are views into the message (empty when
+// absent), valid as long as its bytes are.
+type ResponseHeader struct {
+	ServiceMethod, Error []byte
+	Seq                  uint64
+}
+
+// ReadResponseHeader reads the rpc.Response header r is at and leaves r
+// at the body that follows. It allocates nothing: a client that reads its
+// own responses (the node simulator) keeps only what it needs.
+func ReadResponseHeader(r *msgpackread.Reader) (ResponseHeader, error) {
+	var h ResponseHeader
+	for n := r.MapLen(); n > 0 && r.Err() == nil; n-- {
+		switch k := r.Str(); string(k) {
 		case "ServiceMethod":
-			r.ServiceMethod = string(m.str())
+			h.ServiceMethod = r.Str()
 		case "Seq":
-			r.Seq = m.uint()
+			h.Seq = r.Uint()
 		case "Error":
-			r.Error = string(m.str())
+			h.Error = r.Str()
 		default:
-			m.skip()
+			r.Skip()
 		}
 	}
-	if m.err != nil {
-		return fmt.Errorf("msgpackrpc: reading response header: %w", m.err)
+	if err := r.Err(); err != nil {
+		return ResponseHeader{}, fmt.Errorf("msgpackrpc: reading response header: %w", err)
 	}
+	return h, nil
+}
+
+// readResponseHeader decodes an encoded rpc.Response into r.
+func readResponseHeader(b []byte, r *rpc.Response) error {
+	m := msgpackread.NewReader(b)
+	h, err := ReadResponseHeader(&m)
+	if err != nil {
+		*r = rpc.Response{}
+		return err
+	}
+	*r = rpc.Response{ServiceMethod: string(h.ServiceMethod), Seq: h.Seq, Error: string(h.Error)}
 	return nil
 }
 
@@ -100,137 +125,4 @@ func appendUint(b []byte, v uint64) []byte {
 		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(v))
 	}
 	return binary.BigEndian.AppendUint64(append(b, 0xcf), v)
-}
-
-// reader reads msgpack items one at a time from one whole item. The first
-// error sticks: later reads return zero values.
-type reader struct {
-	b   []byte
-	pos int
-	err error
-}
-
-func (r *reader) fail(format string, args ...any) {
-	if r.err == nil {
-		r.err = fmt.Errorf(format, args...)
-	}
-}
-
-// next returns the next byte and steps over it.
-func (r *reader) next() (byte, bool) {
-	if r.err != nil {
-		return 0, false
-	}
-	if r.pos >= len(r.b) {
-		r.fail("truncated msgpack")
-		return 0, false
-	}
-	r.pos++
-	return r.b[r.pos-1], true
-}
-
-// take returns the next n bytes.
-func (r *reader) take(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(r.b)-r.pos {
-		r.fail("truncated msgpack")
-		return nil
-	}
-	r.pos += n
-	return r.b[r.pos-n : r.pos]
-}
-
-// be reads an n-byte (1, 2, 4 or 8) big-endian number.
-func (r *reader) be(n int) uint64 {
-	b := r.take(n)
-	var v uint64
-	for _, c := range b {
-		v = v<<8 | uint64(c)
-	}
-	return v
-}
-
-// mapLen reads a map header (nil reads as empty).
-func (r *reader) mapLen() int {
-	c, ok := r.next()
-	switch {
-	case !ok:
-		return 0
-	case c >= 0x80 && c <= 0x8f:
-		return int(c & 0x0f)
-	case c == 0xde:
-		return int(r.be(2))
-	case c == 0xdf:
-		return int(r.be(4))
-	case c == 0xc0:
-		return 0
-	}
-	r.fail("msgpack byte 0x%02x where a map was expected", c)
-	return 0
-}
-
-// str reads a string or binary item as a view (nil reads as empty).
-func (r *reader) str() []byte {
-	c, ok := r.next()
-	switch {
-	case !ok:
-		return nil
-	case c >= 0xa0 && c <= 0xbf:
-		return r.take(int(c & 0x1f))
-	case c == 0xd9, c == 0xc4:
-		return r.take(int(r.be(1)))
-	case c == 0xda, c == 0xc5:
-		return r.take(int(r.be(2)))
-	case c == 0xdb, c == 0xc6:
-		return r.take(int(r.be(4)))
-	case c == 0xc0:
-		return nil
-	}
-	r.fail("msgpack byte 0x%02x where a string was expected", c)
-	return nil
-}
-
-// uint reads a non-negative integer of any width (nil reads as 0).
-func (r *reader) uint() uint64 {
-	c, ok := r.next()
-	switch {
-	case !ok:
-		return 0
-	case c <= 0x7f:
-		return uint64(c)
-	case c >= 0xcc && c <= 0xcf:
-		return r.be(1 << (c - 0xcc))
-	case c >= 0xd0 && c <= 0xd3:
-		n := 1 << (c - 0xd0)
-		v := r.be(n)
-		if v>>(8*n-1) != 0 {
-			r.fail("negative msgpack integer where an unsigned one was expected")
-			return 0
-		}
-		return v
-	case c == 0xc0:
-		return 0
-	}
-	r.fail("msgpack byte 0x%02x where an integer was expected", c)
-	return 0
-}
-
-// skip steps over the next item, containers with everything in them.
-func (r *reader) skip() {
-	if r.err != nil {
-		return
-	}
-	var s scanner
-	s.reset()
-	done, err := s.scan(r.b[r.pos:])
-	switch {
-	case err != nil:
-		r.fail("%w", err)
-	case !done:
-		r.fail("truncated msgpack")
-	default:
-		r.pos += s.pos
-	}
 }

@@ -1,4 +1,4 @@
-package sim
+package msgpackread
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func encodeAll(t testing.TB, values ...any) []byte {
 	return buf.Bytes()
 }
 
-func TestMsgScannerFindsTheEnd(t *testing.T) {
+func TestScannerFindsTheEnd(t *testing.T) {
 	bigMap := map[string]int{}
 	for i := range 70000 {
 		bigMap[string(rune('a'+i%26))+strings.Repeat("x", i%7)+string(rune(i))] = i
@@ -51,16 +51,16 @@ func TestMsgScannerFindsTheEnd(t *testing.T) {
 			// Every strict prefix is incomplete, fed at once or in steps.
 			step := max(1, len(b)/300)
 			for n := 0; n < len(b); n += step {
-				var s msgScanner
-				s.reset(len(tc.values))
-				if done, err := s.scan(b[:n]); done || err != nil {
+				var s Scanner
+				s.Reset(len(tc.values))
+				if done, err := s.Scan(b[:n]); done || err != nil {
 					t.Fatalf("prefix of %d of %d bytes: done %v, err %v", n, len(b), done, err)
 				}
 			}
-			var s msgScanner
-			s.reset(len(tc.values))
+			var s Scanner
+			s.Reset(len(tc.values))
 			for n := 1; n <= len(b); n = min(len(b), n+max(1, n/3)) {
-				done, err := s.scan(b[:n])
+				done, err := s.Scan(b[:n])
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -75,25 +75,25 @@ func TestMsgScannerFindsTheEnd(t *testing.T) {
 				t.Fatalf("ends at %d, want %d", s.pos, len(b))
 			}
 			// Trailing bytes are not part of the objects.
-			s.reset(len(tc.values))
-			if done, _ := s.scan(append(b[:len(b):len(b)], 0x01, 0x02)); !done || s.pos != len(b) {
+			s.Reset(len(tc.values))
+			if done, _ := s.Scan(append(b[:len(b):len(b)], 0x01, 0x02)); !done || s.pos != len(b) {
 				t.Fatalf("with trailing bytes: done %v at %d, want %d", done, s.pos, len(b))
 			}
 		})
 	}
 }
 
-func TestMsgScannerRejectsTheUnusedByte(t *testing.T) {
-	var s msgScanner
-	s.reset(1)
-	if _, err := s.scan([]byte{0x91, 0xc1}); err != errBadMsgpack {
-		t.Fatalf("err %v, want errBadMsgpack", err)
+func TestScannerRejectsTheUnusedByte(t *testing.T) {
+	var s Scanner
+	s.Reset(1)
+	if _, err := s.Scan([]byte{0x91, 0xc1}); err != ErrMalformed {
+		t.Fatalf("err %v, want ErrMalformed", err)
 	}
 }
 
-// TestMsgScannerEveryFormat walks hand-made items of the formats the
+// TestScannerEveryFormat walks hand-made items of the formats the
 // handle does not write (str8, the ext family, 32-bit containers).
-func TestMsgScannerEveryFormat(t *testing.T) {
+func TestScannerEveryFormat(t *testing.T) {
 	items := [][]byte{
 		{0xd4, 0x01, 0x00},
 		append([]byte{0xd8, 0x01}, make([]byte, 16)...),
@@ -111,15 +111,15 @@ func TestMsgScannerEveryFormat(t *testing.T) {
 	}
 	for _, item := range items {
 		for n := range item {
-			var s msgScanner
-			s.reset(1)
-			if done, err := s.scan(item[:n]); done || err != nil {
+			var s Scanner
+			s.Reset(1)
+			if done, err := s.Scan(item[:n]); done || err != nil {
 				t.Fatalf("% x: prefix of %d: done %v, err %v", item, n, done, err)
 			}
 		}
-		var s msgScanner
-		s.reset(1)
-		if done, err := s.scan(item); !done || err != nil || s.pos != len(item) {
+		var s Scanner
+		s.Reset(1)
+		if done, err := s.Scan(item); !done || err != nil || s.pos != len(item) {
 			t.Fatalf("% x: done %v err %v at %d", item, done, err, s.pos)
 		}
 	}

@@ -1,41 +1,51 @@
-package msgpackrpc
+package msgpackread
 
 import (
 	"encoding/binary"
 	"errors"
 )
 
-// errBadMsgpack is a byte no msgpack item starts with (0xc1).
-var errBadMsgpack = errors.New("msgpackrpc: malformed msgpack")
+// ErrMalformed is returned for a byte no msgpack item starts with (0xc1).
+var ErrMalformed = errors.New("msgpack: malformed item (byte 0xc1)")
 
-// scanner finds where one msgpack item ends in a buffer that grows as the
-// item arrives, without decoding it. It resumes where the last scan
-// stopped, so an item read in many pieces is walked once.
-type scanner struct {
+// Scanner finds where a run of msgpack items ends in a buffer that grows
+// as the items arrive, without decoding them. It resumes where the last
+// scan stopped, so items that arrive in many pieces are walked once. The
+// zero value has nothing left to find; Reset arms it.
+type Scanner struct {
 	pos  int // bytes walked: every item before pos is complete
 	left int // items still to walk (containers add their elements)
 }
 
-// reset arms the scanner for one item at offset 0.
-func (s *scanner) reset() { s.pos, s.left = 0, 1 }
+// Reset arms the scanner for a run of items top-level items at offset 0.
+func (s *Scanner) Reset(items int) { s.pos, s.left = 0, items }
 
-// scan walks b (everything read since reset; each call's b extends the
-// last one's) and reports whether the item is complete; it then ends at
-// s.pos. It returns false while bytes are missing.
-func (s *scanner) scan(b []byte) (bool, error) {
+// Scan walks b (the whole buffer so far: every call since Reset passes the
+// same bytes, extended) and reports whether the items are complete; they
+// then end at End. It returns false while bytes are missing, and
+// ErrMalformed for a byte no item starts with. Bytes after the items are
+// not looked at.
+func (s *Scanner) Scan(b []byte) (bool, error) {
 	for s.left > 0 {
 		size, elems, ok := itemSize(b[s.pos:])
-		if !ok || s.pos+size > len(b) {
+		if !ok {
 			return false, nil
 		}
 		if size < 0 {
-			return false, errBadMsgpack
+			return false, ErrMalformed
+		}
+		if s.pos+size > len(b) {
+			return false, nil
 		}
 		s.pos += size
 		s.left += elems - 1
 	}
 	return true, nil
 }
+
+// End is where the items end once Scan reported them complete (before
+// that, how far the walk got).
+func (s *Scanner) End() int { return s.pos }
 
 // itemSize reads the header of the msgpack item b starts with: size is its
 // header plus payload in bytes (not counting the elements of a map or
@@ -86,7 +96,7 @@ func itemSize(b []byte) (size, elems int, ok bool) {
 		return 2, 0, true
 	case 0xcd, 0xd1: // uint16, int16
 		return 3, 0, true
-	case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext 1, 2, 4, 8, 16
+	case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext 1, 2, 4, 8, 16: type and data
 		return 2 + 1<<(c-0xd4), 0, true
 	case 0xdc: // array16
 		lenBytes, container = 2, true
