@@ -43,21 +43,14 @@ func (a *Alloc) GetAllocs(args *structs.AllocsGetRequest, reply *structs.AllocsG
 	if done, err := a.srv.forward("Alloc.GetAllocs", args, args, reply); done {
 		return err
 	}
+	// One slice for every pass: a pass refills it from the start.
+	out := make([]*structs.Allocation, 0, len(args.AllocIDs))
 	return a.srv.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
-		out := make([]*structs.Allocation, 0, len(args.AllocIDs))
-		var index uint64
-		for _, id := range args.AllocIDs {
-			alloc, err := st.AllocByID(ws, id)
-			switch {
-			case errors.Is(err, structs.ErrNotFound):
-				continue
-			case err != nil:
-				return 0, err
-			}
-			out = append(out, alloc)
-			index = max(index, alloc.ModifyIndex)
+		found, index, err := st.AllocsByIDs(ws, args.AllocIDs, out[:0])
+		if err != nil {
+			return 0, err
 		}
-		reply.Allocs = out
+		reply.Allocs = found
 		if index == 0 {
 			return st.Index(state.TableAllocs)
 		}

@@ -182,8 +182,9 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 	if args.NodeID == "" {
 		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "NodeID", Message: "missing node ID"}}}
 	}
-	q := clientAllocsQuery{nodeID: args.NodeID, secretID: args.SecretID, minIndex: args.MinQueryIndex}
-	if err := s.blockingRPC(&args.QueryOptions, &reply.QueryMeta, q.run); err != nil {
+	q := getClientAllocsQuery(args.NodeID, args.SecretID, args.MinQueryIndex)
+	defer putClientAllocsQuery(q)
+	if err := s.blockingRPC(&args.QueryOptions, &reply.QueryMeta, q.runFn); err != nil {
 		return err
 	}
 	allocs, index, err := q.result()
@@ -197,16 +198,41 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 
 // clientAllocsQuery is the blocking query of Node.GetClientAllocs. run
 // may be called many times (on every change to the node or its allocation
-// index); it reads two rows. result lists the allocations once, after the
-// last run.
+// index); it reads two rows, in one transaction. result lists the
+// allocations once, after the last run. Queries are pooled
+// (getClientAllocsQuery): the node's key and the bound run are built once
+// per query object, not per call.
 type clientAllocsQuery struct {
-	nodeID, secretID string
-	minIndex         uint64
+	key      state.NodeKey
+	secretID string
+	minIndex uint64
+	runFn    state.QueryFn // q.run, bound once
 
 	// Results of the last run.
 	st          *state.StateStore // the store it read
 	createIndex uint64            // of the node
+	answered    bool              // its index passed minIndex
 	missing     error             // not found, in a state that has not reached minIndex
+}
+
+var clientAllocsQueries = sync.Pool{New: func() any {
+	q := &clientAllocsQuery{}
+	q.runFn = q.run
+	return q
+}}
+
+func getClientAllocsQuery(nodeID, secretID string, minIndex uint64) *clientAllocsQuery {
+	q := clientAllocsQueries.Get().(*clientAllocsQuery)
+	q.key.Reset(nodeID)
+	q.secretID, q.minIndex = secretID, minIndex
+	return q
+}
+
+// putClientAllocsQuery pools q once its call is done with it.
+func putClientAllocsQuery(q *clientAllocsQuery) {
+	q.key.Release()
+	q.secretID, q.st, q.createIndex, q.answered, q.missing = "", nil, 0, false, nil
+	clientAllocsQueries.Put(q)
 }
 
 // run reads the node and its allocation index and returns the index of the
@@ -221,8 +247,8 @@ type clientAllocsQuery struct {
 // the node not found. Once the state has passed minIndex, a missing node
 // was deleted, and the error ends the query at once.
 func (q *clientAllocsQuery) run(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
-	q.st, q.createIndex, q.missing = st, 0, nil
-	node, err := st.NodeByID(ws, q.nodeID)
+	q.st, q.createIndex, q.answered, q.missing = st, 0, false, nil
+	node, allocIndex, err := st.ClientNode(ws, &q.key)
 	if err != nil {
 		if q.minIndex == 0 || !errors.Is(err, structs.ErrNotFound) {
 			return 0, err
@@ -240,32 +266,29 @@ func (q *clientAllocsQuery) run(ws memdb.WatchSet, st *state.StateStore) (uint64
 	if q.secretID != "" && q.secretID != node.SecretID {
 		return 0, structs.NewError(structs.ErrCodeInvalid, "node secret ID does not match")
 	}
-	allocIndex, err := st.NodeAllocIndex(ws, q.nodeID)
-	if err != nil {
-		return 0, err
-	}
 	q.createIndex = node.CreateIndex
-	return max(node.CreateIndex, allocIndex), nil
+	index := max(node.CreateIndex, allocIndex)
+	q.answered = q.minIndex == 0 || index > q.minIndex
+	return index, nil
 }
 
 // result lists the node's allocations, from the store the last run read,
 // and returns the map of them to their AllocModifyIndex with the reply
-// index computed from that same list (so the two agree even when a write
-// landed after the last run), or the not-found error of a node that never
-// appeared.
+// index computed from that same list, or the not-found error of a node
+// that never appeared. An answered query lists them from the state its
+// last run read (the same transaction, just read); one that timed out
+// lists them as they are now (allocations collected while it waited,
+// which need not wake it, are gone from its answer). Either way the index
+// agrees with the list even when a write landed after the last run.
 func (q *clientAllocsQuery) result() (map[string]uint64, uint64, error) {
 	if q.missing != nil {
 		return nil, 0, q.missing
 	}
-	out, err := q.st.ClientAllocIndexes(q.nodeID)
+	out, high, err := q.st.ClientAllocIndexesOf(&q.key, !q.answered)
 	if err != nil {
 		return nil, 0, err
 	}
-	index := q.createIndex
-	for _, i := range out {
-		index = max(index, i)
-	}
-	return out, index, nil
+	return out, max(q.createIndex, high), nil
 }
 
 // GetAllocs returns every allocation on a node (blocking on the node's

@@ -228,7 +228,7 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			q := &clientAllocsQuery{nodeID: f.node.ID, secretID: f.node.SecretID, minIndex: 12}
+			q := getClientAllocsQuery(f.node.ID, f.node.SecretID, 12)
 			timeout := wait
 			if tc.answer {
 				timeout = never
@@ -299,7 +299,7 @@ func TestClientAllocsQueryNodeIndex(t *testing.T) {
 		if err := st.UpsertNode(10, node, nil); err != nil {
 			t.Fatal(err)
 		}
-		q := &clientAllocsQuery{nodeID: node.ID}
+		q := getClientAllocsQuery(node.ID, "", 0)
 		out := runClientAllocsQuery(st, q, 0, nil)
 		if out.err != nil || out.index != 10 || len(out.allocs) != 0 {
 			t.Fatalf("index %d allocs %v err %v, want index 10 and no allocations", out.index, out.allocs, out.err)
@@ -307,7 +307,7 @@ func TestClientAllocsQueryNodeIndex(t *testing.T) {
 	})
 	t.Run("lagging server waits for the registration", func(t *testing.T) {
 		st, node, job := newStore(t)
-		q := &clientAllocsQuery{nodeID: node.ID, secretID: node.SecretID, minIndex: 10}
+		q := getClientAllocsQuery(node.ID, node.SecretID, 10)
 		var placed *structs.Allocation
 		out := runClientAllocsQuery(st, q, 20*time.Second, func() error {
 			// The follower catches up: the registration, then a placement.
@@ -326,7 +326,7 @@ func TestClientAllocsQueryNodeIndex(t *testing.T) {
 	})
 	t.Run("lagging server that never sees the node", func(t *testing.T) {
 		st, node, _ := newStore(t)
-		q := &clientAllocsQuery{nodeID: node.ID, minIndex: 10}
+		q := getClientAllocsQuery(node.ID, "", 10)
 		out := runClientAllocsQuery(st, q, 50*time.Millisecond, nil)
 		if !errors.Is(out.err, structs.ErrNotFound) {
 			t.Fatalf("err = %v (allocs %v), want not found at the timeout, never an empty answer", out.err, out.allocs)
@@ -334,7 +334,7 @@ func TestClientAllocsQueryNodeIndex(t *testing.T) {
 	})
 	t.Run("server past the caller's index", func(t *testing.T) {
 		st, node, _ := newStore(t)
-		q := &clientAllocsQuery{nodeID: node.ID, minIndex: 4}
+		q := getClientAllocsQuery(node.ID, "", 4)
 		out := runClientAllocsQuery(st, q, 20*time.Second, nil)
 		if !errors.Is(out.err, structs.ErrNotFound) || out.runs != 1 {
 			t.Fatalf("err = %v after %d runs, want not found at once", out.err, out.runs)
@@ -345,7 +345,7 @@ func TestClientAllocsQueryNodeIndex(t *testing.T) {
 		if err := st.UpsertNode(10, node, nil); err != nil {
 			t.Fatal(err)
 		}
-		q := &clientAllocsQuery{nodeID: node.ID, secretID: "wrong"}
+		q := getClientAllocsQuery(node.ID, "wrong", 0)
 		out := runClientAllocsQuery(st, q, 0, nil)
 		if structs.CodeOf(out.err) != structs.ErrCodeInvalid {
 			t.Fatalf("err = %v, want invalid", out.err)

@@ -178,11 +178,13 @@ func (allocKeyNodeIndex) FromArgs(args ...any) ([]byte, error) {
 	if len(args) != 1 {
 		return nil, fmt.Errorf("state: index takes one argument, got %d", len(args))
 	}
-	v, ok := args[0].(string)
-	if !ok {
-		return nil, fmt.Errorf("state: index argument must be a string, got %T", args[0])
+	switch v := args[0].(type) {
+	case string:
+		return terminated(v), nil
+	case *keyArg:
+		return v.b, nil // built by the caller (client_reads.go)
 	}
-	return terminated(v), nil
+	return nil, fmt.Errorf("state: index argument must be a string, got %T", args[0])
 }
 
 // insertAlloc inserts or replaces allocation a; prev is the row it

@@ -1,0 +1,160 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// Reads of the client's hot path. Thousands of clients each hold a
+// blocking Node.GetClientAllocs, which re-runs on every change to its node
+// or the node's allocation index, and fetch what changed with
+// Alloc.GetAllocs. The reads here serve those two: each pass is one memdb
+// read transaction, and its lookups hand memdb keys built once (keyArg),
+// so that a lookup allocates neither its key nor an interface for its
+// argument.
+
+// keyArg is an index key built by the caller (the value, NUL-terminated,
+// as the indexer would build it), passed to memdb as a lookup argument by
+// pointer. The indexers of single string fields (fieldIndex, and so
+// allocIDIndex, and allocKeyNodeIndex) return its bytes as they are; memdb
+// only reads them during the lookup.
+type keyArg struct {
+	b []byte
+}
+
+// set makes k the key of v, reusing k's buffer.
+func (k *keyArg) set(v string) {
+	k.b = appendTerminated(k.b[:0], v)
+}
+
+// NodeKey is a node ID prepared for the reads a client's watch repeats
+// (ClientNode, ClientAllocIndexesOf): its key is built once, by Reset, and
+// it carries the scratch those reads reuse between passes. The zero value
+// is ready for Reset; a NodeKey must not be copied once reset (its key
+// points into itself). It is not safe for concurrent use; Reset
+// makes it another node's.
+type NodeKey struct {
+	id   string
+	key  keyArg
+	args [1]any      // &key, boxed once
+	rows []*allocKey // scratch of ClientAllocIndexesOf; cleared after use
+	// read is the transaction of the last ClientNode, on store readOf,
+	// until Release.
+	read   *memdb.Txn
+	readOf *StateStore
+	buf    [keyBufLen]byte // key storage for a UUID-sized ID
+}
+
+// keyBufLen holds a UUID, its NUL, and room to spare.
+const keyBufLen = 48
+
+// Reset makes k the key of nodeID.
+func (k *NodeKey) Reset(nodeID string) {
+	if k.key.b == nil {
+		k.key.b = k.buf[:0]
+	}
+	k.id = nodeID
+	k.key.set(nodeID)
+	k.args[0] = &k.key
+}
+
+// Release drops what k holds of the store (the last ClientNode's
+// transaction pins that state's tree): call it before pooling k.
+func (k *NodeKey) Release() {
+	k.read, k.readOf = nil, nil
+}
+
+// ID returns the node ID k was reset to.
+func (k *NodeKey) ID() string { return k.id }
+
+// ClientNode returns the node k names and its allocation index (see
+// NodeAllocIndex), read in one transaction, and adds to ws the watches of
+// the node's row and of its node_allocs row: the same result and watches
+// as NodeByID followed by NodeAllocIndex. A missing node is a not-found
+// error, as from NodeByID, and adds the watch of the node lookup only. k
+// keeps the transaction, for ClientAllocIndexesOf (until Release).
+func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, uint64, error) {
+	txn := s.db.Txn(false)
+	k.read, k.readOf = txn, s
+	node, err := firstTxn[structs.Node](txn, ws, TableNodes, "node", k.id, k.args[:]...)
+	if err != nil {
+		return nil, 0, err
+	}
+	watchCh, raw, err := txn.FirstWatch(TableNodeAllocs, IndexID, k.args[:]...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("state: node allocation row lookup: %w", err)
+	}
+	ws.Add(watchCh)
+	if raw == nil {
+		return node, 0, nil
+	}
+	return node, raw.(*nodeAllocs).AllocIndex, nil
+}
+
+// ClientAllocIndexesOf is ClientAllocIndexes for the node k names, which
+// also returns the highest AllocModifyIndex it lists (0 for none). With
+// latest it reads the store as it is now; without, it reads the state the
+// last ClientNode of k on s read (its transaction: one fewer), or as it is
+// now if there was none. The map is allocated at its final size: the key
+// rows are gathered first in k's scratch. It does not watch.
+func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (map[string]uint64, uint64, error) {
+	txn := k.read
+	if latest || txn == nil || k.readOf != s {
+		txn = s.db.Txn(false)
+	}
+	iter, err := txn.Get(TableAllocKeys, IndexNode, k.args[:]...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("state: reading %s by %s: %w", TableAllocKeys, IndexNode, err)
+	}
+	rows := k.rows[:0]
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		rows = append(rows, raw.(*allocKey))
+	}
+	out := make(map[string]uint64, len(rows))
+	var high uint64
+	for _, r := range rows {
+		out[r.ID] = r.AllocModifyIndex
+		high = max(high, r.AllocModifyIndex)
+	}
+	clear(rows) // keep no row alive through the scratch
+	k.rows = rows[:0]
+	return out, high, nil
+}
+
+// AllocsByIDs looks up each of ids in one read transaction and appends
+// the allocations found to out, in the order of ids; unknown IDs are
+// left out (not an error). It returns out and the highest ModifyIndex of
+// the allocations found (0 for none). Each lookup's watch, hit or miss,
+// is added to ws, as AllocByID adds it.
+func (s *StateStore) AllocsByIDs(ws memdb.WatchSet, ids []string, out []*structs.Allocation) ([]*structs.Allocation, uint64, error) {
+	if len(ids) == 0 {
+		return out, 0, nil
+	}
+	txn := s.db.Txn(false)
+	var scratch struct {
+		key  keyArg
+		args [1]any
+		buf  [keyBufLen]byte
+	}
+	scratch.key.b = scratch.buf[:0]
+	scratch.args[0] = &scratch.key
+	var high uint64
+	for _, id := range ids {
+		scratch.key.set(id)
+		watchCh, raw, err := txn.FirstWatch(TableAllocs, IndexID, scratch.args[:]...)
+		if err != nil {
+			return out, 0, fmt.Errorf("state: allocation lookup: %w", err)
+		}
+		ws.Add(watchCh)
+		if raw == nil {
+			continue
+		}
+		a := raw.(*structs.Allocation)
+		out = append(out, a)
+		high = max(high, a.ModifyIndex)
+	}
+	return out, high, nil
+}
