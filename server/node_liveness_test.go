@@ -142,19 +142,23 @@ func TestNodeDownReplacesAllocs(t *testing.T) {
 	if len(allocs) != 6 {
 		t.Errorf("%d allocations on the down node, want the original 6", len(allocs))
 	}
-	// The down node's evaluation (node-update) completed.
-	var nodeEvals int
-	for _, e := range jobEvals(t, st, job) {
-		if e.TriggeredBy == structs.EvalTriggerNodeUpdate && e.NodeID == doomed.ID {
-			nodeEvals++
-			if e.Status != structs.EvalStatusComplete {
-				t.Errorf("node-update eval %s is %s", e.ID, e.Status)
+	// The down node's evaluation (node-update) completes: the worker
+	// writes its status after the plan that replaced the allocations.
+	waitFor(t, 5*time.Second, func() string {
+		var nodeEvals int
+		for _, e := range jobEvals(t, st, job) {
+			if e.TriggeredBy == structs.EvalTriggerNodeUpdate && e.NodeID == doomed.ID {
+				nodeEvals++
+				if e.Status != structs.EvalStatusComplete {
+					return fmt.Sprintf("node-update eval %s is %s", e.ID, e.Status)
+				}
 			}
 		}
-	}
-	if nodeEvals != 1 {
-		t.Errorf("%d node-update evaluations for the down node, want 1", nodeEvals)
-	}
+		if nodeEvals != 1 {
+			return fmt.Sprintf("%d node-update evaluations for the down node, want 1", nodeEvals)
+		}
+		return ""
+	})
 	checkPlacements(t, st)
 }
 
