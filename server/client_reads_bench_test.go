@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-project/drover/state/mock"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -22,49 +21,14 @@ func BenchmarkClientReads(b *testing.B) {
 		numNodes = 500
 		perNode  = 20
 	)
-	s, err := NewServer(&Config{
-		Name: "client-reads", BindAddr: "127.0.0.1", BootstrapExpect: 1,
-		RaftTimeoutScale: 0.25, RetryInterval: 50 * time.Millisecond, NumSchedulers: -1,
-	})
+	s, nodes, allocs := benchNodeAllocs(b, "client-reads", numNodes, perNode)
+	index, err := s.State().LatestIndex()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Shutdown()
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.IsLeader() || !s.leaderEstablished.Load() {
-		if time.Now().After(deadline) {
-			b.Fatal("no leader")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	st := s.State()
-	index := uint64(1_000_000)
-	job := mock.Job()
-	index++
-	if err := st.UpsertJob(index, job, nil); err != nil {
-		b.Fatal(err)
-	}
-	if job, err = st.JobByID(nil, job.Namespace, job.ID); err != nil {
-		b.Fatal(err)
-	}
-	nodes := make([]*structs.Node, numNodes)
 	ids := make([][]string, numNodes)
-	var allocs []*structs.Allocation
-	for i := range nodes {
-		nodes[i] = mock.Node()
-		index++
-		if err := st.UpsertNode(index, nodes[i], nil); err != nil {
-			b.Fatal(err)
-		}
-		for range perNode {
-			a := mock.Alloc(job, nodes[i])
-			allocs = append(allocs, a)
-			ids[i] = append(ids[i], a.ID)
-		}
-	}
-	index++
-	if err := st.UpsertAllocs(index, allocs); err != nil {
-		b.Fatal(err)
+	for i, a := range allocs {
+		ids[i/perNode] = append(ids[i/perNode], a.ID)
 	}
 	opts := structs.QueryOptions{MinQueryIndex: index - 1, MaxQueryTime: time.Minute, AllowStale: true}
 

@@ -29,46 +29,10 @@ func BenchmarkClientAllocsWakeup(b *testing.B) {
 		perNode   = 20
 		wakePerOp = 100
 	)
-	s, err := NewServer(&Config{
-		Name: "wakeup", BindAddr: "127.0.0.1", BootstrapExpect: 1,
-		RaftTimeoutScale: 0.25, RetryInterval: 50 * time.Millisecond, NumSchedulers: -1,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Shutdown()
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.IsLeader() || !s.leaderEstablished.Load() {
-		if time.Now().After(deadline) {
-			b.Fatal("no leader")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// Writes go straight to the store, far above any Raft index.
+	s, nodes, initial := benchNodeAllocs(b, "wakeup", numNodes, perNode)
 	st := s.State()
-	index := uint64(1_000_000)
-	job := mock.Job()
-	index++
-	if err := st.UpsertJob(index, job, nil); err != nil {
-		b.Fatal(err)
-	}
-	if job, err = st.JobByID(nil, job.Namespace, job.ID); err != nil {
-		b.Fatal(err)
-	}
-	nodes := make([]*structs.Node, numNodes)
-	var initial []*structs.Allocation // perNode per node, in node order
-	for i := range nodes {
-		nodes[i] = mock.Node()
-		index++
-		if err := st.UpsertNode(index, nodes[i], nil); err != nil {
-			b.Fatal(err)
-		}
-		for range perNode {
-			initial = append(initial, mock.Alloc(job, nodes[i]))
-		}
-	}
-	index++
-	if err := st.UpsertAllocs(index, initial); err != nil {
+	index, err := st.LatestIndex()
+	if err != nil {
 		b.Fatal(err)
 	}
 
@@ -154,4 +118,55 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchNodeAllocs starts a one-server cluster without workers and writes
+// straight to its store, far above any Raft index, numNodes nodes with
+// perNode allocations of one job each. It returns the nodes and the
+// allocations, perNode per node in node order; the server shuts down when
+// the benchmark ends.
+func benchNodeAllocs(b *testing.B, name string, numNodes, perNode int) (*Server, []*structs.Node, []*structs.Allocation) {
+	b.Helper()
+	s, err := NewServer(&Config{
+		Name: name, BindAddr: "127.0.0.1", BootstrapExpect: 1,
+		RaftTimeoutScale: 0.25, RetryInterval: 50 * time.Millisecond, NumSchedulers: -1,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Shutdown() })
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.IsLeader() || !s.leaderEstablished.Load() {
+		if time.Now().After(deadline) {
+			b.Fatal("no leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := s.State()
+	index := uint64(1_000_000)
+	job := mock.Job()
+	index++
+	if err := st.UpsertJob(index, job, nil); err != nil {
+		b.Fatal(err)
+	}
+	if job, err = st.JobByID(nil, job.Namespace, job.ID); err != nil {
+		b.Fatal(err)
+	}
+	nodes := make([]*structs.Node, numNodes)
+	var allocs []*structs.Allocation
+	for i := range nodes {
+		nodes[i] = mock.Node()
+		index++
+		if err := st.UpsertNode(index, nodes[i], nil); err != nil {
+			b.Fatal(err)
+		}
+		for range perNode {
+			allocs = append(allocs, mock.Alloc(job, nodes[i]))
+		}
+	}
+	index++
+	if err := st.UpsertAllocs(index, allocs); err != nil {
+		b.Fatal(err)
+	}
+	return s, nodes, allocs
 }
