@@ -174,18 +174,7 @@ func (allocKeyNodeIndex) FromObject(obj any) (bool, []byte, error) {
 	return k.nodeKey != nil, k.nodeKey, nil
 }
 
-func (allocKeyNodeIndex) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("state: index takes one argument, got %d", len(args))
-	}
-	switch v := args[0].(type) {
-	case string:
-		return terminated(v), nil
-	case *keyArg:
-		return v.b, nil // built by the caller (client_reads.go)
-	}
-	return nil, fmt.Errorf("state: index argument must be a string, got %T", args[0])
-}
+func (allocKeyNodeIndex) FromArgs(args ...any) ([]byte, error) { return oneKeyArg(args) }
 
 // insertAlloc inserts or replaces allocation a; prev is the row it
 // replaces (nil when new), as the transaction holds it.

@@ -75,7 +75,11 @@ func (f fieldIndex[T]) FromObject(obj any) (bool, []byte, error) {
 	return true, appendTerminated(make([]byte, 0, len(v)+1+extra), v), nil
 }
 
-func (f fieldIndex[T]) FromArgs(args ...any) ([]byte, error) {
+func (f fieldIndex[T]) FromArgs(args ...any) ([]byte, error) { return oneKeyArg(args) }
+
+// oneKeyArg is the lookup key of a one-string index: the string,
+// NUL-terminated, or a key the caller built (*keyArg).
+func oneKeyArg(args []any) ([]byte, error) {
 	if len(args) != 1 {
 		return nil, fmt.Errorf("state: index takes one argument, got %d", len(args))
 	}
