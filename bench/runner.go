@@ -496,6 +496,9 @@ func (r *runner) job(id string, count int) *nomad.Job {
 	task := nomad.NewTask("t", "mock_driver").
 		SetConfig("run_for", r.cfg.RunFor).
 		Require(&nomad.Resources{CPU: new(sc.TaskCPU), MemoryMB: new(sc.TaskMemoryMB)})
+	// Nomad keeps 10 x 10 MB of task logs by default, and refuses a job
+	// whose logs do not fit in its ephemeral disk.
+	task.LogConfig = &nomad.LogConfig{MaxFiles: new(1), MaxFileSizeMB: new(1)}
 	tg := nomad.NewTaskGroup("g", count).AddTask(task)
 	// Nomad reserves 300 MB of ephemeral disk per allocation by default.
 	tg.EphemeralDisk = &nomad.EphemeralDisk{SizeMB: new(10)}

@@ -48,6 +48,10 @@ type groupInfo struct {
 
 // groupCache holds decoded groups by job version and group name.
 type groupCache struct {
+	// decode reads an allocation's encoded job (nil: structs.Decode; the
+	// Nomad target reads Nomad's job shape).
+	decode func(b []byte, out *structs.Job) error
+
 	mu     sync.Mutex
 	groups map[string]*groupInfo // guarded by mu
 }
@@ -76,7 +80,11 @@ func (c *groupCache) lookup(a *wireAlloc, defaultRunFor time.Duration) (*groupIn
 		return g, nil
 	}
 	var job structs.Job
-	if err := structs.Decode(a.job, &job); err != nil {
+	decode := c.decode
+	if decode == nil {
+		decode = func(b []byte, out *structs.Job) error { return structs.Decode(b, out) }
+	}
+	if err := decode(a.job, &job); err != nil {
 		return nil, fmt.Errorf("decoding the allocation's job: %w", err)
 	}
 	g = newGroupInfo(&job, string(a.taskGroup), defaultRunFor)
@@ -235,6 +243,9 @@ func (n *simNode) update(sa *simAlloc, now time.Time) *structs.Allocation {
 	u := &structs.Allocation{
 		ID: sa.id, ModifyTime: now.UnixNano(),
 		TaskStates: make(map[string]*structs.TaskState, len(sa.group.tasks)),
+	}
+	if n.s.cfg.Target == TargetNomad {
+		u.NodeID = n.node.ID // Nomad checks the batch's first node
 	}
 	started := sa.startedAt
 	received := &structs.TaskEvent{Type: structs.TaskReceived, Time: started.UnixNano(), DisplayMessage: "Task received by client"}

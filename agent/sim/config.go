@@ -57,6 +57,9 @@ type Config struct {
 	// Sessions is how many RPC clients (so yamux sessions per server) the
 	// nodes share.
 	Sessions int
+	// Target is the kind of servers: TargetDrover (default) or
+	// TargetNomad.
+	Target string
 
 	Region string
 	// Nodes is how many nodes to simulate.
@@ -109,6 +112,9 @@ func (c *Config) withDefaults() *Config {
 	if out.Region == "" {
 		out.Region = structs.DefaultRegion
 	}
+	if out.Target == "" {
+		out.Target = TargetDrover
+	}
 	if out.IDPrefix == "" {
 		out.IDPrefix = DefaultIDPrefix
 	}
@@ -158,6 +164,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if len(c.Servers) == 0 {
 		errs = append(errs, errors.New("no servers given"))
+	}
+	if c.Target != "" && c.Target != TargetDrover && c.Target != TargetNomad {
+		errs = append(errs, fmt.Errorf("target %q: want %s or %s", c.Target, TargetDrover, TargetNomad))
 	}
 	if c.Nodes <= 0 {
 		errs = append(errs, fmt.Errorf("nodes must be positive; got %d", c.Nodes))
@@ -242,9 +251,29 @@ func secretID(nodeID string) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
+// simVersion is the server version the nodes claim (Nomad gates some
+// features on its clients' versions).
+func simVersion(target string) string {
+	if target == TargetNomad {
+		return "1.10.5"
+	}
+	return "sim"
+}
+
+// versionAttr is the attribute naming the servers' version on a node.
+func versionAttr(target string) string {
+	if target == TargetNomad {
+		return "nomad.version"
+	}
+	return "drover.version"
+}
+
 // buildNode returns the registration of node i.
 func (c *Config) buildNode(i int, now time.Time) *structs.Node {
-	id := NodeID(c.IDPrefix, i)
+	id, name := NodeID(c.IDPrefix, i), NodeID(c.IDPrefix, i)
+	if c.Target == TargetNomad {
+		id = nomadNodeID(c.IDPrefix, i)
+	}
 	attrs := map[string]string{
 		"kernel.name":                   "linux",
 		"kernel.arch":                   "x86_64",
@@ -256,9 +285,9 @@ func (c *Config) buildNode(i int, now time.Time) *structs.Node {
 		"cpu.frequency":                 strconv.FormatInt(c.CPU/4, 10),
 		"cpu.totalcompute":              strconv.FormatInt(c.CPU, 10),
 		"memory.totalbytes":             strconv.FormatInt(c.MemoryMB<<20, 10),
-		"unique.hostname":               id,
+		"unique.hostname":               name,
 		"unique.network.ip-address":     fmt.Sprintf("10.%d.%d.%d", (i>>16)&0xff, (i>>8)&0xff, i&0xff),
-		"drover.version":                "sim",
+		versionAttr(c.Target):           simVersion(c.Target),
 		"driver." + driverspec.MockName: "1",
 	}
 	for k, v := range c.Attributes {
@@ -269,7 +298,7 @@ func (c *Config) buildNode(i int, now time.Time) *structs.Node {
 		meta[k] = v
 	}
 	node := &structs.Node{
-		ID: id, SecretID: secretID(id), Name: id,
+		ID: id, SecretID: secretID(id), Name: name,
 		Datacenter: c.Datacenters[i%len(c.Datacenters)],
 		NodeClass:  classOf(c.Classes, i),
 		NodePool:   "default",

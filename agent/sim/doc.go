@@ -43,6 +43,15 @@
 // them. An allocation the servers stop is reported complete after
 // ReportDelay.
 //
+// With Config.Target TargetNomad the same nodes play Nomad clients against
+// real Nomad servers, so both are measured with one tool (nomad.go, and
+// scripts/bench-nomad.sh): the RPC client opens Nomad's multiplexed
+// protocol (each stream announced), every request is rewritten into
+// Nomad's shape (sim-local structs mirroring only the fields sent, the
+// node's secret as the token Nomad's client RPCs require), node IDs are
+// UUIDs, and a node registers initializing, then turns ready. The answers
+// are read as for Drover: the field names are Nomad's.
+//
 // The package must never import package server or touch Raft or a state
 // store: it talks to servers only through a Transport, as a real client.
 package sim

@@ -87,6 +87,12 @@ var (
 // muxTransport is a Transport: one yamux session per server address,
 // dialed on first use and again after it fails. Safe for concurrent use.
 type muxTransport struct {
+	// proto is the byte that opens each connection (the servers' RPC
+	// protocol); streamPreamble opens each stream (Nomad's multiplexed
+	// RPC expects the protocol of each stream first; Drover's nothing).
+	proto          byte
+	streamPreamble []byte
+
 	mu       sync.Mutex
 	sessions map[string]*muxSession // the one new calls use, by address; guarded by mu
 	// live holds every session not yet ended, including those new calls
@@ -97,7 +103,7 @@ type muxTransport struct {
 }
 
 func newMuxTransport() *muxTransport {
-	return &muxTransport{sessions: map[string]*muxSession{}, live: map[*muxSession]struct{}{}}
+	return &muxTransport{proto: pool.ProtocolRPC, sessions: map[string]*muxSession{}, live: map[*muxSession]struct{}{}}
 }
 
 // RPC calls method on the server at addr. A typed error is the endpoint's
@@ -198,7 +204,7 @@ func (s *muxSession) dial() {
 			tc.SetNoDelay(true)
 			tc.SetKeepAlive(true)
 		}
-		if _, err = nc.Write([]byte{pool.ProtocolRPC}); err != nil {
+		if _, err = nc.Write([]byte{s.t.proto}); err != nil {
 			nc.Close()
 		}
 	}
@@ -535,7 +541,11 @@ func (st *muxStream) call(method string, args, reply any) error {
 	st.call1 = pendingCall{seq: seq, reply: reply}
 	st.pending.Store(&st.call1)
 	req := encoders.Get().(*requestEncoder)
-	err := req.encode(method, seq, args)
+	var preamble []byte
+	if !st.opened {
+		preamble = st.s.t.streamPreamble
+	}
+	err := req.encode(method, seq, args, preamble)
 	if err == nil {
 		err = st.send(req.buf)
 	}
@@ -669,14 +679,16 @@ var (
 )
 
 // encode frames a request into buf: room for the frame header, the
-// rpc.Request header (as the servers' codec writes it), then args.
-func (e *requestEncoder) encode(method string, seq uint64, args any) error {
+// stream's preamble (a new stream's first request only), the rpc.Request
+// header (as the servers' codec writes it), then args.
+func (e *requestEncoder) encode(method string, seq uint64, args any, preamble []byte) error {
 	e.body = e.body[:0]
 	e.enc.ResetBytes(&e.body)
 	if err := e.enc.Encode(args); err != nil {
 		return err
 	}
 	b := append(e.buf[:0], make([]byte, yamuxHeaderSize)...)
+	b = append(b, preamble...)
 	b = msgpackrpc.AppendRequestHeader(b, &rpc.Request{ServiceMethod: method, Seq: seq})
 	e.buf = append(b, e.body...)
 	return nil

@@ -40,7 +40,7 @@ type simNode struct {
 func newSimNode(s *Sim, i int, node *structs.Node) *simNode {
 	n := &simNode{
 		s: s, idx: i, node: node,
-		tr:        s.transports[i%len(s.transports)],
+		tr:        nodeTransport(s.transports[i%len(s.transports)], node),
 		hbBackoff: backoff.New(s.cfg.RetryBase, s.cfg.RetryLimit),
 		allocs:    map[string]*simAlloc{},
 		known:     map[string]uint64{},

@@ -120,9 +120,20 @@ func New(cfg *Config) (*Sim, error) {
 	if len(s.transports) == 0 {
 		for range cfg.Sessions {
 			c := newMuxTransport()
+			if cfg.Target == TargetNomad {
+				c = newNomadMuxTransport()
+			}
 			s.clients = append(s.clients, c)
 			s.transports = append(s.transports, c)
 		}
+	}
+	if cfg.Target == TargetNomad {
+		wrapped := make([]Transport, len(s.transports))
+		for i, tr := range s.transports {
+			wrapped[i] = &nomadTransport{inner: tr}
+		}
+		s.transports = wrapped
+		s.groups.decode = decodeNomadJob
 	}
 	now := s.clock.Now()
 	s.nodes = make([]*simNode, cfg.Nodes)

@@ -306,7 +306,7 @@ func TestRequestHeaderAsTheCodecWritesIt(t *testing.T) {
 			e := &requestEncoder{}
 			e.enc = codec.NewEncoderBytes(&e.body, structs.MsgpackHandle)
 			args := &structs.GenericRequest{}
-			if err := e.encode(m, seq, args); err != nil {
+			if err := e.encode(m, seq, args, nil); err != nil {
 				t.Fatal(err)
 			}
 			want := encodeAll(t, &rpc.Request{ServiceMethod: m, Seq: seq}, args)

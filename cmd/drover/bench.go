@@ -176,7 +176,7 @@ func runBench(e *env, args []string) int {
 		progress = e.stderr
 	}
 	cfg := &bench.Config{
-		Addresses: addrs, Scenario: sc, Region: sf.region, NodePrefix: sf.idPrefix + "-",
+		Addresses: addrs, Scenario: sc, Region: sf.region, NodePrefix: sim.NodeListPrefix(sf.target, sf.idPrefix),
 		RunFor: taskRunFor, Concurrency: concurrency, Stale: stale, Timeout: timeout, Duration: duration,
 		ServerPIDs: serverPIDs, DataDirs: dataDirs, Cleanup: cleanup,
 		Progress: progress, InPlace: isTerminal(progress), PerfOut: perfOut,

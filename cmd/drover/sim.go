@@ -55,6 +55,7 @@ func (m kvFlag) Set(v string) error {
 // `drover bench` (which starts a simulator in-process).
 type simFlags struct {
 	servers         listFlag
+	target          string
 	nodes           int
 	cpu, memory     int64
 	disk            int64
@@ -80,6 +81,11 @@ type simFlags struct {
 func (f *simFlags) register(fs *flag.FlagSet, serversFlag string, withShape bool) {
 	f.attrs, f.meta = kvFlag{}, kvFlag{}
 	fs.Var(&f.servers, serversFlag, "server RPC addresses host:port, comma-separated; repeatable")
+	targetFlag := "target"
+	if serversFlag != "servers" {
+		targetFlag = "sim-target"
+	}
+	fs.StringVar(&f.target, targetFlag, sim.TargetDrover, `the servers' kind: "drover", or "nomad" (Nomad's client RPCs; node IDs are UUIDs)`)
 	if withShape {
 		fs.IntVar(&f.nodes, "nodes", 100, "number of nodes to simulate")
 		fs.Int64Var(&f.cpu, "cpu", sim.DefaultCPU, "CPU of each node in MHz")
@@ -109,7 +115,7 @@ func (f *simFlags) config(logger hclog.Logger) (*sim.Config, error) {
 		return nil, err
 	}
 	return &sim.Config{
-		Servers: f.servers, Nodes: f.nodes, CPU: f.cpu, MemoryMB: f.memory, DiskMB: f.disk,
+		Servers: f.servers, Target: f.target, Nodes: f.nodes, CPU: f.cpu, MemoryMB: f.memory, DiskMB: f.disk,
 		Datacenters: f.dcs, Classes: classes, Attributes: f.attrs, Meta: f.meta,
 		ReportDelay: f.reportDelay, HeartbeatJitter: f.heartbeatJitter, RunFor: f.runFor,
 		IDPrefix: f.idPrefix, Region: f.region, UpdateInterval: f.updateInterval,
