@@ -10,12 +10,16 @@
 #                                         stay within the first run's time
 #                                         plus the election plus 2 s, with no
 #                                         duplicate allocation); printed only
+#   make bench-nomad SCENARIO=burst NOMAD_BIN=/path/to/nomad
+#                                         the same scenario against a local
+#                                         3-server Nomad cluster (simulated
+#                                         nodes speak Nomad's client RPCs)
 BENCH_SCENARIOS ?= burst dense c1m-small
 SCENARIO        ?= burst
 BENCH_FLAGS     ?=
 BENCH_DOCS      ?= docs/benchmarks.md
 
-.PHONY: bench-scenarios bench-scenario bench-failover
+.PHONY: bench-scenarios bench-scenario bench-failover bench-nomad
 
 bench-scenarios: build
 	./scripts/bench-cluster.sh -docs $(BENCH_DOCS) $(BENCH_SCENARIOS) -- $(BENCH_FLAGS)
@@ -25,3 +29,6 @@ bench-scenario: build
 
 bench-failover: build
 	./scripts/bench-cluster.sh c1m-small c1m-small-kill -- $(BENCH_FLAGS)
+
+bench-nomad: build
+	./scripts/bench-nomad.sh $(SCENARIO) -- $(BENCH_FLAGS)
