@@ -46,16 +46,9 @@ fi
 ROWS=$(mktemp)
 CMDS=$(mktemp)
 RESULTS=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  PIDS=()
-}
-trap 'cleanup; rm -f "$ROWS" "$CMDS"; rm -rf "$RESULTS"' EXIT
-
-http() { echo "http://127.0.0.1:$((BASE + 10 * $1 + 1))"; }
-rpc() { echo "127.0.0.1:$((BASE + 10 * $1 + 2))"; }
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+trap 'bench_stop_servers; rm -f "$ROWS" "$CMDS"; rm -rf "$RESULTS"' EXIT
 
 status=0
 for sc in "${SCENARIOS[@]}"; do
@@ -69,17 +62,7 @@ for sc in "${SCENARIOS[@]}"; do
       -log-level warn "${JOIN[@]}" ${AGENT_ARGS:-} >"$DIR/s$i.log" 2>&1 &
     PIDS+=($!)
   done
-  leader=""
-  for _ in $(seq 1 150); do
-    leader=$(curl -fsS "$(http 1)/v1/status/leader" 2>/dev/null || true)
-    if echo "$leader" | grep -q ':'; then break; fi
-    leader=""
-    sleep 0.2
-  done
-  if [ -z "$leader" ]; then
-    echo "==> $sc: the servers elected no leader within 30 s; their logs:" >&2
-    for i in 1 2 3; do echo "--- s$i" >&2; tail -20 "$DIR/s$i.log" >&2; done
-    cleanup
+  if ! bench_wait_leader "$sc" "$DIR"; then
     status=1
     continue
   fi
@@ -96,7 +79,7 @@ for sc in "${SCENARIOS[@]}"; do
   echo "==> $sc: servers ${PIDS[*]} in $DIR"
   echo "$BIN bench ${ARGS[*]}" | sed "s#$DIR#\$DIR#g; s#-server-pids [0-9,]*#-server-pids \$PIDS#; s#-markdown-out [^ ]*##; s#-json-out [^ ]*##" >>"$CMDS"
   if ! "$BIN" bench "${ARGS[@]}"; then status=1; fi
-  cleanup
+  bench_stop_servers
   if [ $KEEP = 1 ]; then echo "    kept $DIR"; else rm -rf "$DIR"; fi
   echo
 done

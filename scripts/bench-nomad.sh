@@ -39,16 +39,9 @@ if [ ${#SCENARIOS[@]} -eq 0 ]; then
 fi
 "$NOMAD" version >/dev/null
 
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  PIDS=()
-}
-trap cleanup EXIT
-
-http() { echo "http://127.0.0.1:$((BASE + 10 * $1 + 1))"; }
-rpc() { echo "127.0.0.1:$((BASE + 10 * $1 + 2))"; }
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+trap bench_stop_servers EXIT
 serf() { echo "127.0.0.1:$((BASE + 10 * $1 + 3))"; }
 
 status=0
@@ -85,17 +78,7 @@ EOF
     "$NOMAD" agent -config "$DIR/s$i.hcl" >"$DIR/s$i.log" 2>&1 &
     PIDS+=($!)
   done
-  leader=""
-  for _ in $(seq 1 150); do
-    leader=$(curl -fsS "$(http 1)/v1/status/leader" 2>/dev/null || true)
-    if echo "$leader" | grep -q ':'; then break; fi
-    leader=""
-    sleep 0.2
-  done
-  if [ -z "$leader" ]; then
-    echo "==> $sc: the Nomad servers elected no leader within 30 s; their logs:" >&2
-    for i in 1 2 3; do echo "--- s$i" >&2; tail -20 "$DIR/s$i.log" >&2; done
-    cleanup
+  if ! bench_wait_leader "$sc (Nomad)" "$DIR"; then
     status=1
     continue
   fi
@@ -106,7 +89,7 @@ EOF
   echo "==> $sc: Nomad $("$NOMAD" version | head -1 | awk '{print $2}') servers ${PIDS[*]} in $DIR (leader $leader)"
   echo "    $BIN bench ${ARGS[*]}" | sed "s#$DIR#\$DIR#g; s#-server-pids [0-9,]*#-server-pids \$PIDS#"
   if ! "$BIN" bench "${ARGS[@]}"; then status=1; fi
-  cleanup
+  bench_stop_servers
   if [ $KEEP = 1 ]; then echo "    kept $DIR"; else rm -rf "$DIR"; fi
   echo
 done
