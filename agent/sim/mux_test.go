@@ -129,6 +129,19 @@ func newMuxServer(t testing.TB, keepAlive time.Duration) *muxServer {
 	return m
 }
 
+// startBlockedCall starts a Test.Block call through tr and waits until the
+// server holds it; the call's result arrives on the returned channel.
+func startBlockedCall(t *testing.T, m *muxServer, tr *muxTransport) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		var reply EchoReply
+		done <- tr.RPC(m.addr(), "Test.Block", &EchoArgs{}, &reply)
+	}()
+	waitUntil(t, "the call to block", 5*time.Second, func() (bool, string) { return m.svc.blocked.Load() == 1, "" })
+	return done
+}
+
 // dropConns closes every accepted connection.
 func (m *muxServer) dropConns() {
 	m.mu.Lock()
@@ -248,12 +261,7 @@ func TestMuxAnswersPings(t *testing.T) {
 	m := newMuxServer(t, 10*time.Millisecond)
 	tr := newMuxTransport()
 	defer tr.Close()
-	done := make(chan error, 1)
-	go func() {
-		var reply EchoReply
-		done <- tr.RPC(m.addr(), "Test.Block", &EchoArgs{}, &reply)
-	}()
-	waitUntil(t, "the call to block", 5*time.Second, func() (bool, string) { return m.svc.blocked.Load() == 1, "" })
+	done := startBlockedCall(t, m, tr)
 	time.Sleep(150 * time.Millisecond) // 15 keepalive intervals
 	close(m.svc.release)
 	if err := <-done; err != nil {
@@ -270,12 +278,7 @@ func TestMuxSessionFailure(t *testing.T) {
 	m := newMuxServer(t, 0)
 	tr := newMuxTransport()
 	defer tr.Close()
-	done := make(chan error, 1)
-	go func() {
-		var reply EchoReply
-		done <- tr.RPC(m.addr(), "Test.Block", &EchoArgs{}, &reply)
-	}()
-	waitUntil(t, "the call to block", 5*time.Second, func() (bool, string) { return m.svc.blocked.Load() == 1, "" })
+	done := startBlockedCall(t, m, tr)
 	m.dropConns()
 	select {
 	case err := <-done:
@@ -298,12 +301,7 @@ func TestMuxSessionFailure(t *testing.T) {
 func TestMuxClose(t *testing.T) {
 	m := newMuxServer(t, 0)
 	tr := newMuxTransport()
-	done := make(chan error, 1)
-	go func() {
-		var reply EchoReply
-		done <- tr.RPC(m.addr(), "Test.Block", &EchoArgs{}, &reply)
-	}()
-	waitUntil(t, "the call to block", 5*time.Second, func() (bool, string) { return m.svc.blocked.Load() == 1, "" })
+	done := startBlockedCall(t, m, tr)
 	tr.Close()
 	if err := <-done; !errors.Is(err, errMuxClosed) {
 		t.Fatalf("blocked call ended with %v, want errMuxClosed", err)
