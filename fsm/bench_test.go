@@ -102,8 +102,9 @@ func BenchmarkApplyPlanResults5000(b *testing.B) {
 		must(b, store.UpsertJob(index, job, nil))
 		stored, err := store.JobByID(nil, job.Namespace, job.ID)
 		must(b, err)
-		buf, err := structs.Encode(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{
-			Job: stored, AllocsUpdated: newAllocs(stored, nodes, 5000), UpdatedAt: 1})
+		req := &structs.ApplyPlanResultsRequest{Job: stored, AllocsUpdated: newAllocs(stored, nodes, 5000), UpdatedAt: 1}
+		req.Compact() // as the leader writes it
+		buf, err := structs.Encode(structs.ApplyPlanResultsRequestType, req)
 		must(b, err)
 		entries[i] = buf
 	}

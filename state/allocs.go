@@ -37,6 +37,9 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 
 // UpsertPlanResults is StateStore.UpsertPlanResults within the batch.
 func (b *Batch) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	if err := req.Expand(); err != nil {
+		return err
+	}
 	b.txn.t.begin(index)
 	txn := b.txn
 	sums := newSummaries(txn)

@@ -18,6 +18,8 @@ func codecBenchCases() []codecBenchCase {
 	return []codecBenchCase{
 		{"PlanResults100", ApplyPlanResultsRequestType, fixturePlanResults(100),
 			func() any { return new(ApplyPlanResultsRequest) }},
+		{"PlanResults100Grouped", ApplyPlanResultsRequestType, groupedPlanResults(100),
+			func() any { return new(ApplyPlanResultsRequest) }},
 		{"JobRegister3Groups", JobRegisterRequestType,
 			&JobRegisterRequest{Job: job, Eval: NewEval(job, EvalTriggerJobRegister, fixtureTime)},
 			func() any { return new(JobRegisterRequest) }},
@@ -58,4 +60,12 @@ func BenchmarkCodec(b *testing.B) {
 			b.ReportMetric(float64(len(buf)), "bytes/msg")
 		})
 	}
+}
+
+// groupedPlanResults is fixturePlanResults(n) as the leader writes it:
+// compacted into allocation groups.
+func groupedPlanResults(n int) *ApplyPlanResultsRequest {
+	req := fixturePlanResults(n)
+	req.Compact()
+	return req
 }

@@ -35,7 +35,7 @@ var wireTypes = []any{
 	new(NodeMemoryResources), new(NodeDiskResources), new(NodeReservedResources),
 	new(NodeReservedCpuResources), new(NodeReservedMemoryResources), new(NodeReservedDiskResources),
 	new(DriverInfo), new(DrainStrategy), new(NodeEvent), new(Evaluation), new(EvaluationStub),
-	new(Allocation), new(AllocatedResources), new(AllocatedTaskResources), new(AllocatedCpuResources),
+	new(Allocation), new(AllocGroup), new(AllocatedResources), new(AllocatedTaskResources), new(AllocatedCpuResources),
 	new(AllocatedMemoryResources), new(AllocatedSharedResources), new(DesiredTransition),
 	new(RescheduleTracker), new(RescheduleEvent), new(TaskState), new(TaskEvent), new(AllocMetric),
 	new(NodeScoreMeta),

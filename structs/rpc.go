@@ -338,6 +338,10 @@ type ApplyPlanResultsRequest struct {
 	AllocsStopped []*Allocation
 	// AllocsUpdated are new placements and in-place updates.
 	AllocsUpdated []*Allocation
+	// AllocGroups are more of them, in compact form (see AllocGroup):
+	// the leader's Compact fills them, the FSM's Expand moves them into
+	// AllocsUpdated.
+	AllocGroups []*AllocGroup
 	// EvalID is the evaluation the plan belongs to.
 	EvalID string
 	// Evals are evaluation updates written with the plan.

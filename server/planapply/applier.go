@@ -211,6 +211,8 @@ func (a *Applier) startCommit(p Pending, plan *structs.Plan, result *structs.Pla
 	req := a.request(plan, result)
 	go func() {
 		start := time.Now()
+		// Off the applier's loop: the next plan's check need not wait.
+		req.Compact()
 		c.index, c.err = a.cfg.Apply(req)
 		metrics.MeasureSince(metricApply, start)
 		close(c.done)
