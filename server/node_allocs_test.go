@@ -155,7 +155,10 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 			write: func(f *clientAllocsFixture) error {
 				return f.st.DeleteEvalsAndAllocs(13, nil, []string{f.a2.ID})
 			},
-			wake: wakeNever, // a1 holds the same AllocModifyIndex
+			// The node's row lists its allocations, so the collection
+			// wakes the query, which finds the index where it was (a1
+			// holds the same AllocModifyIndex) and waits again.
+			wake: wakeMust,
 			want: func(f *clientAllocsFixture) map[string]uint64 { return map[string]uint64{f.a1.ID: 12} },
 		},
 		{

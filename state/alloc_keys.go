@@ -9,55 +9,43 @@ import (
 )
 
 // Allocation keys: the allocs table holds the allocations by ID alone, and
-// the alloc_keys table holds one small row per allocation with what the
-// reads by job and by node order on, {ID, Namespace, JobID, NodeID}, and
-// the allocation's AllocModifyIndex. An allocation's ID, job and node are
-// set when it is created and almost never change, and AllocModifyIndex
-// changes only when the servers change the allocation (a stop, an
-// in-place update, a desired transition), while the allocation itself is
-// rewritten many times more: every client status update touches one radix
-// tree (allocs by ID) instead of three, and leaves the key row as it was
-// (the same object). A client's watch answers from the node's key rows
-// alone (ClientAllocIndexes), without fetching an allocation.
+// the alloc_keys table holds one small row per allocation with what reads
+// by job order on, {ID, Namespace, JobID}. An allocation's ID and job are
+// set when it is created and never change, while the allocation itself is
+// rewritten many times: a client status update, a stop or an in-place
+// update touches one radix tree (allocs by ID) and leaves the key row as
+// it was (the same object). Reads by node start from the node's row in
+// node_allocs instead, which lists the node's allocations (node_allocs.go).
 //
-// The key table has two indexes:
-//
-//   - id (unique): namespace, job ID, allocation ID. A Get with the
-//     namespace and job ID lists the job's allocations by ID, the order
-//     the allocs table's job index gave before;
-//   - node (unique, allocations without a node are not in it): node ID,
-//     allocation ID. A Get with the node ID lists the node's allocations
-//     by ID.
+// The key table's one index, id (unique), is namespace, job ID,
+// allocation ID: a Get with the namespace and job ID lists the job's
+// allocations by ID.
 //
 // The rows are kept exact by construction: writeTxn.insertAlloc and
 // writeTxn.deleteAlloc are the only writers of allocation rows (insert and
-// delete refuse the allocs table), and they write, move or delete the key
-// row with the allocation. Snapshots do not carry the table (it is not in
+// delete refuse the allocs table), and they write or delete the key row
+// with the allocation. Snapshots do not carry the table (it is not in
 // Tables); a restore rebuilds it from the allocations it loads.
 //
-// Reads by key iterate the key rows and fetch each allocation by ID from
-// the same transaction. Blocking reads watch the key prefix (an allocation
-// joins or leaves the set) and each returned allocation's own row (it
-// changes), up to allocWatchRows rows; above that they watch the allocs
-// table's row of the index table instead, which fires on every commit
-// that writes any allocation: coarse (a blocked query may wake for a
-// write elsewhere and find its answer unchanged) but never missing a
-// change. Reads without a watch set (the scheduler, the plan applier, the
-// FSM) pay nothing for watches.
+// Reads by job iterate the key rows, reads by node the node's list, and
+// both fetch each allocation by ID from the same transaction. Blocking
+// reads watch the key prefix or the node's row (an allocation joins or
+// leaves the set) and each returned allocation's own row (it changes), up
+// to allocWatchRows rows; above that they watch the allocs table's row of
+// the index table instead, which fires on every commit that writes any
+// allocation: coarse (a blocked query may wake for a write elsewhere and
+// find its answer unchanged) but never missing a change. Reads without a
+// watch set (the scheduler, the plan applier, the FSM) pay nothing for
+// watches.
 
 // allocKey is a row of the alloc_keys table. Rows are immutable.
 type allocKey struct {
-	ID, Namespace, JobID, NodeID string
-	// AllocModifyIndex is the allocation's: the last server-side change
-	// to it (client updates keep it), so that a client's watch answers
-	// from the node's key rows alone (ClientAllocIndexes).
-	AllocModifyIndex uint64
-	// jobKey and nodeKey are the row's index keys (namespace, job ID,
-	// allocation ID; node ID, allocation ID; each NUL-terminated; nodeKey
-	// is nil without a node), built once, in one buffer, by keyOf: the
-	// indexers hand them to memdb as they are. jobKey ends with the
-	// allocation's key in the allocs table (see lookup).
-	jobKey, nodeKey []byte
+	ID, Namespace, JobID string
+	// jobKey is the row's index key (namespace, job ID, allocation ID,
+	// each NUL-terminated), built once by keyOf: the indexer hands it to
+	// memdb as it is. It ends with the allocation's key in the allocs
+	// table (see lookup).
+	jobKey []byte
 }
 
 // lookup returns the allocation's key in the allocs table (ID, NUL): a
@@ -76,8 +64,11 @@ type allocIDIndex struct {
 
 func (x allocIDIndex) FromArgs(args ...any) ([]byte, error) {
 	if len(args) == 1 {
-		if k, ok := args[0].(*allocKey); ok {
+		switch k := args[0].(type) {
+		case *allocKey:
 			return k.lookup(), nil
+		case *nodeAllocRef:
+			return k.key, nil
 		}
 	}
 	return x.fieldIndex.FromArgs(args...)
@@ -90,44 +81,35 @@ func (x allocIDIndex) FromArgs(args ...any) ([]byte, error) {
 const allocWatchRows = 32
 
 func keyOf(a *structs.Allocation) *allocKey {
-	k := &allocKey{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, NodeID: a.NodeID, AllocModifyIndex: a.AllocModifyIndex}
-	size := len(a.Namespace) + len(a.JobID) + len(a.ID) + 3
-	if a.NodeID != "" {
-		size += len(a.NodeID) + len(a.ID) + 2
-	}
-	buf := make([]byte, 0, size)
+	k := &allocKey{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID}
+	buf := make([]byte, 0, len(a.Namespace)+len(a.JobID)+len(a.ID)+3)
 	buf = appendTerminated(appendTerminated(appendTerminated(buf, a.Namespace), a.JobID), a.ID)
-	k.jobKey = buf[:len(buf):len(buf)]
-	if a.NodeID != "" {
-		buf = appendTerminated(appendTerminated(buf, a.NodeID), a.ID)
-		k.nodeKey = buf[len(k.jobKey):len(buf):len(buf)]
-	}
+	k.jobKey = buf
 	return k
 }
 
 // sameKey reports whether two versions of an allocation have the same key
 // row.
 func sameKey(a, b *structs.Allocation) bool {
-	return a.ID == b.ID && a.Namespace == b.Namespace && a.JobID == b.JobID && a.NodeID == b.NodeID &&
-		a.AllocModifyIndex == b.AllocModifyIndex
+	return a.ID == b.ID && a.Namespace == b.Namespace && a.JobID == b.JobID
 }
 
 // ClientAllocIndexes returns the AllocModifyIndex of every allocation on
-// the node, by allocation ID, read from the node's key rows alone: what a
+// the node, by allocation ID, read from the node's row alone: what a
 // client's watch (Node.GetClientAllocs) answers. It does not watch; the
 // watch waits on the node's node_allocs row.
 func (s *StateStore) ClientAllocIndexes(nodeID string) (map[string]uint64, error) {
-	iter, err := s.db.Txn(false).Get(TableAllocKeys, IndexNode, nodeID)
+	_, raw, err := s.db.Txn(false).FirstWatch(TableNodeAllocs, IndexID, nodeID)
 	if err != nil {
-		return nil, fmt.Errorf("state: reading %s by %s: %w", TableAllocKeys, IndexNode, err)
+		return nil, fmt.Errorf("state: node allocation row lookup: %w", err)
 	}
-	var keys []*allocKey
-	for raw := iter.Next(); raw != nil; raw = iter.Next() {
-		keys = append(keys, raw.(*allocKey))
+	if raw == nil {
+		return map[string]uint64{}, nil
 	}
-	out := make(map[string]uint64, len(keys))
-	for _, k := range keys {
-		out[k.ID] = k.AllocModifyIndex
+	refs := raw.(*nodeAllocs).Allocs
+	out := make(map[string]uint64, len(refs))
+	for _, r := range refs {
+		out[r.ID] = r.AllocModifyIndex
 	}
 	return out, nil
 }
@@ -160,21 +142,6 @@ func (allocKeyJobIndex) FromArgs(args ...any) ([]byte, error) {
 	}
 	return b, nil
 }
-
-// allocKeyNodeIndex indexes alloc_keys by node ID, allocation ID (the
-// row's nodeKey). FromArgs
-// takes the node ID (the node's prefix, which Get scans).
-type allocKeyNodeIndex struct{}
-
-func (allocKeyNodeIndex) FromObject(obj any) (bool, []byte, error) {
-	k, ok := obj.(*allocKey)
-	if !ok {
-		return false, nil, fmt.Errorf("state: index expects %T, got %T", k, obj)
-	}
-	return k.nodeKey != nil, k.nodeKey, nil
-}
-
-func (allocKeyNodeIndex) FromArgs(args ...any) ([]byte, error) { return oneKeyArg(args) }
 
 // insertAlloc inserts or replaces allocation a; prev is the row it
 // replaces (nil when new), as the transaction holds it.
@@ -252,50 +219,98 @@ func (w *writeTxn) eachAlloc(index string, fn func(*structs.Allocation) bool, ar
 
 // allocsByKeyTxn returns the allocations whose key rows match args on
 // index (of alloc_keys) and that keep accepts (nil: all), in index order.
-// With a watch set it adds the key prefix's watch and the rows' watches,
-// or the allocs table's index row when more than allocWatchRows
-// allocations were read (see above); every allocation read is watched,
-// kept or not, since a change may make keep accept it.
+// With a watch set it adds the key prefix's watch and the rows' watches
+// (see allocReads.watch).
 func allocsByKeyTxn(txn *memdb.Txn, ws memdb.WatchSet, keep func(*structs.Allocation) bool, index string, args ...any) ([]*structs.Allocation, error) {
 	iter, err := txn.Get(TableAllocKeys, index, args...)
 	if err != nil {
 		return nil, fmt.Errorf("state: reading %s by %s: %w", TableAllocKeys, index, err)
 	}
-	var (
-		out   []*structs.Allocation
-		rowCh [allocWatchRows]<-chan struct{}
-		read  int
-	)
+	r := allocReads{keep: keep}
 	for raw := iter.Next(); raw != nil; raw = iter.Next() {
 		k := raw.(*allocKey)
-		ch, obj, err := txn.FirstWatch(TableAllocs, IndexID, k)
-		if err != nil {
-			return nil, fmt.Errorf("state: allocation lookup: %w", err)
-		}
-		if obj == nil {
-			return nil, fmt.Errorf("state: key of alloc %q without its row", k.ID)
-		}
-		if read < allocWatchRows {
-			rowCh[read] = ch
-		}
-		read++
-		if a := obj.(*structs.Allocation); keep == nil || keep(a) {
-			out = append(out, a)
+		if err := r.read(txn, k, k.ID); err != nil {
+			return nil, err
 		}
 	}
-	if ws != nil {
-		ws.Add(iter.WatchCh())
-		if read <= allocWatchRows {
-			for _, ch := range rowCh[:read] {
-				ws.Add(ch)
+	if err := r.watch(txn, ws, iter.WatchCh()); err != nil {
+		return nil, err
+	}
+	return r.out, nil
+}
+
+// allocsByNodeTxn returns the node's allocations, sorted by ID, from its
+// node_allocs row. With a watch set it adds the row's watch (it fires when
+// an allocation joins or leaves the node) and the allocations' (see
+// allocReads.watch).
+func allocsByNodeTxn(txn *memdb.Txn, ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
+	rowCh, raw, err := txn.FirstWatch(TableNodeAllocs, IndexID, nodeID)
+	if err != nil {
+		return nil, fmt.Errorf("state: node allocation row lookup: %w", err)
+	}
+	var r allocReads
+	if raw != nil {
+		for _, ref := range raw.(*nodeAllocs).Allocs {
+			if err := r.read(txn, ref, ref.ID); err != nil {
+				return nil, err
 			}
-		} else {
-			ch, _, err := txn.FirstWatch(TableIndex, IndexID, TableAllocs)
-			if err != nil {
-				return nil, fmt.Errorf("state: index lookup: %w", err)
-			}
+		}
+	}
+	if err := r.watch(txn, ws, rowCh); err != nil {
+		return nil, err
+	}
+	return r.out, nil
+}
+
+// allocReads gathers the allocations of a read by job or by node, and
+// what to watch for them.
+type allocReads struct {
+	keep  func(*structs.Allocation) bool // nil: all
+	out   []*structs.Allocation
+	rowCh [allocWatchRows]<-chan struct{}
+	n     int // allocations read, kept or not
+}
+
+// read looks up one allocation by key (an *allocKey or *nodeAllocRef)
+// and keeps it if keep accepts it; a set entry without its allocation is
+// an error naming id.
+func (r *allocReads) read(txn *memdb.Txn, key any, id string) error {
+	ch, obj, err := txn.FirstWatch(TableAllocs, IndexID, key)
+	if err != nil {
+		return fmt.Errorf("state: allocation lookup: %w", err)
+	}
+	if obj == nil {
+		return fmt.Errorf("state: alloc %q listed without its row", id)
+	}
+	if r.n < allocWatchRows {
+		r.rowCh[r.n] = ch
+	}
+	r.n++
+	if a := obj.(*structs.Allocation); r.keep == nil || r.keep(a) {
+		r.out = append(r.out, a)
+	}
+	return nil
+}
+
+// watch adds to ws (if any) setCh, which fires when the set changes, and
+// the watches of the allocations read, or the allocs table's index row
+// when more than allocWatchRows were read; every allocation read is
+// watched, kept or not, since a change may make keep accept it.
+func (r *allocReads) watch(txn *memdb.Txn, ws memdb.WatchSet, setCh <-chan struct{}) error {
+	if ws == nil {
+		return nil
+	}
+	ws.Add(setCh)
+	if r.n <= allocWatchRows {
+		for _, ch := range r.rowCh[:r.n] {
 			ws.Add(ch)
 		}
+		return nil
 	}
-	return out, nil
+	ch, _, err := txn.FirstWatch(TableIndex, IndexID, TableAllocs)
+	if err != nil {
+		return fmt.Errorf("state: index lookup: %w", err)
+	}
+	ws.Add(ch)
+	return nil
 }

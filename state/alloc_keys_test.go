@@ -32,12 +32,11 @@ func allocKeyRows(t fataler, s *StateStore) map[string]*allocKey {
 
 // keyValues is a key row without its lookup key, for comparisons.
 type keyValues struct {
-	ID, Namespace, JobID, NodeID string
-	AllocModifyIndex             uint64
+	ID, Namespace, JobID string
 }
 
 func (k *allocKey) values() keyValues {
-	return keyValues{k.ID, k.Namespace, k.JobID, k.NodeID, k.AllocModifyIndex}
+	return keyValues{k.ID, k.Namespace, k.JobID}
 }
 
 // TestAllocKeysProperty applies random sequences of allocation writes
@@ -67,18 +66,16 @@ func (c *allocKeysChecker) check(t *rapid.T, s *StateStore, when string) {
 	byJob := map[structs.NamespacedID][]string{}
 	byNode := map[string][]string{}
 	for _, a := range allocs {
-		want := keyValues{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, NodeID: a.NodeID, AllocModifyIndex: a.AllocModifyIndex}
+		want := keyValues{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID}
 		got := rows[a.ID]
 		if got == nil || got.values() != want || string(got.lookup()) != a.ID+"\x00" ||
-			string(got.jobKey) != a.Namespace+"\x00"+a.JobID+"\x00"+a.ID+"\x00" ||
-			(a.NodeID == "") != (got.nodeKey == nil) || a.NodeID != "" && string(got.nodeKey) != a.NodeID+"\x00"+a.ID+"\x00" {
+			string(got.jobKey) != a.Namespace+"\x00"+a.JobID+"\x00"+a.ID+"\x00" {
 			t.Fatalf("%s: key row of %q is %+v, want %+v", when, a.ID, got, want)
 		}
-		// Two ways give a row the values it had in one transaction: a
-		// plan moving an allocation and moving it back (the same ID
-		// twice), and a batch deleting one and writing it again. No other
-		// write changes an allocation's node or job.
-		recreated := strings.Contains(when, "plan placements") || strings.Contains(when, "batch") && strings.Contains(when, "delete allocs")
+		// A batch deleting an allocation and writing it again gives a new
+		// row with the old values. No other write changes an
+		// allocation's job.
+		recreated := strings.Contains(when, "batch") && strings.Contains(when, "delete allocs")
 		if prev := c.rows[a.ID]; c.last == s && prev != nil && prev.values() == want && prev != got && !recreated {
 			t.Fatalf("%s: key row of %q rewritten with the same values", when, a.ID)
 		}
@@ -133,7 +130,7 @@ func TestAllocKeyRowKept(t *testing.T) {
 	must(t, s.UpsertPlanResults(2, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{a}}))
 	row := func() *allocKey { return allocKeyRows(t, s)[id] }
 	first := row()
-	if first == nil || first.values() != (keyValues{ID: id, Namespace: job.Namespace, JobID: job.ID, NodeID: n1.ID, AllocModifyIndex: 2}) {
+	if first == nil || first.values() != (keyValues{ID: id, Namespace: job.Namespace, JobID: job.ID}) {
 		t.Fatalf("key row after placement: %+v", first)
 	}
 	stored := func() *structs.Allocation {
@@ -146,26 +143,27 @@ func TestAllocKeyRowKept(t *testing.T) {
 		write func() error
 		same  bool
 	}{
+		// No write but a deletion changes an allocation's ID or job: the
+		// row stays the same object through all of these. The node's row
+		// in node_allocs follows the node and AllocModifyIndex.
 		{"client update", func() error {
 			return s.UpdateAllocsFromClient(3, []*structs.Allocation{{ID: id, ClientStatus: structs.AllocClientStatusRunning}}, nil)
 		}, true},
-		// Server-side changes move AllocModifyIndex, which the row
-		// carries for the client's watch.
 		{"in-place update", func() error {
 			return s.UpsertPlanResults(4, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{stored()}})
-		}, false},
+		}, true},
 		{"desired transition", func() error {
 			migrate := true
 			return s.UpdateAllocsDesiredTransition(5, map[string]*structs.DesiredTransition{id: {Migrate: &migrate}}, 5, nil)
-		}, false},
+		}, true},
 		{"stop", func() error {
 			return s.UpsertPlanResults(6, &structs.ApplyPlanResultsRequest{AllocsStopped: []*structs.Allocation{{ID: id}}})
-		}, false},
+		}, true},
 		{"move to another node", func() error {
 			moved := stored()
 			moved.NodeID = n2.ID
 			return s.UpsertAllocs(7, []*structs.Allocation{moved})
-		}, false},
+		}, true},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -175,9 +173,16 @@ func TestAllocKeyRowKept(t *testing.T) {
 			if (after == before) != st.same {
 				t.Fatalf("key row %p became %p (%+v); want the same object: %v", before, after, after, st.same)
 			}
-			if a := stored(); after.NodeID != a.NodeID || after.AllocModifyIndex != a.AllocModifyIndex {
-				t.Fatalf("key row on node %q at %d, allocation on %q at %d",
-					after.NodeID, after.AllocModifyIndex, a.NodeID, a.AllocModifyIndex)
+			a := stored()
+			idx, err := s.ClientAllocIndexes(a.NodeID)
+			must(t, err)
+			if len(idx) != 1 || idx[id] != a.AllocModifyIndex {
+				t.Fatalf("node %q lists %v, allocation at %d", a.NodeID, idx, a.AllocModifyIndex)
+			}
+			if a.NodeID == n2.ID {
+				if idx, _ := s.ClientAllocIndexes(n1.ID); len(idx) != 0 {
+					t.Fatalf("old node still lists %v", idx)
+				}
 			}
 		})
 	}

@@ -437,9 +437,10 @@ func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]
 }
 
 // AllocsByNode returns the node's allocations, sorted by ID. ws wakes
-// when one is added, removed or changed (see alloc_keys.go).
+// when one is added, removed or changed (see alloc_keys.go and
+// node_allocs.go).
 func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
-	return allocsByKeyTxn(s.db.Txn(false), ws, nil, IndexNode, nodeID)
+	return allocsByNodeTxn(s.db.Txn(false), ws, nodeID)
 }
 
 // AllocsByEval returns the allocations whose EvalID is the evaluation's,

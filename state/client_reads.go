@@ -39,11 +39,11 @@ func (k *keyArg) set(v string) {
 type NodeKey struct {
 	id   string
 	key  keyArg
-	args [1]any      // &key, boxed once
-	rows []*allocKey // scratch of ClientAllocIndexesOf; cleared after use
-	// read is the transaction of the last ClientNode, on store readOf,
-	// until Release.
-	read   *memdb.Txn
+	args [1]any // &key, boxed once
+	// row is the node's node_allocs row as the last ClientNode read it,
+	// on store readOf, until Release (nil: the node has none).
+	row    *nodeAllocs
+	read   bool
 	readOf *StateStore
 	buf    [keyBufLen]byte // key storage for a UUID-sized ID
 }
@@ -64,7 +64,7 @@ func (k *NodeKey) Reset(nodeID string) {
 // Release drops what k holds of the store (the last ClientNode's
 // transaction pins that state's tree): call it before pooling k.
 func (k *NodeKey) Release() {
-	k.read, k.readOf = nil, nil
+	k.row, k.read, k.readOf = nil, false, nil
 }
 
 // ID returns the node ID k was reset to.
@@ -75,10 +75,10 @@ func (k *NodeKey) ID() string { return k.id }
 // the node's row and of its node_allocs row: the same result and watches
 // as NodeByID followed by NodeAllocIndex. A missing node is a not-found
 // error, as from NodeByID, and adds the watch of the node lookup only. k
-// keeps the transaction, for ClientAllocIndexesOf (until Release).
+// keeps the node's row, for ClientAllocIndexesOf (until Release).
 func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, uint64, error) {
 	txn := s.db.Txn(false)
-	k.read, k.readOf = txn, s
+	k.row, k.read, k.readOf = nil, false, s
 	node, err := firstTxn[structs.Node](txn, ws, TableNodes, "node", k.id, k.args[:]...)
 	if err != nil {
 		return nil, 0, err
@@ -88,40 +88,36 @@ func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, u
 		return nil, 0, fmt.Errorf("state: node allocation row lookup: %w", err)
 	}
 	ws.Add(watchCh)
+	k.read = true
 	if raw == nil {
 		return node, 0, nil
 	}
-	return node, raw.(*nodeAllocs).AllocIndex, nil
+	k.row = raw.(*nodeAllocs)
+	return node, k.row.AllocIndex, nil
 }
 
 // ClientAllocIndexesOf is ClientAllocIndexes for the node k names, which
 // also returns the highest AllocModifyIndex it lists (0 for none). With
-// latest it reads the store as it is now; without, it reads the state the
-// last ClientNode of k on s read (its transaction: one fewer), or as it is
-// now if there was none. The map is allocated at its final size: the key
-// rows are gathered first in k's scratch. It does not watch.
+// latest it reads the store as it is now; without, it answers from the
+// node's row as the last ClientNode of k on s read it (no lookup), or
+// reads the store as it is now if there was none. It does not watch.
 func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (map[string]uint64, uint64, error) {
-	txn := k.read
-	if latest || txn == nil || k.readOf != s {
-		txn = s.db.Txn(false)
+	row := k.row
+	if latest || !k.read || k.readOf != s {
+		_, raw, err := s.db.Txn(false).FirstWatch(TableNodeAllocs, IndexID, k.args[:]...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("state: node allocation row lookup: %w", err)
+		}
+		row, _ = raw.(*nodeAllocs)
 	}
-	iter, err := txn.Get(TableAllocKeys, IndexNode, k.args[:]...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("state: reading %s by %s: %w", TableAllocKeys, IndexNode, err)
+	if row == nil {
+		return map[string]uint64{}, 0, nil
 	}
-	rows := k.rows[:0]
-	for raw := iter.Next(); raw != nil; raw = iter.Next() {
-		rows = append(rows, raw.(*allocKey))
-	}
-	out := make(map[string]uint64, len(rows))
-	var high uint64
-	for _, r := range rows {
+	out := make(map[string]uint64, len(row.Allocs))
+	for _, r := range row.Allocs {
 		out[r.ID] = r.AllocModifyIndex
-		high = max(high, r.AllocModifyIndex)
 	}
-	clear(rows) // keep no row alive through the scratch
-	k.rows = rows[:0]
-	return out, high, nil
+	return out, row.AllocIndex, nil
 }
 
 // AllocsByIDs looks up each of ids in one read transaction and appends

@@ -2,6 +2,8 @@ package state
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -9,30 +11,33 @@ import (
 )
 
 // Per-node allocation rows: the node_allocs table holds one row per node
-// with two values derived from the node's allocations:
+// with what is derived from the node's allocations:
 //
 //   - its usage (NodeUsage): the summed resources and the number of its
 //     live (non-terminal) allocations, so that the scheduler and the plan
 //     applier read a node's usage in O(1) instead of summing its
 //     allocations;
+//   - its allocations (Allocs): each one's ID and AllocModifyIndex, sorted
+//     by ID. Reads by node (AllocsByNode, and a client's watch, which
+//     answers from the list alone: ClientAllocIndexes) start here; there
+//     is no per-allocation index by node;
 //   - its allocation index (NodeAllocIndex): the highest AllocModifyIndex
-//     among its allocations, the index of the last change the servers
-//     made to them (a placement, a stop or eviction, an in-place update, a
-//     desired transition, a lost or unknown mark). A client's watch
+//     in Allocs, the index of the last change the servers made to them (a
+//     placement, a stop or eviction, an in-place update, a desired
+//     transition, a lost or unknown mark). A client's watch
 //     (Node.GetClientAllocs) blocks on this one row instead of on every
 //     write to the node's allocations.
 //
-// Both are kept exact by construction: allocation rows are written only
+// All are kept exact by construction: allocation rows are written only
 // through writeTxn.insertAlloc and writeTxn.deleteAlloc (insert and delete
 // refuse the allocs table), which record what each write takes from and
 // adds to its node; the transaction folds those changes into the row once
 // per node when it commits: one lookup and at most one insert per node,
-// none for a node whose row does not change. When an allocation holding
-// the maximum AllocModifyIndex leaves the node (collected, or moved to
-// another node) the index is recomputed from the node's allocations, and
-// may go down.
+// none for a node whose row does not change. A row is immutable: a change
+// writes a new row with a new list (copying a node's list is cheap next
+// to a tree insert per allocation, and a node holds tens to thousands).
 //
-// A row is rewritten, and its watchers woken, when either value changes.
+// A row is rewritten, and its watchers woken, when any value changes.
 // Client status updates keep AllocModifyIndex, so the common one (running,
 // same resources) writes nothing; one that makes an allocation terminal
 // changes the usage and so wakes the node's client watch, which finds the
@@ -41,11 +46,7 @@ import (
 // Lifetime: a node has a row while it is registered (with zero values
 // while it has no allocations; a watch on a missing row would be a watch
 // on part of the table's tree, which every write to a neighbouring row
-// fires), and after it is deleted for as long as it holds an allocation
-// with an AllocModifyIndex above 0 or a live allocation (every write
-// stamps AllocModifyIndex with its Raft index, so: as long as it holds
-// allocations). This is the union of what the two separate tables this
-// one replaced kept.
+// fires), and after it is deleted for as long as it holds allocations.
 //
 // The table is derived data: snapshots do not carry it (it is not in
 // Tables) and a restore rebuilds it from the nodes and allocations it
@@ -57,9 +58,26 @@ type nodeAllocs struct {
 	// Usage is the node's usage; NodeID is the row's key. It is zero
 	// (ModifyIndex 0) while the node has no live allocations.
 	Usage structs.NodeUsage
-	// AllocIndex is the highest AllocModifyIndex of the node's
-	// allocations (0 when it has none).
+	// AllocIndex is the highest AllocModifyIndex in Allocs (0 when there
+	// are none).
 	AllocIndex uint64
+	// Allocs are the node's allocations, sorted by ID. Shared between
+	// rows: never modified.
+	Allocs []*nodeAllocRef
+}
+
+// nodeAllocRef is one allocation in its node's row. Immutable.
+type nodeAllocRef struct {
+	ID               string
+	AllocModifyIndex uint64
+	// key is the allocation's key in the allocs table (ID, NUL): a read
+	// by node passes the ref itself to the lookup by ID (see
+	// allocIDIndex), which then allocates neither a key nor an interface.
+	key []byte
+}
+
+func newNodeAllocRef(a *structs.Allocation) *nodeAllocRef {
+	return &nodeAllocRef{ID: a.ID, AllocModifyIndex: a.AllocModifyIndex, key: appendTerminated(make([]byte, 0, len(a.ID)+1), a.ID)}
 }
 
 // nodeDelta is what one transaction's allocation writes change in one
@@ -69,11 +87,14 @@ type nodeDelta struct {
 	allocs int
 	// usageIndex is the index of the last write that changed the usage.
 	usageIndex uint64
-	entered    uint64 // highest AllocModifyIndex written onto the node
-	// left is the highest AllocModifyIndex that left the node: a deleted
-	// or moved allocation, or one rewritten with a lower index. If it
-	// reaches the stored maximum, the index is recomputed.
-	left uint64
+	// refs are the allocations written onto the node (ref set) or that
+	// left it (ref nil), in write order.
+	refs []refChange
+}
+
+type refChange struct {
+	id  string
+	ref *nodeAllocRef // nil: removed
 }
 
 // liveOnNode reports whether a counts towards a node's usage.
@@ -94,7 +115,7 @@ func (w *writeTxn) allocChanged(prev, next *structs.Allocation) {
 	}
 	if prev != nil && prev.NodeID != "" {
 		d := w.deltaOf(prev.NodeID)
-		d.left = max(d.left, prev.AllocModifyIndex)
+		d.refs = append(d.refs, refChange{id: prev.ID})
 		if liveOnNode(prev) {
 			d.used.Subtract(prev.AllocatedResources.Comparable())
 			d.allocs--
@@ -103,7 +124,7 @@ func (w *writeTxn) allocChanged(prev, next *structs.Allocation) {
 	}
 	if next != nil && next.NodeID != "" {
 		d := w.deltaOf(next.NodeID)
-		d.entered = max(d.entered, next.AllocModifyIndex)
+		d.refs = append(d.refs, refChange{id: next.ID, ref: newNodeAllocRef(next)})
 		if liveOnNode(next) {
 			d.used.Add(next.AllocatedResources.Comparable())
 			d.allocs++
@@ -117,10 +138,7 @@ func (w *writeTxn) allocUpdated(prev, next *structs.Allocation) {
 	var d *nodeDelta
 	if prev.AllocModifyIndex != next.AllocModifyIndex {
 		d = w.deltaOf(next.NodeID)
-		d.entered = max(d.entered, next.AllocModifyIndex)
-		if next.AllocModifyIndex < prev.AllocModifyIndex {
-			d.left = max(d.left, prev.AllocModifyIndex)
-		}
+		d.refs = append(d.refs, refChange{id: next.ID, ref: newNodeAllocRef(next)})
 	}
 	wasLive, isLive := !prev.TerminalStatus(), !next.TerminalStatus()
 	if !wasLive && !isLive {
@@ -164,14 +182,14 @@ func (w *writeTxn) deltaOf(nodeID string) *nodeDelta {
 }
 
 // flushNodeAllocs folds the transaction's deltas into the node_allocs
-// table: for each node whose usage or allocation index moved, one lookup
-// and one new row (or a deletion, for a deleted node left without
+// table: for each node whose usage or allocations moved, one lookup and
+// one new row (or a deletion, for a deleted node left without
 // allocations). A row that does not change is not written (its watchers
 // do not wake).
 func (w *writeTxn) flushNodeAllocs() error {
 	for nodeID, d := range w.nodes {
 		usageMoved := d.allocs != 0 || d.used != (structs.ComparableResources{})
-		if !usageMoved && d.entered == 0 && d.left == 0 {
+		if !usageMoved && len(d.refs) == 0 {
 			continue
 		}
 		raw, err := w.first(TableNodeAllocs, nodeID)
@@ -196,14 +214,17 @@ func (w *writeTxn) flushNodeAllocs() error {
 				*u = structs.NodeUsage{NodeID: nodeID}
 			}
 		}
-		stored := next.AllocIndex
-		next.AllocIndex = max(stored, d.entered)
-		if d.left > 0 && d.left >= stored {
-			if next.AllocIndex, err = w.maxAllocModifyIndex(nodeID); err != nil {
-				return err
+		refsMoved := false
+		if len(d.refs) > 0 {
+			next.Allocs, refsMoved = mergeRefs(next.Allocs, d.refs)
+			if refsMoved {
+				next.AllocIndex = 0
+				for _, r := range next.Allocs {
+					next.AllocIndex = max(next.AllocIndex, r.AllocModifyIndex)
+				}
 			}
 		}
-		keep := next.AllocIndex > 0 || next.Usage.Allocs > 0
+		keep := len(next.Allocs) > 0 || next.Usage.Allocs > 0
 		if !keep {
 			node, err := w.first(TableNodes, nodeID)
 			if err != nil {
@@ -218,7 +239,7 @@ func (w *writeTxn) flushNodeAllocs() error {
 					return fmt.Errorf("state: deleting allocation row of node %q: %w", nodeID, err)
 				}
 			}
-		case prev == nil || next != *prev:
+		case prev == nil || refsMoved || next.Usage != prev.Usage || next.AllocIndex != prev.AllocIndex:
 			row := next
 			if err := w.put(TableNodeAllocs, &row); err != nil {
 				return fmt.Errorf("state: inserting allocation row of node %q: %w", nodeID, err)
@@ -227,6 +248,50 @@ func (w *writeTxn) flushNodeAllocs() error {
 	}
 	w.nodes = nil
 	return nil
+}
+
+// mergeRefs returns refs with changes applied (the last change to an ID
+// wins), as a new slice sorted by ID, and whether anything changed; refs
+// itself is not modified. A change that sets what is already there (the
+// same AllocModifyIndex) or removes what is not there is no change.
+func mergeRefs(refs []*nodeAllocRef, changes []refChange) ([]*nodeAllocRef, bool) {
+	// The last change per ID, sorted by ID.
+	slices.SortStableFunc(changes, func(a, b refChange) int { return strings.Compare(a.id, b.id) })
+	last := changes[:0]
+	for i, c := range changes {
+		if i+1 < len(changes) && changes[i+1].id == c.id {
+			continue
+		}
+		last = append(last, c)
+	}
+	out := make([]*nodeAllocRef, 0, len(refs)+len(last))
+	moved := false
+	i := 0
+	for _, c := range last {
+		for i < len(refs) && refs[i].ID < c.id {
+			out = append(out, refs[i])
+			i++
+		}
+		var old *nodeAllocRef
+		if i < len(refs) && refs[i].ID == c.id {
+			old = refs[i]
+			i++
+		}
+		switch {
+		case c.ref == nil:
+			moved = moved || old != nil
+		case old != nil && old.AllocModifyIndex == c.ref.AllocModifyIndex:
+			out = append(out, old)
+		default:
+			out = append(out, c.ref)
+			moved = true
+		}
+	}
+	out = append(out, refs[i:]...)
+	if !moved {
+		return refs, false
+	}
+	return out, true
 }
 
 // nodeAllocsNodeAdded gives a newly registered node its row (zero values),
@@ -251,25 +316,13 @@ func (w *writeTxn) nodeAllocsNodeDeleted(nodeID string) error {
 	if err != nil || raw == nil {
 		return err
 	}
-	if row := raw.(*nodeAllocs); row.AllocIndex > 0 || row.Usage.Allocs > 0 {
+	if row := raw.(*nodeAllocs); len(row.Allocs) > 0 || row.Usage.Allocs > 0 {
 		return nil
 	}
 	if err := w.remove(TableNodeAllocs, raw); err != nil {
 		return fmt.Errorf("state: deleting allocation row of node %q: %w", nodeID, err)
 	}
 	return nil
-}
-
-// maxAllocModifyIndex scans the node's allocations as the transaction
-// holds them. It reads the key table's node index, so it should only run
-// once the transaction writes no more allocations (see writeTxn).
-func (w *writeTxn) maxAllocModifyIndex(nodeID string) (uint64, error) {
-	var high uint64
-	err := w.eachAlloc(IndexNode, func(a *structs.Allocation) bool {
-		high = max(high, a.AllocModifyIndex)
-		return true
-	}, nodeID)
-	return high, err
 }
 
 // nodeAllocsRow returns the node's row, or nil, and adds its watch to ws.
@@ -302,9 +355,10 @@ func (s *StateStore) NodeUsage(ws memdb.WatchSet, nodeID string) (structs.NodeUs
 // when it has none, or is unknown). For a registered node (or one with
 // allocations) it adds to ws only the watch of the node's row, which
 // fires when that index changes (a collection that removes the allocation
-// holding the maximum fires it and lowers it) and when the node's usage
-// changes (a client update making an allocation terminal), but not for a
-// client update that changes neither (the common "running").
+// holding the maximum fires it and lowers it), when an allocation joins
+// or leaves the node, and when the node's usage changes (a client update
+// making an allocation terminal), but not for a client update that
+// changes none of these (the common "running").
 func (s *StateStore) NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, error) {
 	row, err := s.nodeAllocsRow(ws, nodeID)
 	if err != nil || row == nil {
@@ -343,6 +397,7 @@ func (r nodeAllocsRestore) add(a *structs.Allocation) {
 		return
 	}
 	row := &r.of(a.NodeID).row
+	row.Allocs = append(row.Allocs, newNodeAllocRef(a))
 	row.AllocIndex = max(row.AllocIndex, a.AllocModifyIndex)
 	row.Usage.ModifyIndex = max(row.Usage.ModifyIndex, a.ModifyIndex)
 	if !a.TerminalStatus() {
@@ -355,10 +410,11 @@ func (r nodeAllocsRestore) add(a *structs.Allocation) {
 // allocations (see the lifetime rule above).
 func (r nodeAllocsRestore) insert(txn *memdb.Txn) error {
 	for id, e := range r {
+		slices.SortFunc(e.row.Allocs, func(a, b *nodeAllocRef) int { return strings.Compare(a.ID, b.ID) })
 		if e.row.Usage.Allocs == 0 {
 			e.row.Usage = structs.NodeUsage{NodeID: id}
 		}
-		if !e.registered && e.row.AllocIndex == 0 && e.row.Usage.Allocs == 0 {
+		if !e.registered && len(e.row.Allocs) == 0 {
 			continue
 		}
 		if err := txn.Insert(TableNodeAllocs, &e.row); err != nil {

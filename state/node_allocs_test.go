@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-memdb"
@@ -319,7 +320,7 @@ func checkRandomAllocWrites(t *testing.T, check func(rt *rapid.T, s *StateStore,
 type nodeAllocsChecker struct {
 	last  *StateStore
 	rows  map[string]*nodeAllocs // as stored at the last check
-	want  map[string]nodeAllocs  // as computed at the last check
+	want  map[string]wantRow     // as computed at the last check
 	nodes map[string]*structs.Node
 }
 
@@ -328,21 +329,22 @@ func (c *nodeAllocsChecker) check(t *rapid.T, s *StateStore, when string) {
 	ok(t, err)
 	nodeList, err := s.Nodes(nil)
 	ok(t, err)
-	want := map[string]nodeAllocs{}
+	want := map[string]wantRow{}
 	nodes := map[string]*structs.Node{}
 	for _, n := range nodeList {
 		nodes[n.ID] = n
-		want[n.ID] = nodeAllocs{Usage: structs.NodeUsage{NodeID: n.ID}}
+		want[n.ID] = wantRow{Usage: structs.NodeUsage{NodeID: n.ID}}
 	}
-	for _, a := range allocs {
+	for _, a := range allocs { // sorted by ID, as a row's list
 		live := !a.TerminalStatus()
-		if a.NodeID == "" || a.AllocModifyIndex == 0 && !live {
+		if a.NodeID == "" {
 			continue
 		}
 		w, seen := want[a.NodeID]
 		if !seen {
 			w.Usage.NodeID = a.NodeID
 		}
+		w.refs += fmt.Sprintf("%s@%d,", a.ID, a.AllocModifyIndex)
 		w.AllocIndex = max(w.AllocIndex, a.AllocModifyIndex)
 		if live {
 			w.Usage.Used.Add(a.AllocatedResources.Comparable())
@@ -362,8 +364,9 @@ func (c *nodeAllocsChecker) check(t *rapid.T, s *StateStore, when string) {
 			t.Fatalf("%s: node %q has no row", when, id)
 		}
 		u := got.Usage
-		if u.NodeID != id || u.Used != w.Usage.Used || u.Allocs != w.Usage.Allocs || got.AllocIndex != w.AllocIndex {
-			t.Fatalf("%s: row of %q is %+v, its allocations give %+v", when, id, *got, w)
+		if u.NodeID != id || u.Used != w.Usage.Used || u.Allocs != w.Usage.Allocs || got.AllocIndex != w.AllocIndex ||
+			refsString(got.Allocs) != w.refs {
+			t.Fatalf("%s: row of %q is %+v (%s), its allocations give %+v", when, id, *got, refsString(got.Allocs), w)
 		}
 		if u.ModifyIndex > latest || (u.Allocs > 0) != (u.ModifyIndex > 0) {
 			t.Fatalf("%s: usage of %q modified at %d (latest index %d)", when, id, u.ModifyIndex, latest)
@@ -385,6 +388,24 @@ func (c *nodeAllocsChecker) check(t *rapid.T, s *StateStore, when string) {
 		}
 	}
 	c.last, c.rows, c.want, c.nodes = s, rows, want, nodes
+}
+
+// wantRow is a node_allocs row as the allocations give it, comparable.
+type wantRow struct {
+	Usage      structs.NodeUsage
+	AllocIndex uint64
+	refs       string // "ID@AllocModifyIndex," for each, by ID
+}
+
+func refsString(refs []*nodeAllocRef) string {
+	var b strings.Builder
+	for _, r := range refs {
+		if string(r.key) != r.ID+"\x00" {
+			return "bad key for " + r.ID
+		}
+		fmt.Fprintf(&b, "%s@%d,", r.ID, r.AllocModifyIndex)
+	}
+	return b.String()
 }
 
 // restoreCopy loads every table of s into a new store through Restore, as
@@ -548,11 +569,14 @@ func TestNodeAllocIndex(t *testing.T) {
 			want: 27, other: 13, fires: true,
 		},
 		{
+			// The index stays, but the row lists the node's allocations,
+			// so it is rewritten (a client's watch wakes, finds the
+			// index where it was and waits again).
 			name: "collecting an allocation below the maximum",
 			write: func(index uint64) error {
 				return s.DeleteEvalsAndAllocs(index, nil, []string{a2.ID})
 			},
-			want: 27, other: 13,
+			want: 27, other: 13, fires: true,
 		},
 		{
 			name: "a new placement, then its move to another node",

@@ -18,12 +18,13 @@ const (
 	TableEvals      = "evals"
 	TableAllocs     = "allocs"
 	// TableNodeAllocs is derived from the nodes and allocs tables: one row
-	// per node with its usage and allocation index (see node_allocs.go).
+	// per node with its usage, its allocations and its allocation index
+	// (see node_allocs.go).
 	// It is not in Tables and has no index table row.
 	TableNodeAllocs = "node_allocs"
 	// TableAllocKeys is derived from the allocs table: one row per
-	// allocation with its ID, namespace, job and node, indexed by job
-	// (the primary key) and by node (see alloc_keys.go). It is not in
+	// allocation with its ID, namespace and job, indexed by job (see
+	// alloc_keys.go). It is not in
 	// Tables and has no index table row.
 	TableAllocKeys = "alloc_keys"
 )
@@ -232,8 +233,7 @@ func schema() *memdb.DBSchema {
 			Indexes: map[string]*memdb.IndexSchema{
 				// The primary key orders by job: (namespace, job ID,
 				// allocation ID).
-				IndexID:   {Name: IndexID, Unique: true, Indexer: allocKeyJobIndex{}},
-				IndexNode: {Name: IndexNode, Unique: true, AllowMissing: true, Indexer: allocKeyNodeIndex{}},
+				IndexID: {Name: IndexID, Unique: true, Indexer: allocKeyJobIndex{}},
 			},
 		},
 	}}
