@@ -253,10 +253,55 @@ func TestApplyEveryMessageType(t *testing.T) {
 			}
 		})
 	}
-	for mt := structs.NodeRegisterRequestType; mt <= structs.AllocUpdateDesiredTransitionRequestType; mt++ {
+	covered[structs.ApplyPlanResultsGroupedRequestType] = true // TestApplyGroupedPlanResults
+	for mt := structs.NodeRegisterRequestType; mt <= structs.ApplyPlanResultsGroupedRequestType; mt++ {
 		if !covered[mt] {
 			t.Errorf("message type %s not covered", mt)
 		}
+	}
+}
+
+// TestApplyGroupedPlanResults applies a plan whose placements the leader
+// grouped (its own message type) and checks every allocation is stored,
+// sharing its group's resources.
+func TestApplyGroupedPlanResults(t *testing.T) {
+	f, _ := testFSM(t)
+	job := mock.Job()
+	must(t, f.State().UpsertJob(1, job, nil))
+	stored, err := f.State().JobByID(nil, job.Namespace, job.ID)
+	must(t, err)
+	n1, n2 := mock.Node(), mock.Node()
+	evalID := structs.GenerateUUID()
+	req := &structs.ApplyPlanResultsRequest{Job: stored, EvalID: evalID, UpdatedAt: 5}
+	for _, n := range []*structs.Node{n1, n2, n2} {
+		a := mock.Alloc(stored, n)
+		a.Job, a.EvalID = nil, evalID
+		req.AllocsUpdated = append(req.AllocsUpdated, a)
+	}
+	want := append([]*structs.Allocation(nil), req.AllocsUpdated...)
+	req.Compact()
+	if len(req.AllocGroups) != 1 || len(req.AllocsUpdated) != 0 {
+		t.Fatalf("Compact made %d groups and left %d", len(req.AllocGroups), len(req.AllocsUpdated))
+	}
+	if res := apply(t, f, 2, structs.ApplyPlanResultsGroupedRequestType, req); res != nil {
+		t.Fatalf("apply: %v", res)
+	}
+	var resources *structs.AllocatedResources
+	for _, w := range want {
+		a, err := f.State().AllocByID(nil, w.ID)
+		must(t, err)
+		if a.NodeID != w.NodeID || a.Name != w.Name || a.Job != stored || a.CreateIndex != 2 || a.AllocatedResources == nil {
+			t.Fatalf("stored %+v, want it on %s named %s at 2 with the stored job", a, w.NodeID, w.Name)
+		}
+		if resources != nil && a.AllocatedResources != resources {
+			t.Fatalf("group members do not share resources")
+		}
+		resources = a.AllocatedResources
+	}
+	onN2, err := f.State().AllocsByNode(nil, n2.ID)
+	must(t, err)
+	if len(onN2) != 2 {
+		t.Fatalf("%d allocations on n2, want 2", len(onN2))
 	}
 }
 

@@ -216,7 +216,7 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyEvalDelete(b, buf[1:], log.Index)
 	case structs.AllocClientUpdateRequestType:
 		return f.applyAllocClientUpdate(b, buf[1:], log.Index)
-	case structs.ApplyPlanResultsRequestType:
+	case structs.ApplyPlanResultsRequestType, structs.ApplyPlanResultsGroupedRequestType:
 		return f.applyPlanResults(b, buf[1:], log.Index)
 	case structs.AllocUpdateDesiredTransitionRequestType:
 		return f.applyAllocDesiredTransition(b, buf[1:], log.Index)

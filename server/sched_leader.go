@@ -93,7 +93,11 @@ func (h *planHook) Establish(s *Server) error {
 		Queue:  planQueueAdapter{s.planQueue},
 		State:  s.fsm.State,
 		Apply: func(req *structs.ApplyPlanResultsRequest) (uint64, error) {
-			index, _, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
+			t := structs.ApplyPlanResultsRequestType
+			if len(req.AllocGroups) > 0 {
+				t = structs.ApplyPlanResultsGroupedRequestType
+			}
+			index, _, err := s.raftApply(t, req)
 			return index, err
 		},
 	})

@@ -81,6 +81,7 @@ func raftSamples() []raftSample {
 			Allocs: map[string]*DesiredTransition{fixtureID("c", 1): {Migrate: &pt}, fixtureID("c", 2): {ForceReschedule: &pt, Reschedule: &pf}},
 			Evals:  []*Evaluation{eval}, UpdatedAt: fixtureTime.UnixNano(), WriteRequest: wr},
 			func() any { return new(AllocUpdateDesiredTransitionRequest) }},
+		{ApplyPlanResultsGroupedRequestType, groupedPlanResults(3), func() any { return new(ApplyPlanResultsRequest) }},
 	}
 }
 

@@ -26,6 +26,11 @@ const (
 	AllocClientUpdateRequestType
 	ApplyPlanResultsRequestType
 	AllocUpdateDesiredTransitionRequestType
+	// ApplyPlanResultsGroupedRequestType is an ApplyPlanResultsRequest
+	// with AllocGroups. It has a type of its own, without the ignore
+	// flag, so that a server too old to know groups stops at it instead
+	// of applying the plan without its grouped placements.
+	ApplyPlanResultsGroupedRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -37,7 +42,7 @@ func (t MessageType) String() string {
 	names := [...]string{"NodeRegister", "NodeDeregister", "NodeUpdateStatus",
 		"NodeUpdateDrain", "NodeUpdateEligibility", "JobRegister", "JobDeregister",
 		"EvalUpdate", "EvalDelete", "AllocClientUpdate", "ApplyPlanResults",
-		"AllocUpdateDesiredTransition"}
+		"AllocUpdateDesiredTransition", "ApplyPlanResultsGrouped"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]
