@@ -66,6 +66,10 @@ type muxServer struct {
 	sessions []*yamux.Session // guarded by mu
 }
 
+// pingTimeout is how long the test server's keepalive pings wait for
+// their answers.
+const pingTimeout = time.Second
+
 func newMuxServer(t testing.TB, keepAlive time.Duration) *muxServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -81,7 +85,10 @@ func newMuxServer(t testing.TB, keepAlive time.Duration) *muxServer {
 	cfg.LogOutput = io.Discard
 	if keepAlive > 0 {
 		cfg.KeepAliveInterval = keepAlive
-		cfg.ConnectionWriteTimeout = keepAlive
+		// Also how long a ping waits for its answer: long enough for a
+		// loaded machine (a 10 ms wait failed under go test ./...), and
+		// shorter than TestMuxAnswersPings waits.
+		cfg.ConnectionWriteTimeout = pingTimeout
 	}
 	go func() {
 		for {
@@ -262,7 +269,9 @@ func TestMuxAnswersPings(t *testing.T) {
 	tr := newMuxTransport()
 	defer tr.Close()
 	done := startBlockedCall(t, m, tr)
-	time.Sleep(150 * time.Millisecond) // 15 keepalive intervals
+	// Over a hundred pings; an unanswered one would drop the session
+	// after pingTimeout.
+	time.Sleep(pingTimeout + 500*time.Millisecond)
 	close(m.svc.release)
 	if err := <-done; err != nil {
 		t.Fatalf("blocked call: %v", err)
