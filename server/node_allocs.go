@@ -150,7 +150,10 @@ func dedupeJobEvals(evals []*structs.Evaluation) []*structs.Evaluation {
 
 // GetClientAllocs is the client's watch: it maps every allocation on the
 // node to its AllocModifyIndex. The node must exist and, when SecretID is
-// given, match.
+// given, match. With InlineAllocs the answer also carries the allocations
+// modified after MinQueryIndex (up to that many), which the client would
+// otherwise fetch next with Alloc.GetAllocs: one round trip per change
+// instead of two.
 //
 // The reply index is the highest of the node's CreateIndex and its
 // allocations' AllocModifyIndex, so a blocking query answers only when the
@@ -193,6 +196,12 @@ func (n *Node) GetClientAllocs(args *structs.NodeSpecificRequest, reply *structs
 	}
 	reply.Allocs = allocs
 	reply.Index = index
+	if limit := min(args.InlineAllocs, structs.MaxInlineAllocs); limit > 0 {
+		reply.Changed, err = q.st.ClientAllocsChanged(&q.key, args.MinQueryIndex, limit, nil)
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -546,3 +546,48 @@ func TestUpdateAllocConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestGetClientAllocsInline: with InlineAllocs the watch's answer carries
+// the allocations modified after MinQueryIndex (up to the limit, in ID
+// order, each with its job), and without it none.
+func TestGetClientAllocsInline(t *testing.T) {
+	s := schedServer(t, 2)
+	node := mock.Node()
+	nodeReg := registerNode(t, s, node)
+	st := s.State()
+	job := smallJob("web", 3)
+	submitJob(t, s, job)
+	waitFor(t, 10*time.Second, func() string { return jobsPlaced(st, []*structs.Job{job}) })
+
+	watch := func(min uint64, inline int) structs.NodeClientAllocsResponse {
+		t.Helper()
+		args := &structs.NodeSpecificRequest{NodeID: node.ID, SecretID: node.SecretID, InlineAllocs: inline}
+		args.MinQueryIndex = min
+		args.MaxQueryTime = time.Second
+		var resp structs.NodeClientAllocsResponse
+		if err := s.RPC("Node.GetClientAllocs", args, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := watch(nodeReg.Index, 2)
+	if len(resp.Allocs) != 3 || len(resp.Changed) != 2 {
+		t.Fatalf("answer lists %d allocations and carries %d; want 3 and 2", len(resp.Allocs), len(resp.Changed))
+	}
+	for i, a := range resp.Changed {
+		if a.Job == nil || a.NodeID != node.ID || resp.Allocs[a.ID] != a.AllocModifyIndex || a.AllocModifyIndex <= nodeReg.Index {
+			t.Fatalf("carried allocation %d: %+v", i, a)
+		}
+		if i > 0 && resp.Changed[i-1].ID >= a.ID {
+			t.Fatalf("carried allocations not in ID order")
+		}
+	}
+	if resp := watch(nodeReg.Index, 0); resp.Changed != nil {
+		t.Fatalf("carried %d allocations without InlineAllocs", len(resp.Changed))
+	}
+	// Nothing modified after the answer's index: a timed-out query
+	// carries nothing.
+	if resp := watch(resp.Index, 10); len(resp.Changed) != 0 {
+		t.Fatalf("carried %d allocations not modified after MinQueryIndex", len(resp.Changed))
+	}
+}

@@ -100,7 +100,8 @@ func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, u
 // also returns the highest AllocModifyIndex it lists (0 for none). With
 // latest it reads the store as it is now; without, it answers from the
 // node's row as the last ClientNode of k on s read it (no lookup), or
-// reads the store as it is now if there was none. It does not watch.
+// reads the store as it is now if there was none. It does not watch. k
+// keeps the row it answered from, for ClientAllocsChanged.
 func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (map[string]uint64, uint64, error) {
 	row := k.row
 	if latest || !k.read || k.readOf != s {
@@ -109,6 +110,7 @@ func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (map[string]u
 			return nil, 0, fmt.Errorf("state: node allocation row lookup: %w", err)
 		}
 		row, _ = raw.(*nodeAllocs)
+		k.row, k.read, k.readOf = row, true, s
 	}
 	if row == nil {
 		return map[string]uint64{}, 0, nil
@@ -118,6 +120,39 @@ func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (map[string]u
 		out[r.ID] = r.AllocModifyIndex
 	}
 	return out, row.AllocIndex, nil
+}
+
+// ClientAllocsChanged appends to out up to limit of the allocations the
+// last ClientAllocIndexesOf of k listed with an AllocModifyIndex above
+// above, in ID order, read from the store as it is now (the same state or
+// a later one: an allocation collected since is left out, one changed
+// since is as it is now). It does not watch.
+func (s *StateStore) ClientAllocsChanged(k *NodeKey, above uint64, limit int, out []*structs.Allocation) ([]*structs.Allocation, error) {
+	if k.row == nil || limit <= 0 {
+		return out, nil
+	}
+	var txn *memdb.Txn
+	n := 0
+	for _, r := range k.row.Allocs {
+		if r.AllocModifyIndex <= above {
+			continue
+		}
+		if n == limit {
+			break
+		}
+		n++
+		if txn == nil {
+			txn = s.db.Txn(false)
+		}
+		raw, err := txn.First(TableAllocs, IndexID, r)
+		if err != nil {
+			return out, fmt.Errorf("state: allocation lookup: %w", err)
+		}
+		if raw != nil {
+			out = append(out, raw.(*structs.Allocation))
+		}
+	}
+	return out, nil
 }
 
 // AllocsByIDs looks up each of ids in one read transaction and appends

@@ -233,8 +233,17 @@ type NodeUpdateDrainRequest struct {
 type NodeSpecificRequest struct {
 	NodeID   string
 	SecretID string
+	// InlineAllocs, for Node.GetClientAllocs only: also answer, in the
+	// reply's Changed, with up to this many of the allocations modified
+	// after MinQueryIndex (see MaxInlineAllocs), so the client need not
+	// fetch them with Alloc.GetAllocs. 0: none (Nomad's behaviour).
+	InlineAllocs int `codec:",omitempty"`
 	QueryOptions
 }
+
+// MaxInlineAllocs caps NodeSpecificRequest.InlineAllocs: a larger change
+// is fetched in parts (Alloc.GetAllocs) rather than sent as one message.
+const MaxInlineAllocs = 256
 
 // SingleNodeResponse returns one node (nil when not found).
 type SingleNodeResponse struct {

@@ -77,6 +77,13 @@ type PlanResponse struct {
 // AllocModifyIndex, so a client fetches only what changed (Alloc.GetAllocs).
 type NodeClientAllocsResponse struct {
 	Allocs map[string]uint64
+	// Changed holds, when the request asked for them (InlineAllocs), up
+	// to that many allocations of Allocs whose AllocModifyIndex is above
+	// the request's MinQueryIndex, each with its Job, as Alloc.GetAllocs
+	// returns them: read from the same server at the same time or later.
+	// One that is not here (over the limit, or collected meanwhile) is
+	// fetched as before.
+	Changed []*Allocation
 	QueryMeta
 }
 

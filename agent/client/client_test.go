@@ -487,6 +487,42 @@ func countProcs(marker string) int {
 // after being collected). The fetch must wait for the allocations' own
 // index: waiting for the watch's would block on a real server until the
 // query times out (the fake server fails the test if it would).
+// TestWatchAnswerCarriesAllocations: allocations the watch's answer
+// carries (InlineAllocs) run without an Alloc.GetAllocs; with a server
+// that ignores the option (Nomad, older servers) they are fetched.
+func TestWatchAnswerCarriesAllocations(t *testing.T) {
+	for _, inline := range []bool{true, false} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			f := newFakeCluster(t, time.Second)
+			f.noInline = !inline
+			c := testClient(t, f, "")
+			cleanupKill(t, c)
+			waitFor(t, "registration", 5*time.Second, func() bool { return f.node(c.NodeID()) != nil })
+			var ids []string
+			for range 3 {
+				a := mockAlloc(c.NodeID(), structs.JobTypeService, map[string]any{"run_for": "1h"})
+				f.upsertAlloc(a)
+				ids = append(ids, a.ID)
+			}
+			waitFor(t, "all running on the servers", 5*time.Second, func() bool {
+				for _, id := range ids {
+					if f.alloc(id).ClientStatus != structs.AllocClientStatusRunning {
+						return false
+					}
+				}
+				return true
+			})
+			fetches := f.count("", "Alloc.GetAllocs")
+			if inline && fetches != 0 {
+				t.Fatalf("%d Alloc.GetAllocs calls: the answers carried the allocations", fetches)
+			}
+			if !inline && fetches == 0 {
+				t.Fatal("no Alloc.GetAllocs call, but the server did not carry the allocations")
+			}
+		})
+	}
+}
+
 func TestFetchWaitsForThePulledAllocationsIndex(t *testing.T) {
 	f := newFakeCluster(t, time.Second)
 	c := testClient(t, f, "")

@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ type fakeCluster struct {
 	// lagging, when set, answers the next stale Node.GetClientAllocs as a
 	// follower that is behind would (then it is cleared).
 	lagging *structs.NodeClientAllocsResponse
+	// noInline makes Node.GetClientAllocs ignore InlineAllocs, as Nomad
+	// and older servers do.
+	noInline bool
 	// consistentWatches counts Node.GetClientAllocs calls that were not
 	// stale reads.
 	consistentWatches int
@@ -164,6 +168,7 @@ func (f *fakeCluster) getClientAllocs(args *structs.NodeSpecificRequest, reply *
 		}
 		f.clientAllocsLocked(args.NodeID, reply)
 		if args.MinQueryIndex == 0 || reply.Index > args.MinQueryIndex {
+			f.inlineLocked(args, reply)
 			f.mu.Unlock()
 			return nil
 		}
@@ -174,6 +179,7 @@ func (f *fakeCluster) getClientAllocs(args *structs.NodeSpecificRequest, reply *
 		case <-deadline:
 			f.mu.Lock()
 			f.clientAllocsLocked(args.NodeID, reply)
+			f.inlineLocked(args, reply)
 			f.mu.Unlock()
 			return nil
 		}
@@ -188,6 +194,25 @@ func (f *fakeCluster) clientAllocsLocked(nodeID string, reply *structs.NodeClien
 			reply.Allocs[id] = a.AllocModifyIndex
 			reply.Index = max(reply.Index, a.AllocModifyIndex)
 		}
+	}
+}
+
+// inlineLocked fills Changed as a server does for InlineAllocs: the
+// listed allocations modified after MinQueryIndex, in ID order, up to the
+// limit.
+func (f *fakeCluster) inlineLocked(args *structs.NodeSpecificRequest, reply *structs.NodeClientAllocsResponse) {
+	if f.noInline || args.InlineAllocs <= 0 {
+		return
+	}
+	ids := make([]string, 0, len(reply.Allocs))
+	for id, idx := range reply.Allocs {
+		if idx > args.MinQueryIndex {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids[:min(len(ids), args.InlineAllocs)] {
+		reply.Changed = append(reply.Changed, f.allocs[id].Copy())
 	}
 }
 

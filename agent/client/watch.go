@@ -48,7 +48,7 @@ func (c *Client) watchAllocs() {
 	for !c.shuttingDown() {
 		node := c.Node()
 		req := &structs.NodeSpecificRequest{NodeID: node.ID, SecretID: node.SecretID,
-			QueryOptions: w.Options(c.cfg.Region, c.cfg.MaxQueryTime)}
+			InlineAllocs: structs.MaxInlineAllocs, QueryOptions: w.Options(c.cfg.Region, c.cfg.MaxQueryTime)}
 		var resp structs.NodeClientAllocsResponse
 		if err := c.blockingRPC("Node.GetClientAllocs", req, &resp); err != nil {
 			if errors.Is(err, errShutdown) && c.shuttingDown() {
@@ -64,7 +64,9 @@ func (c *Client) watchAllocs() {
 			continue // confirm with the leader first
 		}
 		pull, removed := c.diffAllocs(resp.Allocs)
-		var allocs []*structs.Allocation
+		// The answer carries most changes itself (InlineAllocs); the
+		// rest are fetched.
+		allocs, pull := inlineAllocs(resp.Changed, pull)
 		if len(pull) > 0 {
 			// Wait for the pulled allocations' own index, not the watch's:
 			// that may belong to an allocation not pulled (or be the
@@ -83,7 +85,7 @@ func (c *Client) watchAllocs() {
 				}
 				continue
 			}
-			allocs = got
+			allocs = append(allocs, got...)
 		}
 		b.Reset()
 		c.runAllocs(allocs, removed)
@@ -115,6 +117,32 @@ func (c *Client) diffAllocs(server map[string]uint64) (pull, removed []string) {
 	sort.Strings(pull)
 	sort.Strings(removed)
 	return pull, removed
+}
+
+// inlineAllocs takes from changed (a watch answer's Changed) copies of
+// the allocations pull asks for, and returns them and what is left to
+// fetch; pull is sorted.
+func inlineAllocs(changed []*structs.Allocation, pull []string) (have []*structs.Allocation, rest []string) {
+	if len(changed) == 0 {
+		return nil, pull
+	}
+	byID := make(map[string]*structs.Allocation, len(changed))
+	for _, a := range changed {
+		if a != nil {
+			byID[a.ID] = a
+		}
+	}
+	rest = pull[:0:0]
+	for _, id := range pull {
+		if a := byID[id]; a != nil {
+			// Answers from an in-process server share the state store's
+			// objects: take a copy the runner may keep.
+			have = append(have, a.Copy())
+		} else {
+			rest = append(rest, id)
+		}
+	}
+	return have, rest
 }
 
 // fetchAllocs gets allocations by ID from any server that has caught up

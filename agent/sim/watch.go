@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/drover-project/drover/agent/client/allocwatch"
 	"github.com/drover-project/drover/internal/backoff"
@@ -29,6 +30,7 @@ func (n *simNode) watch() {
 	var watchReply, fetchReply rawReply
 	var acted uint64 // index of the last answer acted on
 	for !n.s.stopping() {
+		req.InlineAllocs = structs.MaxInlineAllocs
 		req.QueryOptions = w.Options(n.s.cfg.Region, n.s.cfg.MaxQueryTime)
 		err := n.rpc("Node.GetClientAllocs", req, &watchReply)
 		var resp clientAllocs
@@ -52,18 +54,29 @@ func (n *simNode) watch() {
 			continue // confirm with the leader first
 		}
 		pull, minIndex, err := n.diff(&resp, acted)
-		watchReply.release()
 		if err == nil && len(pull) > 0 {
-			var allocs []wireAlloc
-			allocs, err = n.fetch(pull, minIndex, &fetchReply)
-			if err == nil {
-				n.apply(allocs, pull)
+			// The answer carries most changes itself (InlineAllocs);
+			// the rest are fetched.
+			have, haveIDs, rest := splitInline(resp.changed, pull)
+			if len(have) > 0 {
+				n.apply(have, haveIDs)
 			}
-			fetchReply.release()
-			if err != nil {
-				err = fmt.Errorf("fetching %d allocations: %w", len(pull), err)
+			if len(rest) > 0 {
+				if len(rest) < len(pull) {
+					minIndex = resp.highestOf(rest)
+				}
+				var allocs []wireAlloc
+				allocs, err = n.fetch(rest, minIndex, &fetchReply)
+				if err == nil {
+					n.apply(allocs, rest)
+				}
+				fetchReply.release()
+				if err != nil {
+					err = fmt.Errorf("fetching %d allocations: %w", len(rest), err)
+				}
 			}
 		}
+		watchReply.release()
 		if err != nil {
 			if n.s.stopping() {
 				return
@@ -144,6 +157,41 @@ func (n *simNode) diff(server *clientAllocs, acted uint64) (pull []string, minIn
 	}
 	sort.Strings(pull)
 	return pull, minIndex, nil
+}
+
+// splitInline takes from changed (an answer's carried allocations, in ID
+// order) those pull (sorted) asks for: it returns them with their IDs (in
+// the same order) and the IDs left to fetch.
+func splitInline(changed []wireAlloc, pull []string) (have []wireAlloc, haveIDs, rest []string) {
+	if len(changed) == 0 {
+		return nil, nil, pull
+	}
+	i := 0
+	for _, id := range pull {
+		for i < len(changed) && string(changed[i].id) < id {
+			i++
+		}
+		if i < len(changed) && string(changed[i].id) == id {
+			have = append(have, changed[i])
+			haveIDs = append(haveIDs, id)
+			i++
+			continue
+		}
+		rest = append(rest, id)
+	}
+	return have, haveIDs, rest
+}
+
+// highestOf returns the highest AllocModifyIndex the answer's map lists
+// for ids (sorted).
+func (c *clientAllocs) highestOf(ids []string) uint64 {
+	var high uint64
+	for it := c.iter(); it.next(); {
+		if _, found := sort.Find(len(ids), func(i int) int { return strings.Compare(string(it.id), ids[i]) }); found {
+			high = max(high, it.index)
+		}
+	}
+	return high
 }
 
 // fetch gets allocations by ID from a server that has caught up with

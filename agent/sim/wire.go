@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -62,12 +63,14 @@ func (r *rawReply) CodecDecodeSelf(d *codec.Decoder) {
 }
 
 // clientAllocs is a Node.GetClientAllocs answer
-// (structs.NodeClientAllocsResponse): its index, and its Allocs map
-// (allocation ID -> AllocModifyIndex) still encoded.
+// (structs.NodeClientAllocsResponse): its index, its Allocs map
+// (allocation ID -> AllocModifyIndex) still encoded, and the allocations
+// it carries (Changed, asked for with InlineAllocs), read as a fetch's.
 type clientAllocs struct {
-	index  uint64
-	allocs []byte // the encoded map; nil when absent or nil
-	count  int    // its entries
+	index   uint64
+	allocs  []byte // the encoded map; nil when absent or nil
+	count   int    // its entries
+	changed []wireAlloc
 }
 
 // readClientAllocs reads the answer's index and finds its map (checking
@@ -81,6 +84,8 @@ func readClientAllocs(body []byte) (clientAllocs, error) {
 			out.index = r.Uint()
 		case string(k) == "Allocs":
 			out.allocs = r.Raw()
+		case string(k) == "Changed":
+			out.changed = readAllocList(&r, out.changed[:0])
 		default:
 			r.Skip()
 		}
@@ -168,26 +173,39 @@ func readAllocs(body []byte) ([]wireAlloc, error) {
 			r.Skip()
 			continue
 		}
-		count := r.ArrayLen()
-		if r.Err() != nil {
-			break
-		}
-		out = make([]wireAlloc, 0, min(count, len(body)))
-		var last lastJob
-		for range count {
-			if r.SkipNil() {
-				return nil, fmt.Errorf("reading Alloc.GetAllocs: a nil allocation")
-			}
-			out = append(out, readAlloc(&r, &last))
-			if r.Err() != nil {
-				break
-			}
-		}
+		out = readAllocList(&r, nil)
 	}
 	if r.Err() != nil {
 		return nil, fmt.Errorf("reading Alloc.GetAllocs: %w", r.Err())
 	}
 	return out, nil
+}
+
+// readAllocList appends to out the allocations of an encoded list (nil
+// reads as none); a nil allocation fails r.
+func readAllocList(r *msgpackread.Reader, out []wireAlloc) []wireAlloc {
+	if r.SkipNil() {
+		return out
+	}
+	count := r.ArrayLen()
+	if r.Err() != nil {
+		return out
+	}
+	if out == nil {
+		out = make([]wireAlloc, 0, min(count, len(r.Rest())))
+	}
+	var last lastJob
+	for range count {
+		if r.SkipNil() {
+			r.Fail(errors.New("a nil allocation"))
+			return out
+		}
+		out = append(out, readAlloc(r, &last))
+		if r.Err() != nil {
+			break
+		}
+	}
+	return out
 }
 
 // lastJob is the last job an answer's allocations carried. Allocations of

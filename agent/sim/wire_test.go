@@ -378,3 +378,38 @@ func TestApplyFetchedAllocations(t *testing.T) {
 		t.Fatalf("after the stop: known at %d; %s", n.known[run.ID], st)
 	}
 }
+
+// TestReadCarriedAllocs: the allocations a watch answer carries (Changed)
+// read as a fetch's do, and splitInline and highestOf pick the rest.
+func TestReadCarriedAllocs(t *testing.T) {
+	job := &structs.Job{ID: "j", Namespace: "default", JobModifyIndex: 9}
+	changed := []*structs.Allocation{
+		{ID: "b", NodeID: "n", JobID: "j", Job: job, TaskGroup: "g", AllocModifyIndex: 20, ClientStatus: structs.AllocClientStatusPending},
+		{ID: "d", NodeID: "n", JobID: "j", Job: job, TaskGroup: "g", AllocModifyIndex: 35, DesiredStatus: structs.AllocDesiredStatusStop},
+	}
+	b := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: map[string]uint64{"a": 10, "b": 20, "c": 41, "d": 35}, Changed: changed,
+		QueryMeta: structs.QueryMeta{Index: 41}})
+	c, err := readClientAllocs(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.changed) != 2 || string(c.changed[0].id) != "b" || c.changed[0].allocModifyIndex != 20 ||
+		c.changed[0].jobModifyIndex != 9 || !c.changed[1].serverTerminal() {
+		t.Fatalf("carried allocations read as %+v", c.changed)
+	}
+	have, haveIDs, rest := splitInline(c.changed, []string{"b", "c", "d"})
+	if len(have) != 2 || fmt.Sprint(haveIDs) != "[b d]" || fmt.Sprint(rest) != "[c]" {
+		t.Fatalf("splitInline: %d carried %v, rest %v; want [b d] and [c]", len(have), haveIDs, rest)
+	}
+	if got := c.highestOf(rest); got != 41 {
+		t.Fatalf("highestOf(%v) = %d, want 41", rest, got)
+	}
+	if got := c.highestOf([]string{"a", "b"}); got != 20 {
+		t.Fatalf("highestOf([a b]) = %d, want 20", got)
+	}
+	// An answer without Changed (Nomad, or InlineAllocs 0) carries none.
+	none := encodedClientAllocs(t, 41, map[string]uint64{"a": 10})
+	if _, _, rest := splitInline(none.changed, []string{"a"}); fmt.Sprint(rest) != "[a]" {
+		t.Fatalf("rest %v without carried allocations", rest)
+	}
+}
