@@ -179,12 +179,18 @@ func (tr *taskRunner) run() {
 	}
 
 	var h driver.Handle
-	if tr.restored != nil && tr.restored.Handle != nil {
+	switch {
+	case tr.restored != nil && tr.restored.Handle != nil:
 		var res *driver.ExitResult
 		h, res = tr.recover(tr.restored.Handle)
 		if h == nil && !tr.afterExit(res, nil) {
 			return
 		}
+	case tr.restored != nil:
+		// The previous client may have died after starting the task and
+		// before saving its handle: find that run instead of starting a
+		// second one.
+		h = tr.adopt()
 	}
 	for {
 		if h == nil {
@@ -288,24 +294,7 @@ func (tr *taskRunner) start() (driver.Handle, error) {
 		tr.finish(true, ev)
 		return nil, errInvalidConfig
 	}
-	ad := tr.ar.allocDir
-	alloc := tr.ar.Alloc()
-	cfg := &driver.TaskConfig{
-		ID: tr.ar.id + "/" + tr.task.Name, AllocID: tr.ar.id, TaskName: tr.task.Name,
-		GroupName: tr.tg.Name, Namespace: alloc.Namespace,
-		Config:  tr.task.Config,
-		Env:     buildEnv(alloc, tr.tg, tr.task, ad, tr.taskDir, tr.ar.cfg.Node),
-		User:    tr.task.User,
-		TaskDir: tr.taskDir.Dir, AllocDir: ad.Dir,
-		StdoutPath: ad.LogFIFO(tr.task.Name, allocdir.Stdout),
-		StderrPath: ad.LogFIFO(tr.task.Name, allocdir.Stderr),
-	}
-	if alloc.Job != nil {
-		cfg.JobName = alloc.Job.Name
-	}
-	if r := alloc.AllocatedResources; r != nil {
-		cfg.Resources = r.Tasks[tr.task.Name]
-	}
+	cfg := tr.taskConfig()
 	// A kill while the driver is starting cancels the start.
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -330,6 +319,55 @@ func (tr *taskRunner) start() (driver.Handle, error) {
 		ts.FinishedAt = time.Time{}
 	}, newEvent(structs.TaskStarted, "Task started by client"))
 	return h, nil
+}
+
+// taskConfig is what the driver gets to start the task.
+func (tr *taskRunner) taskConfig() *driver.TaskConfig {
+	ad := tr.ar.allocDir
+	alloc := tr.ar.Alloc()
+	cfg := &driver.TaskConfig{
+		ID: tr.ar.id + "/" + tr.task.Name, AllocID: tr.ar.id, TaskName: tr.task.Name,
+		GroupName: tr.tg.Name, Namespace: alloc.Namespace,
+		Config:  tr.task.Config,
+		Env:     buildEnv(alloc, tr.tg, tr.task, ad, tr.taskDir, tr.ar.cfg.Node),
+		User:    tr.task.User,
+		TaskDir: tr.taskDir.Dir, AllocDir: ad.Dir,
+		StdoutPath: ad.LogFIFO(tr.task.Name, allocdir.Stdout),
+		StderrPath: ad.LogFIFO(tr.task.Name, allocdir.Stderr),
+	}
+	if alloc.Job != nil {
+		cfg.JobName = alloc.Job.Name
+	}
+	if r := alloc.AllocatedResources; r != nil {
+		cfg.Resources = r.Tasks[tr.task.Name]
+	}
+	return cfg
+}
+
+// adopt asks the driver for a run of the task that the previous client
+// started and never recorded (see driver.Adopter), and takes it over: the
+// task is running (or its exit is at hand) without a second start.
+func (tr *taskRunner) adopt() driver.Handle {
+	a, ok := tr.drv.(driver.Adopter)
+	if !ok || tr.drv == nil {
+		return nil
+	}
+	h, err := a.Adopt(tr.taskConfig())
+	if err != nil {
+		if !errors.Is(err, driver.ErrTaskGone) {
+			tr.logger.Warn("cannot look for a run of the task the previous client started", "error", err)
+		}
+		return nil
+	}
+	tr.setHandle(h.State())
+	tr.logger.Info("took over a run of the task the previous client started but did not record", "pid", h.State().PID)
+	now := time.Now()
+	tr.update(func(ts *structs.TaskState) {
+		ts.State = structs.TaskStateRunning
+		ts.StartedAt = now
+		ts.FinishedAt = time.Time{}
+	}, newEvent(structs.TaskStarted, "Task started by client"))
+	return h
 }
 
 // recover re-attaches to a task a previous client started. When the task

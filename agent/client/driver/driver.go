@@ -35,6 +35,16 @@ type Driver interface {
 	Recover(state *HandleState) (Handle, error)
 }
 
+// Adopter is a Driver whose tasks outlive the client. Adopt returns a
+// handle to a run of the task (cfg as Start would get it) that an earlier
+// client started but never recorded: it died between starting the task
+// and saving the handle. The client calls it before starting a task it
+// restored without a handle, so that run is not doubled. With no such run
+// (or one the client saw end) it returns an error wrapping ErrTaskGone.
+type Adopter interface {
+	Adopt(cfg *TaskConfig) (Handle, error)
+}
+
 // Handle is a running (or finished) task.
 type Handle interface {
 	// Wait blocks until the task exits or ctx ends; many callers may wait.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -100,6 +102,15 @@ func (h *handle) finish(res *driver.ExitResult, killGroup bool) {
 	// group of that ID has members.
 	if killGroup {
 		_ = syscall.Kill(-h.state.PID, syscall.SIGKILL)
+	}
+	// The client has seen this run end: Adopt must not find it again.
+	// (Its exit status stays: a client that dies before recording the
+	// exit recovers it from the saved handle.)
+	if h.sup.valid() {
+		dir := filepath.Dir(h.sup.statusPath)
+		if rec, err := readRunRecord(dir); err == nil && rec.TaskPID == h.state.PID && rec.TaskStartTime == h.state.ProcStartTime {
+			_ = os.Remove(filepath.Join(dir, runFile))
+		}
 	}
 	h.exit.Set(res)
 }

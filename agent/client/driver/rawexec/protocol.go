@@ -18,10 +18,14 @@ import (
 //	                      fd 3: write end of the report pipe
 //	                      fd 4, fd 5: the task's stdout and stderr
 //	supervisor -> client  fd 3: supervisorReport (JSON), then close
-//	supervisor -> disk    <alloc dir>/<task>@raw_exec/exit_status.json
+//	supervisor -> disk    <alloc dir>/<task>@raw_exec/run.json, once the
+//	                      task runs; exit_status.json once it exited
 //
 // The exit status file outlives both processes: it is how a client that
-// was away when the task ended learns its exit code.
+// was away when the task ended learns its exit code. The run record is
+// how a client that died before saving the task's handle finds the task
+// again (Driver.Adopt) instead of starting a second copy; the client
+// removes it once it has seen the run end.
 const (
 	// supervisorEnv, set to "1" together with argv[0] == supervisorArg0,
 	// makes the executable run as a supervisor (see init in supervisor.go).
@@ -37,6 +41,7 @@ const (
 	// allowed in task names, so no task's own directory can be this one.
 	supervisorDirSuffix = "@raw_exec"
 	exitStatusFile      = "exit_status.json"
+	runFile             = "run.json"
 	supervisorLogFile   = "supervisor.log"
 )
 
@@ -77,6 +82,14 @@ type exitStatus struct {
 	Signal        int       `json:"signal"`
 	Error         string    `json:"error,omitempty"`
 	ExitedAt      time.Time `json:"exited_at"`
+}
+
+// runRecord is the run file: which supervisor runs which task process.
+type runRecord struct {
+	SupervisorPID       int    `json:"supervisor_pid"`
+	SupervisorStartTime uint64 `json:"supervisor_start_time"`
+	TaskPID             int    `json:"task_pid"`
+	TaskStartTime       uint64 `json:"task_start_time"`
 }
 
 // supervisorRef locates a task's supervisor. The zero value means the task
@@ -135,8 +148,11 @@ func withoutSupervisor(st *driver.HandleState) *driver.HandleState {
 
 // writeExitStatus writes the status file atomically: a reader sees the
 // whole file or none.
-func writeExitStatus(path string, st *exitStatus) error {
-	b, err := json.Marshal(st)
+func writeExitStatus(path string, st *exitStatus) error { return writeJSONFile(path, st) }
+
+// writeJSONFile writes v to path atomically and durably.
+func writeJSONFile(path string, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -184,4 +200,20 @@ func readExitStatus(path string, st *driver.HandleState) (*driver.ExitResult, er
 		res.Err = errors.New(es.Error)
 	}
 	return res, nil
+}
+
+// readRunRecord reads the run file of the supervisor directory dir.
+func readRunRecord(dir string) (*runRecord, error) {
+	b, err := os.ReadFile(filepath.Join(dir, runFile))
+	if err != nil {
+		return nil, err
+	}
+	var r runRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("malformed run record in %s: %w", dir, err)
+	}
+	if r.SupervisorPID <= 0 || r.SupervisorStartTime == 0 || r.TaskPID <= 0 || r.TaskStartTime == 0 {
+		return nil, fmt.Errorf("incomplete run record in %s: %+v", dir, r)
+	}
+	return &r, nil
 }

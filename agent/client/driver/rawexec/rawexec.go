@@ -118,9 +118,12 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 		return nil, fmt.Errorf("creating the supervisor directory: %w", err)
 	}
 	statusPath := filepath.Join(supDir, exitStatusFile)
-	// A status left by an earlier run must not stand for this one.
-	if err := os.Remove(statusPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("removing an old exit status: %w", err)
+	// A status or run record left by an earlier run must not stand for
+	// this one.
+	for _, name := range []string{exitStatusFile, runFile} {
+		if err := os.Remove(filepath.Join(supDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("removing an old %s: %w", name, err)
+		}
 	}
 	spec, err := json.Marshal(&supervisorSpec{
 		Path: path, Args: append([]string{command}, args...), Env: envList(cfg.Env), Dir: cfg.TaskDir,
@@ -341,6 +344,32 @@ func (d *Driver) Recover(state *driver.HandleState) (driver.Handle, error) {
 	h := newHandle(d, withoutSupervisor(state), supervisorRef{})
 	go h.pollTask(errReattached)
 	logger.Debug("re-attached to task without a supervisor")
+	return h, nil
+}
+
+// Adopt implements driver.Adopter: it finds the run of the task a
+// supervisor recorded (run.json) and the client never saw end, and
+// re-attaches to it as Recover does: to a supervisor still running, or to
+// the exit status of a run that ended meanwhile. Without a record (no run
+// started, or the client saw it end) it returns an error wrapping
+// driver.ErrTaskGone.
+func (d *Driver) Adopt(cfg *driver.TaskConfig) (driver.Handle, error) {
+	supDir := supervisorDir(cfg)
+	rec, err := readRunRecord(supDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: no unrecorded run", driver.ErrTaskGone)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", driver.ErrTaskGone, err)
+	}
+	st := &driver.HandleState{Driver: Name, TaskID: cfg.ID, PID: rec.TaskPID, ProcStartTime: rec.TaskStartTime, StartedAt: time.Now()}
+	saveSupervisor(st, supervisorRef{pid: rec.SupervisorPID, startTime: rec.SupervisorStartTime,
+		statusPath: filepath.Join(supDir, exitStatusFile)})
+	h, err := d.Recover(st)
+	if err != nil {
+		return nil, err
+	}
+	d.logger.Info("adopted a task started before the client restarted", "task_id", cfg.ID, "pid", rec.TaskPID)
 	return h, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,6 +121,27 @@ func TestClientRestartReportsRealExitCode(t *testing.T) {
 // and a new client gets the task's exit code.
 func TestClientSIGKILLedReattaches(t *testing.T) {
 	cfg, _ := taskEnv(t, gatedTask(7))
+	saved := startInKilledClient(t, cfg)
+	d := New(Config{Enabled: true})
+	h, err := d.Recover(saved)
+	if err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	if finished(h) {
+		t.Fatalf("task ended with its client: %v", waitExit(t, h))
+	}
+	release(t, cfg)
+	if res := waitExit(t, h); res.ExitCode != 7 || res.Err != nil {
+		t.Fatalf("recovered result = %v, want exit code 7", res)
+	}
+	waitNoGroup(t, saved.PID)
+}
+
+// startInKilledClient starts the task in a real client process
+// (TestHelperClientProcess), kills that process and its group with
+// SIGKILL, and returns the handle state it printed.
+func startInKilledClient(t *testing.T, cfg *driver.TaskConfig) *driver.HandleState {
+	t.Helper()
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -148,20 +170,7 @@ func TestClientSIGKILLedReattaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = client.Wait()
-
-	d := New(Config{Enabled: true})
-	h, err := d.Recover(&saved)
-	if err != nil {
-		t.Fatalf("recover: %v", err)
-	}
-	if finished(h) {
-		t.Fatalf("task ended with its client: %v", waitExit(t, h))
-	}
-	release(t, cfg)
-	if res := waitExit(t, h); res.ExitCode != 7 || res.Err != nil {
-		t.Fatalf("recovered result = %v, want exit code 7", res)
-	}
-	waitNoGroup(t, saved.PID)
+	return &saved
 }
 
 const helperEnv = "DROVER_RAWEXEC_TEST_CLIENT"
@@ -265,4 +274,51 @@ func TestRecoverRefusesRecycledPIDs(t *testing.T) {
 			t.Fatalf("first handle's result = %v", res)
 		}
 	})
+}
+
+// The client dies after the task started but before it saved the handle:
+// a new client adopts the run from the supervisor's record (the same
+// process, its real exit code) instead of starting a second copy, whether
+// the task still runs or ended meanwhile. A run the client saw end is not
+// adopted again.
+func TestAdoptUnrecordedRun(t *testing.T) {
+	for _, exitWhileDown := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exit while down=%v", exitWhileDown), func(t *testing.T) {
+			cfg, _ := taskEnv(t, gatedTask(5))
+			if _, err := New(Config{Enabled: true}).Adopt(cfg); !errors.Is(err, driver.ErrTaskGone) {
+				t.Fatalf("adopt before any start: %v, want ErrTaskGone", err)
+			}
+			// The client dies before it saved anything: the state it
+			// printed stands for what nobody recorded.
+			started := startInKilledClient(t, cfg)
+			sup, ok := loadSupervisor(started)
+			if !ok {
+				t.Fatalf("no supervisor in %+v", started)
+			}
+			d2 := New(Config{Enabled: true})
+			if exitWhileDown {
+				release(t, cfg)
+				waitGone(t, d2, sup.pid, sup.startTime)
+			}
+			h2, err := d2.Adopt(cfg)
+			if err != nil {
+				t.Fatalf("adopt: %v", err)
+			}
+			if st := h2.State(); st.PID != started.PID || st.ProcStartTime != started.ProcStartTime {
+				t.Fatalf("adopted process %d (start %d), the run was %d (start %d)", st.PID, st.ProcStartTime, started.PID, started.ProcStartTime)
+			}
+			if !exitWhileDown {
+				release(t, cfg)
+			}
+			if res := waitExit(t, h2); res.ExitCode != 5 || res.Err != nil {
+				t.Fatalf("adopted run's result = %v, want exit code 5", res)
+			}
+			// Seen to end: not adopted again, and the next start is a
+			// new run.
+			if _, err := New(Config{Enabled: true}).Adopt(cfg); !errors.Is(err, driver.ErrTaskGone) {
+				t.Fatalf("adopt after the run was seen to end: %v, want ErrTaskGone", err)
+			}
+			waitNoGroup(t, started.PID)
+		})
+	}
 }

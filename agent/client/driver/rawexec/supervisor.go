@@ -87,6 +87,11 @@ func runSupervisor() int {
 	// process before it is reaped, so this start time is the task's.
 	st, err := readProcStat("/proc", pid)
 	if err == nil {
+		// Before the client hears of the task: a client that dies before
+		// it saves the task's handle finds the task by this record.
+		err = writeRunRecord(filepath.Dir(spec.StatusPath), pid, st.StartTime)
+	}
+	if err == nil {
 		err = sendReport(report, &supervisorReport{PID: pid, StartTime: st.StartTime})
 	}
 	if err != nil {
@@ -114,6 +119,16 @@ func runSupervisor() int {
 		logger.Warn("no client read the task's last output; it is lost", "pid", pid, "waited_at_most", outputLinger)
 	}
 	return 0
+}
+
+// writeRunRecord records this supervisor and its task in dir.
+func writeRunRecord(dir string, taskPID int, taskStart uint64) error {
+	self, err := readProcStat("/proc", os.Getpid())
+	if err != nil {
+		return err
+	}
+	return writeJSONFile(filepath.Join(dir, runFile), &runRecord{
+		SupervisorPID: os.Getpid(), SupervisorStartTime: self.StartTime, TaskPID: taskPID, TaskStartTime: taskStart})
 }
 
 // outputLinger bounds how long a supervisor whose task has exited waits
