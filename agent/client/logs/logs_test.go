@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestRotatorRotatesAndPurges(t *testing.T) {
@@ -225,5 +227,40 @@ func TestPumpDrainsLargeOutput(t *testing.T) {
 	got, _ := io.ReadAll(r)
 	if !bytes.Equal(got, data) {
 		t.Fatalf("read back %d bytes, want %d", len(got), len(data))
+	}
+}
+
+// TestWriteEndHoldsAMegabyte: a task's output FIFO holds 1 MiB while no
+// client reads (a client restart), not the kernel's default 64 KiB, so the
+// task's writes do not block.
+func TestWriteEndHoldsAMegabyte(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.fifo")
+	if err := CreateFIFO(path); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWriteEnd(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	size, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size < fifoBufferSize {
+		t.Fatalf("pipe buffer %d bytes, want %d", size, fifoBufferSize)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Write(make([]byte, fifoBufferSize-4096))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("writing less than the buffer blocked with no reader")
 	}
 }

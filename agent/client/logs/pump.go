@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // drainQuiet is how long Stop waits for more output before it decides the
@@ -38,9 +40,33 @@ func CreateFIFO(path string) error {
 
 // OpenWriteEnd opens a FIFO for a task to write to. It is opened read-write
 // so that the task's writes never fail with EPIPE while no client reads
-// (they wait in the pipe instead).
+// (they wait in the pipe instead). The pipe's buffer is grown to
+// fifoBufferSize (best effort), so a task keeps running through a client
+// restart while it writes up to that much (the default is 64 KiB, after
+// which its writes block until a client reads again).
 func OpenWriteEnd(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	growPipe(f)
+	return f, nil
+}
+
+// fifoBufferSize is the pipe buffer a task's output FIFO asks for: 1 MiB,
+// the kernel's default limit for unprivileged processes
+// (/proc/sys/fs/pipe-max-size), which root may exceed.
+const fifoBufferSize = 1 << 20
+
+// growPipe sets f's pipe buffer to fifoBufferSize, or to the largest size
+// the kernel allows below it. Failure leaves the buffer as it was.
+func growPipe(f *os.File) {
+	fd := int(f.Fd())
+	for size := fifoBufferSize; size > 64<<10; size /= 2 {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, size); err == nil {
+			return
+		}
+	}
 }
 
 // Pump copies a FIFO into a writer until stopped.
