@@ -378,100 +378,71 @@ func TestTaskEnvironment(t *testing.T) {
 	}
 }
 
+// The client goes away and a new one restores the allocation: it
+// re-attaches to the running task (one process, one Started event) and
+// stops it later. lostHandle: the client died after starting the task and
+// before saving its handle (the restored state has neither the handle nor
+// the Started event), and the new runner adopts the run instead of
+// starting a second copy.
 func TestRestoreReattachesWithoutDuplicate(t *testing.T) {
-	e := newEnv(t)
-	marker := uniqueSleep()
-	a := testAlloc(structs.JobTypeService, failPolicy(0), rawExec("web", "exec sleep "+marker))
-	ar := e.start(t, a, nil)
-	e.rec.waitFor(t, "running", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusRunning })
-	pid := ar.tasks["web"].handleState().PID
+	for _, lostHandle := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lost handle=%v", lostHandle), func(t *testing.T) {
+			e := newEnv(t)
+			marker := uniqueSleep()
+			a := testAlloc(structs.JobTypeService, failPolicy(0), rawExec("web", "exec sleep "+marker))
+			ar := e.start(t, a, nil)
+			e.rec.waitFor(t, "running", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusRunning })
+			pid := ar.tasks["web"].handleState().PID
 
-	// The client goes away without touching its tasks.
-	ar.Shutdown()
-	if n := processesWithMarker(marker); n != 1 {
-		t.Fatalf("%d processes after shutdown, want 1", n)
-	}
+			// The client goes away without touching its tasks.
+			ar.Shutdown()
+			if n := processesWithMarker(marker); n != 1 {
+				t.Fatalf("%d processes after shutdown, want 1", n)
+			}
 
-	entries, err := e.db.Allocs()
-	if err != nil || len(entries) != 1 {
-		t.Fatalf("restored entries %d, %v", len(entries), err)
-	}
-	e.rec = &recorder{}
-	ar2 := e.start(t, entries[0].Alloc, entries[0].Tasks)
-	got := e.rec.waitFor(t, "re-attached", func(a *structs.Allocation) bool {
-		return a.ClientStatus == structs.AllocClientStatusRunning && ar2.tasks["web"].handleState() != nil
-	})
-	if p := ar2.tasks["web"].handleState(); p == nil || p.PID != pid {
-		t.Fatalf("re-attached to %+v, want pid %d: %s", p, pid, describe(got))
-	}
-	if n := strings.Count(strings.Join(eventTypes(got.TaskStates["web"]), ","), structs.TaskStarted); n != 1 {
-		t.Fatalf("Started events = %d: %v", n, eventTypes(got.TaskStates["web"]))
-	}
-	time.Sleep(300 * time.Millisecond) // longer than the re-attach poll
-	if n := processesWithMarker(marker); n != 1 {
-		t.Fatalf("%d processes after restore, want 1", n)
-	}
+			entries, err := e.db.Allocs()
+			if err != nil || len(entries) != 1 {
+				t.Fatalf("restored entries %d, %v", len(entries), err)
+			}
+			if lostHandle {
+				// What the client had saved just before the start.
+				st := entries[0].Tasks["web"]
+				st.Handle = nil
+				st.State.State = structs.TaskStatePending
+				var before []*structs.TaskEvent
+				for _, ev := range st.State.Events {
+					if ev.Type == structs.TaskStarted {
+						break
+					}
+					before = append(before, ev)
+				}
+				st.State.Events = before
+			}
+			e.rec = &recorder{}
+			ar2 := e.start(t, entries[0].Alloc, entries[0].Tasks)
+			got := e.rec.waitFor(t, "re-attached", func(a *structs.Allocation) bool {
+				return a.ClientStatus == structs.AllocClientStatusRunning && ar2.tasks["web"].handleState() != nil
+			})
+			if p := ar2.tasks["web"].handleState(); p == nil || p.PID != pid {
+				t.Fatalf("re-attached to %+v, want pid %d: %s", p, pid, describe(got))
+			}
+			if n := strings.Count(strings.Join(eventTypes(got.TaskStates["web"]), ","), structs.TaskStarted); n != 1 {
+				t.Fatalf("Started events = %d: %v", n, eventTypes(got.TaskStates["web"]))
+			}
+			time.Sleep(300 * time.Millisecond) // longer than the re-attach poll
+			if n := processesWithMarker(marker); n != 1 {
+				t.Fatalf("%d processes after restore, want 1", n)
+			}
 
-	stopped := entries[0].Alloc.Copy()
-	stopped.DesiredStatus = structs.AllocDesiredStatusStop
-	ar2.Update(stopped)
-	<-ar2.DoneCh()
-	e.rec.waitFor(t, "complete", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusComplete })
-	if n := processesWithMarker(marker); n != 0 {
-		t.Fatalf("%d processes after stop", n)
-	}
-}
-
-// The client died after starting the task and before saving its handle:
-// the restored state has no handle (and no Started event). The new runner
-// adopts the running task instead of starting a second copy.
-func TestRestoreWithoutHandleAdoptsTheRun(t *testing.T) {
-	e := newEnv(t)
-	marker := uniqueSleep()
-	a := testAlloc(structs.JobTypeService, failPolicy(0), rawExec("web", "exec sleep "+marker))
-	ar := e.start(t, a, nil)
-	e.rec.waitFor(t, "running", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusRunning })
-	pid := ar.tasks["web"].handleState().PID
-	ar.Shutdown()
-
-	entries, err := e.db.Allocs()
-	if err != nil || len(entries) != 1 {
-		t.Fatalf("restored entries %d, %v", len(entries), err)
-	}
-	// What the client had saved just before the start.
-	st := entries[0].Tasks["web"]
-	st.Handle = nil
-	st.State.State = structs.TaskStatePending
-	var before []*structs.TaskEvent
-	for _, ev := range st.State.Events {
-		if ev.Type == structs.TaskStarted {
-			break
-		}
-		before = append(before, ev)
-	}
-	st.State.Events = before
-
-	e.rec = &recorder{}
-	ar2 := e.start(t, entries[0].Alloc, entries[0].Tasks)
-	got := e.rec.waitFor(t, "adopted", func(a *structs.Allocation) bool {
-		return a.ClientStatus == structs.AllocClientStatusRunning && ar2.tasks["web"].handleState() != nil
-	})
-	if p := ar2.tasks["web"].handleState(); p == nil || p.PID != pid {
-		t.Fatalf("running %+v, want the adopted pid %d: %s", p, pid, describe(got))
-	}
-	if n := strings.Count(strings.Join(eventTypes(got.TaskStates["web"]), ","), structs.TaskStarted); n != 1 {
-		t.Fatalf("Started events = %d: %v", n, eventTypes(got.TaskStates["web"]))
-	}
-	time.Sleep(300 * time.Millisecond) // longer than the re-attach poll
-	if n := processesWithMarker(marker); n != 1 {
-		t.Fatalf("%d processes after restore, want 1", n)
-	}
-	stopped := entries[0].Alloc.Copy()
-	stopped.DesiredStatus = structs.AllocDesiredStatusStop
-	ar2.Update(stopped)
-	<-ar2.DoneCh()
-	if n := processesWithMarker(marker); n != 0 {
-		t.Fatalf("%d processes after stop", n)
+			stopped := entries[0].Alloc.Copy()
+			stopped.DesiredStatus = structs.AllocDesiredStatusStop
+			ar2.Update(stopped)
+			<-ar2.DoneCh()
+			e.rec.waitFor(t, "complete", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusComplete })
+			if n := processesWithMarker(marker); n != 0 {
+				t.Fatalf("%d processes after stop", n)
+			}
+		})
 	}
 }
 

@@ -311,6 +311,13 @@ func (tr *taskRunner) start() (driver.Handle, error) {
 	if err != nil {
 		return nil, err
 	}
+	tr.started(h)
+	return h, nil
+}
+
+// started records a run of the task: its handle (saved with the state)
+// and the Started event.
+func (tr *taskRunner) started(h driver.Handle) {
 	tr.setHandle(h.State())
 	now := time.Now()
 	tr.update(func(ts *structs.TaskState) {
@@ -318,7 +325,6 @@ func (tr *taskRunner) start() (driver.Handle, error) {
 		ts.StartedAt = now
 		ts.FinishedAt = time.Time{}
 	}, newEvent(structs.TaskStarted, "Task started by client"))
-	return h, nil
 }
 
 // taskConfig is what the driver gets to start the task.
@@ -359,14 +365,8 @@ func (tr *taskRunner) adopt() driver.Handle {
 		}
 		return nil
 	}
-	tr.setHandle(h.State())
 	tr.logger.Info("took over a run of the task the previous client started but did not record", "pid", h.State().PID)
-	now := time.Now()
-	tr.update(func(ts *structs.TaskState) {
-		ts.State = structs.TaskStateRunning
-		ts.StartedAt = now
-		ts.FinishedAt = time.Time{}
-	}, newEvent(structs.TaskStarted, "Task started by client"))
+	tr.started(h)
 	return h
 }
 
