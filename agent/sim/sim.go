@@ -57,7 +57,9 @@ type counters struct {
 	heartbeats       atomic.Uint64
 	heartbeatsFailed atomic.Uint64
 	watchErrors      atomic.Uint64
-	allocsPending    atomic.Int64 // seen, not yet reported running
+	watchAnswers     atomic.Uint64 // Node.GetClientAllocs answers read
+	fetches          atomic.Uint64 // Alloc.GetAllocs calls made
+	allocsPending    atomic.Int64  // seen, not yet reported running
 	allocsRunning    atomic.Int64
 	allocsComplete   atomic.Uint64
 	allocsFailed     atomic.Uint64
@@ -79,6 +81,10 @@ type Stats struct {
 	Heartbeats       uint64
 	HeartbeatsFailed uint64
 	WatchErrors      uint64
+	// WatchAnswers counts Node.GetClientAllocs answers read; Fetches the
+	// Alloc.GetAllocs calls made for what the answers did not carry.
+	WatchAnswers uint64
+	Fetches      uint64
 	// AllocsPending and AllocsRunning are gauges; the rest are totals.
 	AllocsPending  int64
 	AllocsRunning  int64
@@ -94,10 +100,10 @@ type Stats struct {
 
 // String is the one-line status `drover sim` prints.
 func (s Stats) String() string {
-	return fmt.Sprintf("nodes %d/%d registered, heartbeats %d (%d failed), allocs pending %d running %d complete %d failed %d stopped %d, updates %d in %d RPCs (%d failed), watch errors %d",
+	return fmt.Sprintf("nodes %d/%d registered, heartbeats %d (%d failed), allocs pending %d running %d complete %d failed %d stopped %d, updates %d in %d RPCs (%d failed), watch answers %d, fetches %d, watch errors %d",
 		s.Registered, s.Nodes, s.Heartbeats, s.HeartbeatsFailed,
 		s.AllocsPending, s.AllocsRunning, s.AllocsComplete, s.AllocsFailed, s.AllocsStopped,
-		s.UpdatesSent, s.UpdateRPCs, s.UpdatesFailed, s.WatchErrors)
+		s.UpdatesSent, s.UpdateRPCs, s.UpdatesFailed, s.WatchAnswers, s.Fetches, s.WatchErrors)
 }
 
 // New validates cfg and builds the nodes; nothing is sent until Start.
@@ -223,6 +229,8 @@ func (s *Sim) Stats() Stats {
 		Heartbeats:       c.heartbeats.Load(),
 		HeartbeatsFailed: c.heartbeatsFailed.Load(),
 		WatchErrors:      c.watchErrors.Load(),
+		WatchAnswers:     c.watchAnswers.Load(),
+		Fetches:          c.fetches.Load(),
 		AllocsPending:    c.allocsPending.Load(),
 		AllocsRunning:    c.allocsRunning.Load(),
 		AllocsComplete:   c.allocsComplete.Load(),

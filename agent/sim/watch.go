@@ -49,6 +49,7 @@ func (n *simNode) watch() {
 			}
 			continue
 		}
+		n.s.counters.watchAnswers.Add(1)
 		if !w.Accept(resp.index) {
 			watchReply.release()
 			continue // confirm with the leader first
@@ -201,6 +202,7 @@ func (c *clientAllocs) highestOf(ids []string) uint64 {
 func (n *simNode) fetch(ids []string, index uint64, reply *rawReply) ([]wireAlloc, error) {
 	req := &structs.AllocsGetRequest{AllocIDs: ids, QueryOptions: structs.QueryOptions{
 		Region: n.s.cfg.Region, MinQueryIndex: index - 1, MaxQueryTime: n.s.cfg.MaxQueryTime, AllowStale: true}}
+	n.s.counters.fetches.Add(1)
 	if err := n.rpc("Alloc.GetAllocs", req, reply); err != nil {
 		return nil, err
 	}
