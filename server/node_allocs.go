@@ -262,11 +262,9 @@ func (q *clientAllocsQuery) run(ws memdb.WatchSet, st *state.StateStore) (uint64
 		if q.minIndex == 0 || !errors.Is(err, structs.ErrNotFound) {
 			return 0, err
 		}
-		latest, ierr := st.LatestIndex()
-		if ierr != nil {
-			return 0, ierr
-		}
-		if latest > q.minIndex {
+		// The index of the very state the lookup read: a later one (a
+		// stale follower catching up meanwhile) may hold the node.
+		if q.key.MissingAt() > q.minIndex {
 			return 0, err
 		}
 		q.missing = err

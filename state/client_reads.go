@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/go-memdb"
@@ -45,7 +46,10 @@ type NodeKey struct {
 	row    *nodeAllocs
 	read   bool
 	readOf *StateStore
-	buf    [keyBufLen]byte // key storage for a UUID-sized ID
+	// missingAt is the latest index of the state in which the last
+	// ClientNode found the node missing (0 otherwise).
+	missingAt uint64
+	buf       [keyBufLen]byte // key storage for a UUID-sized ID
 }
 
 // keyBufLen holds a UUID, its NUL, and room to spare.
@@ -64,8 +68,15 @@ func (k *NodeKey) Reset(nodeID string) {
 // Release drops what k holds of the store (the last ClientNode's
 // transaction pins that state's tree): call it before pooling k.
 func (k *NodeKey) Release() {
-	k.row, k.read, k.readOf = nil, false, nil
+	k.row, k.read, k.readOf, k.missingAt = nil, false, nil, 0
 }
+
+// MissingAt returns the latest index of the state in which the last
+// ClientNode of k found the node missing, or 0 if it found it. A node
+// created at or below that index was deleted; one created above it may
+// simply not have reached this server yet. (LatestIndex read after the
+// lookup may describe a later state than the one the lookup saw.)
+func (k *NodeKey) MissingAt() uint64 { return k.missingAt }
 
 // ID returns the node ID k was reset to.
 func (k *NodeKey) ID() string { return k.id }
@@ -78,9 +89,16 @@ func (k *NodeKey) ID() string { return k.id }
 // keeps the node's row, for ClientAllocIndexesOf (until Release).
 func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, uint64, error) {
 	txn := s.db.Txn(false)
-	k.row, k.read, k.readOf = nil, false, s
+	k.row, k.read, k.readOf, k.missingAt = nil, false, s, 0
 	node, err := firstTxn[structs.Node](txn, ws, TableNodes, "node", k.id, k.args[:]...)
 	if err != nil {
+		if errors.Is(err, structs.ErrNotFound) {
+			latest, lerr := latestIndexTxn(txn)
+			if lerr != nil {
+				return nil, 0, lerr
+			}
+			k.missingAt = max(latest, 1)
+		}
 		return nil, 0, err
 	}
 	watchCh, raw, err := txn.FirstWatch(TableNodeAllocs, IndexID, k.args[:]...)

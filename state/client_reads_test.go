@@ -203,3 +203,27 @@ func BenchmarkClientReadsState(b *testing.B) {
 		}
 	})
 }
+
+// TestClientNodeMissingAt: a lookup that finds no node records the latest
+// index of the state it read (so a watch can tell "deleted" from "not here
+// yet" about that very state), and a lookup that finds it records none.
+func TestClientNodeMissingAt(t *testing.T) {
+	s := testStore(t)
+	node := mock.Node()
+	var k NodeKey
+	k.Reset(node.ID)
+	must(t, s.UpsertJob(7, mock.Job(), nil))
+	if _, _, err := s.ClientNode(nil, &k); !errors.Is(err, structs.ErrNotFound) || k.MissingAt() != 7 {
+		t.Fatalf("missing node: err %v, MissingAt %d; want not found at 7", err, k.MissingAt())
+	}
+	must(t, s.UpsertNode(9, node, nil))
+	if _, _, err := s.ClientNode(nil, &k); err != nil || k.MissingAt() != 0 {
+		t.Fatalf("registered node: err %v, MissingAt %d; want found, 0", err, k.MissingAt())
+	}
+	k.Release()
+	var empty NodeKey
+	empty.Reset("nope")
+	if _, _, err := testStore(t).ClientNode(nil, &empty); !errors.Is(err, structs.ErrNotFound) || empty.MissingAt() != 1 {
+		t.Fatalf("empty store: err %v, MissingAt %d; want not found at 1 (never 0)", err, empty.MissingAt())
+	}
+}

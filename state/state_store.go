@@ -107,17 +107,20 @@ func (s *StateStore) Index(table string) (uint64, error) {
 
 // LatestIndex returns the highest index over all tables.
 func (s *StateStore) LatestIndex() (uint64, error) {
-	entries, err := s.Indexes()
+	return latestIndexTxn(s.db.Txn(false))
+}
+
+// latestIndexTxn is LatestIndex of the state txn reads.
+func latestIndexTxn(txn *memdb.Txn) (uint64, error) {
+	iter, err := txn.Get(TableIndex, IndexID)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("state: listing indexes: %w", err)
 	}
-	var max uint64
-	for _, e := range entries {
-		if e.Value > max {
-			max = e.Value
-		}
+	var latest uint64
+	for raw := iter.Next(); raw != nil; raw = iter.Next() {
+		latest = max(latest, raw.(*IndexEntry).Value)
 	}
-	return max, nil
+	return latest, nil
 }
 
 // Indexes returns every row of the index table, sorted by table name.
