@@ -50,9 +50,10 @@ const groupScanLimit = 8
 const metricScanLimit = 4
 
 // Compact moves each allocation of AllocsUpdated that shares its template
-// fields with another into AllocGroups; the rest stay in AllocsUpdated, in
-// their order. Groups with a single allocation are not made. Expand
-// restores the allocations (group members after the others).
+// fields with another into new AllocGroups (after any already there); the
+// rest stay in AllocsUpdated, in their order. Groups with a single
+// allocation are not made. Expand restores the allocations (group members
+// after the others).
 func (r *ApplyPlanResultsRequest) Compact() {
 	if len(r.AllocsUpdated) < 2 {
 		return
@@ -81,16 +82,16 @@ func (r *ApplyPlanResultsRequest) Compact() {
 		}
 		g.members = append(g.members, a)
 	}
-	r.AllocGroups = r.AllocGroups[:0]
+	made := 0
 	for _, c := range groups {
 		if len(c.members) < 2 {
 			singles = append(singles, c.members[0])
 			continue
 		}
 		r.AllocGroups = append(r.AllocGroups, newAllocGroup(c.members))
+		made++
 	}
-	if len(r.AllocGroups) == 0 {
-		r.AllocGroups = nil
+	if made == 0 {
 		return
 	}
 	// Keep the singles in their original order.
