@@ -29,7 +29,8 @@ func (c *Client) blockingRPC(method string, args, reply any) error {
 // watchAllocs waits for the node to be registered, then follows the
 // servers' allocations for it with blocking queries: each answer maps
 // allocation IDs to their AllocModifyIndex; only new or changed ones are
-// fetched (Alloc.GetAllocs) and handed to runners, and runners of
+// handed to runners, as the answer carries them (InlineAllocs) or else
+// fetched (Alloc.GetAllocs), and runners of
 // allocations the servers no longer list are destroyed.
 //
 // The servers answer when they change an allocation of the node (not on

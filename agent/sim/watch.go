@@ -13,9 +13,10 @@ import (
 
 // watch follows the servers' allocations for the node, as a real client:
 // a blocking Node.GetClientAllocs maps allocation IDs to their
-// AllocModifyIndex; only new or changed ones are fetched
-// (Alloc.GetAllocs) and acted on. The servers answer when they change an
-// allocation of the node, not on the node's own updates; allocations they
+// AllocModifyIndex; only new or changed ones are acted on, as the answer
+// carries them (InlineAllocs) or else fetched (Alloc.GetAllocs). The
+// servers answer when they change an allocation of the node, not on the
+// node's own updates; allocations they
 // collect show up missing when a query times out. The first query is a
 // consistent read (leader); later ones may be answered by any server
 // (stale), so the watches spread over the servers as real clients' do,
@@ -37,45 +38,13 @@ func (n *simNode) watch() {
 		if err == nil {
 			resp, err = readClientAllocs(watchReply.body)
 		}
-		if err != nil {
-			watchReply.release()
-			if n.s.stopping() {
-				return
+		if err == nil {
+			n.s.counters.watchAnswers.Add(1)
+			if !w.Accept(resp.index) {
+				watchReply.release()
+				continue // confirm with the leader first
 			}
-			n.s.counters.watchErrors.Add(1)
-			n.s.logger.Debug("watching allocations failed; will retry", "node_id", n.node.ID, "error", err)
-			if !n.s.sleep(b.Next()) {
-				return
-			}
-			continue
-		}
-		n.s.counters.watchAnswers.Add(1)
-		if !w.Accept(resp.index) {
-			watchReply.release()
-			continue // confirm with the leader first
-		}
-		pull, minIndex, err := n.diff(&resp, acted)
-		if err == nil && len(pull) > 0 {
-			// The answer carries most changes itself (InlineAllocs);
-			// the rest are fetched.
-			have, haveIDs, rest := splitInline(resp.changed, pull)
-			if len(have) > 0 {
-				n.apply(have, haveIDs)
-			}
-			if len(rest) > 0 {
-				if len(rest) < len(pull) {
-					minIndex = resp.highestOf(rest)
-				}
-				var allocs []wireAlloc
-				allocs, err = n.fetch(rest, minIndex, &fetchReply)
-				if err == nil {
-					n.apply(allocs, rest)
-				}
-				fetchReply.release()
-				if err != nil {
-					err = fmt.Errorf("fetching %d allocations: %w", len(rest), err)
-				}
-			}
+			err = n.act(&resp, acted, &fetchReply)
 		}
 		watchReply.release()
 		if err != nil {
@@ -93,6 +62,36 @@ func (n *simNode) watch() {
 		w.Done(resp.index)
 		acted = resp.index
 	}
+}
+
+// act acts on an answer: it starts or stops what changed, from the
+// allocations the answer carries (InlineAllocs) and, for the rest, a
+// fetch into fetchReply (released here). acted is the index of the last
+// answer acted on.
+func (n *simNode) act(resp *clientAllocs, acted uint64, fetchReply *rawReply) error {
+	pull, minIndex, err := n.diff(resp, acted)
+	if err != nil || len(pull) == 0 {
+		return err
+	}
+	have, haveIDs, rest := splitInline(resp.changed, pull)
+	if len(have) > 0 {
+		n.apply(have, haveIDs)
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	if len(rest) < len(pull) {
+		minIndex = resp.highestOf(rest)
+	}
+	allocs, err := n.fetch(rest, minIndex, fetchReply)
+	if err == nil {
+		n.apply(allocs, rest)
+	}
+	fetchReply.release()
+	if err != nil {
+		return fmt.Errorf("fetching %d allocations: %w", len(rest), err)
+	}
+	return nil
 }
 
 // diff compares the servers' map with what the node knows: it returns the
