@@ -3,10 +3,12 @@
 # real `drover agent` processes on 127.0.0.1 with temporary data dirs, the
 # node simulator inside `drover bench`, /proc figures of the servers.
 #
-#   scripts/bench-cluster.sh [-docs FILE] [-perf DIR] [-keep] scenario... [-- bench flags]
+#   scripts/bench-cluster.sh [-docs FILE] [-perf DIR] [-json DIR] [-keep] scenario... [-- bench flags]
 #
 #   -docs FILE  append a dated section (machine, commands, table) to FILE
 #   -perf DIR   record a perf profile of the servers and the simulator per scenario into DIR
+#   -json DIR   keep each scenario's result as DIR/<scenario>-<time>.json (see
+#               scripts/bench-repeat.sh and `drover bench -summarize`)
 #   -keep       keep the data dirs and logs (printed at the end)
 #
 # A scenario named X-kill (c1m-small-kill) SIGKILLs the leader during the
@@ -24,12 +26,13 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-./bin/drover}
 BASE=${BENCH_PORT_BASE:-24000}
 
-DOCS="" PERF="" KEEP=0
+DOCS="" PERF="" JSONDIR="" KEEP=0
 SCENARIOS=() EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     -docs) DOCS=$2; shift 2 ;;
     -perf) PERF=$2; shift 2 ;;
+    -json) JSONDIR=$2; shift 2 ;;
     -keep) KEEP=1; shift ;;
     --) shift; EXTRA=("$@"); break ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
@@ -37,11 +40,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ ${#SCENARIOS[@]} -eq 0 ]; then
-  echo "usage: $0 [-docs FILE] [-perf DIR] [-keep] scenario... [-- bench flags]" >&2
+  echo "usage: $0 [-docs FILE] [-perf DIR] [-json DIR] [-keep] scenario... [-- bench flags]" >&2
   "$BIN" bench -list >&2
   exit 2
 fi
 [ -n "$PERF" ] && mkdir -p "$PERF"
+[ -n "$JSONDIR" ] && mkdir -p "$JSONDIR"
 
 ROWS=$(mktemp)
 CMDS=$(mktemp)
@@ -79,6 +83,9 @@ for sc in "${SCENARIOS[@]}"; do
   echo "==> $sc: servers ${PIDS[*]} in $DIR"
   echo "$BIN bench ${ARGS[*]}" | sed "s#$DIR#\$DIR#g; s#-server-pids [0-9,]*#-server-pids \$PIDS#; s#-markdown-out [^ ]*##; s#-json-out [^ ]*##" >>"$CMDS"
   if ! "$BIN" bench "${ARGS[@]}"; then status=1; fi
+  if [ -n "$JSONDIR" ] && [ -f "$RESULTS/$sc.json" ]; then
+    cp "$RESULTS/$sc.json" "$JSONDIR/$sc-$(date -u +%Y%m%dT%H%M%S.%N).json"
+  fi
   bench_stop_servers
   if [ $KEEP = 1 ]; then echo "    kept $DIR"; else rm -rf "$DIR"; fi
   echo

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +68,7 @@ func runBench(e *env, args []string) int {
 		baseline    time.Duration
 		verify      bool
 		jsonOut     string
+		summarize   bool
 	)
 	fs := newFlagSet(e, "bench", "-scenario <name> [options]",
 		"Run a benchmark scenario against a cluster through the HTTP API (Nomad's Go client, so a\n"+
@@ -100,8 +103,16 @@ func runBench(e *env, args []string) int {
 		"finish within it plus the election time plus 2 s")
 	fs.BoolVar(&verify, "verify", true, "read every job's allocations at the end: no duplicate names, each job at its count")
 	fs.StringVar(&jsonOut, "json-out", "", "also write the result as JSON to this file")
-	if code, ok := parseFlags(fs, args, 0); !ok {
+	fs.BoolVar(&summarize, "summarize", false, "summarize the result files given as arguments (written with -json-out) and exit:\n"+
+		"per label (each file's directory name) and scenario, each figure's median (min-max); see scripts/bench-repeat.sh")
+	if code, ok := parseFlags(fs, args, math.MaxInt32); !ok {
 		return code
+	}
+	if summarize {
+		return summarizeResults(e, fs.Args())
+	}
+	if fs.NArg() > 0 {
+		return usagef(e, "bench takes no arguments (except with -summarize); got %q", fs.Args())
 	}
 	if mdHeader {
 		fmt.Fprintln(e.stdout, bench.MarkdownHeader)
@@ -290,4 +301,24 @@ func appendLine(path, line string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// summarizeResults prints the summary of result files, labelled by their
+// directories' names.
+func summarizeResults(e *env, files []string) int {
+	if len(files) == 0 {
+		return usagef(e, "-summarize needs result files (written with -json-out)")
+	}
+	runs := make([]bench.Labeled, 0, len(files))
+	for _, f := range files {
+		r, err := bench.ReadResultFile(f)
+		if err != nil {
+			return errorf(e, "reading a result: %v", err)
+		}
+		runs = append(runs, bench.Labeled{Label: filepath.Base(filepath.Dir(f)), Result: r})
+	}
+	if err := bench.WriteSummary(e.stdout, bench.SummarizeRuns(runs)); err != nil {
+		return errorf(e, "%v", err)
+	}
+	return 0
 }

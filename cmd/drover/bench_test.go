@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent"
+	"github.com/drover-project/drover/bench"
 )
 
 // startServerAgent runs `drover agent -server` (no client) in-process on
@@ -274,6 +276,9 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "-scenario", "burst", "-server-pids", "x"}, 1, "not a PID"},
 		{[]string{"bench", "-scenario", "c1m-small-kill", "-address", "http://a,http://b"}, 1, "needs -server-pids"},
 		{[]string{"bench", "-scenario", "burst", "-kill-leader-after", "1s", "-address", "http://a", "-server-pids", "1"}, 1, "at least two servers"},
+		{[]string{"bench", "stray"}, 1, "takes no arguments"},
+		{[]string{"bench", "-summarize"}, 1, "needs result files"},
+		{[]string{"bench", "-summarize", "/nonexistent/a.json"}, 1, "reading a result"},
 		{[]string{"sim", "-nodes", "0", "-servers", "127.0.0.1:1"}, 1, "nodes must be positive"},
 		{[]string{"sim", "-classes", "a:0", "-servers", "127.0.0.1:1"}, 1, "weight"},
 	}
@@ -287,5 +292,37 @@ func TestBenchUsage(t *testing.T) {
 				t.Fatalf("output lacks %q:\n%s%s", tc.want, out, errOut)
 			}
 		})
+	}
+}
+
+// TestBenchSummarize: result files in one directory per label summarize
+// to a row per label.
+func TestBenchSummarize(t *testing.T) {
+	dir := t.TempDir()
+	write := func(label, name string, placed float64) string {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, label), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		r := &bench.Result{Scenario: "burst", PlacedSeconds: placed}
+		if err := r.WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, label, name)
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	files := []string{write("old", "1.json", 0.3), write("new", "1.json", 0.1), write("new", "2.json", 0.2)}
+	e, out, errOut := testEnv(nil)
+	if code := run(append([]string{"bench", "-summarize"}, files...), e); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "old ") || !strings.HasPrefix(lines[2], "new ") ||
+		!strings.Contains(lines[2], "150 ms (100-200 ms)") {
+		t.Fatalf("summary:\n%s", out)
 	}
 }
