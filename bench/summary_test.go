@@ -12,20 +12,20 @@ func TestSummarizeRuns(t *testing.T) {
 	run := func(scenario string, placed, p99, cpu float64, rss int64, missed bool) *Result {
 		r := &Result{Scenario: scenario, PlacedSeconds: placed, RunningSeconds: placed + 0.5,
 			EvalLatency: Latency{Count: 10, P99: p99},
-			Servers: []ServerResult{{PID: 1, Leader: true, CPUSeconds: cpu / 2, PeakRSSBytes: rss}, {PID: 2, CPUSeconds: cpu / 4}},
-			Self:    ServerResult{CPUSeconds: cpu / 4}}
+			Servers:     []ServerResult{{PID: 1, Leader: true, CPUSeconds: cpu / 2, PeakRSSBytes: rss}, {PID: 2, CPUSeconds: cpu / 4}},
+			Self:        ServerResult{CPUSeconds: cpu / 4}}
 		if missed {
 			r.Misses = []string{"placed in too long"}
 		}
 		return r
 	}
 	rows := SummarizeRuns([]Labeled{
-		{"new", run("c1m-small", 13, 12, 24, 900 << 20, true)},
-		{"old", run("c1m-small", 16, 15, 30, 1800 << 20, true)},
-		{"new", run("c1m-small", 12, 11, 22, 950 << 20, false)},
-		{"new", run("c1m-small", 15, 14, 28, 1000 << 20, true)},
-		{"old", run("c1m-small", 18, 17, 34, 1700 << 20, true)},
-		{"new", run("burst", 0.2, 0.1, 1, 100 << 20, false)},
+		{"new", run("c1m-small", 13, 12, 24, 900<<20, true)},
+		{"old", run("c1m-small", 16, 15, 30, 1800<<20, true)},
+		{"new", run("c1m-small", 12, 11, 22, 950<<20, false)},
+		{"new", run("c1m-small", 15, 14, 28, 1000<<20, true)},
+		{"old", run("c1m-small", 18, 17, 34, 1700<<20, true)},
+		{"new", run("burst", 0.2, 0.1, 1, 100<<20, false)},
 	})
 	if len(rows) != 3 || rows[0].Label != "new" || rows[1].Label != "old" || rows[2].Scenario != "burst" {
 		t.Fatalf("rows %+v: want new/c1m-small, old/c1m-small, new/burst in order of appearance", rows)
