@@ -11,17 +11,17 @@ import (
 
 // Reads of the client's hot path. Thousands of clients each hold a
 // blocking Node.GetClientAllocs, which re-runs on every change to its node
-// or the node's allocation index, and fetch what changed with
-// Alloc.GetAllocs. The reads here serve those two: each pass is one memdb
-// read transaction, and its lookups hand memdb keys built once (keyArg),
-// so that a lookup allocates neither its key nor an interface for its
-// argument.
+// or the node's row in node_allocs, and carries what changed or leaves it
+// to Alloc.GetAllocs. The reads here serve those two: each pass is one
+// memdb read transaction, and its lookups hand memdb keys built once
+// (keyArg), so that a lookup allocates neither its key nor an interface
+// for its argument.
 
 // keyArg is an index key built by the caller (the value, NUL-terminated,
 // as the indexer would build it), passed to memdb as a lookup argument by
 // pointer. The indexers of single string fields (fieldIndex, and so
-// allocIDIndex, and allocKeyNodeIndex) return its bytes as they are; memdb
-// only reads them during the lookup.
+// allocIDIndex) return its bytes as they are; memdb only reads them during
+// the lookup.
 type keyArg struct {
 	b []byte
 }
