@@ -16,24 +16,25 @@
 //
 // Each node has one derived row (node_allocs.go), kept in the same
 // transactions as the allocation writes: its usage (NodeUsage, the summed
-// resources and count of its live allocations, read in O(1)) and its
-// allocation index (NodeAllocIndex, the highest AllocModifyIndex of its
-// allocations, the one row a client's watch blocks on; it wakes for
-// server-side changes and for client updates that change the usage, not
-// for the common "running" update). A transaction writes each changed
-// node's row once, at commit. Snapshots do not carry the rows; a restore
-// rebuilds them from the nodes and allocations.
+// resources and count of its live allocations, read in O(1)), its
+// allocations (ID and AllocModifyIndex, sorted by ID) and its allocation
+// index (NodeAllocIndex, the highest AllocModifyIndex among them, the one
+// row a client's watch blocks on; it wakes for server-side changes, for
+// allocations joining or leaving the node, and for client updates that
+// change the usage, not for the common "running" update). A transaction
+// writes each changed node's row once, at commit. Snapshots do not carry
+// the rows; a restore rebuilds them from the nodes and allocations.
 //
-// Allocations are stored by ID alone; what they are read by (job, node)
-// lives in a derived table of small immutable key rows, one per allocation
-// (alloc_keys.go), written only when an allocation is created, moved or
-// deleted. So the common allocation write (a client update, a stop, an
-// in-place update) inserts into one radix tree, and leaves the key rows
-// and their watchers alone. Reads by job, node or evaluation iterate the keys and
-// fetch each allocation by ID; with a watch set they watch the key prefix
-// and each returned row (up to allocWatchRows, else the allocs table's
-// index row: coarse but never missing a change). The key rows are rebuilt
-// on restore like the per-node rows.
+// Allocations are stored by ID alone. Reads by node start from the node's
+// row; reads by job from a derived table of small immutable key rows, one
+// per allocation (alloc_keys.go), written only when an allocation is
+// created or deleted. So the common allocation write (a client update, a
+// stop, an in-place update) inserts into one radix tree, plus its node's
+// row when the servers changed it. Reads by job, node or evaluation fetch
+// each listed allocation by ID; with a watch set they watch the key prefix
+// or the node's row and each returned allocation (up to allocWatchRows,
+// else the allocs table's index row: coarse but never missing a change).
+// The key rows are rebuilt on restore like the per-node rows.
 //
 // This package must never:
 //   - mutate an object after it has been handed to a reader (writers copy,
