@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
+	"github.com/drover-project/drover/internal/msgpackwrite"
 	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
 )
@@ -235,7 +236,7 @@ func encodeChunk(enc *codec.Encoder, c *chunk) error {
 			c.buf.WriteByte(r.t)
 			v := r.v
 			if r.t == recAlloc {
-				c.buf.Write(appendMsgpackUint(scratch[:0], r.ref))
+				c.buf.Write(msgpackwrite.AppendUint(scratch[:0], r.ref))
 				stripped := *r.v.(*structs.Allocation)
 				stripped.Job = nil
 				v = &stripped
@@ -252,19 +253,4 @@ func encodeChunk(enc *codec.Encoder, c *chunk) error {
 		rows = rows[n:]
 	}
 	return nil
-}
-
-// appendMsgpackUint appends v in msgpack's shortest unsigned form.
-func appendMsgpackUint(b []byte, v uint64) []byte {
-	switch {
-	case v < 128:
-		return append(b, byte(v))
-	case v <= 0xff:
-		return append(b, 0xcc, byte(v))
-	case v <= 0xffff:
-		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(v))
-	case v <= 0xffffffff:
-		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(v))
-	}
-	return binary.BigEndian.AppendUint64(append(b, 0xcf), v)
 }

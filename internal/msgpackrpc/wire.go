@@ -1,11 +1,11 @@
 package msgpackrpc
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/rpc"
 
 	"github.com/drover-project/drover/internal/msgpackread"
+	"github.com/drover-project/drover/internal/msgpackwrite"
 )
 
 // The headers as the generic codec writes them with a MsgpackHandle that
@@ -24,16 +24,16 @@ import (
 // simulator) writes the header with it, then the body.
 func AppendRequestHeader(b []byte, r *rpc.Request) []byte {
 	b = append(b, 0x82)
-	b = appendUint(appendStr(b, "Seq"), r.Seq)
-	return appendStr(appendStr(b, "ServiceMethod"), r.ServiceMethod)
+	b = msgpackwrite.AppendUint(msgpackwrite.AppendStr(b, "Seq"), r.Seq)
+	return msgpackwrite.AppendStr(msgpackwrite.AppendStr(b, "ServiceMethod"), r.ServiceMethod)
 }
 
 // appendResponseHeader appends r's msgpack.
 func appendResponseHeader(b []byte, r *rpc.Response) []byte {
 	b = append(b, 0x83)
-	b = appendStr(appendStr(b, "Error"), r.Error)
-	b = appendUint(appendStr(b, "Seq"), r.Seq)
-	return appendStr(appendStr(b, "ServiceMethod"), r.ServiceMethod)
+	b = msgpackwrite.AppendStr(msgpackwrite.AppendStr(b, "Error"), r.Error)
+	b = msgpackwrite.AppendUint(msgpackwrite.AppendStr(b, "Seq"), r.Seq)
+	return msgpackwrite.AppendStr(msgpackwrite.AppendStr(b, "ServiceMethod"), r.ServiceMethod)
 }
 
 // readRequestHeader decodes an encoded rpc.Request into r.
@@ -97,32 +97,4 @@ func readResponseHeader(b []byte, r *rpc.Response) error {
 	}
 	*r = rpc.Response{ServiceMethod: string(h.ServiceMethod), Seq: h.Seq, Error: string(h.Error)}
 	return nil
-}
-
-// appendStr appends s as the codec writes a string without WriteExt.
-func appendStr(b []byte, s string) []byte {
-	switch n := len(s); {
-	case n < 32:
-		b = append(b, 0xa0|byte(n))
-	case n < 1<<16:
-		b = binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
-	default:
-		b = binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
-	}
-	return append(b, s...)
-}
-
-// appendUint appends v in its shortest form, as the codec does.
-func appendUint(b []byte, v uint64) []byte {
-	switch {
-	case v <= 0x7f:
-		return append(b, byte(v))
-	case v <= 0xff:
-		return append(b, 0xcc, byte(v))
-	case v <= 0xffff:
-		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(v))
-	case v <= 0xffffffff:
-		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(v))
-	}
-	return binary.BigEndian.AppendUint64(append(b, 0xcf), v)
 }
