@@ -251,16 +251,22 @@ func benchDecode[T any](body []byte) func(*testing.B) {
 	}
 }
 
-// BenchmarkReadAllocs compares decoding an Alloc.GetAllocs answer of 20
-// allocations into structs with reading what a simulated node needs.
-func BenchmarkReadAllocs(b *testing.B) {
+// allocsAnswer20 is an encoded Alloc.GetAllocs answer of 20 allocations
+// of one job.
+func allocsAnswer20(b *testing.B) []byte {
 	job := batchJob("j", 20, map[string]any{"run_for": "1h"})
 	job.Canonicalize()
 	var in []*structs.Allocation
 	for i := range 20 {
 		in = append(in, wireTestAlloc(i, job))
 	}
-	body := encodeAll(b, &structs.AllocsGetResponse{Allocs: in, QueryMeta: structs.QueryMeta{Index: 9}})
+	return encodeAll(b, &structs.AllocsGetResponse{Allocs: in, QueryMeta: structs.QueryMeta{Index: 9}})
+}
+
+// BenchmarkReadAllocs compares decoding an Alloc.GetAllocs answer of 20
+// allocations into structs with reading what a simulated node needs.
+func BenchmarkReadAllocs(b *testing.B) {
+	body := allocsAnswer20(b)
 	b.Run("codec", benchDecode[structs.AllocsGetResponse](body))
 	b.Run("msgReader", func(b *testing.B) {
 		b.ReportAllocs()
@@ -318,13 +324,7 @@ func TestRequestHeaderAsTheCodecWritesIt(t *testing.T) {
 // BenchmarkScanAllocs is the reader's walk to the end of an
 // Alloc.GetAllocs answer of 20 allocations.
 func BenchmarkScanAllocs(b *testing.B) {
-	job := batchJob("j", 20, map[string]any{"run_for": "1h"})
-	job.Canonicalize()
-	var in []*structs.Allocation
-	for i := range 20 {
-		in = append(in, wireTestAlloc(i, job))
-	}
-	body := encodeAll(b, &structs.AllocsGetResponse{Allocs: in, QueryMeta: structs.QueryMeta{Index: 9}})
+	body := allocsAnswer20(b)
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		var s msgpackread.Scanner
