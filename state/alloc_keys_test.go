@@ -203,18 +203,6 @@ func TestAllocKeyRowKept(t *testing.T) {
 // watch.
 const otherAllocID = "other-alloc"
 
-// firedAny reports whether a channel of ws is closed.
-func firedAny(ws memdb.WatchSet) bool {
-	for ch := range ws {
-		select {
-		case <-ch:
-			return true
-		default:
-		}
-	}
-	return false
-}
-
 // TestAllocReadsWake checks that a blocking read by job, node or
 // evaluation wakes when an allocation it read changes, when one joins or
 // leaves its set, and (below the row limit) not for an allocation of
@@ -285,12 +273,12 @@ func TestAllocReadsWake(t *testing.T) {
 					if limit := allocWatchRows + 2; len(ws) > limit {
 						t.Fatalf("watch set of %d channels, want at most %d", len(ws), limit)
 					}
-					if firedAny(ws) {
+					if fired(ws) {
 						t.Fatal("watch fired before any write")
 					}
 					must(t, ch.write(s, 10, allocs[0], job))
 					wake := ch.wake || size > allocWatchRows // coarse above the limit
-					if got := firedAny(ws); got != wake {
+					if got := fired(ws); got != wake {
 						t.Fatalf("watch fired: %v, want %v", got, wake)
 					}
 				})
