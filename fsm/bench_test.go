@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
@@ -239,4 +240,76 @@ func BenchmarkApplyAllocClientUpdate(b *testing.B) {
 			b.Fatal(res)
 		}
 	}
+}
+
+// BenchmarkApplyC1MShape applies, per op, the entries one c1m-small job
+// costs every server: its registration (job + evaluation), its plan (100
+// new allocations on 100 random nodes out of 5,000, grouped as the leader
+// writes it) and the client updates turning those 100 allocations running
+// (ten entries of ten, as clients batch them). The store starts with 500
+// such jobs (50,000 allocations). Reported per placement.
+func BenchmarkApplyC1MShape(b *testing.B) {
+	f, _ := testFSM(b)
+	store := f.State()
+	nodes, index := benchNodes(b, store, 5000)
+	rng := rand.New(rand.NewPCG(1, 2))
+	type jobEntries struct {
+		register, plan []byte
+		updates        [][]byte
+	}
+	build := func() jobEntries {
+		job := mock.Job()
+		job.TaskGroups[0].Count = 100
+		eval := mock.EvalFor(job)
+		reg, err := structs.Encode(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: eval})
+		must(b, err)
+		allocs := make([]*structs.Allocation, 100)
+		for i := range allocs {
+			a := mock.Alloc(job, nodes[rng.IntN(len(nodes))])
+			a.Job = nil
+			a.EvalID = eval.ID
+			allocs[i] = a
+		}
+		req := &structs.ApplyPlanResultsRequest{AllocsUpdated: allocs, EvalID: eval.ID, UpdatedAt: 1}
+		req.Compact()
+		plan, err := structs.Encode(structs.ApplyPlanResultsRequestType, req)
+		must(b, err)
+		var updates [][]byte
+		for i := 0; i < len(allocs); i += 10 {
+			upd := make([]*structs.Allocation, 10)
+			for j := range upd {
+				a := allocs[i+j]
+				upd[j] = &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning, ModifyTime: 2,
+					TaskStates: map[string]*structs.TaskState{"web": {State: structs.TaskStateRunning,
+						Events: []*structs.TaskEvent{{Type: structs.TaskReceived, Time: 1}, {Type: structs.TaskStarted, Time: 2}}}}}
+			}
+			buf, err := structs.Encode(structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Alloc: upd})
+			must(b, err)
+			updates = append(updates, buf)
+		}
+		return jobEntries{reg, plan, updates}
+	}
+	apply := func(e jobEntries) {
+		for _, buf := range append([][]byte{e.register, e.plan}, e.updates...) {
+			index++
+			if res := f.Apply(&raft.Log{Index: index, Data: buf}); res != nil {
+				b.Fatal(res)
+			}
+		}
+	}
+	for i := 0; i < 500; i++ {
+		apply(build())
+	}
+	entries := make([]jobEntries, b.N)
+	for i := range entries {
+		entries[i] = build()
+	}
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := processCPU()
+	for _, e := range entries {
+		apply(e)
+	}
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N*100), "cpu-ns/placement")
 }

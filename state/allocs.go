@@ -105,14 +105,10 @@ func planJobTxn(txn *writeTxn, job *structs.Job) (*structs.Job, error) {
 // ClientStatus, FollowupEvalID, ModifyTime when set) onto a copy of the
 // stored allocation.
 func stopAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int64, diff *structs.Allocation) error {
-	raw, err := txn.first(TableAllocs, diff.ID)
-	if err != nil {
-		return fmt.Errorf("state: alloc lookup: %w", err)
+	prev, err := txn.alloc(diff.ID)
+	if err != nil || prev == nil {
+		return err
 	}
-	if raw == nil {
-		return nil
-	}
-	prev := raw.(*structs.Allocation)
 	a := prev.Copy()
 	a.DesiredStatus = diff.DesiredStatus
 	if a.DesiredStatus == "" {
@@ -144,13 +140,11 @@ func stopAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int64,
 // is filled from the stored allocation or the stored job.
 func upsertAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int64, a *structs.Allocation, keepClient bool) error {
 	a.Namespace = defaultNamespace(a.Namespace)
-	raw, err := txn.first(TableAllocs, a.ID)
+	prev, err := txn.alloc(a.ID)
 	if err != nil {
-		return fmt.Errorf("state: alloc lookup: %w", err)
+		return err
 	}
-	var prev *structs.Allocation
-	if raw != nil {
-		prev = raw.(*structs.Allocation)
+	if prev != nil {
 		a.CreateIndex = prev.CreateIndex
 		if a.CreateTime == 0 {
 			a.CreateTime = prev.CreateTime
@@ -233,14 +227,13 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 	sums := newSummaries(txn)
 	var jobs jobSet
 	for _, upd := range allocs {
-		raw, err := txn.first(TableAllocs, upd.ID)
+		prev, err := txn.alloc(upd.ID)
 		if err != nil {
-			return fmt.Errorf("state: alloc lookup: %w", err)
+			return err
 		}
-		if raw == nil {
+		if prev == nil {
 			continue
 		}
-		prev := raw.(*structs.Allocation)
 		// A shallow copy: stored objects are never mutated, so the new
 		// version may share everything the client does not own (the
 		// resources, metrics and job of the old one).
@@ -298,14 +291,13 @@ func (b *Batch) UpdateAllocsDesiredTransition(index uint64, allocs map[string]*s
 	}
 	slices.Sort(ids) // a deterministic write order
 	for _, id := range ids {
-		raw, err := txn.first(TableAllocs, id)
+		prev, err := txn.alloc(id)
 		if err != nil {
-			return fmt.Errorf("state: alloc lookup: %w", err)
+			return err
 		}
-		if raw == nil {
+		if prev == nil {
 			continue
 		}
-		prev := raw.(*structs.Allocation)
 		a := prev.Copy()
 		a.DesiredTransition.Merge(allocs[id])
 		if updatedAt != 0 {
@@ -400,56 +392,91 @@ func (j *jobSet) add(namespace, id string) int {
 }
 
 // AllocByID returns the allocation, or an error satisfying errors.Is(err,
-// structs.ErrNotFound).
+// structs.ErrNotFound). ws wakes when it changes, appears or goes.
 func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocation, error) {
-	return firstTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, "allocation", id, id)
+	a, found, err := s.LookupAlloc(ws, id)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, structs.NewError(structs.ErrCodeNotFound, "allocation %q not found", id)
+	}
+	return a, nil
 }
 
 // LookupAlloc returns the allocation and true, or false when there is
 // none. Unlike AllocByID a miss builds no error, for callers that probe
 // many IDs of which most are new (the plan applier).
 func (s *StateStore) LookupAlloc(ws memdb.WatchSet, id string) (*structs.Allocation, bool, error) {
-	watchCh, raw, err := s.db.Txn(false).FirstWatch(TableAllocs, IndexID, id)
+	precise := s.watchAllocKeys(ws, allocWatchKey(id))
+	t, ch, err := allocTablesOf(s.db.Txn(false))
 	if err != nil {
-		return nil, false, fmt.Errorf("state: allocation lookup: %w", err)
+		return nil, false, err
 	}
-	ws.Add(watchCh)
-	if raw == nil {
-		return nil, false, nil
+	if !precise {
+		ws.Add(ch)
 	}
-	return raw.(*structs.Allocation), true, nil
+	a, ok := t.byID.Get(id)
+	return a, ok, nil
 }
 
-// Allocs returns every allocation, sorted by ID.
+// Allocs returns every allocation, sorted by ID. ws wakes on any change.
 func (s *StateStore) Allocs(ws memdb.WatchSet) ([]*structs.Allocation, error) {
-	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexID)
+	return s.AllocsByIDPrefix(ws, "")
 }
 
-// AllocsByIDPrefix returns the allocations whose ID starts with prefix.
+// AllocsByIDPrefix returns the allocations whose ID starts with prefix,
+// sorted by ID. ws wakes when any allocation changes.
 func (s *StateStore) AllocsByIDPrefix(ws memdb.WatchSet, prefix string) ([]*structs.Allocation, error) {
-	return listTxn[structs.Allocation](s.db.Txn(false), ws, TableAllocs, IndexID+prefixSuffix, prefix)
+	t, ch, err := allocTablesOf(s.db.Txn(false))
+	if err != nil {
+		return nil, err
+	}
+	ws.Add(ch)
+	var out []*structs.Allocation
+	t.byID.AscendPrefix(prefix, func(_ string, a *structs.Allocation) bool {
+		out = append(out, a)
+		return true
+	})
+	return out, nil
 }
 
 // AllocsByJob returns the job's allocations, sorted by ID. ws wakes when
-// one is added, removed or changed (see alloc_keys.go for the watches).
+// one is added, removed or changed.
 func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Allocation, error) {
-	return allocsByKeyTxn(s.db.Txn(false), ws, nil, IndexID, defaultNamespace(namespace), jobID)
+	namespace = defaultNamespace(namespace)
+	precise := s.watchAllocKeys(ws, jobWatchKey(namespace, jobID))
+	t, ch, err := allocTablesOf(s.db.Txn(false))
+	if err != nil {
+		return nil, err
+	}
+	if !precise {
+		ws.Add(ch)
+	}
+	return allocsByJobTxn(t, nil, namespace, jobID)
 }
 
 // AllocsByNode returns the node's allocations, sorted by ID. ws wakes
-// when one is added, removed or changed (see alloc_keys.go and
-// node_allocs.go).
+// when one is added, removed or changed.
 func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
-	return allocsByNodeTxn(s.db.Txn(false), ws, nodeID)
+	if !s.watchAllocKeys(ws, nodeWatchKey(nodeID)) && ws != nil {
+		_, ch, err := allocTablesOf(s.db.Txn(false))
+		if err != nil {
+			return nil, err
+		}
+		ws.Add(ch) // before the read: a later state only wakes it early
+	}
+	return allocsByNodeTxn(s.db.Txn(false), nodeID)
 }
 
 // AllocsByEval returns the allocations whose EvalID is the evaluation's,
 // sorted by ID; none when the evaluation is unknown. Allocations have no
 // index by evaluation (every allocation write would pay for it, and only
-// this read needs it): they are found among the evaluation's job's.
+// this read needs it): they are found among the evaluation's job's. ws
+// wakes when the evaluation changes or any allocation of its job does
+// (an in-place update may give one this evaluation's ID).
 func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
-	txn := s.db.Txn(false)
-	watchCh, raw, err := txn.FirstWatch(TableEvals, IndexID, evalID)
+	watchCh, raw, err := s.db.Txn(false).FirstWatch(TableEvals, IndexID, evalID)
 	if err != nil {
 		return nil, fmt.Errorf("state: evaluation lookup: %w", err)
 	}
@@ -458,8 +485,17 @@ func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.
 		return nil, nil
 	}
 	eval := raw.(*structs.Evaluation)
-	// Every allocation of the job is watched: an in-place update may
-	// give one this evaluation's ID.
-	return allocsByKeyTxn(txn, ws, func(a *structs.Allocation) bool { return a.EvalID == evalID },
-		IndexID, defaultNamespace(eval.Namespace), eval.JobID)
+	// The evaluation's job never changes, so its allocations may be read
+	// from a later state than the evaluation: the watch is registered
+	// first.
+	namespace := defaultNamespace(eval.Namespace)
+	precise := s.watchAllocKeys(ws, jobWatchKey(namespace, eval.JobID))
+	t, ch, err := allocTablesOf(s.db.Txn(false))
+	if err != nil {
+		return nil, err
+	}
+	if !precise {
+		ws.Add(ch)
+	}
+	return allocsByJobTxn(t, func(a *structs.Allocation) bool { return a.EvalID == evalID }, namespace, eval.JobID)
 }

@@ -25,7 +25,7 @@ type Batch struct {
 // Batch opens a write batch. Always Abort it (a deferred Abort after
 // Commit does nothing).
 func (s *StateStore) Batch() *Batch {
-	return &Batch{txn: newWriteTxn(s.db)}
+	return &Batch{txn: newWriteTxn(s.db, s.allocWatches)}
 }
 
 // Commit writes the index table and makes every write of the batch
@@ -47,5 +47,12 @@ func (b *Batch) NodeByID(id string) (*structs.Node, error) {
 
 // AllocByID reads an allocation as the batch sees it.
 func (b *Batch) AllocByID(id string) (*structs.Allocation, error) {
-	return lookup[structs.Allocation](b.txn, TableAllocs, "allocation", id, id)
+	a, err := b.txn.alloc(id)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil {
+		return nil, structs.NewError(structs.ErrCodeNotFound, "allocation %q not found", id)
+	}
+	return a, nil
 }

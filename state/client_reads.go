@@ -149,7 +149,7 @@ func (s *StateStore) ClientAllocsChanged(k *NodeKey, above uint64, limit int, ou
 	if k.row == nil || limit <= 0 {
 		return out, nil
 	}
-	var txn *memdb.Txn
+	var t *allocTables
 	n := 0
 	for _, r := range k.row.Allocs {
 		if r.AllocModifyIndex <= above {
@@ -159,15 +159,14 @@ func (s *StateStore) ClientAllocsChanged(k *NodeKey, above uint64, limit int, ou
 			break
 		}
 		n++
-		if txn == nil {
-			txn = s.db.Txn(false)
+		if t == nil {
+			var err error
+			if t, _, err = allocTablesOf(s.db.Txn(false)); err != nil {
+				return out, err
+			}
 		}
-		raw, err := txn.First(TableAllocs, IndexID, r)
-		if err != nil {
-			return out, fmt.Errorf("state: allocation lookup: %w", err)
-		}
-		if raw != nil {
-			out = append(out, raw.(*structs.Allocation))
+		if a, ok := t.byID.Get(r.ID); ok {
+			out = append(out, a)
 		}
 	}
 	return out, nil
@@ -176,32 +175,33 @@ func (s *StateStore) ClientAllocsChanged(k *NodeKey, above uint64, limit int, ou
 // AllocsByIDs looks up each of ids in one read transaction and appends
 // the allocations found to out, in the order of ids; unknown IDs are
 // left out (not an error). It returns out and the highest ModifyIndex of
-// the allocations found (0 for none). Each lookup's watch, hit or miss,
-// is added to ws, as AllocByID adds it.
+// the allocations found (0 for none). ws wakes when any of them changes,
+// appears or goes, as with AllocByID.
 func (s *StateStore) AllocsByIDs(ws memdb.WatchSet, ids []string, out []*structs.Allocation) ([]*structs.Allocation, uint64, error) {
 	if len(ids) == 0 {
 		return out, 0, nil
 	}
-	txn := s.db.Txn(false)
-	var scratch struct {
-		key  keyArg
-		args [1]any
-		buf  [keyBufLen]byte
+	precise := false
+	if ws != nil && s.allocWatches != nil {
+		keys := make([]string, len(ids))
+		for i, id := range ids {
+			keys[i] = allocWatchKey(id)
+		}
+		precise = s.watchAllocKeys(ws, keys...)
 	}
-	scratch.key.b = scratch.buf[:0]
-	scratch.args[0] = &scratch.key
+	t, ch, err := allocTablesOf(s.db.Txn(false))
+	if err != nil {
+		return out, 0, err
+	}
+	if !precise {
+		ws.Add(ch)
+	}
 	var high uint64
 	for _, id := range ids {
-		scratch.key.set(id)
-		watchCh, raw, err := txn.FirstWatch(TableAllocs, IndexID, scratch.args[:]...)
-		if err != nil {
-			return out, 0, fmt.Errorf("state: allocation lookup: %w", err)
-		}
-		ws.Add(watchCh)
-		if raw == nil {
+		a, ok := t.byID.Get(id)
+		if !ok {
 			continue
 		}
-		a := raw.(*structs.Allocation)
 		out = append(out, a)
 		high = max(high, a.ModifyIndex)
 	}

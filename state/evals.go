@@ -135,14 +135,14 @@ func (b *Batch) DeleteEvalsAndAllocs(index uint64, evalIDs, allocIDs []string) e
 		}
 	}
 	for _, id := range allocIDs {
-		raw, err := b.txn.first(TableAllocs, id)
+		a, err := b.txn.alloc(id)
 		if err != nil {
 			return err
 		}
-		if raw == nil {
+		if a == nil {
 			continue
 		}
-		if err := b.txn.deleteAlloc(raw.(*structs.Allocation)); err != nil {
+		if err := b.txn.deleteAlloc(a); err != nil {
 			return err
 		}
 		b.txn.t.add(TableAllocs)

@@ -168,11 +168,11 @@ func jobStatusTxn(txn *writeTxn, job *structs.Job, liveEval bool) (string, error
 		return structs.JobStatusDead, nil
 	}
 	hasAny, live := false, false
-	err := txn.eachAlloc(IndexID, func(a *structs.Allocation) bool {
+	err := txn.eachAlloc(job.Namespace, job.ID, func(a *structs.Allocation) bool {
 		hasAny = true
 		live = !a.TerminalStatus()
 		return !live
-	}, job.Namespace, job.ID)
+	})
 	if err != nil {
 		return "", fmt.Errorf("state: allocs by job: %w", err)
 	}

@@ -70,14 +70,10 @@ type nodeAllocs struct {
 type nodeAllocRef struct {
 	ID               string
 	AllocModifyIndex uint64
-	// key is the allocation's key in the allocs table (ID, NUL): a read
-	// by node passes the ref itself to the lookup by ID (see
-	// allocIDIndex), which then allocates neither a key nor an interface.
-	key []byte
 }
 
 func newNodeAllocRef(a *structs.Allocation) *nodeAllocRef {
-	return &nodeAllocRef{ID: a.ID, AllocModifyIndex: a.AllocModifyIndex, key: appendTerminated(make([]byte, 0, len(a.ID)+1), a.ID)}
+	return &nodeAllocRef{ID: a.ID, AllocModifyIndex: a.AllocModifyIndex}
 }
 
 // nodeDelta is what one transaction's allocation writes change in one

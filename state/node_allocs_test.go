@@ -400,9 +400,6 @@ type wantRow struct {
 func refsString(refs []*nodeAllocRef) string {
 	var b strings.Builder
 	for _, r := range refs {
-		if string(r.key) != r.ID+"\x00" {
-			return "bad key for " + r.ID
-		}
 		fmt.Fprintf(&b, "%s@%d,", r.ID, r.AllocModifyIndex)
 	}
 	return b.String()

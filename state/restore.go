@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/internal/ptree"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -14,6 +15,9 @@ import (
 type StateRestore struct {
 	txn   *memdb.Txn
 	nodes nodeAllocsRestore // per-node rows derived from the loaded nodes and allocations
+	// The allocations' trees (alloc_tables.go), started on the first.
+	byID  *ptree.Txn[*structs.Allocation]
+	byJob *ptree.Txn[struct{}]
 }
 
 // Restore opens a bulk load. Use it only on a fresh store that nobody reads
@@ -29,6 +33,11 @@ func (r *StateRestore) Commit() {
 		// Unreachable: every row has a non-empty node ID, the only thing
 		// the table's indexer could refuse.
 		panic(err)
+	}
+	if r.byID != nil {
+		if err := r.txn.Insert(TableAllocs, &allocTables{byID: r.byID.Commit(), byJob: r.byJob.Commit()}); err != nil {
+			panic(err) // unreachable: the row's key is a constant
+		}
 	}
 	r.txn.Commit()
 }
@@ -66,15 +75,20 @@ func (r *StateRestore) NodeRestore(n *structs.Node) error {
 // EvalRestore loads an evaluation.
 func (r *StateRestore) EvalRestore(e *structs.Evaluation) error { return r.insert(TableEvals, e) }
 
-// AllocRestore loads an allocation (its Job already set by the caller)
-// and its key row (alloc_keys.go).
+// AllocRestore loads an allocation (its Job already set by the caller).
+// A second allocation with the same ID is an error.
 func (r *StateRestore) AllocRestore(a *structs.Allocation) error {
-	if err := r.insert(TableAllocs, a); err != nil {
-		return err
+	if a.ID == "" {
+		return fmt.Errorf("state: restoring an allocation without an ID")
 	}
-	if err := r.insert(TableAllocKeys, keyOf(a)); err != nil {
-		return err
+	if r.byID == nil {
+		r.byID = emptyAllocTables.byID.Txn()
+		r.byJob = emptyAllocTables.byJob.Txn()
 	}
+	if _, dup := r.byID.Set(a.ID, a); dup {
+		return fmt.Errorf("state: restoring allocation %q twice", a.ID)
+	}
+	r.byJob.Set(jobKey(a.Namespace, a.JobID, a.ID), struct{}{})
 	r.nodes.add(a)
 	return nil
 }

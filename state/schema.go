@@ -16,17 +16,14 @@ const (
 	TableJobSummary = "job_summary"
 	TableNodes      = "nodes"
 	TableEvals      = "evals"
-	TableAllocs     = "allocs"
+	// TableAllocs has one row, which holds every allocation in two
+	// persistent trees (alloc_tables.go).
+	TableAllocs = "allocs"
 	// TableNodeAllocs is derived from the nodes and allocs tables: one row
 	// per node with its usage, its allocations and its allocation index
 	// (see node_allocs.go).
 	// It is not in Tables and has no index table row.
 	TableNodeAllocs = "node_allocs"
-	// TableAllocKeys is derived from the allocs table: one row per
-	// allocation with its ID, namespace and job, indexed by job (see
-	// alloc_keys.go). It is not in
-	// Tables and has no index table row.
-	TableAllocKeys = "alloc_keys"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -224,16 +221,7 @@ func schema() *memdb.DBSchema {
 		TableAllocs: {
 			Name: TableAllocs,
 			Indexes: map[string]*memdb.IndexSchema{
-				IndexID: {Name: IndexID, Unique: true,
-					Indexer: allocIDIndex{fieldIndex[structs.Allocation]{get: func(a *structs.Allocation) string { return a.ID }}}},
-			},
-		},
-		TableAllocKeys: {
-			Name: TableAllocKeys,
-			Indexes: map[string]*memdb.IndexSchema{
-				// The primary key orders by job: (namespace, job ID,
-				// allocation ID).
-				IndexID: {Name: IndexID, Unique: true, Indexer: allocKeyJobIndex{}},
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[allocTables]{get: func(*allocTables) string { return allocTablesKey }}},
 			},
 		},
 	}}

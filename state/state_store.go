@@ -23,6 +23,10 @@ type StateStore struct {
 	// nodeViews caches the NodeView; shared with every snapshot of the
 	// store (see NodeView).
 	nodeViews *nodeViewCache
+
+	// allocWatches are the watches of allocation reads by key
+	// (alloc_tables.go); nil on a snapshot.
+	allocWatches *allocWatches
 }
 
 // StateSnapshot is a point-in-time, read-only view of a StateStore. Every
@@ -39,11 +43,12 @@ func NewStateStore() (*StateStore, error) {
 		return nil, fmt.Errorf("state: creating memdb: %w", err)
 	}
 	return &StateStore{
-		db:          db,
-		abandonCh:   make(chan struct{}),
-		abandonOnce: new(sync.Once),
-		replacement: new(atomic.Pointer[StateStore]),
-		nodeViews:   new(nodeViewCache),
+		db:           db,
+		abandonCh:    make(chan struct{}),
+		abandonOnce:  new(sync.Once),
+		replacement:  new(atomic.Pointer[StateStore]),
+		nodeViews:    new(nodeViewCache),
+		allocWatches: new(allocWatches),
 	}, nil
 }
 

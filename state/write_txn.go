@@ -29,13 +29,18 @@ type writeTxn struct {
 	// node's row of node_allocs (usage and allocation index), by node ID;
 	// commit writes it (see node_allocs.go).
 	nodes map[string]*nodeDelta
+	// aw holds the allocations once the transaction reads or writes one
+	// (alloc_tables.go); watches are the store's allocation watches (nil
+	// on a snapshot).
+	aw      *allocWrite
+	watches *allocWatches
 }
 
-func newWriteTxn(db *memdb.MemDB) *writeTxn {
+func newWriteTxn(db *memdb.MemDB, watches *allocWatches) *writeTxn {
 	txn := db.Txn(true)
 	// The writer lock is held now, so base is exactly the state txn
 	// started from.
-	return &writeTxn{txn: txn, base: db.Txn(false)}
+	return &writeTxn{txn: txn, base: db.Txn(false), watches: watches}
 }
 
 // primaryIndexers are the ID indexers of every table.
@@ -66,6 +71,9 @@ func (w *writeTxn) first(table string, args ...any) (any, error) {
 }
 
 func (w *writeTxn) firstUnchecked(table string, args ...any) (any, error) {
+	if table == TableAllocs {
+		return nil, errAllocRow
+	}
 	if rows := w.rows[table]; rows != nil {
 		key, err := primaryIndexers[table].FromArgs(args...)
 		if err != nil {
@@ -82,10 +90,11 @@ func (w *writeTxn) firstUnchecked(table string, args ...any) (any, error) {
 	return obj, nil
 }
 
-// errAllocRow refuses a plain write to the allocs table: allocation rows
-// go through insertAlloc and deleteAlloc, which keep the per-node rows
-// (usage, allocation index) exact.
-var errAllocRow = fmt.Errorf("state: allocation rows are written with insertAlloc or deleteAlloc")
+// errAllocRow refuses a plain read or write of the allocs table:
+// allocations are read with alloc and written with insertAlloc and
+// deleteAlloc, which keep the allocation trees and the per-node rows
+// (usage, allocation index) exact (alloc_tables.go).
+var errAllocRow = fmt.Errorf("state: allocations are read with alloc and written with insertAlloc or deleteAlloc")
 
 // insert inserts or replaces obj in table (any but the allocs table).
 func (w *writeTxn) insert(table string, obj any) error {
@@ -154,10 +163,16 @@ func (w *writeTxn) commit() error {
 	if err := w.flushNodeAllocs(); err != nil {
 		return err
 	}
+	if err := w.commitAllocs(); err != nil {
+		return err
+	}
 	if err := w.t.commitIndex(w.txn); err != nil {
 		return err
 	}
 	w.txn.Commit()
+	if w.aw != nil && w.watches != nil {
+		w.watches.fire(w.aw.changed)
+	}
 	return nil
 }
 

@@ -1,0 +1,350 @@
+// Package ptree is a persistent (copy-on-write) B+-tree from string keys to
+// values, in key order.
+//
+// A Tree is immutable: any number of goroutines may read it at once, and
+// it never changes. Writes go through a Txn started from a Tree; the Txn
+// copies a node the first time it changes it and changes its own copies in
+// place after that, so a transaction of many writes copies each node on
+// its paths once. Commit returns the new Tree; the Tree the Txn started
+// from is untouched, and so is every other Tree sharing its nodes.
+//
+// Starting a Txn writes nothing to the Tree it starts from (unlike Clone
+// in github.com/google/btree, which gives the source tree a new
+// copy-on-write context), so transactions may start from a Tree that
+// other goroutines are reading, and several may start from the same Tree.
+//
+// Deletes do not rebalance: a node is removed when it becomes empty, and
+// may otherwise stay less than half full. Keys that are deleted and
+// inserted again in a different order therefore leave the tree shallower
+// than a balanced one would need, never deeper: every insert keeps the
+// B-tree height bound of the keys present at its time.
+package ptree
+
+import "strings"
+
+// maxEntries is the most keys a leaf, and the most children an inner
+// node, holds. A full node splits in two halves.
+const maxEntries = 32
+
+// token marks the nodes a Txn created: it may change them in place. It is
+// not zero-sized, so every token has its own address.
+type token struct{ _ byte }
+
+type node[V any] struct {
+	owner *token
+	// keys: a leaf's keys, sorted; an inner node's separators, where
+	// keys[i] is the smallest key under kids[i+1] (len(kids)-1 of them).
+	keys []string
+	vals []V        // a leaf's values, by keys
+	kids []*node[V] // an inner node's children; nil for a leaf
+}
+
+func (n *node[V]) leaf() bool { return n.kids == nil }
+
+// Tree is an immutable map from string keys to V, in key order. The zero
+// value is empty and ready to use.
+type Tree[V any] struct {
+	root *node[V]
+	n    int
+}
+
+// Len returns the number of keys.
+func (t *Tree[V]) Len() int { return t.n }
+
+// Get returns the value of key and whether it is present.
+func (t *Tree[V]) Get(key string) (V, bool) { return get(t.root, key) }
+
+// Ascend calls fn with each key at or after from, in order, until fn
+// returns false.
+func (t *Tree[V]) Ascend(from string, fn func(key string, v V) bool) { ascend(t.root, from, fn) }
+
+// AscendPrefix calls fn with each key that starts with prefix, in order,
+// until fn returns false.
+func (t *Tree[V]) AscendPrefix(prefix string, fn func(key string, v V) bool) {
+	ascendPrefix(t.root, prefix, fn)
+}
+
+// Txn starts a write transaction from t. t does not change.
+func (t *Tree[V]) Txn() *Txn[V] { return &Txn[V]{root: t.root, n: t.n, owner: new(token)} }
+
+// Txn is a write transaction. It is not safe for concurrent use.
+type Txn[V any] struct {
+	root  *node[V]
+	n     int
+	owner *token
+}
+
+// Len returns the number of keys the transaction holds.
+func (x *Txn[V]) Len() int { return x.n }
+
+// Get returns the value of key as the transaction holds it.
+func (x *Txn[V]) Get(key string) (V, bool) { return get(x.root, key) }
+
+// Ascend is Tree.Ascend over the transaction's keys. fn must not write
+// to the transaction.
+func (x *Txn[V]) Ascend(from string, fn func(key string, v V) bool) { ascend(x.root, from, fn) }
+
+// AscendPrefix is Tree.AscendPrefix over the transaction's keys. fn must
+// not write to the transaction.
+func (x *Txn[V]) AscendPrefix(prefix string, fn func(key string, v V) bool) {
+	ascendPrefix(x.root, prefix, fn)
+}
+
+// Commit returns a Tree with the transaction's keys. The transaction
+// must not be used afterwards: the Tree shares its nodes.
+func (x *Txn[V]) Commit() *Tree[V] {
+	t := &Tree[V]{root: x.root, n: x.n}
+	x.root, x.n, x.owner = nil, 0, nil
+	return t
+}
+
+// Set sets key to v and returns the value it replaces, if any.
+func (x *Txn[V]) Set(key string, v V) (old V, replaced bool) {
+	if x.root == nil {
+		x.root = &node[V]{owner: x.owner, keys: make([]string, 0, 4), vals: make([]V, 0, 4)}
+	}
+	root := x.own(x.root)
+	var right *node[V]
+	var sep string
+	root, right, sep, old, replaced = x.set(root, key, v)
+	if right != nil {
+		kids := make([]*node[V], 2, maxEntries)
+		kids[0], kids[1] = root, right
+		keys := make([]string, 1, maxEntries-1)
+		keys[0] = sep
+		root = &node[V]{owner: x.owner, keys: keys, kids: kids}
+	}
+	x.root = root
+	if !replaced {
+		x.n++
+	}
+	return old, replaced
+}
+
+// set writes key into n, which the transaction owns. When n splits it
+// returns the new right half and the smallest key under it.
+func (x *Txn[V]) set(n *node[V], key string, v V) (_ *node[V], right *node[V], sep string, old V, replaced bool) {
+	if n.leaf() {
+		i, found := search(n.keys, key)
+		if found {
+			old, n.vals[i] = n.vals[i], v
+			return n, nil, "", old, true
+		}
+		if len(n.keys) == maxEntries {
+			right = x.splitLeaf(n)
+			if i > len(n.keys) {
+				i -= len(n.keys)
+				insertAt(&right.keys, i, key)
+				insertAt(&right.vals, i, v)
+			} else {
+				insertAt(&n.keys, i, key)
+				insertAt(&n.vals, i, v)
+			}
+			return n, right, right.keys[0], old, false
+		}
+		insertAt(&n.keys, i, key)
+		insertAt(&n.vals, i, v)
+		return n, nil, "", old, false
+	}
+	i := childIndex(n.keys, key)
+	kid := x.own(n.kids[i])
+	n.kids[i] = kid
+	var kidRight *node[V]
+	var kidSep string
+	_, kidRight, kidSep, old, replaced = x.set(kid, key, v)
+	if kidRight == nil {
+		return n, nil, "", old, replaced
+	}
+	if len(n.kids) == maxEntries {
+		right, sep = x.splitInner(n)
+		if i >= len(n.kids) {
+			i -= len(n.kids)
+			insertAt(&right.keys, i, kidSep)
+			insertAt(&right.kids, i+1, kidRight)
+		} else {
+			insertAt(&n.keys, i, kidSep)
+			insertAt(&n.kids, i+1, kidRight)
+		}
+		return n, right, sep, old, replaced
+	}
+	insertAt(&n.keys, i, kidSep)
+	insertAt(&n.kids, i+1, kidRight)
+	return n, nil, "", old, replaced
+}
+
+// splitLeaf moves the upper half of the full leaf n into a new leaf.
+func (x *Txn[V]) splitLeaf(n *node[V]) *node[V] {
+	h := len(n.keys) / 2
+	right := &node[V]{owner: x.owner, keys: make([]string, len(n.keys)-h, maxEntries), vals: make([]V, len(n.keys)-h, maxEntries)}
+	copy(right.keys, n.keys[h:])
+	copy(right.vals, n.vals[h:])
+	clear(n.keys[h:])
+	clear(n.vals[h:])
+	n.keys, n.vals = n.keys[:h], n.vals[:h]
+	return right
+}
+
+// splitInner moves the upper half of the full inner node n's children
+// into a new node and returns it with the smallest key under it (the
+// separator n no longer holds).
+func (x *Txn[V]) splitInner(n *node[V]) (*node[V], string) {
+	h := len(n.kids) / 2
+	right := &node[V]{owner: x.owner, keys: make([]string, len(n.keys)-h, maxEntries-1), kids: make([]*node[V], len(n.kids)-h, maxEntries)}
+	copy(right.kids, n.kids[h:])
+	copy(right.keys, n.keys[h:])
+	sep := n.keys[h-1]
+	clear(n.kids[h:])
+	clear(n.keys[h-1:])
+	n.kids, n.keys = n.kids[:h], n.keys[:h-1]
+	return right, sep
+}
+
+// Delete removes key and returns its value, if it was present.
+func (x *Txn[V]) Delete(key string) (old V, ok bool) {
+	if x.root == nil {
+		return old, false
+	}
+	if _, found := get(x.root, key); !found {
+		return old, false // copy nothing
+	}
+	root := x.own(x.root)
+	old = x.delete(root, key)
+	x.n--
+	for !root.leaf() && len(root.kids) == 1 {
+		root = root.kids[0]
+	}
+	if len(root.keys) == 0 && (root.leaf() || len(root.kids) == 0) {
+		root = nil
+	}
+	x.root = root
+	return old, true
+}
+
+// delete removes key, which is present, from n, which the transaction
+// owns. A child left empty is removed from n.
+func (x *Txn[V]) delete(n *node[V], key string) (old V) {
+	if n.leaf() {
+		i, _ := search(n.keys, key)
+		old = n.vals[i]
+		removeAt(&n.keys, i)
+		removeAt(&n.vals, i)
+		return old
+	}
+	i := childIndex(n.keys, key)
+	kid := x.own(n.kids[i])
+	n.kids[i] = kid
+	old = x.delete(kid, key)
+	if kid.leaf() && len(kid.keys) > 0 || !kid.leaf() && len(kid.kids) > 0 {
+		return old
+	}
+	removeAt(&n.kids, i)
+	if i > 0 {
+		removeAt(&n.keys, i-1)
+	} else if len(n.keys) > 0 {
+		// The first child went: the second becomes the first and needs
+		// no separator.
+		removeAt(&n.keys, 0)
+	}
+	return old
+}
+
+// own returns n if the transaction created it, else a copy it may change.
+func (x *Txn[V]) own(n *node[V]) *node[V] {
+	if n.owner == x.owner {
+		return n
+	}
+	c := &node[V]{owner: x.owner}
+	if n.leaf() {
+		c.keys = append(make([]string, 0, max(len(n.keys)+1, min(2*len(n.keys), maxEntries))), n.keys...)
+		c.vals = append(make([]V, 0, cap(c.keys)), n.vals...)
+		return c
+	}
+	c.keys = append(make([]string, 0, maxEntries-1), n.keys...)
+	c.kids = append(make([]*node[V], 0, maxEntries), n.kids...)
+	return c
+}
+
+func get[V any](n *node[V], key string) (V, bool) {
+	for n != nil {
+		if n.leaf() {
+			if i, found := search(n.keys, key); found {
+				return n.vals[i], true
+			}
+			break
+		}
+		n = n.kids[childIndex(n.keys, key)]
+	}
+	var zero V
+	return zero, false
+}
+
+func ascend[V any](n *node[V], from string, fn func(string, V) bool) bool {
+	if n == nil {
+		return true
+	}
+	if n.leaf() {
+		i, _ := search(n.keys, from)
+		for ; i < len(n.keys); i++ {
+			if !fn(n.keys[i], n.vals[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := childIndex(n.keys, from); i < len(n.kids); i++ {
+		if !ascend(n.kids[i], from, fn) {
+			return false
+		}
+	}
+	return true
+}
+
+func ascendPrefix[V any](n *node[V], prefix string, fn func(string, V) bool) {
+	ascend(n, prefix, func(k string, v V) bool {
+		return strings.HasPrefix(k, prefix) && fn(k, v)
+	})
+}
+
+// search returns the position of key in the sorted keys, or where it
+// would be inserted, and whether it is there.
+func search(keys []string, key string) (int, bool) {
+	lo, hi := 0, len(keys)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if keys[m] < key {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(keys) && keys[lo] == key
+}
+
+// childIndex returns which child of an inner node with separators keys
+// holds key: the number of separators at or below key.
+func childIndex(keys []string, key string) int {
+	lo, hi := 0, len(keys)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if keys[m] <= key {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func insertAt[T any](s *[]T, i int, v T) {
+	var zero T
+	*s = append(*s, zero)
+	copy((*s)[i+1:], (*s)[i:])
+	(*s)[i] = v
+}
+
+func removeAt[T any](s *[]T, i int) {
+	copy((*s)[i:], (*s)[i+1:])
+	var zero T
+	(*s)[len(*s)-1] = zero
+	*s = (*s)[:len(*s)-1]
+}

@@ -1,0 +1,352 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover-project/drover/internal/ptree"
+	"github.com/drover-project/drover/structs"
+)
+
+// Allocations are not memdb rows. They live in two persistent B-trees
+// (internal/ptree), held together in the one row of the allocs table:
+//
+//   - byID: every allocation by ID;
+//   - byJob: one key per allocation, namespace NUL job ID NUL allocation
+//     ID, so that a prefix scan lists a job's allocations by ID.
+//
+// Reads by node start from the node's row in node_allocs, which lists the
+// node's allocation IDs (node_allocs.go).
+//
+// Why not memdb tables: a memdb insert copies the radix path to the key,
+// with a new watch channel per copied node, tracks every replaced channel
+// to close it at commit and keeps each copied node in an LRU cache; at
+// c1m-small scale (100,000 allocations, 100 written per plan, on three
+// servers) that was most of the FSM's time and of the garbage. A ptree
+// write copies each B-tree node on its path once per transaction and
+// makes no channel: it costs about a quarter of the memdb insert.
+//
+// Since the trees are a memdb row, a memdb read transaction sees the
+// allocations of exactly its own state, and a write transaction commits
+// its allocations with everything else (commit writes the new row).
+//
+// Watches: the row's own watch channel fires on every commit that
+// changes any allocation; reads of all allocations (Allocs,
+// AllocsByIDPrefix) watch it. Reads by ID, job, node and evaluation
+// watch precisely instead, through the store's allocWatches: the read
+// registers its keys (the allocation ID, the job, the node) and then
+// reads; a commit closes the channels of the keys it changed (an
+// allocation's ID, job and nodes, before and after). Registering before
+// reading is what makes this safe: a commit either published before the
+// read (which then sees it) or looks at the registrations after them.
+
+// allocTables is the one row of the allocs table. Immutable.
+type allocTables struct {
+	byID  *ptree.Tree[*structs.Allocation]
+	byJob *ptree.Tree[struct{}]
+}
+
+// allocTablesKey is the primary key of the allocs table's one row.
+const allocTablesKey = "allocations"
+
+var emptyAllocTables = &allocTables{byID: &ptree.Tree[*structs.Allocation]{}, byJob: &ptree.Tree[struct{}]{}}
+
+// allocTablesOf returns the allocations txn sees and the watch channel of
+// their row (it fires when any allocation changes).
+func allocTablesOf(txn *memdb.Txn) (*allocTables, <-chan struct{}, error) {
+	ch, raw, err := txn.FirstWatch(TableAllocs, IndexID, allocTablesKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("state: allocations row lookup: %w", err)
+	}
+	if raw == nil {
+		return emptyAllocTables, ch, nil
+	}
+	return raw.(*allocTables), ch, nil
+}
+
+// jobKey is an allocation's key in byJob.
+func jobKey(namespace, jobID, allocID string) string {
+	var b strings.Builder
+	b.Grow(len(namespace) + len(jobID) + len(allocID) + 2)
+	b.WriteString(namespace)
+	b.WriteByte(0)
+	b.WriteString(jobID)
+	b.WriteByte(0)
+	b.WriteString(allocID)
+	return b.String()
+}
+
+// jobPrefix is the byJob prefix of a job's allocations.
+func jobPrefix(namespace, jobID string) string { return namespace + "\x00" + jobID + "\x00" }
+
+// allocWrite is a write transaction's allocations: ptree transactions
+// started from the state the write transaction started from.
+type allocWrite struct {
+	byID    *ptree.Txn[*structs.Allocation]
+	byJob   *ptree.Txn[struct{}]
+	changed []allocChange // in write order
+}
+
+// allocChange is one allocation write, for the watches: prev or next is
+// nil for a create or a delete.
+type allocChange struct{ prev, next *structs.Allocation }
+
+// allocs returns the transaction's allocations, starting them on first
+// use.
+func (w *writeTxn) allocs() (*allocWrite, error) {
+	if w.aw != nil {
+		return w.aw, nil
+	}
+	t, _, err := allocTablesOf(w.base)
+	if err != nil {
+		return nil, err
+	}
+	w.aw = &allocWrite{byID: t.byID.Txn(), byJob: t.byJob.Txn()}
+	return w.aw, nil
+}
+
+// alloc returns the allocation as the transaction holds it, or nil.
+func (w *writeTxn) alloc(id string) (*structs.Allocation, error) {
+	aw, err := w.allocs()
+	if err != nil {
+		return nil, err
+	}
+	a, _ := aw.byID.Get(id)
+	return a, nil
+}
+
+// insertAlloc inserts or replaces allocation a; prev is the allocation it
+// replaces (nil when new), as the transaction holds it.
+func (w *writeTxn) insertAlloc(prev, a *structs.Allocation) error {
+	aw, err := w.allocs()
+	if err != nil {
+		return err
+	}
+	aw.byID.Set(a.ID, a)
+	if prev == nil || prev.Namespace != a.Namespace || prev.JobID != a.JobID {
+		if prev != nil {
+			aw.byJob.Delete(jobKey(prev.Namespace, prev.JobID, prev.ID))
+		}
+		aw.byJob.Set(jobKey(a.Namespace, a.JobID, a.ID), struct{}{})
+	}
+	aw.changed = append(aw.changed, allocChange{prev, a})
+	w.allocChanged(prev, a)
+	return nil
+}
+
+// deleteAlloc removes allocation a, which must be stored.
+func (w *writeTxn) deleteAlloc(a *structs.Allocation) error {
+	aw, err := w.allocs()
+	if err != nil {
+		return err
+	}
+	if _, ok := aw.byID.Delete(a.ID); !ok {
+		return fmt.Errorf("state: deleting alloc %q: not stored", a.ID)
+	}
+	aw.byJob.Delete(jobKey(a.Namespace, a.JobID, a.ID))
+	aw.changed = append(aw.changed, allocChange{a, nil})
+	w.allocChanged(a, nil)
+	return nil
+}
+
+// commitAllocs writes the transaction's allocations row, if it changed
+// any allocation.
+func (w *writeTxn) commitAllocs() error {
+	if w.aw == nil || len(w.aw.changed) == 0 {
+		return nil
+	}
+	row := &allocTables{byID: w.aw.byID.Commit(), byJob: w.aw.byJob.Commit()}
+	if err := w.txn.Insert(TableAllocs, row); err != nil {
+		return fmt.Errorf("state: writing the allocations row: %w", err)
+	}
+	return nil
+}
+
+// eachAlloc calls fn with each of the job's allocations, as the
+// transaction holds them, in ID order, until fn returns false. fn must
+// not write allocations.
+func (w *writeTxn) eachAlloc(namespace, jobID string, fn func(*structs.Allocation) bool) error {
+	aw, err := w.allocs()
+	if err != nil {
+		return err
+	}
+	prefix := jobPrefix(namespace, jobID)
+	aw.byJob.AscendPrefix(prefix, func(k string, _ struct{}) bool {
+		a, ok := aw.byID.Get(k[len(prefix):])
+		if !ok {
+			err = fmt.Errorf("state: alloc %q listed by job without its row", k[len(prefix):])
+			return false
+		}
+		return fn(a)
+	})
+	return err
+}
+
+// ClientAllocIndexes returns the AllocModifyIndex of every allocation on
+// the node, by allocation ID, read from the node's row alone: what a
+// client's watch (Node.GetClientAllocs) answers. It does not watch; the
+// watch waits on the node's node_allocs row.
+func (s *StateStore) ClientAllocIndexes(nodeID string) (map[string]uint64, error) {
+	_, raw, err := s.db.Txn(false).FirstWatch(TableNodeAllocs, IndexID, nodeID)
+	if err != nil {
+		return nil, fmt.Errorf("state: node allocation row lookup: %w", err)
+	}
+	if raw == nil {
+		return map[string]uint64{}, nil
+	}
+	refs := raw.(*nodeAllocs).Allocs
+	out := make(map[string]uint64, len(refs))
+	for _, r := range refs {
+		out[r.ID] = r.AllocModifyIndex
+	}
+	return out, nil
+}
+
+// allocsByJobTxn returns the job's allocations that keep accepts (nil:
+// all), sorted by ID.
+func allocsByJobTxn(t *allocTables, keep func(*structs.Allocation) bool, namespace, jobID string) ([]*structs.Allocation, error) {
+	var out []*structs.Allocation
+	var err error
+	prefix := jobPrefix(namespace, jobID)
+	t.byJob.AscendPrefix(prefix, func(k string, _ struct{}) bool {
+		a, ok := t.byID.Get(k[len(prefix):])
+		if !ok {
+			err = fmt.Errorf("state: alloc %q listed by job without its row", k[len(prefix):])
+			return false
+		}
+		if keep == nil || keep(a) {
+			out = append(out, a)
+		}
+		return true
+	})
+	return out, err
+}
+
+// allocsByNodeTxn returns the node's allocations, sorted by ID, from its
+// node_allocs row.
+func allocsByNodeTxn(txn *memdb.Txn, nodeID string) ([]*structs.Allocation, error) {
+	_, raw, err := txn.FirstWatch(TableNodeAllocs, IndexID, nodeID)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	t, _, err := allocTablesOf(txn)
+	if err != nil {
+		return nil, err
+	}
+	refs := raw.(*nodeAllocs).Allocs
+	out := make([]*structs.Allocation, 0, len(refs))
+	for _, ref := range refs {
+		a, ok := t.byID.Get(ref.ID)
+		if !ok {
+			return nil, fmt.Errorf("state: alloc %q listed on node %q without its row", ref.ID, nodeID)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// Watch keys of allocWatches: an allocation, a job's allocations, a
+// node's allocations.
+func allocWatchKey(id string) string             { return "a\x00" + id }
+func jobWatchKey(namespace, jobID string) string { return "j\x00" + namespace + "\x00" + jobID }
+func nodeWatchKey(nodeID string) string          { return "n\x00" + nodeID }
+func jobWatchKeyOf(a *structs.Allocation) string { return jobWatchKey(a.Namespace, a.JobID) }
+func (c allocChange) nodes() (prev, next string) { return nodeOf(c.prev), nodeOf(c.next) }
+func nodeOf(a *structs.Allocation) string {
+	if a == nil {
+		return ""
+	}
+	return a.NodeID
+}
+
+// allocWatches are the watch channels of allocation reads by key (see
+// the top of this file). A commit closes and forgets the channels of the
+// keys it changed. Keys nothing changes would stay forever (a watch on
+// an ID that never existed), so once there are more than
+// maxAllocWatches the next registration closes them all: each of their
+// readers wakes once, runs again and registers what it still needs.
+type allocWatches struct {
+	mu    sync.Mutex
+	chans map[string]chan struct{}
+	n     atomic.Int64 // len(chans), read by commits without the lock
+}
+
+const maxAllocWatches = 1 << 16
+
+// watch adds the channel of each key to ws. Call it before reading.
+func (w *allocWatches) watch(ws memdb.WatchSet, keys ...string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.chans)+len(keys) > maxAllocWatches {
+		for _, ch := range w.chans {
+			close(ch)
+		}
+		clear(w.chans)
+	}
+	if w.chans == nil {
+		w.chans = map[string]chan struct{}{}
+	}
+	for _, k := range keys {
+		ch := w.chans[k]
+		if ch == nil {
+			ch = make(chan struct{})
+			w.chans[k] = ch
+		}
+		ws.Add(ch)
+	}
+	w.n.Store(int64(len(w.chans)))
+}
+
+// fire closes the channels of the keys changes touch. Call it after the
+// commit that made them is visible.
+func (w *allocWatches) fire(changes []allocChange) {
+	if len(changes) == 0 || w.n.Load() == 0 {
+		// No registration precedes the commit, so every reader that
+		// registers from now on reads the committed state.
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	closeKey := func(k string) {
+		if ch := w.chans[k]; ch != nil {
+			close(ch)
+			delete(w.chans, k)
+		}
+	}
+	for _, c := range changes {
+		a := c.next
+		if a == nil {
+			a = c.prev
+		}
+		closeKey(allocWatchKey(a.ID))
+		closeKey(jobWatchKeyOf(a))
+		prev, next := c.nodes()
+		if prev != "" {
+			closeKey(nodeWatchKey(prev))
+		}
+		if next != "" && next != prev {
+			closeKey(nodeWatchKey(next))
+		}
+		if len(w.chans) == 0 {
+			break
+		}
+	}
+	w.n.Store(int64(len(w.chans)))
+}
+
+// watchAllocKeys registers keys with the store's allocation watches, for
+// a read with watch set ws that is about to start. A store without them
+// (a snapshot: nothing blocks on one) or a read without a watch set
+// registers nothing; the read then adds the allocations row's channel
+// itself (coarse) when ws is set.
+func (s *StateStore) watchAllocKeys(ws memdb.WatchSet, keys ...string) bool {
+	if ws == nil || s.allocWatches == nil {
+		return false
+	}
+	s.allocWatches.watch(ws, keys...)
+	return true
+}
