@@ -48,12 +48,14 @@ import (
 type allocTables struct {
 	byID  *ptree.Tree[*structs.Allocation]
 	byJob *ptree.Tree[struct{}]
+	// byNode holds the per-node rows of node_allocs.go, by node ID.
+	byNode *ptree.Tree[*nodeAllocs]
 }
 
 // allocTablesKey is the primary key of the allocs table's one row.
 const allocTablesKey = "allocations"
 
-var emptyAllocTables = &allocTables{byID: &ptree.Tree[*structs.Allocation]{}, byJob: &ptree.Tree[struct{}]{}}
+var emptyAllocTables = &allocTables{byID: &ptree.Tree[*structs.Allocation]{}, byJob: &ptree.Tree[struct{}]{}, byNode: &ptree.Tree[*nodeAllocs]{}}
 
 // allocTablesOf returns the allocations txn sees and the watch channel of
 // their row (it fires when any allocation changes).
@@ -88,7 +90,12 @@ func jobPrefix(namespace, jobID string) string { return namespace + "\x00" + job
 type allocWrite struct {
 	byID    *ptree.Txn[*structs.Allocation]
 	byJob   *ptree.Txn[struct{}]
+	byNode  *ptree.Txn[*nodeAllocs]
 	changed []allocChange // in write order
+	// superseded are the node rows the transaction replaced or deleted:
+	// their watch channels close once it commits (node_allocs.go).
+	superseded []*nodeAllocs
+	nodesMoved bool // a node row was written or deleted
 }
 
 // allocChange is one allocation write, for the watches: prev or next is
@@ -105,7 +112,7 @@ func (w *writeTxn) allocs() (*allocWrite, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.aw = &allocWrite{byID: t.byID.Txn(), byJob: t.byJob.Txn()}
+	w.aw = &allocWrite{byID: t.byID.Txn(), byJob: t.byJob.Txn(), byNode: t.byNode.Txn()}
 	return w.aw, nil
 }
 
@@ -154,12 +161,12 @@ func (w *writeTxn) deleteAlloc(a *structs.Allocation) error {
 }
 
 // commitAllocs writes the transaction's allocations row, if it changed
-// any allocation.
+// any allocation or node row.
 func (w *writeTxn) commitAllocs() error {
-	if w.aw == nil || len(w.aw.changed) == 0 {
+	if w.aw == nil || len(w.aw.changed) == 0 && !w.aw.nodesMoved {
 		return nil
 	}
-	row := &allocTables{byID: w.aw.byID.Commit(), byJob: w.aw.byJob.Commit()}
+	row := &allocTables{byID: w.aw.byID.Commit(), byJob: w.aw.byJob.Commit(), byNode: w.aw.byNode.Commit()}
 	if err := w.txn.Insert(TableAllocs, row); err != nil {
 		return fmt.Errorf("state: writing the allocations row: %w", err)
 	}
@@ -191,14 +198,14 @@ func (w *writeTxn) eachAlloc(namespace, jobID string, fn func(*structs.Allocatio
 // client's watch (Node.GetClientAllocs) answers. It does not watch; the
 // watch waits on the node's node_allocs row.
 func (s *StateStore) ClientAllocIndexes(nodeID string) (map[string]uint64, error) {
-	_, raw, err := s.db.Txn(false).FirstWatch(TableNodeAllocs, IndexID, nodeID)
+	row, _, err := nodeRowOf(s.db.Txn(false), nodeID)
 	if err != nil {
-		return nil, fmt.Errorf("state: node allocation row lookup: %w", err)
+		return nil, err
 	}
-	if raw == nil {
+	if row == nil {
 		return map[string]uint64{}, nil
 	}
-	refs := raw.(*nodeAllocs).Allocs
+	refs := row.Allocs
 	out := make(map[string]uint64, len(refs))
 	for _, r := range refs {
 		out[r.ID] = r.AllocModifyIndex
@@ -229,15 +236,15 @@ func allocsByJobTxn(t *allocTables, keep func(*structs.Allocation) bool, namespa
 // allocsByNodeTxn returns the node's allocations, sorted by ID, from its
 // node_allocs row.
 func allocsByNodeTxn(txn *memdb.Txn, nodeID string) ([]*structs.Allocation, error) {
-	_, raw, err := txn.FirstWatch(TableNodeAllocs, IndexID, nodeID)
-	if err != nil || raw == nil {
-		return nil, err
-	}
 	t, _, err := allocTablesOf(txn)
 	if err != nil {
 		return nil, err
 	}
-	refs := raw.(*nodeAllocs).Allocs
+	row, ok := t.byNode.Get(nodeID)
+	if !ok {
+		return nil, nil
+	}
+	refs := row.Allocs
 	out := make([]*structs.Allocation, 0, len(refs))
 	for _, ref := range refs {
 		a, ok := t.byID.Get(ref.ID)
@@ -247,6 +254,23 @@ func allocsByNodeTxn(txn *memdb.Txn, nodeID string) ([]*structs.Allocation, erro
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// nodeRowOf returns the node's row of node_allocs as txn sees it (nil:
+// none) and the channel that fires when it changes: the row's own, or
+// for a missing row the allocations row's (coarse: it fires on any
+// allocation write, but a missing row is rare: a node not registered
+// yet, or deleted).
+func nodeRowOf(txn *memdb.Txn, nodeID string) (*nodeAllocs, <-chan struct{}, error) {
+	t, ch, err := allocTablesOf(txn)
+	if err != nil {
+		return nil, nil, err
+	}
+	row, ok := t.byNode.Get(nodeID)
+	if !ok {
+		return nil, ch, nil
+	}
+	return row, row.changed, nil
 }
 
 // Watch keys of allocWatches: an allocation, a job's allocations, a

@@ -2,7 +2,6 @@ package state
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -101,16 +100,16 @@ func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, u
 		}
 		return nil, 0, err
 	}
-	watchCh, raw, err := txn.FirstWatch(TableNodeAllocs, IndexID, k.args[:]...)
+	row, watchCh, err := nodeRowOf(txn, k.id)
 	if err != nil {
-		return nil, 0, fmt.Errorf("state: node allocation row lookup: %w", err)
+		return nil, 0, err
 	}
 	ws.Add(watchCh)
 	k.read = true
-	if raw == nil {
+	if row == nil {
 		return node, 0, nil
 	}
-	k.row = raw.(*nodeAllocs)
+	k.row = row
 	return node, k.row.AllocIndex, nil
 }
 
@@ -123,11 +122,10 @@ func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, u
 func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (map[string]uint64, uint64, error) {
 	row := k.row
 	if latest || !k.read || k.readOf != s {
-		_, raw, err := s.db.Txn(false).FirstWatch(TableNodeAllocs, IndexID, k.args[:]...)
-		if err != nil {
-			return nil, 0, fmt.Errorf("state: node allocation row lookup: %w", err)
+		var err error
+		if row, _, err = nodeRowOf(s.db.Txn(false), k.id); err != nil {
+			return nil, 0, err
 		}
-		row, _ = raw.(*nodeAllocs)
 		k.row, k.read, k.readOf = row, true, s
 	}
 	if row == nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/drover-project/drover/internal/ptree"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -64,6 +65,46 @@ type nodeAllocs struct {
 	// Allocs are the node's allocations, sorted by ID. Shared between
 	// rows: never modified.
 	Allocs []*nodeAllocRef
+	// changed is closed when a commit of the live store replaces or
+	// deletes the row (set by putNodeRow).
+	changed chan struct{}
+}
+
+// nodeRow returns the node's row as the transaction holds it, or nil.
+func (w *writeTxn) nodeRow(nodeID string) (*nodeAllocs, error) {
+	aw, err := w.allocs()
+	if err != nil {
+		return nil, err
+	}
+	row, _ := aw.byNode.Get(nodeID)
+	return row, nil
+}
+
+// putNodeRow writes row, a new object, as its node's row.
+func (w *writeTxn) putNodeRow(row *nodeAllocs) error {
+	aw, err := w.allocs()
+	if err != nil {
+		return err
+	}
+	row.changed = make(chan struct{})
+	if prev, ok := aw.byNode.Set(row.Usage.NodeID, row); ok {
+		aw.superseded = append(aw.superseded, prev)
+	}
+	aw.nodesMoved = true
+	return nil
+}
+
+// deleteNodeRow removes the node's row, if any.
+func (w *writeTxn) deleteNodeRow(nodeID string) error {
+	aw, err := w.allocs()
+	if err != nil {
+		return err
+	}
+	if prev, ok := aw.byNode.Delete(nodeID); ok {
+		aw.superseded = append(aw.superseded, prev)
+		aw.nodesMoved = true
+	}
+	return nil
 }
 
 // nodeAllocRef is one allocation in its node's row. Immutable.
@@ -188,14 +229,12 @@ func (w *writeTxn) flushNodeAllocs() error {
 		if !usageMoved && len(d.refs) == 0 {
 			continue
 		}
-		raw, err := w.first(TableNodeAllocs, nodeID)
+		prev, err := w.nodeRow(nodeID)
 		if err != nil {
 			return err
 		}
 		next := nodeAllocs{Usage: structs.NodeUsage{NodeID: nodeID}}
-		var prev *nodeAllocs
-		if raw != nil {
-			prev = raw.(*nodeAllocs)
+		if prev != nil {
 			next = *prev
 		}
 		if usageMoved {
@@ -230,15 +269,15 @@ func (w *writeTxn) flushNodeAllocs() error {
 		}
 		switch {
 		case !keep:
-			if raw != nil {
-				if err := w.remove(TableNodeAllocs, raw); err != nil {
-					return fmt.Errorf("state: deleting allocation row of node %q: %w", nodeID, err)
+			if prev != nil {
+				if err := w.deleteNodeRow(nodeID); err != nil {
+					return err
 				}
 			}
 		case prev == nil || refsMoved || next.Usage != prev.Usage || next.AllocIndex != prev.AllocIndex:
 			row := next
-			if err := w.put(TableNodeAllocs, &row); err != nil {
-				return fmt.Errorf("state: inserting allocation row of node %q: %w", nodeID, err)
+			if err := w.putNodeRow(&row); err != nil {
+				return err
 			}
 		}
 	}
@@ -293,45 +332,35 @@ func mergeRefs(refs []*nodeAllocRef, changes []refChange) ([]*nodeAllocRef, bool
 // nodeAllocsNodeAdded gives a newly registered node its row (zero values),
 // unless allocations on it already gave it one.
 func (w *writeTxn) nodeAllocsNodeAdded(nodeID string) error {
-	raw, err := w.first(TableNodeAllocs, nodeID)
-	if err != nil || raw != nil {
+	row, err := w.nodeRow(nodeID)
+	if err != nil || row != nil {
 		return err
 	}
-	row := &nodeAllocs{Usage: structs.NodeUsage{NodeID: nodeID}}
-	if err := w.put(TableNodeAllocs, row); err != nil {
-		return fmt.Errorf("state: inserting allocation row of node %q: %w", nodeID, err)
-	}
-	return nil
+	return w.putNodeRow(&nodeAllocs{Usage: structs.NodeUsage{NodeID: nodeID}})
 }
 
 // nodeAllocsNodeDeleted removes a deleted node's row unless the node holds
 // allocations. (Allocation writes earlier in the transaction may not be
 // in the row yet: flushNodeAllocs decides again for those nodes.)
 func (w *writeTxn) nodeAllocsNodeDeleted(nodeID string) error {
-	raw, err := w.first(TableNodeAllocs, nodeID)
-	if err != nil || raw == nil {
+	row, err := w.nodeRow(nodeID)
+	if err != nil || row == nil {
 		return err
 	}
-	if row := raw.(*nodeAllocs); len(row.Allocs) > 0 || row.Usage.Allocs > 0 {
+	if len(row.Allocs) > 0 || row.Usage.Allocs > 0 {
 		return nil
 	}
-	if err := w.remove(TableNodeAllocs, raw); err != nil {
-		return fmt.Errorf("state: deleting allocation row of node %q: %w", nodeID, err)
-	}
-	return nil
+	return w.deleteNodeRow(nodeID)
 }
 
 // nodeAllocsRow returns the node's row, or nil, and adds its watch to ws.
 func (s *StateStore) nodeAllocsRow(ws memdb.WatchSet, nodeID string) (*nodeAllocs, error) {
-	watchCh, raw, err := s.db.Txn(false).FirstWatch(TableNodeAllocs, IndexID, nodeID)
+	row, ch, err := nodeRowOf(s.db.Txn(false), nodeID)
 	if err != nil {
-		return nil, fmt.Errorf("state: node allocation row lookup: %w", err)
+		return nil, err
 	}
-	ws.Add(watchCh)
-	if raw == nil {
-		return nil, nil
-	}
-	return raw.(*nodeAllocs), nil
+	ws.Add(ch)
+	return row, nil
 }
 
 // NodeUsage returns what the node's live allocations use. A node without
@@ -404,7 +433,7 @@ func (r nodeAllocsRestore) add(a *structs.Allocation) {
 
 // insert writes the rows of the registered nodes and of the nodes holding
 // allocations (see the lifetime rule above).
-func (r nodeAllocsRestore) insert(txn *memdb.Txn) error {
+func (r nodeAllocsRestore) insert(byNode *ptree.Txn[*nodeAllocs]) {
 	for id, e := range r {
 		slices.SortFunc(e.row.Allocs, func(a, b *nodeAllocRef) int { return strings.Compare(a.ID, b.ID) })
 		if e.row.Usage.Allocs == 0 {
@@ -413,9 +442,7 @@ func (r nodeAllocsRestore) insert(txn *memdb.Txn) error {
 		if !e.registered && len(e.row.Allocs) == 0 {
 			continue
 		}
-		if err := txn.Insert(TableNodeAllocs, &e.row); err != nil {
-			return fmt.Errorf("state: restoring allocation row of node %q: %w", id, err)
-		}
+		e.row.changed = make(chan struct{})
+		byNode.Set(id, &e.row)
 	}
-	return nil
 }

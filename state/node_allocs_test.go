@@ -110,16 +110,20 @@ func newStore(t fataler) *StateStore {
 	return s
 }
 
-// nodeAllocsRows returns the rows of the node_allocs table by node ID.
+// nodeAllocsRows returns the node rows by node ID, checking that each is
+// under its own node's key.
 func nodeAllocsRows(t fataler, s *StateStore) map[string]*nodeAllocs {
 	t.Helper()
-	iter, err := s.db.Txn(false).Get(TableNodeAllocs, IndexID)
+	tables, _, err := allocTablesOf(s.db.Txn(false))
 	ok(t, err)
 	out := map[string]*nodeAllocs{}
-	for raw := iter.Next(); raw != nil; raw = iter.Next() {
-		row := raw.(*nodeAllocs)
-		out[row.Usage.NodeID] = row
-	}
+	tables.byNode.Ascend("", func(id string, row *nodeAllocs) bool {
+		if row.Usage.NodeID != id || row.changed == nil {
+			t.Fatalf("row of node %q under key %q, channel %v", row.Usage.NodeID, id, row.changed)
+		}
+		out[id] = row
+		return true
+	})
 	return out
 }
 
@@ -631,4 +635,36 @@ func TestNodeAllocIndex(t *testing.T) {
 	if rows := nodeAllocsRows(t, s); len(rows) != 2 || rows[node.ID] == nil || rows[other.ID] == nil {
 		t.Fatalf("rows %v, want 2 (the registered node's, and the deleted node's, which still has an allocation)", rows)
 	}
+}
+
+// TestNodeRowWatchIgnoresSnapshotWrites checks that a write to a snapshot
+// (as the plan applier makes) does not wake a watch on the live store's
+// node row, which the snapshot shares, and that the live store's own
+// write to that row then wakes it once.
+func TestNodeRowWatchIgnoresSnapshotWrites(t *testing.T) {
+	s := testStore(t)
+	job := mock.Job()
+	must(t, s.UpsertJob(1, job, nil))
+	node := mock.Node()
+	must(t, s.UpsertNode(2, node, nil))
+	ws := memdb.NewWatchSet()
+	if _, err := s.NodeAllocIndex(ws, node.ID); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot()
+	must(t, err)
+	must(t, snap.UpsertPlanResults(3, &structs.ApplyPlanResultsRequest{AllocsUpdated: planFor(job, []*structs.Node{node}, 2)}))
+	if fired(ws) {
+		t.Fatal("a snapshot write woke a watch on the live store")
+	}
+	if idx, err := snap.NodeAllocIndex(nil, node.ID); err != nil || idx != 3 {
+		t.Fatalf("snapshot's allocation index %d, %v; want 3", idx, err)
+	}
+	must(t, s.UpsertPlanResults(4, &structs.ApplyPlanResultsRequest{AllocsUpdated: planFor(job, []*structs.Node{node}, 1)}))
+	if !fired(ws) {
+		t.Fatal("the live write did not wake the watch")
+	}
+	// The snapshot writes again over the row it replaced: nothing closes
+	// a channel twice.
+	must(t, snap.UpsertPlanResults(5, &structs.ApplyPlanResultsRequest{AllocsUpdated: planFor(job, []*structs.Node{node}, 1)}))
 }

@@ -26,18 +26,18 @@ func (s *StateStore) Restore() *StateRestore {
 	return &StateRestore{txn: s.db.Txn(true), nodes: nodeAllocsRestore{}}
 }
 
-// Commit writes the per-node rows (usage, allocation index) derived from
-// the loaded nodes and allocations and makes everything visible.
+// Commit writes the allocations and the per-node rows (usage, allocation
+// index) derived from the loaded nodes and allocations, and makes
+// everything visible.
 func (r *StateRestore) Commit() {
-	if err := r.nodes.insert(r.txn); err != nil {
-		// Unreachable: every row has a non-empty node ID, the only thing
-		// the table's indexer could refuse.
-		panic(err)
+	if r.byID == nil {
+		r.byID = emptyAllocTables.byID.Txn()
+		r.byJob = emptyAllocTables.byJob.Txn()
 	}
-	if r.byID != nil {
-		if err := r.txn.Insert(TableAllocs, &allocTables{byID: r.byID.Commit(), byJob: r.byJob.Commit()}); err != nil {
-			panic(err) // unreachable: the row's key is a constant
-		}
+	byNode := emptyAllocTables.byNode.Txn()
+	r.nodes.insert(byNode)
+	if err := r.txn.Insert(TableAllocs, &allocTables{byID: r.byID.Commit(), byJob: r.byJob.Commit(), byNode: byNode.Commit()}); err != nil {
+		panic(err) // unreachable: the row's key is a constant
 	}
 	r.txn.Commit()
 }

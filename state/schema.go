@@ -17,13 +17,9 @@ const (
 	TableNodes      = "nodes"
 	TableEvals      = "evals"
 	// TableAllocs has one row, which holds every allocation in two
-	// persistent trees (alloc_tables.go).
+	// persistent trees, and a third with the per-node rows derived from
+	// the nodes and allocations (alloc_tables.go, node_allocs.go).
 	TableAllocs = "allocs"
-	// TableNodeAllocs is derived from the nodes and allocs tables: one row
-	// per node with its usage, its allocations and its allocation index
-	// (see node_allocs.go).
-	// It is not in Tables and has no index table row.
-	TableNodeAllocs = "node_allocs"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -210,12 +206,6 @@ func schema() *memdb.DBSchema {
 					Indexer: fieldIndex[structs.Evaluation]{get: func(e *structs.Evaluation) string { return e.ID }}},
 				IndexJob: {Name: IndexJob, AllowMissing: true,
 					Indexer: pairIndex[structs.Evaluation]{get: func(e *structs.Evaluation) (string, string) { return e.Namespace, e.JobID }, spare: evalKeyLen}},
-			},
-		},
-		TableNodeAllocs: {
-			Name: TableNodeAllocs,
-			Indexes: map[string]*memdb.IndexSchema{
-				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[nodeAllocs]{get: func(r *nodeAllocs) string { return r.Usage.NodeID }}},
 			},
 		},
 		TableAllocs: {

@@ -171,6 +171,12 @@ func (w *writeTxn) commit() error {
 	}
 	w.txn.Commit()
 	if w.aw != nil && w.watches != nil {
+		// Only the live store wakes watchers: a snapshot's rows may be
+		// the live store's too, whose own commits close their
+		// channels.
+		for _, row := range w.aw.superseded {
+			close(row.changed)
+		}
 		w.watches.fire(w.aw.changed)
 	}
 	return nil
