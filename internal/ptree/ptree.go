@@ -32,11 +32,19 @@ type token struct{ _ byte }
 
 type node[V any] struct {
 	owner *token
-	// keys: a leaf's keys, sorted; an inner node's separators, where
-	// keys[i] is the smallest key under kids[i+1] (len(kids)-1 of them).
+	// A leaf's entries, sorted by key (one slice, so that copying a leaf
+	// allocates once).
+	entries []entry[V]
+	// An inner node's separators, where keys[i] is the smallest key under
+	// kids[i+1] (len(kids)-1 of them), and its children; kids is nil for
+	// a leaf.
 	keys []string
-	vals []V        // a leaf's values, by keys
-	kids []*node[V] // an inner node's children; nil for a leaf
+	kids []*node[V]
+}
+
+type entry[V any] struct {
+	key string
+	val V
 }
 
 func (n *node[V]) leaf() bool { return n.kids == nil }
@@ -101,7 +109,7 @@ func (x *Txn[V]) Commit() *Tree[V] {
 // Set sets key to v and returns the value it replaces, if any.
 func (x *Txn[V]) Set(key string, v V) (old V, replaced bool) {
 	if x.root == nil {
-		x.root = &node[V]{owner: x.owner, keys: make([]string, 0, 4), vals: make([]V, 0, 4)}
+		x.root = &node[V]{owner: x.owner, entries: make([]entry[V], 0, 4)}
 	}
 	root := x.own(x.root)
 	var right *node[V]
@@ -125,25 +133,21 @@ func (x *Txn[V]) Set(key string, v V) (old V, replaced bool) {
 // returns the new right half and the smallest key under it.
 func (x *Txn[V]) set(n *node[V], key string, v V) (_ *node[V], right *node[V], sep string, old V, replaced bool) {
 	if n.leaf() {
-		i, found := search(n.keys, key)
+		i, found := searchEntries(n.entries, key)
 		if found {
-			old, n.vals[i] = n.vals[i], v
+			old, n.entries[i].val = n.entries[i].val, v
 			return n, nil, "", old, true
 		}
-		if len(n.keys) == maxEntries {
+		if len(n.entries) == maxEntries {
 			right = x.splitLeaf(n)
-			if i > len(n.keys) {
-				i -= len(n.keys)
-				insertAt(&right.keys, i, key)
-				insertAt(&right.vals, i, v)
+			if i > len(n.entries) {
+				insertAt(&right.entries, i-len(n.entries), entry[V]{key, v})
 			} else {
-				insertAt(&n.keys, i, key)
-				insertAt(&n.vals, i, v)
+				insertAt(&n.entries, i, entry[V]{key, v})
 			}
-			return n, right, right.keys[0], old, false
+			return n, right, right.entries[0].key, old, false
 		}
-		insertAt(&n.keys, i, key)
-		insertAt(&n.vals, i, v)
+		insertAt(&n.entries, i, entry[V]{key, v})
 		return n, nil, "", old, false
 	}
 	i := childIndex(n.keys, key)
@@ -174,13 +178,11 @@ func (x *Txn[V]) set(n *node[V], key string, v V) (_ *node[V], right *node[V], s
 
 // splitLeaf moves the upper half of the full leaf n into a new leaf.
 func (x *Txn[V]) splitLeaf(n *node[V]) *node[V] {
-	h := len(n.keys) / 2
-	right := &node[V]{owner: x.owner, keys: make([]string, len(n.keys)-h, maxEntries), vals: make([]V, len(n.keys)-h, maxEntries)}
-	copy(right.keys, n.keys[h:])
-	copy(right.vals, n.vals[h:])
-	clear(n.keys[h:])
-	clear(n.vals[h:])
-	n.keys, n.vals = n.keys[:h], n.vals[:h]
+	h := len(n.entries) / 2
+	right := &node[V]{owner: x.owner, entries: make([]entry[V], len(n.entries)-h, len(n.entries)-h+1)}
+	copy(right.entries, n.entries[h:])
+	clear(n.entries[h:])
+	n.entries = n.entries[:h]
 	return right
 }
 
@@ -189,7 +191,7 @@ func (x *Txn[V]) splitLeaf(n *node[V]) *node[V] {
 // separator n no longer holds).
 func (x *Txn[V]) splitInner(n *node[V]) (*node[V], string) {
 	h := len(n.kids) / 2
-	right := &node[V]{owner: x.owner, keys: make([]string, len(n.keys)-h, maxEntries-1), kids: make([]*node[V], len(n.kids)-h, maxEntries)}
+	right := &node[V]{owner: x.owner, keys: make([]string, len(n.keys)-h, len(n.keys)-h+1), kids: make([]*node[V], len(n.kids)-h, len(n.kids)-h+1)}
 	copy(right.kids, n.kids[h:])
 	copy(right.keys, n.keys[h:])
 	sep := n.keys[h-1]
@@ -213,7 +215,7 @@ func (x *Txn[V]) Delete(key string) (old V, ok bool) {
 	for !root.leaf() && len(root.kids) == 1 {
 		root = root.kids[0]
 	}
-	if len(root.keys) == 0 && (root.leaf() || len(root.kids) == 0) {
+	if root.leaf() && len(root.entries) == 0 || !root.leaf() && len(root.kids) == 0 {
 		root = nil
 	}
 	x.root = root
@@ -224,17 +226,16 @@ func (x *Txn[V]) Delete(key string) (old V, ok bool) {
 // owns. A child left empty is removed from n.
 func (x *Txn[V]) delete(n *node[V], key string) (old V) {
 	if n.leaf() {
-		i, _ := search(n.keys, key)
-		old = n.vals[i]
-		removeAt(&n.keys, i)
-		removeAt(&n.vals, i)
+		i, _ := searchEntries(n.entries, key)
+		old = n.entries[i].val
+		removeAt(&n.entries, i)
 		return old
 	}
 	i := childIndex(n.keys, key)
 	kid := x.own(n.kids[i])
 	n.kids[i] = kid
 	old = x.delete(kid, key)
-	if kid.leaf() && len(kid.keys) > 0 || !kid.leaf() && len(kid.kids) > 0 {
+	if kid.leaf() && len(kid.entries) > 0 || !kid.leaf() && len(kid.kids) > 0 {
 		return old
 	}
 	removeAt(&n.kids, i)
@@ -249,26 +250,28 @@ func (x *Txn[V]) delete(n *node[V], key string) (old V) {
 }
 
 // own returns n if the transaction created it, else a copy it may change.
+// The copy has room for one more entry or child: most transactions write
+// a node once (keys spread over the tree), and a second insert into the
+// same node grows it as append does.
 func (x *Txn[V]) own(n *node[V]) *node[V] {
 	if n.owner == x.owner {
 		return n
 	}
 	c := &node[V]{owner: x.owner}
 	if n.leaf() {
-		c.keys = append(make([]string, 0, max(len(n.keys)+1, min(2*len(n.keys), maxEntries))), n.keys...)
-		c.vals = append(make([]V, 0, cap(c.keys)), n.vals...)
+		c.entries = append(make([]entry[V], 0, len(n.entries)+1), n.entries...)
 		return c
 	}
-	c.keys = append(make([]string, 0, maxEntries-1), n.keys...)
-	c.kids = append(make([]*node[V], 0, maxEntries), n.kids...)
+	c.keys = append(make([]string, 0, len(n.keys)+1), n.keys...)
+	c.kids = append(make([]*node[V], 0, len(n.kids)+1), n.kids...)
 	return c
 }
 
 func get[V any](n *node[V], key string) (V, bool) {
 	for n != nil {
 		if n.leaf() {
-			if i, found := search(n.keys, key); found {
-				return n.vals[i], true
+			if i, found := searchEntries(n.entries, key); found {
+				return n.entries[i].val, true
 			}
 			break
 		}
@@ -283,9 +286,9 @@ func ascend[V any](n *node[V], from string, fn func(string, V) bool) bool {
 		return true
 	}
 	if n.leaf() {
-		i, _ := search(n.keys, from)
-		for ; i < len(n.keys); i++ {
-			if !fn(n.keys[i], n.vals[i]) {
+		i, _ := searchEntries(n.entries, from)
+		for ; i < len(n.entries); i++ {
+			if !fn(n.entries[i].key, n.entries[i].val) {
 				return false
 			}
 		}
@@ -305,19 +308,19 @@ func ascendPrefix[V any](n *node[V], prefix string, fn func(string, V) bool) {
 	})
 }
 
-// search returns the position of key in the sorted keys, or where it
-// would be inserted, and whether it is there.
-func search(keys []string, key string) (int, bool) {
-	lo, hi := 0, len(keys)
+// searchEntries returns the position of key in the sorted entries, or
+// where it would be inserted, and whether it is there.
+func searchEntries[V any](entries []entry[V], key string) (int, bool) {
+	lo, hi := 0, len(entries)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if keys[m] < key {
+		if entries[m].key < key {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return lo, lo < len(keys) && keys[lo] == key
+	return lo, lo < len(entries) && entries[lo].key == key
 }
 
 // childIndex returns which child of an inner node with separators keys

@@ -68,16 +68,23 @@ func checkNode(t *testing.T, n *node[int], lo, hi string, root bool) {
 		}
 		return
 	}
-	if !slices.IsSorted(n.keys) {
-		t.Fatalf("node keys out of order: %v", head(n.keys))
+	keys := n.keys
+	if n.leaf() {
+		keys = nil
+		for _, e := range n.entries {
+			keys = append(keys, e.key)
+		}
+		if len(n.keys) != 0 || len(keys) > maxEntries || !root && len(keys) == 0 {
+			t.Fatalf("leaf with %d entries, %d separators", len(keys), len(n.keys))
+		}
 	}
-	if len(n.keys) > 0 && (n.keys[0] < lo || n.keys[len(n.keys)-1] >= hi) {
-		t.Fatalf("keys %q..%q outside [%q, %q)", n.keys[0], n.keys[len(n.keys)-1], lo, hi)
+	if !slices.IsSorted(keys) {
+		t.Fatalf("node keys out of order: %v", head(keys))
+	}
+	if len(keys) > 0 && (keys[0] < lo || keys[len(keys)-1] >= hi) {
+		t.Fatalf("keys %q..%q outside [%q, %q)", keys[0], keys[len(keys)-1], lo, hi)
 	}
 	if n.leaf() {
-		if len(n.vals) != len(n.keys) || len(n.keys) > maxEntries || !root && len(n.keys) == 0 {
-			t.Fatalf("leaf with %d keys, %d values", len(n.keys), len(n.vals))
-		}
 		return
 	}
 	if len(n.kids) != len(n.keys)+1 || len(n.kids) > maxEntries {
