@@ -70,6 +70,18 @@ func allocTablesOf(txn *memdb.Txn) (*allocTables, <-chan struct{}, error) {
 	return raw.(*allocTables), ch, nil
 }
 
+// tables returns the allocations the store holds, and the channel that
+// fires when they change. A snapshot read without a watch set uses the
+// snapshot's cached row (see StateStore.snapTables) instead of a memdb
+// lookup: the scheduler and the plan applier read node usages and
+// allocations by the hundred per evaluation.
+func (s *StateStore) tables(ws memdb.WatchSet) (*allocTables, <-chan struct{}, error) {
+	if s.snapTables != nil && ws == nil {
+		return s.snapTables.Load(), nil, nil
+	}
+	return allocTablesOf(s.db.Txn(false))
+}
+
 // jobKey is an allocation's key in byJob.
 func jobKey(namespace, jobID, allocID string) string {
 	var b strings.Builder
@@ -167,6 +179,9 @@ func (w *writeTxn) commitAllocs() error {
 		return nil
 	}
 	row := &allocTables{byID: w.aw.byID.Commit(), byJob: w.aw.byJob.Commit(), byNode: w.aw.byNode.Commit()}
+	if w.snapTables != nil {
+		w.snapTables.Store(row) // the writer lock is still held
+	}
 	if err := w.txn.Insert(TableAllocs, row); err != nil {
 		return fmt.Errorf("state: writing the allocations row: %w", err)
 	}
@@ -198,10 +213,11 @@ func (w *writeTxn) eachAlloc(namespace, jobID string, fn func(*structs.Allocatio
 // client's watch (Node.GetClientAllocs) answers. It does not watch; the
 // watch waits on the node's node_allocs row.
 func (s *StateStore) ClientAllocIndexes(nodeID string) (map[string]uint64, error) {
-	row, _, err := nodeRowOf(s.db.Txn(false), nodeID)
+	t, _, err := s.tables(nil)
 	if err != nil {
 		return nil, err
 	}
+	row, _ := t.byNode.Get(nodeID)
 	if row == nil {
 		return map[string]uint64{}, nil
 	}
@@ -266,11 +282,18 @@ func nodeRowOf(txn *memdb.Txn, nodeID string) (*nodeAllocs, <-chan struct{}, err
 	if err != nil {
 		return nil, nil, err
 	}
+	row, ch := nodeRowIn(t, ch, nodeID)
+	return row, ch, nil
+}
+
+// nodeRowIn is nodeRowOf on allocations already read, whose row's channel
+// is tablesCh.
+func nodeRowIn(t *allocTables, tablesCh <-chan struct{}, nodeID string) (*nodeAllocs, <-chan struct{}) {
 	row, ok := t.byNode.Get(nodeID)
 	if !ok {
-		return nil, ch, nil
+		return nil, tablesCh
 	}
-	return row, row.changed, nil
+	return row, row.changed
 }
 
 // Watch keys of allocWatches: an allocation, a job's allocations, a

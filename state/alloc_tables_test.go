@@ -404,3 +404,36 @@ func BenchmarkAllocsByNode(b *testing.B) {
 		})
 	}
 }
+
+// TestSnapshotAllocsIsolated checks that a snapshot's reads (which use
+// its cached allocations row) see its own writes and none of the live
+// store's made after it was taken, and the other way round.
+func TestSnapshotAllocsIsolated(t *testing.T) {
+	s := testStore(t)
+	job := mock.Job()
+	must(t, s.UpsertJob(1, job, nil))
+	node := mock.Node()
+	must(t, s.UpsertNode(2, node, nil))
+	snap, err := s.Snapshot()
+	must(t, err)
+	live := planFor(job, []*structs.Node{node}, 1)[0]
+	must(t, s.UpsertPlanResults(3, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{live}}))
+	mine := planFor(job, []*structs.Node{node}, 1)[0]
+	must(t, snap.UpsertPlanResults(4, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{mine}}))
+	has := func(st *StateStore, id string) bool {
+		_, found, err := st.LookupAlloc(nil, id)
+		must(t, err)
+		return found
+	}
+	if has(snap.StateStore, live.ID) || !has(snap.StateStore, mine.ID) {
+		t.Fatal("the snapshot sees the live store's write, or not its own")
+	}
+	if !has(s, live.ID) || has(s, mine.ID) {
+		t.Fatal("the live store sees the snapshot's write, or not its own")
+	}
+	u, err := snap.NodeUsage(nil, node.ID)
+	must(t, err)
+	if u.Allocs != 1 || u.ModifyIndex != 4 {
+		t.Fatalf("snapshot's node usage %+v, want its one allocation at 4", u)
+	}
+}

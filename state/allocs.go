@@ -409,7 +409,7 @@ func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocatio
 // many IDs of which most are new (the plan applier).
 func (s *StateStore) LookupAlloc(ws memdb.WatchSet, id string) (*structs.Allocation, bool, error) {
 	precise := s.watchAllocKeys(ws, allocWatchKey(id))
-	t, ch, err := allocTablesOf(s.db.Txn(false))
+	t, ch, err := s.tables(ws)
 	if err != nil {
 		return nil, false, err
 	}
@@ -428,7 +428,7 @@ func (s *StateStore) Allocs(ws memdb.WatchSet) ([]*structs.Allocation, error) {
 // AllocsByIDPrefix returns the allocations whose ID starts with prefix,
 // sorted by ID. ws wakes when any allocation changes.
 func (s *StateStore) AllocsByIDPrefix(ws memdb.WatchSet, prefix string) ([]*structs.Allocation, error) {
-	t, ch, err := allocTablesOf(s.db.Txn(false))
+	t, ch, err := s.tables(ws)
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +446,7 @@ func (s *StateStore) AllocsByIDPrefix(ws memdb.WatchSet, prefix string) ([]*stru
 func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Allocation, error) {
 	namespace = defaultNamespace(namespace)
 	precise := s.watchAllocKeys(ws, jobWatchKey(namespace, jobID))
-	t, ch, err := allocTablesOf(s.db.Txn(false))
+	t, ch, err := s.tables(ws)
 	if err != nil {
 		return nil, err
 	}

@@ -355,10 +355,11 @@ func (w *writeTxn) nodeAllocsNodeDeleted(nodeID string) error {
 
 // nodeAllocsRow returns the node's row, or nil, and adds its watch to ws.
 func (s *StateStore) nodeAllocsRow(ws memdb.WatchSet, nodeID string) (*nodeAllocs, error) {
-	row, ch, err := nodeRowOf(s.db.Txn(false), nodeID)
+	t, ch, err := s.tables(ws)
 	if err != nil {
 		return nil, err
 	}
+	row, ch := nodeRowIn(t, ch, nodeID)
 	ws.Add(ch)
 	return row, nil
 }

@@ -27,6 +27,10 @@ type StateStore struct {
 	// allocWatches are the watches of allocation reads by key
 	// (alloc_tables.go); nil on a snapshot.
 	allocWatches *allocWatches
+	// snapTables is, on a snapshot only, its allocations row: set when
+	// the snapshot is taken and by each write to it, before that write
+	// releases the writer lock (see StateStore.tables).
+	snapTables *atomic.Pointer[allocTables]
 }
 
 // StateSnapshot is a point-in-time, read-only view of a StateStore. Every
@@ -55,13 +59,21 @@ func NewStateStore() (*StateStore, error) {
 // Snapshot returns a consistent view of the store in O(1). The snapshot
 // shares the store's abandon channel.
 func (s *StateStore) Snapshot() (*StateSnapshot, error) {
-	return &StateSnapshot{StateStore: &StateStore{
-		db:          s.db.Snapshot(),
+	db := s.db.Snapshot()
+	t, _, err := allocTablesOf(db.Txn(false))
+	if err != nil {
+		return nil, err
+	}
+	snap := &StateStore{
+		db:          db,
 		abandonCh:   s.abandonCh,
 		abandonOnce: s.abandonOnce,
 		replacement: s.replacement,
 		nodeViews:   s.nodeViews,
-	}}, nil
+		snapTables:  new(atomic.Pointer[allocTables]),
+	}
+	snap.snapTables.Store(t)
+	return &StateSnapshot{StateStore: snap}, nil
 }
 
 // AbandonCh is closed when an FSM restore replaces this store. Blocking

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -34,13 +35,16 @@ type writeTxn struct {
 	// on a snapshot).
 	aw      *allocWrite
 	watches *allocWatches
+	// snapTables is the snapshot's cached allocations row (nil on the
+	// live store), which commit updates.
+	snapTables *atomic.Pointer[allocTables]
 }
 
-func newWriteTxn(db *memdb.MemDB, watches *allocWatches) *writeTxn {
+func newWriteTxn(db *memdb.MemDB, watches *allocWatches, snapTables *atomic.Pointer[allocTables]) *writeTxn {
 	txn := db.Txn(true)
 	// The writer lock is held now, so base is exactly the state txn
 	// started from.
-	return &writeTxn{txn: txn, base: db.Txn(false), watches: watches}
+	return &writeTxn{txn: txn, base: db.Txn(false), watches: watches, snapTables: snapTables}
 }
 
 // primaryIndexers are the ID indexers of every table.
