@@ -25,16 +25,15 @@
 // writes each changed node's row once, at commit. Snapshots do not carry
 // the rows; a restore rebuilds them from the nodes and allocations.
 //
-// Allocations are stored by ID alone. Reads by node start from the node's
-// row; reads by job from a derived table of small immutable key rows, one
-// per allocation (alloc_keys.go), written only when an allocation is
-// created or deleted. So the common allocation write (a client update, a
-// stop, an in-place update) inserts into one radix tree, plus its node's
-// row when the servers changed it. Reads by job, node or evaluation fetch
-// each listed allocation by ID; with a watch set they watch the key prefix
-// or the node's row and each returned allocation (up to allocWatchRows,
-// else the allocs table's index row: coarse but never missing a change).
-// The key rows are rebuilt on restore like the per-node rows.
+// Allocations are not memdb rows: they live in persistent B-trees
+// (internal/ptree) by ID and by job, next to the node rows, all held in
+// the allocs table's one row (alloc_tables.go), so that a memdb read
+// transaction sees them as of its own state. Reads by node start from the
+// node's row, reads by job from the job's keys; both fetch each listed
+// allocation by ID. With a watch set, reads by ID, job, node and
+// evaluation watch precise keys (allocWatches), registered before they
+// read; reads of every allocation watch the allocations row. Snapshots
+// carry the allocations; a restore rebuilds the trees and node rows.
 //
 // This package must never:
 //   - mutate an object after it has been handed to a reader (writers copy,
@@ -44,5 +43,5 @@
 //   - read a clock, generate IDs or do I/O: every value it writes comes from
 //     its arguments, so all servers applying the same log reach the same
 //     state;
-//   - import anything from Drover but structs.
+//   - import anything from Drover but structs and internal packages.
 package state

@@ -11,8 +11,9 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// Per-node allocation rows: the node_allocs table holds one row per node
-// with what is derived from the node's allocations:
+// Per-node allocation rows: the byNode tree of the allocations row
+// (alloc_tables.go) holds one row per node with what is derived from the
+// node's allocations:
 //
 //   - its usage (NodeUsage): the summed resources and the number of its
 //     live (non-terminal) allocations, so that the scheduler and the plan
@@ -29,14 +30,14 @@ import (
 //     (Node.GetClientAllocs) blocks on this one row instead of on every
 //     write to the node's allocations.
 //
-// All are kept exact by construction: allocation rows are written only
-// through writeTxn.insertAlloc and writeTxn.deleteAlloc (insert and delete
-// refuse the allocs table), which record what each write takes from and
-// adds to its node; the transaction folds those changes into the row once
-// per node when it commits: one lookup and at most one insert per node,
-// none for a node whose row does not change. A row is immutable: a change
-// writes a new row with a new list (copying a node's list is cheap next
-// to a tree insert per allocation, and a node holds tens to thousands).
+// All are kept exact by construction: allocations are written only
+// through writeTxn.insertAlloc and writeTxn.deleteAlloc, which record
+// what each write takes from and adds to its node; the transaction folds
+// those changes into the row once per node when it commits: one lookup
+// and at most one insert per node, none for a node whose row does not
+// change. A row is immutable: a change writes a new row with a new list
+// (copying a node's list is cheap next to a tree insert per allocation,
+// and a node holds tens to thousands).
 //
 // A row is rewritten, and its watchers woken, when any value changes.
 // Client status updates keep AllocModifyIndex, so the common one (running,
@@ -45,16 +46,15 @@ import (
 // allocation index where it was and waits again.
 //
 // Lifetime: a node has a row while it is registered (with zero values
-// while it has no allocations; a watch on a missing row would be a watch
-// on part of the table's tree, which every write to a neighbouring row
-// fires), and after it is deleted for as long as it holds allocations.
+// while it has no allocations: a watch on a missing row waits on the
+// allocations row, which every allocation write fires), and after it is
+// deleted for as long as it holds allocations.
 //
-// The table is derived data: snapshots do not carry it (it is not in
-// Tables) and a restore rebuilds it from the nodes and allocations it
-// loads, to the same rows (the usage's ModifyIndex aside: see
+// The rows are derived data: snapshots do not carry them and a restore
+// rebuilds them from the nodes and allocations it loads, to the same rows (the usage's ModifyIndex aside: see
 // nodeAllocsRestore).
 
-// nodeAllocs is a row of the node_allocs table.
+// nodeAllocs is a node's row.
 type nodeAllocs struct {
 	// Usage is the node's usage; NodeID is the row's key. It is zero
 	// (ModifyIndex 0) while the node has no live allocations.

@@ -77,9 +77,8 @@ type heldOn struct {
 // lookupCost is how many of a node's allocations can be read and indexed
 // by ID in the time of one lookup by ID: a node is read whole when its
 // probes times lookupCost exceed its live allocations. The state reads a
-// node's allocations through their key rows, one lookup by ID each (about
-// 1.3 us per allocation against about 1 us for state.LookupAlloc, with
-// 100,000 allocations stored), so reading the node pays only when the
+// node's allocations from its row's list, one lookup by ID each, which is
+// what state.LookupAlloc costs too, so reading the node pays only when the
 // plan probes for more IDs than it holds (a large placement on an empty
 // node, say). Terminal allocations make the read dearer than estimated.
 const lookupCost = 1
