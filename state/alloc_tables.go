@@ -55,7 +55,9 @@ type allocTables struct {
 // allocTablesKey is the primary key of the allocs table's one row.
 const allocTablesKey = "allocations"
 
-var emptyAllocTables = &allocTables{byID: &ptree.Tree[*structs.Allocation]{}, byJob: &ptree.Tree[struct{}]{}, byNode: &ptree.Tree[*nodeAllocs]{}}
+// byNode is hashed: it is only looked up by node ID, and generated node
+// IDs often share a long prefix (see ptree).
+var emptyAllocTables = &allocTables{byID: ptree.New[*structs.Allocation](), byJob: ptree.New[struct{}](), byNode: ptree.NewHashed[*nodeAllocs]()}
 
 // allocTablesOf returns the allocations txn sees and the watch channel of
 // their row (it fires when any allocation changes).

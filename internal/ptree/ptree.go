@@ -13,6 +13,16 @@
 // copy-on-write context), so transactions may start from a Tree that
 // other goroutines are reading, and several may start from the same Tree.
 //
+// Keys are ordered by an 8-byte prefix held next to each key, then by
+// the whole key. In a tree made by New that prefix is the key's first 8
+// bytes, so the order is the keys' byte order, and a search compares
+// keys whose first 8 bytes differ without reading their bytes (each read
+// of a key elsewhere in memory is a cache miss). In a tree made by
+// NewHashed it is a hash of the key: the order is arbitrary but fixed
+// within a process, and keys that share a long prefix (as generated node
+// IDs do) compare as quickly as random ones. A hashed tree has no prefix
+// scans.
+//
 // Deletes do not rebalance: a node is removed when it becomes empty, and
 // may otherwise stay less than half full. Keys that are deleted and
 // inserted again in a different order therefore leave the tree shallower
@@ -20,7 +30,11 @@
 // B-tree height bound of the keys present at its time.
 package ptree
 
-import "strings"
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"strings"
+)
 
 // maxEntries is the most keys a leaf, and the most children an inner
 // node, holds. A full node splits in two halves.
@@ -38,87 +52,139 @@ type node[V any] struct {
 	// An inner node's separators, where keys[i] is the smallest key under
 	// kids[i+1] (len(kids)-1 of them), and its children; kids is nil for
 	// a leaf.
-	keys []string
+	keys []skey
 	kids []*node[V]
 }
 
 type entry[V any] struct {
-	key string
+	key skey
 	val V
+}
+
+// skey is a key with its order prefix (see the package comment).
+type skey struct {
+	pre uint64
+	s   string
+}
+
+func (k skey) less(o skey) bool {
+	if k.pre != o.pre {
+		return k.pre < o.pre
+	}
+	return k.s < o.s
+}
+
+// hashSeed orders every hashed tree of the process.
+var hashSeed = maphash.MakeSeed()
+
+// fromKey is where Ascend from from starts: "" is before every key, in
+// hash order too.
+func fromKey(from string, hashed bool) skey {
+	if from == "" {
+		return skey{}
+	}
+	return keyOf(from, hashed)
+}
+
+// keyOf returns key with its order prefix for a tree hashed or not.
+func keyOf(key string, hashed bool) skey {
+	if hashed {
+		return skey{pre: maphash.String(hashSeed, key), s: key}
+	}
+	var b [8]byte
+	copy(b[:], key)
+	return skey{pre: binary.BigEndian.Uint64(b[:]), s: key}
 }
 
 func (n *node[V]) leaf() bool { return n.kids == nil }
 
 // Tree is an immutable map from string keys to V, in key order. The zero
-// value is empty and ready to use.
+// value is an empty tree as New makes it.
 type Tree[V any] struct {
-	root *node[V]
-	n    int
+	root   *node[V]
+	n      int
+	hashed bool
 }
+
+// New returns an empty tree in key order.
+func New[V any]() *Tree[V] { return &Tree[V]{} }
+
+// NewHashed returns an empty tree in hash order (see the package
+// comment): quick lookups whatever the keys share, no prefix scans.
+func NewHashed[V any]() *Tree[V] { return &Tree[V]{hashed: true} }
 
 // Len returns the number of keys.
 func (t *Tree[V]) Len() int { return t.n }
 
 // Get returns the value of key and whether it is present.
-func (t *Tree[V]) Get(key string) (V, bool) { return get(t.root, key) }
+func (t *Tree[V]) Get(key string) (V, bool) { return get(t.root, keyOf(key, t.hashed)) }
 
-// Ascend calls fn with each key at or after from, in order, until fn
-// returns false.
-func (t *Tree[V]) Ascend(from string, fn func(key string, v V) bool) { ascend(t.root, from, fn) }
+// Ascend calls fn with each key at or after from, in the tree's order,
+// until fn returns false. On a hashed tree only Ascend("", fn), which
+// visits every key, is meaningful.
+func (t *Tree[V]) Ascend(from string, fn func(key string, v V) bool) {
+	ascend(t.root, fromKey(from, t.hashed), fn)
+}
 
 // AscendPrefix calls fn with each key that starts with prefix, in order,
-// until fn returns false.
+// until fn returns false. It panics on a hashed tree.
 func (t *Tree[V]) AscendPrefix(prefix string, fn func(key string, v V) bool) {
-	ascendPrefix(t.root, prefix, fn)
+	ascendPrefix(t.root, prefix, t.hashed, fn)
 }
 
 // Txn starts a write transaction from t. t does not change.
-func (t *Tree[V]) Txn() *Txn[V] { return &Txn[V]{root: t.root, n: t.n, owner: new(token)} }
+func (t *Tree[V]) Txn() *Txn[V] {
+	return &Txn[V]{root: t.root, n: t.n, hashed: t.hashed, owner: new(token)}
+}
 
 // Txn is a write transaction. It is not safe for concurrent use.
 type Txn[V any] struct {
-	root  *node[V]
-	n     int
-	owner *token
+	root   *node[V]
+	n      int
+	hashed bool
+	owner  *token
 }
 
 // Len returns the number of keys the transaction holds.
 func (x *Txn[V]) Len() int { return x.n }
 
 // Get returns the value of key as the transaction holds it.
-func (x *Txn[V]) Get(key string) (V, bool) { return get(x.root, key) }
+func (x *Txn[V]) Get(key string) (V, bool) { return get(x.root, keyOf(key, x.hashed)) }
 
 // Ascend is Tree.Ascend over the transaction's keys. fn must not write
 // to the transaction.
-func (x *Txn[V]) Ascend(from string, fn func(key string, v V) bool) { ascend(x.root, from, fn) }
+func (x *Txn[V]) Ascend(from string, fn func(key string, v V) bool) {
+	ascend(x.root, fromKey(from, x.hashed), fn)
+}
 
 // AscendPrefix is Tree.AscendPrefix over the transaction's keys. fn must
 // not write to the transaction.
 func (x *Txn[V]) AscendPrefix(prefix string, fn func(key string, v V) bool) {
-	ascendPrefix(x.root, prefix, fn)
+	ascendPrefix(x.root, prefix, x.hashed, fn)
 }
 
 // Commit returns a Tree with the transaction's keys. The transaction
 // must not be used afterwards: the Tree shares its nodes.
 func (x *Txn[V]) Commit() *Tree[V] {
-	t := &Tree[V]{root: x.root, n: x.n}
+	t := &Tree[V]{root: x.root, n: x.n, hashed: x.hashed}
 	x.root, x.n, x.owner = nil, 0, nil
 	return t
 }
 
 // Set sets key to v and returns the value it replaces, if any.
 func (x *Txn[V]) Set(key string, v V) (old V, replaced bool) {
+	k := keyOf(key, x.hashed)
 	if x.root == nil {
 		x.root = &node[V]{owner: x.owner, entries: make([]entry[V], 0, 4)}
 	}
 	root := x.own(x.root)
 	var right *node[V]
-	var sep string
-	root, right, sep, old, replaced = x.set(root, key, v)
+	var sep skey
+	root, right, sep, old, replaced = x.set(root, k, v)
 	if right != nil {
 		kids := make([]*node[V], 2, maxEntries)
 		kids[0], kids[1] = root, right
-		keys := make([]string, 1, maxEntries-1)
+		keys := make([]skey, 1, maxEntries-1)
 		keys[0] = sep
 		root = &node[V]{owner: x.owner, keys: keys, kids: kids}
 	}
@@ -131,12 +197,12 @@ func (x *Txn[V]) Set(key string, v V) (old V, replaced bool) {
 
 // set writes key into n, which the transaction owns. When n splits it
 // returns the new right half and the smallest key under it.
-func (x *Txn[V]) set(n *node[V], key string, v V) (_ *node[V], right *node[V], sep string, old V, replaced bool) {
+func (x *Txn[V]) set(n *node[V], key skey, v V) (_ *node[V], right *node[V], sep skey, old V, replaced bool) {
 	if n.leaf() {
 		i, found := searchEntries(n.entries, key)
 		if found {
 			old, n.entries[i].val = n.entries[i].val, v
-			return n, nil, "", old, true
+			return n, nil, skey{}, old, true
 		}
 		if len(n.entries) == maxEntries {
 			right = x.splitLeaf(n)
@@ -148,16 +214,16 @@ func (x *Txn[V]) set(n *node[V], key string, v V) (_ *node[V], right *node[V], s
 			return n, right, right.entries[0].key, old, false
 		}
 		insertAt(&n.entries, i, entry[V]{key, v})
-		return n, nil, "", old, false
+		return n, nil, skey{}, old, false
 	}
 	i := childIndex(n.keys, key)
 	kid := x.own(n.kids[i])
 	n.kids[i] = kid
 	var kidRight *node[V]
-	var kidSep string
+	var kidSep skey
 	_, kidRight, kidSep, old, replaced = x.set(kid, key, v)
 	if kidRight == nil {
-		return n, nil, "", old, replaced
+		return n, nil, skey{}, old, replaced
 	}
 	if len(n.kids) == maxEntries {
 		right, sep = x.splitInner(n)
@@ -173,7 +239,7 @@ func (x *Txn[V]) set(n *node[V], key string, v V) (_ *node[V], right *node[V], s
 	}
 	insertAt(&n.keys, i, kidSep)
 	insertAt(&n.kids, i+1, kidRight)
-	return n, nil, "", old, replaced
+	return n, nil, skey{}, old, replaced
 }
 
 // splitLeaf moves the upper half of the full leaf n into a new leaf.
@@ -189,9 +255,9 @@ func (x *Txn[V]) splitLeaf(n *node[V]) *node[V] {
 // splitInner moves the upper half of the full inner node n's children
 // into a new node and returns it with the smallest key under it (the
 // separator n no longer holds).
-func (x *Txn[V]) splitInner(n *node[V]) (*node[V], string) {
+func (x *Txn[V]) splitInner(n *node[V]) (*node[V], skey) {
 	h := len(n.kids) / 2
-	right := &node[V]{owner: x.owner, keys: make([]string, len(n.keys)-h, len(n.keys)-h+1), kids: make([]*node[V], len(n.kids)-h, len(n.kids)-h+1)}
+	right := &node[V]{owner: x.owner, keys: make([]skey, len(n.keys)-h, len(n.keys)-h+1), kids: make([]*node[V], len(n.kids)-h, len(n.kids)-h+1)}
 	copy(right.kids, n.kids[h:])
 	copy(right.keys, n.keys[h:])
 	sep := n.keys[h-1]
@@ -206,11 +272,12 @@ func (x *Txn[V]) Delete(key string) (old V, ok bool) {
 	if x.root == nil {
 		return old, false
 	}
-	if _, found := get(x.root, key); !found {
+	k := keyOf(key, x.hashed)
+	if _, found := get(x.root, k); !found {
 		return old, false // copy nothing
 	}
 	root := x.own(x.root)
-	old = x.delete(root, key)
+	old = x.delete(root, k)
 	x.n--
 	for !root.leaf() && len(root.kids) == 1 {
 		root = root.kids[0]
@@ -224,7 +291,7 @@ func (x *Txn[V]) Delete(key string) (old V, ok bool) {
 
 // delete removes key, which is present, from n, which the transaction
 // owns. A child left empty is removed from n.
-func (x *Txn[V]) delete(n *node[V], key string) (old V) {
+func (x *Txn[V]) delete(n *node[V], key skey) (old V) {
 	if n.leaf() {
 		i, _ := searchEntries(n.entries, key)
 		old = n.entries[i].val
@@ -262,12 +329,12 @@ func (x *Txn[V]) own(n *node[V]) *node[V] {
 		c.entries = append(make([]entry[V], 0, len(n.entries)+1), n.entries...)
 		return c
 	}
-	c.keys = append(make([]string, 0, len(n.keys)+1), n.keys...)
+	c.keys = append(make([]skey, 0, len(n.keys)+1), n.keys...)
 	c.kids = append(make([]*node[V], 0, len(n.kids)+1), n.kids...)
 	return c
 }
 
-func get[V any](n *node[V], key string) (V, bool) {
+func get[V any](n *node[V], key skey) (V, bool) {
 	for n != nil {
 		if n.leaf() {
 			if i, found := searchEntries(n.entries, key); found {
@@ -281,14 +348,14 @@ func get[V any](n *node[V], key string) (V, bool) {
 	return zero, false
 }
 
-func ascend[V any](n *node[V], from string, fn func(string, V) bool) bool {
+func ascend[V any](n *node[V], from skey, fn func(string, V) bool) bool {
 	if n == nil {
 		return true
 	}
 	if n.leaf() {
 		i, _ := searchEntries(n.entries, from)
 		for ; i < len(n.entries); i++ {
-			if !fn(n.entries[i].key, n.entries[i].val) {
+			if !fn(n.entries[i].key.s, n.entries[i].val) {
 				return false
 			}
 		}
@@ -302,19 +369,22 @@ func ascend[V any](n *node[V], from string, fn func(string, V) bool) bool {
 	return true
 }
 
-func ascendPrefix[V any](n *node[V], prefix string, fn func(string, V) bool) {
-	ascend(n, prefix, func(k string, v V) bool {
+func ascendPrefix[V any](n *node[V], prefix string, hashed bool, fn func(string, V) bool) {
+	if hashed {
+		panic("ptree: prefix scan of a hashed tree")
+	}
+	ascend(n, keyOf(prefix, false), func(k string, v V) bool {
 		return strings.HasPrefix(k, prefix) && fn(k, v)
 	})
 }
 
 // searchEntries returns the position of key in the sorted entries, or
 // where it would be inserted, and whether it is there.
-func searchEntries[V any](entries []entry[V], key string) (int, bool) {
+func searchEntries[V any](entries []entry[V], key skey) (int, bool) {
 	lo, hi := 0, len(entries)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if entries[m].key < key {
+		if entries[m].key.less(key) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -325,11 +395,11 @@ func searchEntries[V any](entries []entry[V], key string) (int, bool) {
 
 // childIndex returns which child of an inner node with separators keys
 // holds key: the number of separators at or below key.
-func childIndex(keys []string, key string) int {
+func childIndex(keys []skey, key skey) int {
 	lo, hi := 0, len(keys)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if keys[m] <= key {
+		if !key.less(keys[m]) {
 			lo = m + 1
 		} else {
 			hi = m

@@ -37,6 +37,9 @@ func check(t *testing.T, tree *Tree[int], m model) {
 		got = append(got, k)
 		return true
 	})
+	if tree.hashed {
+		slices.Sort(got) // hash order
+	}
 	if !slices.Equal(got, keys) {
 		t.Fatalf("Ascend gave %d keys, want %d (%v vs %v)", len(got), len(keys), head(got), head(keys))
 	}
@@ -47,7 +50,7 @@ func check(t *testing.T, tree *Tree[int], m model) {
 		if _, ok := tree.Get(k + "\x00"); ok {
 			t.Fatalf("Get(%q) found an absent key", k+"\x00")
 		}
-		if i%7 == 0 {
+		if i%7 == 0 && !tree.hashed {
 			var from []string
 			tree.Ascend(k, func(k string, _ int) bool { from = append(from, k); return len(from) < 3 })
 			if want := keys[i:min(i+3, len(keys))]; !slices.Equal(from, want) {
@@ -55,12 +58,13 @@ func check(t *testing.T, tree *Tree[int], m model) {
 			}
 		}
 	}
-	checkNode(t, tree.root, "", "\xff\xff\xff", true)
+	checkNode(t, tree.root, skey{}, nil, true, tree.hashed)
 }
 
-// checkNode checks that every key under n is in [lo, hi), in order, and
-// that inner nodes have one separator fewer than children.
-func checkNode(t *testing.T, n *node[int], lo, hi string, root bool) {
+// checkNode checks that every key under n is in [lo, hi) (hi nil: no
+// bound), in order, with its order prefix, and that inner nodes have one
+// separator fewer than children.
+func checkNode(t *testing.T, n *node[int], lo skey, hi *skey, root, hashed bool) {
 	t.Helper()
 	if n == nil {
 		if !root {
@@ -78,11 +82,16 @@ func checkNode(t *testing.T, n *node[int], lo, hi string, root bool) {
 			t.Fatalf("leaf with %d entries, %d separators", len(keys), len(n.keys))
 		}
 	}
-	if !slices.IsSorted(keys) {
-		t.Fatalf("node keys out of order: %v", head(keys))
+	for i, k := range keys {
+		if k != keyOf(k.s, hashed) {
+			t.Fatalf("key %q with prefix %x", k.s, k.pre)
+		}
+		if i > 0 && !keys[i-1].less(k) {
+			t.Fatalf("keys %q, %q out of order", keys[i-1].s, k.s)
+		}
 	}
-	if len(keys) > 0 && (keys[0] < lo || keys[len(keys)-1] >= hi) {
-		t.Fatalf("keys %q..%q outside [%q, %q)", keys[0], keys[len(keys)-1], lo, hi)
+	if len(keys) > 0 && (keys[0].less(lo) || hi != nil && !keys[len(keys)-1].less(*hi)) {
+		t.Fatalf("keys %q..%q outside [%q, %v)", keys[0].s, keys[len(keys)-1].s, lo.s, hi)
 	}
 	if n.leaf() {
 		return
@@ -96,9 +105,9 @@ func checkNode(t *testing.T, n *node[int], lo, hi string, root bool) {
 			klo = n.keys[i-1]
 		}
 		if i < len(n.keys) {
-			khi = n.keys[i]
+			khi = &n.keys[i]
 		}
-		checkNode(t, kid, klo, khi, false)
+		checkNode(t, kid, klo, khi, false, hashed)
 	}
 }
 
@@ -108,10 +117,17 @@ func head(s []string) []string { return s[:min(len(s), 5)] }
 // random size, checks each committed tree against a map, and checks that
 // every earlier tree still holds exactly what it held when committed.
 func TestRandomAgainstMap(t *testing.T) {
-	for _, keySpace := range []int{10, 300, 5000} {
-		t.Run(fmt.Sprint(keySpace), func(t *testing.T) {
+	for _, c := range []struct {
+		keySpace int
+		hashed   bool
+	}{{10, false}, {300, false}, {5000, false}, {300, true}, {5000, true}} {
+		keySpace := c.keySpace
+		t.Run(fmt.Sprintf("%d hashed=%v", keySpace, c.hashed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(keySpace), 7))
-			tree := &Tree[int]{}
+			tree := New[int]()
+			if c.hashed {
+				tree = NewHashed[int]()
+			}
 			m := model{}
 			type version struct {
 				tree *Tree[int]
@@ -122,7 +138,7 @@ func TestRandomAgainstMap(t *testing.T) {
 				x := tree.Txn()
 				next := maps(m)
 				for op := rng.IntN(400); op >= 0; op-- {
-					k := fmt.Sprintf("k%06d", rng.IntN(keySpace))
+					k := keyFor(rng.IntN(keySpace))
 					if rng.IntN(3) == 0 {
 						old, ok := x.Delete(k)
 						want, had := next[k]
@@ -158,6 +174,19 @@ func TestRandomAgainstMap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyFor gives keys of several shapes: short ones (shorter than the
+// 8-byte order prefix, some prefixes of others), and long ones sharing
+// their first 16 bytes, as generated IDs do.
+func keyFor(i int) string {
+	switch i % 3 {
+	case 0:
+		return fmt.Sprint(i / 3)
+	case 1:
+		return fmt.Sprintf("bench-c1m-small-%06d", i)
+	}
+	return fmt.Sprintf("%08x-%d", uint32(i)*2654435761, i)
 }
 
 func maps(m model) model {
@@ -291,5 +320,53 @@ func BenchmarkSet100Into100k(b *testing.B) {
 			x.Set(k, v)
 		}
 		tree = x.Commit()
+	}
+}
+
+// TestHashedTreeRefusesPrefixScans checks that a prefix scan of a hashed
+// tree, whose order is not the keys', panics instead of answering wrong.
+func TestHashedTreeRefusesPrefixScans(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic")
+		}
+	}()
+	NewHashed[int]().AscendPrefix("a", func(string, int) bool { return true })
+}
+
+// BenchmarkGet looks up random keys of a 100,000-key tree: UUID-like
+// keys, and keys sharing a 16-byte prefix in a key-ordered and a hashed
+// tree.
+func BenchmarkGet(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct {
+		name   string
+		key    func(i int) string
+		hashed bool
+	}{
+		{"uuid", func(int) string { return fmt.Sprintf("%08x-%04x-%016x", rng.Uint32(), rng.Uint32()>>16, rng.Uint64()) }, false},
+		{"shared-prefix", func(i int) string { return fmt.Sprintf("bench-c1m-small-%06d", i) }, false},
+		{"shared-prefix-hashed", func(i int) string { return fmt.Sprintf("bench-c1m-small-%06d", i) }, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			tree := New[int]()
+			if c.hashed {
+				tree = NewHashed[int]()
+			}
+			x := tree.Txn()
+			keys := make([]string, 100000)
+			for i := range keys {
+				keys[i] = c.key(i)
+				x.Set(keys[i], i)
+			}
+			tree = x.Commit()
+			rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if _, ok := tree.Get(keys[i%len(keys)]); !ok {
+					b.Fatal("missing")
+				}
+			}
+		})
 	}
 }
