@@ -234,6 +234,9 @@ func (h *httpAPI) parseQuery(w http.ResponseWriter, r *http.Request, q *structs.
 		// Best effort: a ResponseWriter that cannot move its deadline (a
 		// test recorder) keeps the server's.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(q.MaxQueryTime + blockingWriteSlack))
+		// A client that disconnects ends the wait (when this agent's
+		// server serves it) instead of leaving it to its timeout.
+		q.WithContext(r.Context())
 	}
 	return nil
 }

@@ -330,6 +330,12 @@ func TestHTTPQueryParams(t *testing.T) {
 				t.Fatalf("status %d: %s", rec.Code, rec.Body)
 			}
 			got := f.onlyCall(t, "Job.List").(*structs.JobListRequest).QueryOptions
+			// A blocking read carries the request's context, so that a
+			// client going away ends it.
+			if (got.Context() != nil) != (tc.want.MinQueryIndex > 0) {
+				t.Fatalf("context %v for index %d", got.Context(), tc.want.MinQueryIndex)
+			}
+			got.WithContext(nil)
 			if got != tc.want {
 				t.Fatalf("query options = %+v; want %+v", got, tc.want)
 			}

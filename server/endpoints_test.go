@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -291,6 +292,32 @@ func TestBlockingQueryWakesOnWrite(t *testing.T) {
 	}
 	if took := time.Since(start); took < 100*time.Millisecond || took > 2*time.Second {
 		t.Fatalf("timed-out query took %v", took)
+	}
+}
+
+// TestBlockingQueryEndsWithCaller checks that a blocking read whose
+// caller's context ends (an HTTP client that disconnected) returns then,
+// not at its wait time.
+func TestBlockingQueryEndsWithCaller(t *testing.T) {
+	s := devServer(t)
+	var list structs.JobListResponse
+	if err := s.RPC("Job.List", &structs.JobListRequest{}, &list); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	args := &structs.JobSpecificRequest{JobID: "never"}
+	args.MinQueryIndex = list.Index + 100
+	args.MaxQueryTime = time.Minute
+	args.WithContext(ctx)
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	var resp structs.SingleJobResponse
+	err := s.RPC("Job.GetJob", args, &resp)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the query ended %v after its caller's context", took)
 	}
 }
 

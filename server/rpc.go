@@ -237,7 +237,16 @@ func (s *Server) blockingRPC(opts *structs.QueryOptions, meta *structs.QueryMeta
 	if opts.MinQueryIndex == 0 {
 		index, err = fn(nil, s.fsm.State())
 	} else {
-		err = s.fsm.State().BlockingQuery(s.shutdownCtx, opts.MinQueryIndex, queryTimeout(opts), func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
+		ctx := s.shutdownCtx
+		if caller := opts.Context(); caller != nil {
+			// The caller (an HTTP request) may go away before the wait
+			// ends; so may the server.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(caller)
+			defer cancel()
+			defer context.AfterFunc(s.shutdownCtx, cancel)()
+		}
+		err = s.fsm.State().BlockingQuery(ctx, opts.MinQueryIndex, queryTimeout(opts), func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
 			idx, err := fn(ws, st)
 			index = idx // 0 and 1 compare alike with a MinQueryIndex >= 1
 			return idx, err

@@ -1,6 +1,9 @@
 package structs
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // QueryOptions is embedded in every read request.
 type QueryOptions struct {
@@ -17,7 +20,19 @@ type QueryOptions struct {
 	NextToken  string
 	// Forwarded is set on a request a follower passed to the leader.
 	Forwarded bool
+
+	// ctx, when set, ends a blocking read served in this process early
+	// (an HTTP client that went away). It never crosses the wire.
+	ctx context.Context
 }
+
+// WithContext makes ctx end the blocking read q describes when it is
+// served in this process (see Server.RPC); a request forwarded to another
+// server runs to its own timeout.
+func (q *QueryOptions) WithContext(ctx context.Context) { q.ctx = ctx }
+
+// Context returns the context set by WithContext, or nil.
+func (q *QueryOptions) Context() context.Context { return q.ctx }
 
 // RequestNamespace returns the namespace, defaulting to "default".
 func (q *QueryOptions) RequestNamespace() string {
