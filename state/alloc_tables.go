@@ -12,15 +12,16 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// Allocations are not memdb rows. They live in two persistent B-trees
+// Allocations are not memdb rows. They live in persistent B-trees
 // (internal/ptree), held together in the one row of the allocs table:
 //
 //   - byID: every allocation by ID;
 //   - byJob: one key per allocation, namespace NUL job ID NUL allocation
-//     ID, so that a prefix scan lists a job's allocations by ID.
+//     ID, so that a prefix scan lists a job's allocations by ID;
+//   - byNode: the per-node rows (node_allocs.go), hashed by node ID.
 //
-// Reads by node start from the node's row in node_allocs, which lists the
-// node's allocation IDs (node_allocs.go).
+// Reads by node start from the node's row, which lists the node's
+// allocation IDs.
 //
 // Why not memdb tables: a memdb insert copies the radix path to the key,
 // with a new watch channel per copied node, tracks every replaced channel
@@ -28,7 +29,9 @@ import (
 // c1m-small scale (100,000 allocations, 100 written per plan, on three
 // servers) that was most of the FSM's time and of the garbage. A ptree
 // write copies each B-tree node on its path once per transaction and
-// makes no channel: it costs about a quarter of the memdb insert.
+// makes no channel: 100 inserts into 100,000 keys take about 200 us,
+// against 700-800 us in iradix with mutation tracking on (measured once,
+// with BenchmarkSet100Into100k and the same loop over iradix).
 //
 // Since the trees are a memdb row, a memdb read transaction sees the
 // allocations of exactly its own state, and a write transaction commits
