@@ -201,9 +201,21 @@ func (w *writeTxn) eachAlloc(namespace, jobID string, fn func(*structs.Allocatio
 	if err != nil {
 		return err
 	}
+	return eachJobAlloc(aw.byJob, aw.byID, namespace, jobID, fn)
+}
+
+// eachJobAlloc calls fn with each of the job's allocations, by its keys
+// in byJob and their rows in byID (of a Tree or a Txn), in ID order,
+// until fn returns false.
+func eachJobAlloc(byJob interface {
+	AscendPrefix(string, func(string, struct{}) bool)
+}, byID interface {
+	Get(string) (*structs.Allocation, bool)
+}, namespace, jobID string, fn func(*structs.Allocation) bool) error {
+	var err error
 	prefix := jobPrefix(namespace, jobID)
-	aw.byJob.AscendPrefix(prefix, func(k string, _ struct{}) bool {
-		a, ok := aw.byID.Get(k[len(prefix):])
+	byJob.AscendPrefix(prefix, func(k string, _ struct{}) bool {
+		a, ok := byID.Get(k[len(prefix):])
 		if !ok {
 			err = fmt.Errorf("state: alloc %q listed by job without its row", k[len(prefix):])
 			return false
@@ -238,14 +250,7 @@ func (s *StateStore) ClientAllocIndexes(nodeID string) (map[string]uint64, error
 // all), sorted by ID.
 func allocsByJobTxn(t *allocTables, keep func(*structs.Allocation) bool, namespace, jobID string) ([]*structs.Allocation, error) {
 	var out []*structs.Allocation
-	var err error
-	prefix := jobPrefix(namespace, jobID)
-	t.byJob.AscendPrefix(prefix, func(k string, _ struct{}) bool {
-		a, ok := t.byID.Get(k[len(prefix):])
-		if !ok {
-			err = fmt.Errorf("state: alloc %q listed by job without its row", k[len(prefix):])
-			return false
-		}
+	err := eachJobAlloc(t.byJob, t.byID, namespace, jobID, func(a *structs.Allocation) bool {
 		if keep == nil || keep(a) {
 			out = append(out, a)
 		}

@@ -101,6 +101,11 @@ func (n *node[V]) leaf() bool { return n.kids == nil }
 // Tree is an immutable map from string keys to V, in key order. The zero
 // value is an empty tree as New makes it.
 type Tree[V any] struct {
+	view[V]
+}
+
+// view holds what a Tree and a Txn read.
+type view[V any] struct {
 	root   *node[V]
 	n      int
 	hashed bool
@@ -111,63 +116,50 @@ func New[V any]() *Tree[V] { return &Tree[V]{} }
 
 // NewHashed returns an empty tree in hash order (see the package
 // comment): quick lookups whatever the keys share, no prefix scans.
-func NewHashed[V any]() *Tree[V] { return &Tree[V]{hashed: true} }
+func NewHashed[V any]() *Tree[V] { return &Tree[V]{view[V]{hashed: true}} }
 
 // Len returns the number of keys.
-func (t *Tree[V]) Len() int { return t.n }
+func (t *view[V]) Len() int { return t.n }
 
 // Get returns the value of key and whether it is present.
-func (t *Tree[V]) Get(key string) (V, bool) { return get(t.root, keyOf(key, t.hashed)) }
+func (t *view[V]) Get(key string) (V, bool) { return get(t.root, keyOf(key, t.hashed)) }
 
 // Ascend calls fn with each key at or after from, in the tree's order,
 // until fn returns false. On a hashed tree only Ascend("", fn), which
-// visits every key, is meaningful.
-func (t *Tree[V]) Ascend(from string, fn func(key string, v V) bool) {
+// visits every key, is meaningful. On a Txn, fn must not write to it.
+func (t *view[V]) Ascend(from string, fn func(key string, v V) bool) {
 	ascend(t.root, fromKey(from, t.hashed), fn)
 }
 
 // AscendPrefix calls fn with each key that starts with prefix, in order,
-// until fn returns false. It panics on a hashed tree.
-func (t *Tree[V]) AscendPrefix(prefix string, fn func(key string, v V) bool) {
-	ascendPrefix(t.root, prefix, t.hashed, fn)
+// until fn returns false. It panics on a hashed tree. On a Txn, fn must
+// not write to it.
+func (t *view[V]) AscendPrefix(prefix string, fn func(key string, v V) bool) {
+	if t.hashed {
+		panic("ptree: prefix scan of a hashed tree")
+	}
+	ascend(t.root, keyOf(prefix, false), func(k string, v V) bool {
+		return strings.HasPrefix(k, prefix) && fn(k, v)
+	})
 }
 
 // Txn starts a write transaction from t. t does not change.
 func (t *Tree[V]) Txn() *Txn[V] {
-	return &Txn[V]{root: t.root, n: t.n, hashed: t.hashed, owner: new(token)}
+	return &Txn[V]{view: t.view, owner: new(token)}
 }
 
-// Txn is a write transaction. It is not safe for concurrent use.
+// Txn is a write transaction: the reads of a Tree (Len, Get, Ascend,
+// AscendPrefix) see its writes. It is not safe for concurrent use.
 type Txn[V any] struct {
-	root   *node[V]
-	n      int
-	hashed bool
-	owner  *token
-}
-
-// Len returns the number of keys the transaction holds.
-func (x *Txn[V]) Len() int { return x.n }
-
-// Get returns the value of key as the transaction holds it.
-func (x *Txn[V]) Get(key string) (V, bool) { return get(x.root, keyOf(key, x.hashed)) }
-
-// Ascend is Tree.Ascend over the transaction's keys. fn must not write
-// to the transaction.
-func (x *Txn[V]) Ascend(from string, fn func(key string, v V) bool) {
-	ascend(x.root, fromKey(from, x.hashed), fn)
-}
-
-// AscendPrefix is Tree.AscendPrefix over the transaction's keys. fn must
-// not write to the transaction.
-func (x *Txn[V]) AscendPrefix(prefix string, fn func(key string, v V) bool) {
-	ascendPrefix(x.root, prefix, x.hashed, fn)
+	view[V]
+	owner *token
 }
 
 // Commit returns a Tree with the transaction's keys. The transaction
 // must not be used afterwards: the Tree shares its nodes.
 func (x *Txn[V]) Commit() *Tree[V] {
-	t := &Tree[V]{root: x.root, n: x.n, hashed: x.hashed}
-	x.root, x.n, x.owner = nil, 0, nil
+	t := &Tree[V]{view: x.view}
+	x.view, x.owner = view[V]{}, nil
 	return t
 }
 
@@ -367,15 +359,6 @@ func ascend[V any](n *node[V], from skey, fn func(string, V) bool) bool {
 		}
 	}
 	return true
-}
-
-func ascendPrefix[V any](n *node[V], prefix string, hashed bool, fn func(string, V) bool) {
-	if hashed {
-		panic("ptree: prefix scan of a hashed tree")
-	}
-	ascend(n, keyOf(prefix, false), func(k string, v V) bool {
-		return strings.HasPrefix(k, prefix) && fn(k, v)
-	})
 }
 
 // searchEntries returns the position of key in the sorted entries, or
