@@ -86,9 +86,7 @@ func checkAllocTables(t *rapid.T, s *StateStore, when string) {
 // TestAllocWritesKeepNodeRows walks one allocation through every kind of
 // write and checks the node rows and the byJob tree after each.
 func TestAllocWritesKeepNodeRows(t *testing.T) {
-	s := testStore(t)
-	job := mock.Job()
-	must(t, s.UpsertJob(1, job, nil))
+	s, job := storeWithJob(t)
 	n1, n2 := mock.Node(), mock.Node()
 	a := mock.Alloc(job, n1)
 	a.Job = nil
@@ -217,9 +215,7 @@ func TestAllocReadsWake(t *testing.T) {
 	for name, read := range reads {
 		for _, ch := range changes {
 			t.Run(name+" "+ch.name, func(t *testing.T) {
-				s := testStore(t)
-				job := mock.Job()
-				must(t, s.UpsertJob(1, job, nil))
+				s, job := storeWithJob(t)
 				node := mock.Node()
 				eval := mock.EvalFor(job)
 				must(t, s.UpsertEvals(2, []*structs.Evaluation{eval}))
@@ -265,9 +261,7 @@ func TestAllocReadsWake(t *testing.T) {
 // fast as the writer can make them: a wake lost between a read and its
 // registration would leave a reader waiting out its timeout.
 func TestAllocWatchesLoseNoWake(t *testing.T) {
-	s := testStore(t)
-	job := mock.Job()
-	must(t, s.UpsertJob(1, job, nil))
+	s, job := storeWithJob(t)
 	a := mock.Alloc(job, mock.Node())
 	must(t, s.UpsertAllocs(2, []*structs.Allocation{a}))
 	const last = 2 + 300
@@ -349,9 +343,7 @@ func TestAllocWatchesOverflow(t *testing.T) {
 // TestAllocReadsWithoutWatchSet checks that reads with a nil watch set
 // work, on the store and on a snapshot.
 func TestAllocReadsWithoutWatchSet(t *testing.T) {
-	s := testStore(t)
-	job := mock.Job()
-	must(t, s.UpsertJob(1, job, nil))
+	s, job := storeWithJob(t)
 	node := mock.Node()
 	allocs := planFor(job, []*structs.Node{node}, 64)
 	must(t, s.UpsertPlanResults(2, &structs.ApplyPlanResultsRequest{AllocsUpdated: allocs}))
@@ -409,11 +401,7 @@ func BenchmarkAllocsByNode(b *testing.B) {
 // its cached allocations row) see its own writes and none of the live
 // store's made after it was taken, and the other way round.
 func TestSnapshotAllocsIsolated(t *testing.T) {
-	s := testStore(t)
-	job := mock.Job()
-	must(t, s.UpsertJob(1, job, nil))
-	node := mock.Node()
-	must(t, s.UpsertNode(2, node, nil))
+	s, job, node := storeWithJobAndNode(t)
 	snap, err := s.Snapshot()
 	must(t, err)
 	live := planFor(job, []*structs.Node{node}, 1)[0]

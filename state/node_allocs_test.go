@@ -14,11 +14,7 @@ import (
 )
 
 func TestNodeUsage(t *testing.T) {
-	s := testStore(t)
-	job := mock.Job()
-	must(t, s.UpsertJob(1, job, nil))
-	node := mock.Node()
-	must(t, s.UpsertNode(2, node, nil))
+	s, job, node := storeWithJobAndNode(t)
 
 	sized := func(cpu, mem, disk int64) *structs.Allocation {
 		a := mock.Alloc(job, node)
@@ -94,6 +90,25 @@ func TestNodeUsage(t *testing.T) {
 type fataler interface {
 	Helper()
 	Fatalf(format string, args ...any)
+}
+
+// storeWithJob returns a store holding one mock job, written at index 1.
+func storeWithJob(t *testing.T) (*StateStore, *structs.Job) {
+	t.Helper()
+	s := testStore(t)
+	job := mock.Job()
+	must(t, s.UpsertJob(1, job, nil))
+	return s, job
+}
+
+// storeWithJobAndNode is storeWithJob plus one mock node, registered at
+// index 2.
+func storeWithJobAndNode(t *testing.T) (*StateStore, *structs.Job, *structs.Node) {
+	t.Helper()
+	s, job := storeWithJob(t)
+	node := mock.Node()
+	must(t, s.UpsertNode(2, node, nil))
+	return s, job, node
 }
 
 func ok(t fataler, err error) {
@@ -450,9 +465,7 @@ func restoreCopy(t *rapid.T, s *StateStore) *StateStore {
 }
 
 func TestLookupAlloc(t *testing.T) {
-	s := testStore(t)
-	job := mock.Job()
-	must(t, s.UpsertJob(1, job, nil))
+	s, job := storeWithJob(t)
 	a := mock.Alloc(job, mock.Node())
 	must(t, s.UpsertAllocs(2, []*structs.Allocation{a}))
 	for _, tc := range []struct {
@@ -486,9 +499,7 @@ func fired(ws memdb.WatchSet) bool {
 // the write fires: only server-side changes (and collections of the
 // allocation holding the maximum) do.
 func TestNodeAllocIndex(t *testing.T) {
-	s := testStore(t)
-	job := mock.Job()
-	must(t, s.UpsertJob(1, job, nil))
+	s, job := storeWithJob(t)
 	node, other := mock.Node(), mock.Node()
 	must(t, s.UpsertNode(2, node, nil))
 	must(t, s.UpsertNode(3, other, nil))
@@ -642,11 +653,7 @@ func TestNodeAllocIndex(t *testing.T) {
 // node row, which the snapshot shares, and that the live store's own
 // write to that row then wakes it once.
 func TestNodeRowWatchIgnoresSnapshotWrites(t *testing.T) {
-	s := testStore(t)
-	job := mock.Job()
-	must(t, s.UpsertJob(1, job, nil))
-	node := mock.Node()
-	must(t, s.UpsertNode(2, node, nil))
+	s, job, node := storeWithJobAndNode(t)
 	ws := memdb.NewWatchSet()
 	if _, err := s.NodeAllocIndex(ws, node.ID); err != nil {
 		t.Fatal(err)
