@@ -228,7 +228,7 @@ func eachJobAlloc(byJob interface {
 // ClientAllocIndexes returns the AllocModifyIndex of every allocation on
 // the node, by allocation ID, read from the node's row alone: what a
 // client's watch (Node.GetClientAllocs) answers. It does not watch; the
-// watch waits on the node's node_allocs row.
+// watch waits on the node's allocation row.
 func (s *StateStore) ClientAllocIndexes(nodeID string) (map[string]uint64, error) {
 	t, _, err := s.tables(nil)
 	if err != nil {
@@ -260,7 +260,7 @@ func allocsByJobTxn(t *allocTables, keep func(*structs.Allocation) bool, namespa
 }
 
 // allocsByNodeTxn returns the node's allocations, sorted by ID, from its
-// node_allocs row.
+// allocation row.
 func allocsByNodeTxn(txn *memdb.Txn, nodeID string) ([]*structs.Allocation, error) {
 	t, _, err := allocTablesOf(txn)
 	if err != nil {

@@ -10,17 +10,16 @@ import (
 
 // Reads of the client's hot path. Thousands of clients each hold a
 // blocking Node.GetClientAllocs, which re-runs on every change to its node
-// or the node's row in node_allocs, and carries what changed or leaves it
+// or the node's allocation row, and carries what changed or leaves it
 // to Alloc.GetAllocs. The reads here serve those two: each pass is one
-// memdb read transaction, and its lookups hand memdb keys built once
-// (keyArg), so that a lookup allocates neither its key nor an interface
+// memdb read transaction, and its node lookup hands memdb a key built
+// once (keyArg), so that it allocates neither its key nor an interface
 // for its argument.
 
 // keyArg is an index key built by the caller (the value, NUL-terminated,
 // as the indexer would build it), passed to memdb as a lookup argument by
-// pointer. The indexers of single string fields (fieldIndex, and so
-// allocIDIndex) return its bytes as they are; memdb only reads them during
-// the lookup.
+// pointer. The indexers of single string fields (fieldIndex) return its
+// bytes as they are; memdb only reads them during the lookup.
 type keyArg struct {
 	b []byte
 }
@@ -40,7 +39,7 @@ type NodeKey struct {
 	id   string
 	key  keyArg
 	args [1]any // &key, boxed once
-	// row is the node's node_allocs row as the last ClientNode read it,
+	// row is the node's allocation row as the last ClientNode read it,
 	// on store readOf, until Release (nil: the node has none).
 	row    *nodeAllocs
 	read   bool
@@ -82,7 +81,7 @@ func (k *NodeKey) ID() string { return k.id }
 
 // ClientNode returns the node k names and its allocation index (see
 // NodeAllocIndex), read in one transaction, and adds to ws the watches of
-// the node's row and of its node_allocs row: the same result and watches
+// the node's row and of its allocation row: the same result and watches
 // as NodeByID followed by NodeAllocIndex. A missing node is a not-found
 // error, as from NodeByID, and adds the watch of the node lookup only. k
 // keeps the node's row, for ClientAllocIndexesOf (until Release).
@@ -159,7 +158,7 @@ func (s *StateStore) ClientAllocsChanged(k *NodeKey, above uint64, limit int, ou
 		n++
 		if t == nil {
 			var err error
-			if t, _, err = allocTablesOf(s.db.Txn(false)); err != nil {
+			if t, _, err = s.tables(nil); err != nil {
 				return out, err
 			}
 		}
@@ -187,7 +186,7 @@ func (s *StateStore) AllocsByIDs(ws memdb.WatchSet, ids []string, out []*structs
 		}
 		precise = s.watchAllocKeys(ws, keys...)
 	}
-	t, ch, err := allocTablesOf(s.db.Txn(false))
+	t, ch, err := s.tables(ws)
 	if err != nil {
 		return out, 0, err
 	}

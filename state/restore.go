@@ -15,7 +15,7 @@ import (
 type StateRestore struct {
 	txn   *memdb.Txn
 	nodes nodeAllocsRestore // per-node rows derived from the loaded nodes and allocations
-	// The allocations' trees (alloc_tables.go), started on the first.
+	// The allocations' trees (alloc_tables.go).
 	byID  *ptree.Txn[*structs.Allocation]
 	byJob *ptree.Txn[struct{}]
 }
@@ -23,17 +23,14 @@ type StateRestore struct {
 // Restore opens a bulk load. Use it only on a fresh store that nobody reads
 // yet.
 func (s *StateStore) Restore() *StateRestore {
-	return &StateRestore{txn: s.db.Txn(true), nodes: nodeAllocsRestore{}}
+	return &StateRestore{txn: s.db.Txn(true), nodes: nodeAllocsRestore{},
+		byID: emptyAllocTables.byID.Txn(), byJob: emptyAllocTables.byJob.Txn()}
 }
 
 // Commit writes the allocations and the per-node rows (usage, allocation
 // index) derived from the loaded nodes and allocations, and makes
 // everything visible.
 func (r *StateRestore) Commit() {
-	if r.byID == nil {
-		r.byID = emptyAllocTables.byID.Txn()
-		r.byJob = emptyAllocTables.byJob.Txn()
-	}
 	byNode := emptyAllocTables.byNode.Txn()
 	r.nodes.insert(byNode)
 	if err := r.txn.Insert(TableAllocs, &allocTables{byID: r.byID.Commit(), byJob: r.byJob.Commit(), byNode: byNode.Commit()}); err != nil {
@@ -80,10 +77,6 @@ func (r *StateRestore) EvalRestore(e *structs.Evaluation) error { return r.inser
 func (r *StateRestore) AllocRestore(a *structs.Allocation) error {
 	if a.ID == "" {
 		return fmt.Errorf("state: restoring an allocation without an ID")
-	}
-	if r.byID == nil {
-		r.byID = emptyAllocTables.byID.Txn()
-		r.byJob = emptyAllocTables.byJob.Txn()
 	}
 	if _, dup := r.byID.Set(a.ID, a); dup {
 		return fmt.Errorf("state: restoring allocation %q twice", a.ID)
