@@ -259,13 +259,9 @@ func allocsByJobTxn(t *allocTables, keep func(*structs.Allocation) bool, namespa
 	return out, err
 }
 
-// allocsByNodeTxn returns the node's allocations, sorted by ID, from its
-// allocation row.
-func allocsByNodeTxn(txn *memdb.Txn, nodeID string) ([]*structs.Allocation, error) {
-	t, _, err := allocTablesOf(txn)
-	if err != nil {
-		return nil, err
-	}
+// allocsByNode returns the node's allocations, sorted by ID, from its
+// row.
+func allocsByNode(t *allocTables, nodeID string) ([]*structs.Allocation, error) {
 	row, ok := t.byNode.Get(nodeID)
 	if !ok {
 		return nil, nil

@@ -459,14 +459,15 @@ func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]
 // AllocsByNode returns the node's allocations, sorted by ID. ws wakes
 // when one is added, removed or changed.
 func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
-	if !s.watchAllocKeys(ws, nodeWatchKey(nodeID)) && ws != nil {
-		_, ch, err := allocTablesOf(s.db.Txn(false))
-		if err != nil {
-			return nil, err
-		}
-		ws.Add(ch) // before the read: a later state only wakes it early
+	precise := s.watchAllocKeys(ws, nodeWatchKey(nodeID))
+	t, ch, err := s.tables(ws)
+	if err != nil {
+		return nil, err
 	}
-	return allocsByNodeTxn(s.db.Txn(false), nodeID)
+	if !precise {
+		ws.Add(ch)
+	}
+	return allocsByNode(t, nodeID)
 }
 
 // AllocsByEval returns the allocations whose EvalID is the evaluation's,
@@ -490,7 +491,7 @@ func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.
 	// first.
 	namespace := defaultNamespace(eval.Namespace)
 	precise := s.watchAllocKeys(ws, jobWatchKey(namespace, eval.JobID))
-	t, ch, err := allocTablesOf(s.db.Txn(false))
+	t, ch, err := s.tables(ws)
 	if err != nil {
 		return nil, err
 	}
