@@ -63,6 +63,9 @@ type Result struct {
 	LoadStart string  `json:"loadavg_start"`
 	LoadEnd   string  `json:"loadavg_end"`
 	Machine   Machine `json:"machine"`
+	// CalibrationMS is the reference loop's time just before the run
+	// (calibrate.go): the machine's speed at the time, lower is faster.
+	CalibrationMS float64 `json:"calibration_ms,omitempty"`
 
 	Targets Targets  `json:"-"`
 	Misses  []string `json:"misses,omitempty"`
@@ -250,6 +253,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	row("Window", fmtSeconds(r.WindowSeconds))
 	row("Raft data", fmtBytes(r.RaftBytes))
 	row("Load average", fmt.Sprintf("%s at start, %s at end", orDash(r.LoadStart), orDash(r.LoadEnd)))
+	if r.CalibrationMS > 0 {
+		row("Reference loop", fmt.Sprintf("%.1f ms before the run (best of %d; the machine's speed, lower is faster)", r.CalibrationMS, calibrationRounds))
+	}
 	row("Machine", fmt.Sprintf("%d x %s, %s MiB, %s, %s", r.Machine.CPUs, orDash(r.Machine.CPUModel),
 		fmtCount(float64(r.Machine.MemoryMB)), r.Machine.OS, r.Machine.Go))
 	if err := tw.Flush(); err != nil {

@@ -223,6 +223,7 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		pids = append(pids, s.PID)
 	}
 	pids = append(pids, os.Getpid())
+	r.res.CalibrationMS = float64(calibrate()) / float64(time.Millisecond)
 	r.res.LoadStart = loadAvg()
 	r.res.Started = time.Now()
 	watch := startProcWatch(pids, defaultSampleEvery)

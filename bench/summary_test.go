@@ -10,7 +10,7 @@ import (
 
 func TestSummarizeRuns(t *testing.T) {
 	run := func(scenario string, placed, p99, cpu float64, rss int64, missed bool) *Result {
-		r := &Result{Scenario: scenario, PlacedSeconds: placed, RunningSeconds: placed + 0.5,
+		r := &Result{Scenario: scenario, PlacedSeconds: placed, RunningSeconds: placed + 0.5, CalibrationMS: placed * 10,
 			EvalLatency: Latency{Count: 10, P99: p99},
 			Servers:     []ServerResult{{PID: 1, Leader: true, CPUSeconds: cpu / 2, PeakRSSBytes: rss}, {PID: 2, CPUSeconds: cpu / 4}},
 			Self:        ServerResult{CPUSeconds: cpu / 4}}
@@ -33,7 +33,7 @@ func TestSummarizeRuns(t *testing.T) {
 	n := rows[0]
 	if n.Runs != 3 || n.Misses != 2 || n.Placed != (Spread{N: 3, Min: 12, Median: 13, Max: 15}) ||
 		n.CPU != (Spread{N: 3, Min: 22, Median: 24, Max: 28}) || n.LeaderRSS.Max != float64(1000<<20) ||
-		n.Running.Median != 13.5 || n.EvalP99.Min != 11 {
+		n.Running.Median != 13.5 || n.EvalP99.Min != 11 || n.Calibration != (Spread{N: 3, Min: 120, Median: 130, Max: 150}) {
 		t.Fatalf("new c1m-small: %+v", n)
 	}
 	if o := rows[1]; o.Placed.Median != 17 || o.Placed.N != 2 {
@@ -43,7 +43,8 @@ func TestSummarizeRuns(t *testing.T) {
 	if err := WriteSummary(&out, rows); err != nil {
 		t.Fatal(err)
 	}
-	if s := out.String(); !strings.Contains(s, "13.00 s (12.00-15.00 s)") || !strings.Contains(s, "200 ms") {
+	if s := out.String(); !strings.Contains(s, "13.00 s (12.00-15.00 s)") || !strings.Contains(s, "200 ms") ||
+		!strings.Contains(s, "130.0 ms (120.0-150.0 ms)") {
 		t.Fatalf("summary:\n%s", s)
 	}
 }
