@@ -2,7 +2,6 @@ package state
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -41,10 +40,8 @@ type NodeKey struct {
 	key  keyArg
 	args [1]any // &key, boxed once
 	// row is the node's allocation row as the last ClientNode read it,
-	// on store readOf, until Release (nil: the node has none), and tables
-	// the allocations of the state it was read from.
+	// on store readOf, until Release (nil: the node has none).
 	row    *nodeAllocs
-	tables *allocTables
 	read   bool
 	readOf *StateStore
 	// missingAt is the latest index of the state in which the last
@@ -69,7 +66,7 @@ func (k *NodeKey) Reset(nodeID string) {
 // Release drops what k holds of the store (the last ClientNode's
 // transaction pins that state's tree): call it before pooling k.
 func (k *NodeKey) Release() {
-	k.row, k.tables, k.read, k.readOf, k.missingAt = nil, nil, false, nil, 0
+	k.row, k.read, k.readOf, k.missingAt = nil, false, nil, 0
 }
 
 // MissingAt returns the latest index of the state in which the last
@@ -90,7 +87,7 @@ func (k *NodeKey) ID() string { return k.id }
 // keeps the node's row, for ClientAllocIndexesOf (until Release).
 func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, uint64, error) {
 	txn := s.db.Txn(false)
-	k.row, k.tables, k.read, k.readOf, k.missingAt = nil, nil, false, s, 0
+	k.row, k.read, k.readOf, k.missingAt = nil, false, s, 0
 	node, err := firstTxn[structs.Node](txn, ws, TableNodes, "node", k.id, k.args[:]...)
 	if err != nil {
 		if errors.Is(err, structs.ErrNotFound) {
@@ -102,13 +99,12 @@ func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, u
 		}
 		return nil, 0, err
 	}
-	t, tablesCh, err := allocTablesOf(txn)
+	row, watchCh, err := nodeRowOf(txn, k.id)
 	if err != nil {
 		return nil, 0, err
 	}
-	row, watchCh := nodeRowIn(t, tablesCh, k.id)
 	ws.Add(watchCh)
-	k.tables, k.read = t, true
+	k.read = true
 	if row == nil {
 		return node, 0, nil
 	}
@@ -125,12 +121,11 @@ func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, u
 func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (map[string]uint64, uint64, error) {
 	row := k.row
 	if latest || !k.read || k.readOf != s {
-		t, ch, err := s.tables(nil)
-		if err != nil {
+		var err error
+		if row, _, err = nodeRowOf(s.db.Txn(false), k.id); err != nil {
 			return nil, 0, err
 		}
-		row, _ = nodeRowIn(t, ch, k.id)
-		k.row, k.tables, k.read, k.readOf = row, t, true, s
+		k.row, k.read, k.readOf = row, true, s
 	}
 	if row == nil {
 		return map[string]uint64{}, 0, nil
@@ -144,12 +139,14 @@ func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (map[string]u
 
 // ClientAllocsChanged appends to out up to limit of the allocations the
 // last ClientAllocIndexesOf of k listed with an AllocModifyIndex above
-// above, in ID order, as the state that listing was read from holds them.
-// It does not watch.
+// above, in ID order, read from the store as it is now (the same state or
+// a later one: an allocation collected since is left out, one changed
+// since is as it is now). It does not watch.
 func (s *StateStore) ClientAllocsChanged(k *NodeKey, above uint64, limit int, out []*structs.Allocation) ([]*structs.Allocation, error) {
 	if k.row == nil || limit <= 0 {
 		return out, nil
 	}
+	var t *allocTables
 	n := 0
 	for _, r := range k.row.Allocs {
 		if r.AllocModifyIndex <= above {
@@ -159,11 +156,15 @@ func (s *StateStore) ClientAllocsChanged(k *NodeKey, above uint64, limit int, ou
 			break
 		}
 		n++
-		a, ok := k.tables.byID.Get(r.ID)
-		if !ok {
-			return out, fmt.Errorf("state: alloc %q listed on node %q without its row", r.ID, k.id)
+		if t == nil {
+			var err error
+			if t, _, err = s.tables(nil); err != nil {
+				return out, err
+			}
 		}
-		out = append(out, a)
+		if a, ok := t.byID.Get(r.ID); ok {
+			out = append(out, a)
+		}
 	}
 	return out, nil
 }
