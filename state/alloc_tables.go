@@ -391,15 +391,22 @@ func (w *allocWatches) fire(changes []allocChange) {
 	w.n.Store(int64(len(w.chans)))
 }
 
-// watchAllocKeys registers keys with the store's allocation watches, for
-// a read with watch set ws that is about to start. A store without them
-// (a snapshot: nothing blocks on one) or a read without a watch set
-// registers nothing; the read then adds the allocations row's channel
-// itself (coarse) when ws is set.
-func (s *StateStore) watchAllocKeys(ws memdb.WatchSet, keys ...string) bool {
-	if ws == nil || s.allocWatches == nil {
-		return false
+// watchedTables returns the allocations for a read with watch set ws
+// (nil: none) of what keys name. On the live store it registers keys with
+// the allocation watches first (see the top of this file); a snapshot,
+// which nothing blocks on, has none, and ws gets the allocations row's
+// channel instead (coarse).
+func (s *StateStore) watchedTables(ws memdb.WatchSet, keys ...string) (*allocTables, error) {
+	precise := ws != nil && s.allocWatches != nil
+	if precise {
+		s.allocWatches.watch(ws, keys...)
 	}
-	s.allocWatches.watch(ws, keys...)
-	return true
+	t, ch, err := s.tables(ws)
+	if err != nil {
+		return nil, err
+	}
+	if !precise {
+		ws.Add(ch)
+	}
+	return t, nil
 }

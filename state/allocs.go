@@ -408,13 +408,9 @@ func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocatio
 // none. Unlike AllocByID a miss builds no error, for callers that probe
 // many IDs of which most are new (the plan applier).
 func (s *StateStore) LookupAlloc(ws memdb.WatchSet, id string) (*structs.Allocation, bool, error) {
-	precise := s.watchAllocKeys(ws, allocWatchKey(id))
-	t, ch, err := s.tables(ws)
+	t, err := s.watchedTables(ws, allocWatchKey(id))
 	if err != nil {
 		return nil, false, err
-	}
-	if !precise {
-		ws.Add(ch)
 	}
 	a, ok := t.byID.Get(id)
 	return a, ok, nil
@@ -445,13 +441,9 @@ func (s *StateStore) AllocsByIDPrefix(ws memdb.WatchSet, prefix string) ([]*stru
 // one is added, removed or changed.
 func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Allocation, error) {
 	namespace = defaultNamespace(namespace)
-	precise := s.watchAllocKeys(ws, jobWatchKey(namespace, jobID))
-	t, ch, err := s.tables(ws)
+	t, err := s.watchedTables(ws, jobWatchKey(namespace, jobID))
 	if err != nil {
 		return nil, err
-	}
-	if !precise {
-		ws.Add(ch)
 	}
 	return allocsByJobTxn(t, nil, namespace, jobID)
 }
@@ -459,13 +451,9 @@ func (s *StateStore) AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]
 // AllocsByNode returns the node's allocations, sorted by ID. ws wakes
 // when one is added, removed or changed.
 func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
-	precise := s.watchAllocKeys(ws, nodeWatchKey(nodeID))
-	t, ch, err := s.tables(ws)
+	t, err := s.watchedTables(ws, nodeWatchKey(nodeID))
 	if err != nil {
 		return nil, err
-	}
-	if !precise {
-		ws.Add(ch)
 	}
 	return allocsByNode(t, nodeID)
 }
@@ -490,13 +478,9 @@ func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.
 	// from a later state than the evaluation: the watch is registered
 	// first.
 	namespace := defaultNamespace(eval.Namespace)
-	precise := s.watchAllocKeys(ws, jobWatchKey(namespace, eval.JobID))
-	t, ch, err := s.tables(ws)
+	t, err := s.watchedTables(ws, jobWatchKey(namespace, eval.JobID))
 	if err != nil {
 		return nil, err
-	}
-	if !precise {
-		ws.Add(ch)
 	}
 	return allocsByJobTxn(t, func(a *structs.Allocation) bool { return a.EvalID == evalID }, namespace, eval.JobID)
 }

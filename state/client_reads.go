@@ -178,20 +178,16 @@ func (s *StateStore) AllocsByIDs(ws memdb.WatchSet, ids []string, out []*structs
 	if len(ids) == 0 {
 		return out, 0, nil
 	}
-	precise := false
-	if ws != nil && s.allocWatches != nil {
-		keys := make([]string, len(ids))
+	var keys []string
+	if ws != nil {
+		keys = make([]string, len(ids))
 		for i, id := range ids {
 			keys[i] = allocWatchKey(id)
 		}
-		precise = s.watchAllocKeys(ws, keys...)
 	}
-	t, ch, err := s.tables(ws)
+	t, err := s.watchedTables(ws, keys...)
 	if err != nil {
 		return out, 0, err
-	}
-	if !precise {
-		ws.Add(ch)
 	}
 	var high uint64
 	for _, id := range ids {
