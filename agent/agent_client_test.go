@@ -86,7 +86,7 @@ func TestDevAgentRunsRawExecBatchJob(t *testing.T) {
 	if alloc.NodeID != c.NodeID() {
 		t.Fatalf("placed on %s, want %s", alloc.NodeID, c.NodeID())
 	}
-	ts := alloc.TaskStates["t"]
+	ts := alloc.TaskStates.MustMap()["t"]
 	if ts == nil || ts.State != structs.TaskStateDead || ts.Failed {
 		t.Fatalf("task state %+v", ts)
 	}
@@ -137,7 +137,7 @@ func TestDevAgentStopsServiceJob(t *testing.T) {
 		a := allocOf()
 		return a != nil && a.ClientStatus == structs.AllocClientStatusComplete
 	})
-	ts := allocOf().TaskStates["t"]
+	ts := allocOf().TaskStates.MustMap()["t"]
 	if last := ts.Events[len(ts.Events)-1]; last.Type != structs.TaskKilled {
 		t.Fatalf("last event %s", last.Type)
 	}
@@ -202,7 +202,7 @@ func TestClientOnlyAgentOverTCP(t *testing.T) {
 		t.Fatalf("placed on %s", alloc.NodeID)
 	}
 	var exit *structs.TaskEvent
-	for _, e := range alloc.TaskStates["t"].Events {
+	for _, e := range alloc.TaskStates.MustMap()["t"].Events {
 		if e.Type == structs.TaskTerminated {
 			exit = e
 		}

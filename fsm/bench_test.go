@@ -225,8 +225,8 @@ func BenchmarkApplyAllocClientUpdate(b *testing.B) {
 		for j := range upd {
 			a := allocs[(i*1000+j)%len(allocs)]
 			upd[j] = &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning, ModifyTime: int64(i + 1),
-				TaskStates: map[string]*structs.TaskState{"web": {State: structs.TaskStateRunning,
-					Events: []*structs.TaskEvent{{Type: structs.TaskReceived, Time: 1}, {Type: structs.TaskStarted, Time: 2}}}}}
+				TaskStates: structs.NewTaskStates(map[string]*structs.TaskState{"web": {State: structs.TaskStateRunning,
+					Events: []*structs.TaskEvent{{Type: structs.TaskReceived, Time: 1}, {Type: structs.TaskStarted, Time: 2}}}})}
 		}
 		buf, err := structs.Encode(structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Alloc: upd})
 		must(b, err)
@@ -280,8 +280,8 @@ func BenchmarkApplyC1MShape(b *testing.B) {
 			for j := range upd {
 				a := allocs[i+j]
 				upd[j] = &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning, ModifyTime: 2,
-					TaskStates: map[string]*structs.TaskState{"web": {State: structs.TaskStateRunning,
-						Events: []*structs.TaskEvent{{Type: structs.TaskReceived, Time: 1}, {Type: structs.TaskStarted, Time: 2}}}}}
+					TaskStates: structs.NewTaskStates(map[string]*structs.TaskState{"web": {State: structs.TaskStateRunning,
+						Events: []*structs.TaskEvent{{Type: structs.TaskReceived, Time: 1}, {Type: structs.TaskStarted, Time: 2}}}})}
 			}
 			buf, err := structs.Encode(structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Alloc: upd})
 			must(b, err)

@@ -79,9 +79,9 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 				AllocsStopped: []*structs.Allocation{{ID: placed[0].ID, DesiredStatus: structs.AllocDesiredStatusStop,
 					DesiredDescription: "alloc is being updated"}}}))
 			must(t, store.UpdateAllocsFromClient(next(), []*structs.Allocation{{ID: placed[1].ID,
-				ClientStatus: structs.AllocClientStatusRunning, TaskStates: map[string]*structs.TaskState{
+				ClientStatus: structs.AllocClientStatusRunning, TaskStates: structs.NewTaskStates(map[string]*structs.TaskState{
 					"web": {State: structs.TaskStateRunning, StartedAt: time.Unix(1700000004, 0).UTC(),
-						Events: []*structs.TaskEvent{{Type: structs.TaskStarted, Time: 1700000004, Details: map[string]string{"a": "b"}}}}}}}, nil))
+						Events: []*structs.TaskEvent{{Type: structs.TaskStarted, Time: 1700000004, Details: map[string]string{"a": "b"}}}}})}}, nil))
 		}
 	}
 	return index

@@ -60,10 +60,12 @@ func decideReschedule(a *structs.Allocation, p *structs.ReschedulePolicy, now ti
 }
 
 // failTime is when the allocation failed: its last task's finish, else
-// its last modification, else now.
+// its last modification, else now. (Stored task states were validated
+// when they arrived; ones that do not decode count as none.)
 func failTime(a *structs.Allocation, now time.Time) time.Time {
 	var t time.Time
-	for _, ts := range a.TaskStates {
+	states, _ := a.TaskStates.Map()
+	for _, ts := range states {
 		if ts != nil && ts.FinishedAt.After(t) {
 			t = ts.FinishedAt
 		}

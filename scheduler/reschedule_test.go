@@ -75,7 +75,7 @@ func TestDecideReschedule(t *testing.T) {
 		{"follow-up already scheduled", limited, structs.Allocation{ModifyTime: now.UnixNano(), FollowupEvalID: "other"}, rescheduleNever, time.Time{}},
 		{"this is its follow-up", limited, structs.Allocation{ModifyTime: now.UnixNano(), FollowupEvalID: "eval"}, rescheduleNow, now.Add(5 * time.Second)},
 		{"task finish time wins", limited, structs.Allocation{ModifyTime: now.UnixNano(),
-			TaskStates: map[string]*structs.TaskState{"t": {FinishedAt: now.Add(-time.Hour)}}}, rescheduleNow, now.Add(-time.Hour + 5*time.Second)},
+			TaskStates: structs.NewTaskStates(map[string]*structs.TaskState{"t": {FinishedAt: now.Add(-time.Hour)}})}, rescheduleNow, now.Add(-time.Hour + 5*time.Second)},
 		{"attempts exhausted", limited, structs.Allocation{ModifyTime: now.Add(-time.Minute).UnixNano(),
 			RescheduleTracker: trackerWith(now.Add(-2*time.Minute), 5*time.Second, 5*time.Second)}, rescheduleNever, time.Time{}},
 		{"old attempts outside interval", limited, structs.Allocation{ModifyTime: now.Add(-time.Minute).UnixNano(),

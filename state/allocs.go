@@ -241,7 +241,7 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 		a := &c
 		a.ClientStatus = upd.ClientStatus
 		a.ClientDescription = upd.ClientDescription
-		if upd.TaskStates != nil {
+		if !upd.TaskStates.IsZero() {
 			a.TaskStates = upd.TaskStates
 		}
 		if upd.ModifyTime != 0 {

@@ -179,7 +179,7 @@ func TestUpdateAllocsFromClient(t *testing.T) {
 		t.Run(st.status, func(t *testing.T) {
 			index := uint64(10 + i)
 			upd := &structs.Allocation{ID: a.ID, ClientStatus: st.status, ClientDescription: "desc " + st.status,
-				TaskStates: map[string]*structs.TaskState{"web": {State: structs.TaskStateRunning}},
+				TaskStates: structs.NewTaskStates(map[string]*structs.TaskState{"web": {State: structs.TaskStateRunning}}),
 				// Server-owned fields in a client update are ignored.
 				DesiredStatus: structs.AllocDesiredStatusStop, NodeID: "elsewhere"}
 			var evals []*structs.Evaluation
@@ -192,7 +192,7 @@ func TestUpdateAllocsFromClient(t *testing.T) {
 			must(t, s.UpdateAllocsFromClient(index, []*structs.Allocation{upd, {ID: "unknown", ClientStatus: "running"}}, evals))
 			got, err := s.AllocByID(nil, a.ID)
 			must(t, err)
-			if got.ClientStatus != st.status || got.ClientDescription != "desc "+st.status || got.TaskStates["web"] == nil ||
+			if got.ClientStatus != st.status || got.ClientDescription != "desc "+st.status || got.TaskStates.MustMap()["web"] == nil ||
 				got.DesiredStatus != structs.AllocDesiredStatusRun || got.NodeID != node.ID || got.ModifyIndex != index ||
 				got.AllocModifyIndex != 6 || got.Job == nil {
 				t.Fatalf("merged alloc %+v", got)
@@ -215,14 +215,14 @@ func TestUpdateAllocsFromClient(t *testing.T) {
 			wantIndex(t, s, TableAllocs, index)
 		})
 	}
-	if before.ClientStatus != structs.AllocClientStatusPending || before.TaskStates != nil {
+	if before.ClientStatus != structs.AllocClientStatusPending || !before.TaskStates.IsZero() {
 		t.Fatal("alloc handed out earlier was modified")
 	}
 	// An update without task states keeps the stored ones.
 	must(t, s.UpdateAllocsFromClient(20, []*structs.Allocation{{ID: a.ID, ClientStatus: structs.AllocClientStatusFailed}}, nil))
 	got, err := s.AllocByID(nil, a.ID)
 	must(t, err)
-	if got.TaskStates["web"] == nil {
+	if got.TaskStates.MustMap()["web"] == nil {
 		t.Fatal("task states dropped by an update that carried none")
 	}
 }

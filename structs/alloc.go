@@ -40,7 +40,7 @@ type Allocation struct {
 	DesiredTransition    DesiredTransition   `codec:",omitempty"`
 	ClientStatus         string              `codec:",omitempty"`
 	ClientDescription    string              `codec:",omitempty"`
-	TaskStates           map[string]*TaskState
+	TaskStates           TaskStates
 	DeploymentID         string             `codec:",omitempty"`
 	FollowupEvalID       string             `codec:",omitempty"`
 	PreviousAllocation   string             `codec:",omitempty"`
@@ -272,7 +272,7 @@ type AllocListStub struct {
 	DesiredDescription string
 	ClientStatus       string
 	ClientDescription  string
-	TaskStates         map[string]*TaskState
+	TaskStates         TaskStates
 	FollowupEvalID     string
 	RescheduleTracker  *RescheduleTracker
 	CreateIndex        uint64

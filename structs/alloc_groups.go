@@ -205,7 +205,7 @@ func sameGroup(a, b *Allocation) bool {
 	}
 	// Fields a new placement leaves empty group only when empty in both:
 	// nil and empty differ on the wire, and comparing them is not worth it.
-	if a.TaskStates != nil || b.TaskStates != nil || a.RescheduleTracker != nil || b.RescheduleTracker != nil ||
+	if !a.TaskStates.IsZero() || !b.TaskStates.IsZero() || a.RescheduleTracker != nil || b.RescheduleTracker != nil ||
 		a.PreemptedAllocations != nil || b.PreemptedAllocations != nil {
 		return false
 	}

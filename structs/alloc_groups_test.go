@@ -32,6 +32,13 @@ func TestSameGroupCoversEveryField(t *testing.T) {
 
 // setOther sets v to a non-zero value different from its current one.
 func setOther(v reflect.Value) bool {
+	if !v.CanSet() {
+		return false
+	}
+	if v.Type() == reflect.TypeFor[TaskStates]() {
+		v.Set(reflect.ValueOf(NewTaskStates(map[string]*TaskState{"t": {State: TaskStateRunning}})))
+		return true
+	}
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(v.String() + "-other")

@@ -129,14 +129,14 @@ func fixtureAllocUpdates(n int) *AllocUpdateRequest {
 			ID: fixtureID("c", i), NodeID: fixtureID("a", i), Namespace: DefaultNamespace,
 			JobID: "web-frontend", TaskGroup: "web", EvalID: fixtureID("e", 1),
 			ClientStatus: AllocClientStatusRunning, ClientDescription: "Tasks are running",
-			TaskStates: map[string]*TaskState{"web-0": {
+			TaskStates: NewTaskStates(map[string]*TaskState{"web-0": {
 				State: TaskStateRunning, StartedAt: fixtureTime.Add(2 * time.Second),
 				Events: []*TaskEvent{
 					{Type: TaskReceived, Time: fixtureTime.UnixNano(), DisplayMessage: "Task received by client"},
 					{Type: TaskSetup, Time: fixtureTime.Add(time.Second).UnixNano(), Message: "Building Task Directory", DisplayMessage: "Building Task Directory"},
 					{Type: TaskStarted, Time: fixtureTime.Add(2 * time.Second).UnixNano(), DisplayMessage: "Task started by client"},
 				},
-			}},
+			}}),
 			ModifyTime: fixtureTime.Add(2 * time.Second).UnixNano(),
 		})
 	}

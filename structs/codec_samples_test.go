@@ -41,11 +41,13 @@ func raftSamples() []raftSample {
 	plan.AllocsUpdated[2].Job = job // an allocation keeping its own job version
 	updates := fixtureAllocUpdates(3)
 	updates.Alloc[2].ClientStatus = AllocClientStatusFailed
-	updates.Alloc[2].TaskStates["web-0"].Failed = true
-	updates.Alloc[2].TaskStates["web-0"].FinishedAt = fixtureTime.Add(time.Minute)
-	updates.Alloc[2].TaskStates["web-0"].Events = append(updates.Alloc[2].TaskStates["web-0"].Events,
+	states := updates.Alloc[2].TaskStates.MustMap()
+	states["web-0"].Failed = true
+	states["web-0"].FinishedAt = fixtureTime.Add(time.Minute)
+	states["web-0"].Events = append(states["web-0"].Events,
 		&TaskEvent{Type: TaskTerminated, Time: fixtureTime.Add(time.Minute).UnixNano(), ExitCode: 2, Signal: 9,
 			Details: map[string]string{"exit_code": "2"}, FailsTask: true, KillTimeout: 5 * time.Second})
+	updates.Alloc[2].TaskStates = NewTaskStates(states)
 	updates.Evals = []*Evaluation{fixtureEval(3)}
 	event := &NodeEvent{Message: "Node heartbeat missed", Subsystem: "Cluster",
 		Details: map[string]string{"reason": "ttl"}, Timestamp: fixtureTime, CreateIndex: 0}

@@ -38,7 +38,7 @@ var wireTypes = []any{
 	new(Allocation), new(AllocGroup), new(AllocatedResources), new(AllocatedTaskResources), new(AllocatedCpuResources),
 	new(AllocatedMemoryResources), new(AllocatedSharedResources), new(DesiredTransition),
 	new(RescheduleTracker), new(RescheduleEvent), new(TaskState), new(TaskEvent), new(AllocMetric),
-	new(NodeScoreMeta),
+	new(NodeScoreMeta), new(TaskStates),
 	// RPC requests and responses.
 	new(QueryOptions), new(WriteRequest), new(QueryMeta), new(WriteMeta), new(GenericRequest),
 	new(GenericResponse), new(JobRegisterResponse), new(JobDeregisterResponse),
@@ -165,6 +165,9 @@ func TestCodecGolden(t *testing.T) {
 			if err := Decode(old[1:], got); err != nil {
 				t.Fatalf("decode golden: %v", err)
 			}
+			// Task states stay as the golden encoded them (every field,
+			// from before the omitempty tags): compare what they hold.
+			canonicalTaskStates(reflect.ValueOf(got))
 			if !reflect.DeepEqual(got, s.msg) {
 				t.Fatalf("golden decodes to a different value:\n got %#v\nwant %#v", got, s.msg)
 			}
@@ -229,7 +232,42 @@ func TestCodecRoundTripRandom(t *testing.T) {
 
 const fillMaxDepth = 5
 
-var timeType = reflect.TypeOf(time.Time{})
+var (
+	timeType       = reflect.TypeFor[time.Time]()
+	taskStatesType = reflect.TypeFor[TaskStates]()
+)
+
+// canonicalTaskStates re-encodes every TaskStates under v with
+// NewTaskStates, so that equal task states hold equal bytes whoever
+// encoded them.
+func canonicalTaskStates(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			canonicalTaskStates(v.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			canonicalTaskStates(v.Index(i))
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			canonicalTaskStates(it.Value())
+		}
+	case reflect.Struct:
+		if v.Type() == taskStatesType {
+			if v.CanSet() {
+				v.Set(reflect.ValueOf(NewTaskStates(v.Interface().(TaskStates).MustMap())))
+			}
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				canonicalTaskStates(v.Field(i))
+			}
+		}
+	}
+}
 
 // fillRandom sets v (and everything below it) to random content.
 // omitEmpty is set for a field tagged omitempty: its collections are
@@ -303,6 +341,12 @@ func fillRandom(r *rand.Rand, v reflect.Value, depth int, omitEmpty bool) {
 			if r.Intn(4) > 0 {
 				v.Set(reflect.ValueOf(time.Unix(r.Int63n(1<<34)-1<<33, r.Int63n(1e9)).UTC()))
 			}
+			return
+		}
+		if v.Type() == taskStatesType {
+			var m map[string]*TaskState
+			fillRandom(r, reflect.ValueOf(&m).Elem(), depth, false)
+			v.Set(reflect.ValueOf(NewTaskStates(m)))
 			return
 		}
 		for i := 0; i < v.NumField(); i++ {

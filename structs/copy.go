@@ -190,7 +190,7 @@ func (a *Allocation) CopySkipJob() *Allocation {
 		Migrate: shallow(a.DesiredTransition.Migrate), Reschedule: shallow(a.DesiredTransition.Reschedule),
 		ForceReschedule: shallow(a.DesiredTransition.ForceReschedule),
 	}
-	c.TaskStates = copyMap(a.TaskStates, (*TaskState).Copy)
+	// c.TaskStates is shared: a TaskStates never changes.
 	if a.RescheduleTracker != nil {
 		c.RescheduleTracker = &RescheduleTracker{Events: copySlice(a.RescheduleTracker.Events, shallow[RescheduleEvent])}
 	}

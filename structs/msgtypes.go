@@ -52,12 +52,19 @@ func (t MessageType) String() string {
 
 // MsgpackHandle is the one msgpack configuration used for Raft entries,
 // snapshots and RPC.
-var MsgpackHandle = func() *codec.MsgpackHandle {
+var MsgpackHandle = newMsgpackHandle(false)
+
+// newMsgpackHandle returns MsgpackHandle's configuration, with map keys
+// sorted when canonical (see NewTaskStates). Raw is set so that values
+// kept encoded (TaskStates) are written out as they are.
+func newMsgpackHandle(canonical bool) *codec.MsgpackHandle {
 	h := &codec.MsgpackHandle{}
 	h.RawToString = true
 	h.MapType = reflect.TypeOf(map[string]any(nil))
+	h.Raw = true
+	h.Canonical = canonical
 	return h
-}()
+}
 
 // Encode writes t followed by msg in msgpack. The result is exactly as
 // long as the entry (Raft keeps it in its log cache).
@@ -91,8 +98,16 @@ func Decode(buf []byte, out any) error {
 
 // encodeScratch is a pooled encoder with the buffer it writes into.
 type encodeScratch struct {
-	buf []byte
-	enc *codec.Encoder
+	buf  []byte
+	enc  *codec.Encoder
+	pool *sync.Pool // the pool it goes back to
+}
+
+// newEncodeScratch returns a scratch encoding with h, for pool.
+func newEncodeScratch(h *codec.MsgpackHandle, size int, pool *sync.Pool) *encodeScratch {
+	s := &encodeScratch{buf: make([]byte, 0, size), pool: pool}
+	s.enc = codec.NewEncoderBytes(&s.buf, h)
+	return s
 }
 
 // maxPooledEncodeBuf bounds the buffer a pooled encoder keeps.
@@ -101,16 +116,16 @@ const maxPooledEncodeBuf = 1 << 20
 func (s *encodeScratch) release() {
 	if cap(s.buf) <= maxPooledEncodeBuf {
 		s.buf = s.buf[:0]
-		encoders.Put(s)
+		s.pool.Put(s)
 	}
 }
 
 var (
 	noBytes  = []byte{}
-	encoders = sync.Pool{New: func() any {
-		s := &encodeScratch{buf: make([]byte, 0, 4096)}
-		s.enc = codec.NewEncoderBytes(&s.buf, MsgpackHandle)
-		return s
-	}}
+	encoders sync.Pool
 	decoders = sync.Pool{New: func() any { return codec.NewDecoderBytes(noBytes, MsgpackHandle) }}
 )
+
+func init() {
+	encoders.New = func() any { return newEncodeScratch(MsgpackHandle, 4096, &encoders) }
+}

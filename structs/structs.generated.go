@@ -697,14 +697,8 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if x.TaskStates == nil {
-					r.EncodeNil()
-				} else {
-					if false {
-					} else {
-						h.encMapstringPtrtoTaskState((map[string]*TaskState)(x.TaskStates), e)
-					}
-				}
+				yy54 := &x.TaskStates
+				yy54.CodecEncodeSelf(e)
 			} else {
 				r.WriteMapElemKey()
 				if z.IsJSONHandle() {
@@ -713,14 +707,8 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `TaskStates`)
 				}
 				r.WriteMapElemValue()
-				if x.TaskStates == nil {
-					r.EncodeNil()
-				} else {
-					if false {
-					} else {
-						h.encMapstringPtrtoTaskState((map[string]*TaskState)(x.TaskStates), e)
-					}
-				}
+				yy56 := &x.TaskStates
+				yy56.CodecEncodeSelf(e)
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -870,14 +858,14 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn68 bool
+			var yyn70 bool
 			if x.RescheduleTracker == nil {
-				yyn68 = true
-				goto LABEL68
+				yyn70 = true
+				goto LABEL70
 			}
-		LABEL68:
+		LABEL70:
 			if yyr2 || yy2arr2 {
-				if yyn68 {
+				if yyn70 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -901,7 +889,7 @@ func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 						r.EncodeStringEnc(codecSelferCcUTF81978, `RescheduleTracker`)
 					}
 					r.WriteMapElemValue()
-					if yyn68 {
+					if yyn70 {
 						r.EncodeNil()
 					} else {
 						if x.RescheduleTracker == nil {
@@ -1262,12 +1250,9 @@ func (x *Allocation) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 			}
 		case "TaskStates":
 			if r.TryDecodeAsNil() {
-				x.TaskStates = nil
+				x.TaskStates = TaskStates{}
 			} else {
-				if false {
-				} else {
-					h.decMapstringPtrtoTaskState((*map[string]*TaskState)(&x.TaskStates), d)
-				}
+				x.TaskStates.CodecDecodeSelf(d)
 			}
 		case "DeploymentID":
 			if r.TryDecodeAsNil() {
@@ -1361,16 +1346,16 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj35 int
-	var yyb35 bool
-	var yyhl35 bool = l >= 0
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	var yyj34 int
+	var yyb34 bool
+	var yyhl34 bool = l >= 0
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1380,13 +1365,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1396,13 +1381,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Namespace = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1412,13 +1397,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.EvalID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1428,13 +1413,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1444,13 +1429,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NodeID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1460,13 +1445,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NodeName = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1476,13 +1461,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.JobID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1498,13 +1483,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Job.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1514,13 +1499,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.TaskGroup = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1536,13 +1521,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.AllocatedResources.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1558,13 +1543,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Metrics.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1574,13 +1559,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DesiredStatus = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1590,13 +1575,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DesiredDescription = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1606,13 +1591,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DesiredTransition.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1622,13 +1607,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ClientStatus = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1638,32 +1623,29 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ClientDescription = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
 	r.ReadArrayElem()
 	if r.TryDecodeAsNil() {
-		x.TaskStates = nil
+		x.TaskStates = TaskStates{}
 	} else {
-		if false {
-		} else {
-			h.decMapstringPtrtoTaskState((*map[string]*TaskState)(&x.TaskStates), d)
-		}
+		x.TaskStates.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1673,13 +1655,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DeploymentID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1689,13 +1671,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.FollowupEvalID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1705,13 +1687,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.PreviousAllocation = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1721,13 +1703,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NextAllocation = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1743,13 +1725,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.RescheduleTracker.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1762,13 +1744,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicestring((*[]string)(&x.PreemptedAllocations), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1778,13 +1760,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1794,13 +1776,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ModifyIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1810,13 +1792,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.AllocModifyIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1826,13 +1808,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateTime = (int64)(r.DecodeInt64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1842,13 +1824,13 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ModifyTime = (int64)(r.DecodeInt64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj34++
+	if yyhl34 {
+		yyb34 = yyj34 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb34 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb34 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -1859,17 +1841,17 @@ func (x *Allocation) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		x.JobVersion = (uint64)(r.DecodeUint64())
 	}
 	for {
-		yyj35++
-		if yyhl35 {
-			yyb35 = yyj35 > l
+		yyj34++
+		if yyhl34 {
+			yyb34 = yyj34 > l
 		} else {
-			yyb35 = r.CheckBreak()
+			yyb34 = r.CheckBreak()
 		}
-		if yyb35 {
+		if yyb34 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj35-1, "")
+		z.DecStructFieldNotFound(yyj34-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -6633,14 +6615,8 @@ func (x *AllocListStub) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
-				if x.TaskStates == nil {
-					r.EncodeNil()
-				} else {
-					if false {
-					} else {
-						h.encMapstringPtrtoTaskState((map[string]*TaskState)(x.TaskStates), e)
-					}
-				}
+				yy46 := &x.TaskStates
+				yy46.CodecEncodeSelf(e)
 			} else {
 				r.WriteMapElemKey()
 				if z.IsJSONHandle() {
@@ -6649,14 +6625,8 @@ func (x *AllocListStub) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `TaskStates`)
 				}
 				r.WriteMapElemValue()
-				if x.TaskStates == nil {
-					r.EncodeNil()
-				} else {
-					if false {
-					} else {
-						h.encMapstringPtrtoTaskState((map[string]*TaskState)(x.TaskStates), e)
-					}
-				}
+				yy48 := &x.TaskStates
+				yy48.CodecEncodeSelf(e)
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -6685,14 +6655,14 @@ func (x *AllocListStub) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn51 bool
+			var yyn53 bool
 			if x.RescheduleTracker == nil {
-				yyn51 = true
-				goto LABEL51
+				yyn53 = true
+				goto LABEL53
 			}
-		LABEL51:
+		LABEL53:
 			if yyr2 || yy2arr2 {
-				if yyn51 {
+				if yyn53 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -6711,7 +6681,7 @@ func (x *AllocListStub) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `RescheduleTracker`)
 				}
 				r.WriteMapElemValue()
-				if yyn51 {
+				if yyn53 {
 					r.EncodeNil()
 				} else {
 					if x.RescheduleTracker == nil {
@@ -6940,12 +6910,9 @@ func (x *AllocListStub) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 			}
 		case "TaskStates":
 			if r.TryDecodeAsNil() {
-				x.TaskStates = nil
+				x.TaskStates = TaskStates{}
 			} else {
-				if false {
-				} else {
-					h.decMapstringPtrtoTaskState((*map[string]*TaskState)(&x.TaskStates), d)
-				}
+				x.TaskStates.CodecDecodeSelf(d)
 			}
 		case "FollowupEvalID":
 			if r.TryDecodeAsNil() {
@@ -7000,16 +6967,16 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj26 int
-	var yyb26 bool
-	var yyhl26 bool = l >= 0
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	var yyj25 int
+	var yyb25 bool
+	var yyhl25 bool = l >= 0
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7019,13 +6986,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ID = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7035,13 +7002,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.EvalID = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7051,13 +7018,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7067,13 +7034,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Namespace = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7083,13 +7050,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NodeID = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7099,13 +7066,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NodeName = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7115,13 +7082,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.JobID = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7131,13 +7098,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.JobType = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7147,13 +7114,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.JobVersion = (uint64)(r.DecodeUint64())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7163,13 +7130,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.TaskGroup = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7179,13 +7146,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DesiredStatus = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7195,13 +7162,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DesiredDescription = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7211,13 +7178,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ClientStatus = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7227,32 +7194,29 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ClientDescription = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
 	r.ReadArrayElem()
 	if r.TryDecodeAsNil() {
-		x.TaskStates = nil
+		x.TaskStates = TaskStates{}
 	} else {
-		if false {
-		} else {
-			h.decMapstringPtrtoTaskState((*map[string]*TaskState)(&x.TaskStates), d)
-		}
+		x.TaskStates.CodecDecodeSelf(d)
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7262,13 +7226,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.FollowupEvalID = (string)(r.DecodeString())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7284,13 +7248,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.RescheduleTracker.CodecDecodeSelf(d)
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7300,13 +7264,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7316,13 +7280,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ModifyIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7332,13 +7296,13 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateTime = (int64)(r.DecodeInt64())
 	}
-	yyj26++
-	if yyhl26 {
-		yyb26 = yyj26 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb26 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb26 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -7349,17 +7313,17 @@ func (x *AllocListStub) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		x.ModifyTime = (int64)(r.DecodeInt64())
 	}
 	for {
-		yyj26++
-		if yyhl26 {
-			yyb26 = yyj26 > l
+		yyj25++
+		if yyhl25 {
+			yyb25 = yyj25 > l
 		} else {
-			yyb26 = r.CheckBreak()
+			yyb25 = r.CheckBreak()
 		}
-		if yyb26 {
+		if yyb25 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj26-1, "")
+		z.DecStructFieldNotFound(yyj25-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -46848,94 +46812,6 @@ func (x *JobDiff) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		z.DecStructFieldNotFound(yyj12-1, "")
 	}
 	r.ReadArrayEnd()
-}
-
-func (x codecSelfer1978) encMapstringPtrtoTaskState(v map[string]*TaskState, e *codec1978.Encoder) {
-	var h codecSelfer1978
-	z, r := codec1978.GenHelperEncoder(e)
-	_, _, _ = h, z, r
-	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range v {
-		r.WriteMapElemKey()
-		if false {
-		} else {
-			if z.EncBasicHandle().StringToRaw {
-				r.EncodeStringBytesRaw(z.BytesView(string(yyk1)))
-			} else {
-				r.EncodeStringEnc(codecSelferCcUTF81978, string(yyk1))
-			}
-		}
-		r.WriteMapElemValue()
-		if yyv1 == nil {
-			r.EncodeNil()
-		} else {
-			yyv1.CodecEncodeSelf(e)
-		}
-	}
-	r.WriteMapEnd()
-}
-
-func (x codecSelfer1978) decMapstringPtrtoTaskState(v *map[string]*TaskState, d *codec1978.Decoder) {
-	var h codecSelfer1978
-	z, r := codec1978.GenHelperDecoder(d)
-	_, _, _ = h, z, r
-
-	yyv1 := *v
-	yyl1 := r.ReadMapStart()
-	yybh1 := z.DecBasicHandle()
-	if yyv1 == nil {
-		yyrl1 := z.DecInferLen(yyl1, yybh1.MaxInitLen, 24)
-		yyv1 = make(map[string]*TaskState, yyrl1)
-		*v = yyv1
-	}
-	var yymk1 string
-	var yymv1 *TaskState
-	var yymg1, yymdn1, yyms1, yymok1 bool
-	if yybh1.MapValueReset {
-		yymg1 = true
-	}
-	if yyl1 != 0 {
-		yyhl1 := yyl1 > 0
-		for yyj1 := 0; (yyhl1 && yyj1 < yyl1) || !(yyhl1 || r.CheckBreak()); yyj1++ {
-			r.ReadMapElemKey()
-			if r.TryDecodeAsNil() {
-				yymk1 = ""
-			} else {
-				yymk1 = (string)(r.DecodeString())
-			}
-
-			yyms1 = true
-			if yymg1 {
-				yymv1, yymok1 = yyv1[yymk1]
-				if yymok1 {
-					yyms1 = false
-				}
-			} else {
-				yymv1 = nil
-			}
-			r.ReadMapElemValue()
-			yymdn1 = false
-			if r.TryDecodeAsNil() {
-				yymdn1 = true
-			} else {
-				if yymv1 == nil {
-					yymv1 = new(TaskState)
-				}
-				yymv1.CodecDecodeSelf(d)
-			}
-
-			if yymdn1 {
-				if yybh1.DeleteOnNilMapValue {
-					delete(yyv1, yymk1)
-				} else {
-					yyv1[yymk1] = nil
-				}
-			} else if yyms1 && yyv1 != nil {
-				yyv1[yymk1] = yymv1
-			}
-		}
-	} // else len==0: TODO: Should we clear map entries?
-	r.ReadMapEnd()
 }
 
 func (x codecSelfer1978) encSlicestring(v []string, e *codec1978.Encoder) {

@@ -213,7 +213,7 @@ func TestAllocLifecycle(t *testing.T) {
 		return f.alloc(batch.ID).ClientStatus == structs.AllocClientStatusComplete &&
 			f.alloc(svc.ID).ClientStatus == structs.AllocClientStatusRunning
 	})
-	ts := f.alloc(svc.ID).TaskStates["t"]
+	ts := f.alloc(svc.ID).TaskStates.MustMap()["t"]
 	if ts == nil || ts.State != structs.TaskStateRunning || len(ts.Events) < 3 {
 		t.Fatalf("service task state on the servers: %+v", ts)
 	}
@@ -227,7 +227,7 @@ func TestAllocLifecycle(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("stop took %v", d)
 	}
-	ts = f.alloc(svc.ID).TaskStates["t"]
+	ts = f.alloc(svc.ID).TaskStates.MustMap()["t"]
 	if ts.State != structs.TaskStateDead || ts.Events[len(ts.Events)-1].Type != structs.TaskKilled {
 		t.Fatalf("stopped task state %+v", ts)
 	}
@@ -289,7 +289,7 @@ func TestUpdatesAreBatched(t *testing.T) {
 	f.mu.Unlock()
 	events := 0
 	for _, id := range ids {
-		events += int(f.alloc(id).TaskStates["t"].Restarts) * 3
+		events += int(f.alloc(id).TaskStates.MustMap()["t"].Restarts) * 3
 	}
 	maxRPCs := int(elapsed/(50*time.Millisecond)) + 3
 	if rpcs > maxRPCs || rpcs >= events/5 {
@@ -326,7 +326,7 @@ func TestClientRestartReattaches(t *testing.T) {
 		t.Fatalf("%d processes after restart, want exactly 1", n)
 	}
 	started := 0
-	for _, ev := range c2.Allocs()[0].TaskStates["t"].Events {
+	for _, ev := range c2.Allocs()[0].TaskStates.MustMap()["t"].Events {
 		if ev.Type == structs.TaskStarted {
 			started++
 		}

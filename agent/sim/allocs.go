@@ -240,10 +240,8 @@ func (n *simNode) leaveStateLocked(sa *simAlloc) {
 // states and events a real client would send, and only the fields a
 // client owns.
 func (n *simNode) update(sa *simAlloc, now time.Time) *structs.Allocation {
-	u := &structs.Allocation{
-		ID: sa.id, ModifyTime: now.UnixNano(),
-		TaskStates: make(map[string]*structs.TaskState, len(sa.group.tasks)),
-	}
+	u := &structs.Allocation{ID: sa.id, ModifyTime: now.UnixNano()}
+	states := make(map[string]*structs.TaskState, len(sa.group.tasks))
 	if n.s.cfg.Target == TargetNomad {
 		u.NodeID = n.node.ID // Nomad checks the batch's first node
 	}
@@ -273,7 +271,8 @@ func (n *simNode) update(sa *simAlloc, now time.Time) *structs.Allocation {
 			ts.Events = []*structs.TaskEvent{received,
 				{Type: structs.TaskKilled, Time: now.UnixNano(), DisplayMessage: "Task successfully killed"}}
 		}
-		u.TaskStates[name] = ts
+		states[name] = ts
 	}
+	u.TaskStates = structs.NewTaskStates(states)
 	return u
 }

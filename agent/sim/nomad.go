@@ -352,10 +352,11 @@ func nomadNodeFrom(n *structs.Node) *nomadNode {
 
 // nomadAllocFrom is a client allocation update in Nomad's shape.
 func nomadAllocFrom(a *structs.Allocation) *nomadAllocUpdate {
+	states := a.TaskStates.MustMap() // the simulator's own encoding
 	out := &nomadAllocUpdate{ID: a.ID, NodeID: a.NodeID, ClientStatus: a.ClientStatus,
 		ClientDescription: a.ClientDescription, ModifyTime: a.ModifyTime,
-		TaskStates: make(map[string]*nomadTaskState, len(a.TaskStates))}
-	for name, ts := range a.TaskStates {
+		TaskStates: make(map[string]*nomadTaskState, len(states))}
+	for name, ts := range states {
 		s := &nomadTaskState{State: ts.State, Failed: ts.Failed, Events: make([]*nomadTaskEvent, len(ts.Events))}
 		for i, e := range ts.Events {
 			ev := &nomadTaskEvent{Type: e.Type, Time: e.Time, DisplayMessage: e.DisplayMessage, ExitCode: e.ExitCode}

@@ -98,7 +98,7 @@ func TestNomadTransportRewritesRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: "a", NodeID: node.ID, ClientStatus: "running",
-		TaskStates: map[string]*structs.TaskState{"t": {State: "running", Events: []*structs.TaskEvent{{Type: structs.TaskStarted}}}}}}}
+		TaskStates: structs.NewTaskStates(map[string]*structs.TaskState{"t": {State: "running", Events: []*structs.TaskEvent{{Type: structs.TaskStarted}}}})}}}
 	if err := (&nomadTransport{inner: rec}).RPC("x", "Node.UpdateAlloc", upd, &structs.GenericResponse{}); err != nil {
 		t.Fatal(err)
 	}

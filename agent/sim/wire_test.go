@@ -143,8 +143,8 @@ func wireTestAlloc(i int, job *structs.Job) *structs.Allocation {
 		Metrics: &structs.AllocMetric{NodesEvaluated: 5000, NodesAvailable: map[string]int{"dc1": 5000},
 			Scores: map[string]float64{"node-1.binpack": 0.75}, AllocationTime: time.Millisecond},
 		DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending,
-		TaskStates: map[string]*structs.TaskState{"t": {State: structs.TaskStatePending, StartedAt: now,
-			Events: []*structs.TaskEvent{{Type: structs.TaskReceived, Time: now.UnixNano()}}}},
+		TaskStates: structs.NewTaskStates(map[string]*structs.TaskState{"t": {State: structs.TaskStatePending, StartedAt: now,
+			Events: []*structs.TaskEvent{{Type: structs.TaskReceived, Time: now.UnixNano()}}}}),
 		CreateIndex: uint64(100 + i), ModifyIndex: uint64(200 + i), AllocModifyIndex: uint64(150 + i),
 		CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
 	}

@@ -93,19 +93,21 @@ func (e *env) printAlloc(a *structs.Allocation, verbose bool) {
 	if a.Job != nil {
 		tg = a.Job.LookupTaskGroup(a.TaskGroup)
 	}
+	// Read from JSON, so encoded by NewTaskStates: it decodes.
+	states := a.TaskStates.MustMap()
 	var names []string
 	if tg != nil {
 		for _, t := range tg.Tasks {
 			names = append(names, t.Name)
 		}
 	}
-	for name := range a.TaskStates {
+	for name := range states {
 		if tg == nil || !hasTask(tg, name) {
 			names = append(names, name)
 		}
 	}
 	for _, name := range names {
-		state := a.TaskStates[name]
+		state := states[name]
 		st := structs.TaskStatePending
 		if state != nil {
 			st = state.State

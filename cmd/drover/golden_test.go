@@ -55,13 +55,13 @@ func fixtureAllocs() []*structs.Allocation {
 		}
 	}
 	a1 := mk(alloc1ID, node1ID, "node-1", 0, 80*time.Minute)
-	a1.TaskStates = map[string]*structs.TaskState{"server": {
+	a1.TaskStates = structs.NewTaskStates(map[string]*structs.TaskState{"server": {
 		State: "running", StartedAt: testNow.Add(-79 * time.Minute),
 		Events: []*structs.TaskEvent{
 			{Type: structs.TaskReceived, Time: ago(80 * time.Minute), DisplayMessage: "Task received by client"},
 			{Type: structs.TaskStarted, Time: ago(79 * time.Minute), DisplayMessage: "Task started by client"},
 		},
-	}}
+	}})
 	return []*structs.Allocation{a1, mk(alloc2ID, node2ID, "node-2", 1, 80*time.Minute), mk(alloc3ID, node1ID, "node-1", 2, 2*time.Minute)}
 }
 

@@ -323,7 +323,7 @@ func (ar *AllocRunner) Alloc() *structs.Allocation {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	c := *ar.alloc
-	c.TaskStates = states
+	c.TaskStates = structs.NewTaskStates(states)
 	c.ClientStatus, c.ClientDescription = ar.clientStatus, ar.clientDesc
 	return &c
 }
@@ -368,7 +368,7 @@ func (ar *AllocRunner) publish() {
 		ar.clientStatus, ar.clientDesc = clientStatus(states)
 	}
 	c := *ar.alloc
-	c.TaskStates = states
+	c.TaskStates = structs.NewTaskStates(states)
 	c.ClientStatus, c.ClientDescription = ar.clientStatus, ar.clientDesc
 	// Called under mu so that updates reach the Updater in order.
 	ar.cfg.Updater(&c)

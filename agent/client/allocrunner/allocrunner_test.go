@@ -68,7 +68,7 @@ func describe(a *structs.Allocation) string {
 	}
 	var b strings.Builder
 	b.WriteString(a.ClientStatus)
-	for name, ts := range a.TaskStates {
+	for name, ts := range a.TaskStates.MustMap() {
 		b.WriteString(" " + name + ":" + ts.State + "[")
 		for _, e := range ts.Events {
 			b.WriteString(e.Type + "(" + e.DisplayMessage + ") ")
@@ -150,7 +150,7 @@ func TestBatchFailsWithExitCodeAndLogs(t *testing.T) {
 	ar := e.start(t, a, nil)
 	<-ar.DoneCh()
 	got := e.rec.waitFor(t, "failed", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusFailed })
-	ts := got.TaskStates["hello"]
+	ts := got.TaskStates.MustMap()["hello"]
 	want := []string{structs.TaskReceived, structs.TaskSetup, structs.TaskStarted, structs.TaskTerminated, structs.TaskNotRestarting}
 	if strings.Join(eventTypes(ts), ",") != strings.Join(want, ",") {
 		t.Fatalf("events = %v, want %v", eventTypes(ts), want)
@@ -173,7 +173,7 @@ func TestBatchSuccessCompletes(t *testing.T) {
 	ar := e.start(t, a, nil)
 	<-ar.DoneCh()
 	got := e.rec.waitFor(t, "complete", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusComplete })
-	if ts := got.TaskStates["m"]; ts.Failed || ts.Restarts != 0 {
+	if ts := got.TaskStates.MustMap()["m"]; ts.Failed || ts.Restarts != 0 {
 		t.Fatalf("task state %+v", ts)
 	}
 }
@@ -185,7 +185,7 @@ func TestServiceRestartsPerPolicy(t *testing.T) {
 	ar := e.start(t, a, nil)
 	<-ar.DoneCh()
 	got := e.rec.waitFor(t, "failed", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusFailed })
-	ts := got.TaskStates["m"]
+	ts := got.TaskStates.MustMap()["m"]
 	if ts.Restarts != 2 {
 		t.Fatalf("restarts = %d (%s)", ts.Restarts, describe(got))
 	}
@@ -212,7 +212,7 @@ func TestRestartDelayModeKeepsGoing(t *testing.T) {
 	a := testAlloc(structs.JobTypeService, policy,
 		&structs.Task{Name: "m", Driver: "mock_driver", Config: map[string]any{"run_for": "5ms", "exit_code": 1}})
 	ar := e.start(t, a, nil)
-	e.rec.waitFor(t, "4 restarts", func(a *structs.Allocation) bool { return a.TaskStates["m"].Restarts >= 4 })
+	e.rec.waitFor(t, "4 restarts", func(a *structs.Allocation) bool { return a.TaskStates.MustMap()["m"].Restarts >= 4 })
 	if a := e.rec.get(); a.ClientStatus == structs.AllocClientStatusFailed {
 		t.Fatalf("delay mode failed the alloc: %s", describe(a))
 	}
@@ -240,7 +240,7 @@ func TestStartFailures(t *testing.T) {
 			ar := e.start(t, testAlloc(structs.JobTypeBatch, failPolicy(0), tc.task), nil)
 			<-ar.DoneCh()
 			got := e.rec.waitFor(t, "failed", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusFailed })
-			ev := findEvent(got.TaskStates["t"], tc.wantEvent)
+			ev := findEvent(got.TaskStates.MustMap()["t"], tc.wantEvent)
 			if ev == nil {
 				t.Fatalf("no %s event: %s", tc.wantEvent, describe(got))
 			}
@@ -328,7 +328,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 		t.Fatal("alloc did not stop")
 	}
 	got := e.rec.waitFor(t, "complete", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusComplete })
-	ts := got.TaskStates["web"]
+	ts := got.TaskStates.MustMap()["web"]
 	if findEvent(ts, structs.TaskKilling) == nil || findEvent(ts, structs.TaskKilled) == nil || ts.Failed {
 		t.Fatalf("events %v failed=%v", eventTypes(ts), ts.Failed)
 	}
@@ -345,12 +345,12 @@ func TestSiblingFailureKillsOthers(t *testing.T) {
 	ar := e.start(t, a, nil)
 	<-ar.DoneCh()
 	got := e.rec.waitFor(t, "failed", func(a *structs.Allocation) bool {
-		return a.ClientStatus == structs.AllocClientStatusFailed && a.TaskStates["good"].State == structs.TaskStateDead
+		return a.ClientStatus == structs.AllocClientStatusFailed && a.TaskStates.MustMap()["good"].State == structs.TaskStateDead
 	})
 	// The good task is killed with the reason: a Killing event when it was
 	// running, or (on a loaded machine the bad one can fail first) a
 	// Killed event when it had not started yet.
-	good := got.TaskStates["good"]
+	good := got.TaskStates.MustMap()["good"]
 	ev := findEvent(good, structs.TaskKilling)
 	if ev == nil && findEvent(good, structs.TaskStarted) == nil {
 		ev = findEvent(good, structs.TaskKilled)
@@ -426,8 +426,8 @@ func TestRestoreReattachesWithoutDuplicate(t *testing.T) {
 			if p := ar2.tasks["web"].handleState(); p == nil || p.PID != pid {
 				t.Fatalf("re-attached to %+v, want pid %d: %s", p, pid, describe(got))
 			}
-			if n := strings.Count(strings.Join(eventTypes(got.TaskStates["web"]), ","), structs.TaskStarted); n != 1 {
-				t.Fatalf("Started events = %d: %v", n, eventTypes(got.TaskStates["web"]))
+			if n := strings.Count(strings.Join(eventTypes(got.TaskStates.MustMap()["web"]), ","), structs.TaskStarted); n != 1 {
+				t.Fatalf("Started events = %d: %v", n, eventTypes(got.TaskStates.MustMap()["web"]))
 			}
 			time.Sleep(300 * time.Millisecond) // longer than the re-attach poll
 			if n := processesWithMarker(marker); n != 1 {
@@ -461,10 +461,10 @@ func TestRestoreDoesNotAdoptRecycledPID(t *testing.T) {
 	}}
 	ar := e.start(t, a, restored)
 	got := e.rec.waitFor(t, "restarted and running", func(a *structs.Allocation) bool {
-		ts := a.TaskStates["web"]
+		ts := a.TaskStates.MustMap()["web"]
 		return a.ClientStatus == structs.AllocClientStatusRunning && ts.Restarts == 1
 	})
-	ts := got.TaskStates["web"]
+	ts := got.TaskStates.MustMap()["web"]
 	if ev := findEvent(ts, structs.TaskTerminated); ev == nil || !strings.Contains(ev.Message, "unknown") {
 		t.Fatalf("events %v", eventTypes(ts))
 	}
@@ -486,8 +486,8 @@ func TestRestoredDeadTaskStaysDead(t *testing.T) {
 	ar := e.start(t, a, restored)
 	<-ar.DoneCh()
 	got := e.rec.waitFor(t, "complete", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusComplete })
-	if len(got.TaskStates["m"].Events) != 0 {
-		t.Fatalf("a dead task ran again: %v", eventTypes(got.TaskStates["m"]))
+	if len(got.TaskStates.MustMap()["m"].Events) != 0 {
+		t.Fatalf("a dead task ran again: %v", eventTypes(got.TaskStates.MustMap()["m"]))
 	}
 }
 
@@ -543,7 +543,7 @@ func TestRestoredBatchTaskReportsItsExitCode(t *testing.T) {
 			}
 			<-ar2.DoneCh()
 			got := e.rec.waitFor(t, tc.wantStatus, func(a *structs.Allocation) bool { return a.ClientStatus == tc.wantStatus })
-			ts := got.TaskStates["job"]
+			ts := got.TaskStates.MustMap()["job"]
 			if ts.State != structs.TaskStateDead || ts.Restarts != 0 || findEvent(ts, structs.TaskRestarting) != nil {
 				t.Fatalf("task state %s: %s", ts.State, describe(got))
 			}
