@@ -2,10 +2,14 @@ package server_test
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
 
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/server/testcluster"
@@ -398,5 +402,73 @@ func TestClusterLostQuorumFailsWithNoLeader(t *testing.T) {
 	// Stale reads still work.
 	if got := getJob(t, survivor, "x", true, 0); got.KnownLeader {
 		t.Fatalf("stale read reports a known leader: %+v", got.QueryMeta)
+	}
+}
+
+// Task states travel and are stored encoded: a client update sent to a
+// follower reaches every server's store as sent, and one whose task
+// states do not decode is refused by the server the client called, naming
+// the field, with nothing written.
+func TestClusterClientUpdateTaskStates(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 3)
+	leader := c.WaitForLeader(t, 10*time.Second)
+	f := follower(t, c)
+	registerNode(t, f, mock.Node())
+	job := smallJob("states", 1)
+	submitJob(t, f, job)
+	var alloc *structs.Allocation
+	waitFor(t, 10*time.Second, func() string {
+		live := liveAllocs(leader.State(), job.Namespace, job.ID)
+		if len(live) != 1 {
+			return "not placed yet"
+		}
+		alloc = live[0]
+		return ""
+	})
+
+	started := time.Unix(1700000000, 0).UTC()
+	states := map[string]*structs.TaskState{"web": {State: structs.TaskStateRunning, StartedAt: started,
+		Events: []*structs.TaskEvent{{Type: structs.TaskStarted, Time: started.UnixNano(), DisplayMessage: "Task started by client"}}}}
+	upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: alloc.ID,
+		ClientStatus: structs.AllocClientStatusRunning, TaskStates: structs.NewTaskStates(states)}}}
+	var resp structs.GenericResponse
+	if err := f.RPC("Node.UpdateAlloc", upd, &resp); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Servers() {
+		waitFor(t, 10*time.Second, func() string {
+			got, err := s.State().AllocByID(nil, alloc.ID)
+			if err != nil || got.ModifyIndex < resp.Index {
+				return fmt.Sprintf("%s: update at %d not applied (%v)", s.RPCAddr(), resp.Index, err)
+			}
+			m, err := got.TaskStates.Map()
+			if err != nil || !reflect.DeepEqual(m, states) {
+				return fmt.Sprintf("%s: task states %#v, %v", s.RPCAddr(), m, err)
+			}
+			return ""
+		})
+	}
+
+	// A map whose values are not task states, as a broken client could
+	// send: the msgpack is a map, so it decodes as TaskStates.
+	var buf []byte
+	if err := codec.NewEncoderBytes(&buf, structs.MsgpackHandle).Encode(map[string]any{"ID": alloc.ID,
+		"ClientStatus": structs.AllocClientStatusFailed, "TaskStates": map[string]any{"web": "running"}}); err != nil {
+		t.Fatal(err)
+	}
+	var bad structs.Allocation
+	if err := structs.Decode(buf, &bad); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*server.Server{f, leader} {
+		err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{&bad}}, &structs.GenericResponse{})
+		var verr *structs.ValidationError
+		if !errors.As(err, &verr) || structs.CodeOf(err) != structs.ErrCodeInvalid || !strings.Contains(err.Error(), "Alloc[0].TaskStates") {
+			t.Fatalf("%s: bad task states: %v, want a validation error naming Alloc[0].TaskStates", s.RPCAddr(), err)
+		}
+	}
+	got, err := leader.State().AllocByID(nil, alloc.ID)
+	if err != nil || got.ClientStatus != structs.AllocClientStatusRunning || got.ModifyIndex != resp.Index {
+		t.Fatalf("after refused updates: %+v, %v", got, err)
 	}
 }

@@ -25,10 +25,19 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 	if len(args.Alloc) == 0 {
 		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Alloc", Message: "no allocation updates"}}}
 	}
+	// The server that took the client's call checks the task states (they
+	// are stored as sent, and decoded only when read); a forward carries
+	// checked ones.
+	check := !args.IsForwarded()
 	updates := make([]*structs.Allocation, 0, len(args.Alloc))
 	for i, a := range args.Alloc {
 		if a == nil || a.ID == "" {
 			return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Alloc", Message: "update " + strconv.Itoa(i) + " has no allocation ID"}}}
+		}
+		if check {
+			if err := a.TaskStates.Validate(); err != nil {
+				return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Alloc[" + strconv.Itoa(i) + "].TaskStates", Message: err.Error()}}}
+			}
 		}
 		updates = append(updates, &structs.Allocation{
 			ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
