@@ -289,14 +289,14 @@ func (q *clientAllocsQuery) run(ws memdb.WatchSet, st *state.StateStore) (uint64
 }
 
 // result lists the node's allocations, from the store the last run read,
-// and returns the map of them to their AllocModifyIndex with the reply
+// and returns them with their AllocModifyIndex (shared with the store) and the reply
 // index computed from that same list, or the not-found error of a node
 // that never appeared. An answered query lists them from the state its
 // last run read (the same transaction, just read); one that timed out
 // lists them as they are now (allocations collected while it waited,
 // which need not wake it, are gone from its answer). Either way the index
 // agrees with the list even when a write landed after the last run.
-func (q *clientAllocsQuery) result() (map[string]uint64, uint64, error) {
+func (q *clientAllocsQuery) result() (structs.AllocIndexes, uint64, error) {
 	if q.missing != nil {
 		return nil, 0, q.missing
 	}

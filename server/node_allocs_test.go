@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func newClientAllocsFixture(t *testing.T) *clientAllocsFixture {
 type queryOutcome struct {
 	index  uint64 // of the answer (of the last run, on an error)
 	runs   int
-	allocs map[string]uint64
+	allocs structs.AllocIndexes
 	err    error
 }
 
@@ -263,7 +264,7 @@ func TestClientAllocsQueryAnswersServerChanges(t *testing.T) {
 			case !tc.answer && (out.index != 12 || elapsed < timeout):
 				t.Fatalf("index %d after %v, want the timeout (%v) at 12", out.index, elapsed, timeout)
 			}
-			if want := tc.want(f); !maps.Equal(out.allocs, want) {
+			if want := tc.want(f); !maps.Equal(out.allocs.Map(), want) {
 				t.Fatalf("allocs = %v, want %v", out.allocs, want)
 			}
 		})
@@ -323,7 +324,7 @@ func TestClientAllocsQueryNodeIndex(t *testing.T) {
 		if out.err != nil {
 			t.Fatalf("err = %v, want the placement", out.err)
 		}
-		if want := map[string]uint64{placed.ID: 11}; out.index != 11 || !maps.Equal(out.allocs, want) {
+		if want := map[string]uint64{placed.ID: 11}; out.index != 11 || !maps.Equal(out.allocs.Map(), want) {
 			t.Fatalf("index %d allocs %v, want 11 and %v", out.index, out.allocs, want)
 		}
 	})
@@ -451,7 +452,7 @@ func TestGetClientAllocsRPC(t *testing.T) {
 	pending := watch(first.resp.Index, 10*time.Second)
 	a1, placedAt := place()
 	got := get(pending)
-	if got.err != nil || got.resp.Index != placedAt || !maps.Equal(got.resp.Allocs, map[string]uint64{a1.ID: placedAt}) {
+	if got.err != nil || got.resp.Index != placedAt || !slices.Equal(got.resp.Allocs, structs.AllocIndexes{{ID: a1.ID, AllocModifyIndex: placedAt}}) {
 		t.Fatalf("after a placement at %d: %+v, %v", placedAt, got.resp, got.err)
 	}
 
@@ -480,7 +481,7 @@ func TestGetClientAllocsRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = get(pending)
-	if got.err != nil || got.resp.Index != stopAt || got.resp.Allocs[a1.ID] != stopAt {
+	if got.err != nil || got.resp.Index != stopAt || !slices.Equal(got.resp.Allocs, structs.AllocIndexes{{ID: a1.ID, AllocModifyIndex: stopAt}}) {
 		t.Fatalf("after a stop at %d: %+v, %v", stopAt, got.resp, got.err)
 	}
 

@@ -575,7 +575,7 @@ func TestGetClientAllocsInline(t *testing.T) {
 		t.Fatalf("answer lists %d allocations and carries %d; want 3 and 2", len(resp.Allocs), len(resp.Changed))
 	}
 	for i, a := range resp.Changed {
-		if a.Job == nil || a.NodeID != node.ID || resp.Allocs[a.ID] != a.AllocModifyIndex || a.AllocModifyIndex <= nodeReg.Index {
+		if a.Job == nil || a.NodeID != node.ID || !hasAllocIndex(resp.Allocs, a.ID, a.AllocModifyIndex) || a.AllocModifyIndex <= nodeReg.Index {
 			t.Fatalf("carried allocation %d: %+v", i, a)
 		}
 		if i > 0 && resp.Changed[i-1].ID >= a.ID {
@@ -590,4 +590,10 @@ func TestGetClientAllocsInline(t *testing.T) {
 	if resp := watch(resp.Index, 10); len(resp.Changed) != 0 {
 		t.Fatalf("carried %d allocations not modified after MinQueryIndex", len(resp.Changed))
 	}
+}
+
+// hasAllocIndex reports whether x lists allocation id at index.
+func hasAllocIndex(x structs.AllocIndexes, id string, index uint64) bool {
+	got, ok := x.Get(id)
+	return ok && got == index
 }

@@ -74,10 +74,10 @@ func fakeClient(ctx context.Context, t *testing.T, s *Server, node *structs.Node
 		}
 		index = resp.Index
 		var changed []string
-		for id, modify := range resp.Allocs {
-			if seen[id] != modify {
-				seen[id] = modify
-				changed = append(changed, id)
+		for _, a := range resp.Allocs {
+			if seen[a.ID] != a.AllocModifyIndex {
+				seen[a.ID] = a.AllocModifyIndex
+				changed = append(changed, a.ID)
 			}
 		}
 		if len(changed) == 0 {

@@ -227,23 +227,19 @@ func eachJobAlloc(byJob interface {
 
 // ClientAllocIndexes returns the AllocModifyIndex of every allocation on
 // the node, by allocation ID, read from the node's row alone: what a
-// client's watch (Node.GetClientAllocs) answers. It does not watch; the
-// watch waits on the node's allocation row.
-func (s *StateStore) ClientAllocIndexes(nodeID string) (map[string]uint64, error) {
+// client's watch (Node.GetClientAllocs) answers, shared with the store
+// (never modify it). It does not watch; the watch waits on the node's
+// allocation row.
+func (s *StateStore) ClientAllocIndexes(nodeID string) (structs.AllocIndexes, error) {
 	t, _, err := s.tables(nil)
 	if err != nil {
 		return nil, err
 	}
 	row, _ := t.byNode.Get(nodeID)
-	if row == nil {
-		return map[string]uint64{}, nil
+	if row == nil || row.Allocs == nil {
+		return structs.AllocIndexes{}, nil
 	}
-	refs := row.Allocs
-	out := make(map[string]uint64, len(refs))
-	for _, r := range refs {
-		out[r.ID] = r.AllocModifyIndex
-	}
-	return out, nil
+	return row.Allocs, nil
 }
 
 // allocsByJobTxn returns the job's allocations that keep accepts (nil:

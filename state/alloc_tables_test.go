@@ -77,7 +77,7 @@ func checkAllocTables(t *rapid.T, s *StateStore, when string) {
 				want[a.ID] = a.AllocModifyIndex
 			}
 		}
-		if !maps.Equal(idx, want) {
+		if !maps.Equal(idx.Map(), want) {
 			t.Fatalf("%s: ClientAllocIndexes(%q) = %v, want %v", when, node, idx, want)
 		}
 	}
@@ -136,7 +136,7 @@ func TestAllocWritesKeepNodeRows(t *testing.T) {
 			a := stored()
 			idx, err := s.ClientAllocIndexes(a.NodeID)
 			must(t, err)
-			if len(idx) != 1 || idx[id] != a.AllocModifyIndex {
+			if got, _ := idx.Get(id); len(idx) != 1 || got != a.AllocModifyIndex {
 				t.Fatalf("node %q lists %v, allocation at %d", a.NodeID, idx, a.AllocModifyIndex)
 			}
 			if a.NodeID == n2.ID {

@@ -118,7 +118,7 @@ func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, u
 // node's row as the last ClientNode of k on s read it (no lookup), or
 // reads the store as it is now if there was none. It does not watch. k
 // keeps the row it answered from, for ClientAllocsChanged.
-func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (map[string]uint64, uint64, error) {
+func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (structs.AllocIndexes, uint64, error) {
 	row := k.row
 	if latest || !k.read || k.readOf != s {
 		var err error
@@ -127,14 +127,10 @@ func (s *StateStore) ClientAllocIndexesOf(k *NodeKey, latest bool) (map[string]u
 		}
 		k.row, k.read, k.readOf = row, true, s
 	}
-	if row == nil {
-		return map[string]uint64{}, 0, nil
+	if row == nil || row.Allocs == nil {
+		return structs.AllocIndexes{}, 0, nil
 	}
-	out := make(map[string]uint64, len(row.Allocs))
-	for _, r := range row.Allocs {
-		out[r.ID] = r.AllocModifyIndex
-	}
-	return out, row.AllocIndex, nil
+	return row.Allocs, row.AllocIndex, nil
 }
 
 // ClientAllocsChanged appends to out up to limit of the allocations the

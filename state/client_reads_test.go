@@ -81,15 +81,15 @@ func TestClientReads(t *testing.T) {
 				t.Fatal(err)
 			}
 			var wantHigh uint64
-			for _, i := range want {
-				wantHigh = max(wantHigh, i)
+			for _, a := range want {
+				wantHigh = max(wantHigh, a.AllocModifyIndex)
 			}
 			for _, latest := range []bool{false, true} {
 				got, high, err := s.ClientAllocIndexesOf(&k, latest)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !maps.Equal(got, want) || high != wantHigh {
+				if !slices.Equal(got, want) || high != wantHigh {
 					t.Fatalf("ClientAllocIndexesOf(latest=%v) = %v (high %d), want %v (high %d)", latest, got, high, want, wantHigh)
 				}
 			}
@@ -106,14 +106,14 @@ func TestClientReads(t *testing.T) {
 		must(t, s.UpsertAllocs(9, []*structs.Allocation{a3}))
 		before := map[string]uint64{a1.ID: 4, a2.ID: 5}
 		after := map[string]uint64{a1.ID: 4, a2.ID: 5, a3.ID: 9}
-		if got, high, _ := s.ClientAllocIndexesOf(&k, false); !maps.Equal(got, before) || high != 5 {
+		if got, high, _ := s.ClientAllocIndexesOf(&k, false); !maps.Equal(got.Map(), before) || high != 5 {
 			t.Fatalf("from the last read: %v (high %d), want %v (high 5)", got, high, before)
 		}
-		if got, high, _ := s.ClientAllocIndexesOf(&k, true); !maps.Equal(got, after) || high != 9 {
+		if got, high, _ := s.ClientAllocIndexesOf(&k, true); !maps.Equal(got.Map(), after) || high != 9 {
 			t.Fatalf("latest: %v (high %d), want %v (high 9)", got, high, after)
 		}
 		k.Release()
-		if got, _, _ := s.ClientAllocIndexesOf(&k, false); !maps.Equal(got, after) {
+		if got, _, _ := s.ClientAllocIndexesOf(&k, false); !maps.Equal(got.Map(), after) {
 			t.Fatalf("after Release: %v, want the latest %v", got, after)
 		}
 	})

@@ -63,8 +63,8 @@ type nodeAllocs struct {
 	// are none).
 	AllocIndex uint64
 	// Allocs are the node's allocations, sorted by ID. Shared between
-	// rows: never modified.
-	Allocs []*nodeAllocRef
+	// rows and with the answers of client watches: never modified.
+	Allocs structs.AllocIndexes
 	// changed is closed when a commit of the live store replaces or
 	// deletes the row (set by putNodeRow).
 	changed chan struct{}
@@ -107,14 +107,8 @@ func (w *writeTxn) deleteNodeRow(nodeID string) error {
 	return nil
 }
 
-// nodeAllocRef is one allocation in its node's row. Immutable.
-type nodeAllocRef struct {
-	ID               string
-	AllocModifyIndex uint64
-}
-
-func newNodeAllocRef(a *structs.Allocation) *nodeAllocRef {
-	return &nodeAllocRef{ID: a.ID, AllocModifyIndex: a.AllocModifyIndex}
+func allocIndexOf(a *structs.Allocation) structs.AllocIndex {
+	return structs.AllocIndex{ID: a.ID, AllocModifyIndex: a.AllocModifyIndex}
 }
 
 // nodeDelta is what one transaction's allocation writes change in one
@@ -130,8 +124,8 @@ type nodeDelta struct {
 }
 
 type refChange struct {
-	id  string
-	ref *nodeAllocRef // nil: removed
+	ref     structs.AllocIndex // what the allocation's entry becomes
+	removed bool               // the allocation left (ref.ID alone is set)
 }
 
 // liveOnNode reports whether a counts towards a node's usage.
@@ -152,7 +146,7 @@ func (w *writeTxn) allocChanged(prev, next *structs.Allocation) {
 	}
 	if prev != nil && prev.NodeID != "" {
 		d := w.deltaOf(prev.NodeID)
-		d.refs = append(d.refs, refChange{id: prev.ID})
+		d.refs = append(d.refs, refChange{ref: structs.AllocIndex{ID: prev.ID}, removed: true})
 		if liveOnNode(prev) {
 			d.used.Subtract(prev.AllocatedResources.Comparable())
 			d.allocs--
@@ -161,7 +155,7 @@ func (w *writeTxn) allocChanged(prev, next *structs.Allocation) {
 	}
 	if next != nil && next.NodeID != "" {
 		d := w.deltaOf(next.NodeID)
-		d.refs = append(d.refs, refChange{id: next.ID, ref: newNodeAllocRef(next)})
+		d.refs = append(d.refs, refChange{ref: allocIndexOf(next)})
 		if liveOnNode(next) {
 			d.used.Add(next.AllocatedResources.Comparable())
 			d.allocs++
@@ -175,7 +169,7 @@ func (w *writeTxn) allocUpdated(prev, next *structs.Allocation) {
 	var d *nodeDelta
 	if prev.AllocModifyIndex != next.AllocModifyIndex {
 		d = w.deltaOf(next.NodeID)
-		d.refs = append(d.refs, refChange{id: next.ID, ref: newNodeAllocRef(next)})
+		d.refs = append(d.refs, refChange{ref: allocIndexOf(next)})
 	}
 	wasLive, isLive := !prev.TerminalStatus(), !next.TerminalStatus()
 	if !wasLive && !isLive {
@@ -288,45 +282,45 @@ func (w *writeTxn) flushNodeAllocs() error {
 // mergeRefs returns refs with changes applied (the last change to an ID
 // wins), as a new slice sorted by ID, and whether anything changed; refs
 // itself is not modified. A change that sets what is already there (the
-// same AllocModifyIndex) or removes what is not there is no change.
-func mergeRefs(refs []*nodeAllocRef, changes []refChange) ([]*nodeAllocRef, bool) {
+// same AllocModifyIndex) or removes what is not there is no change. It
+// costs O(k log n) comparisons for k changes to n entries, plus a copy:
+// a plan adds one or a few allocations to each of many nodes.
+func mergeRefs(refs structs.AllocIndexes, changes []refChange) (structs.AllocIndexes, bool) {
 	// The last change per ID, sorted by ID.
-	slices.SortStableFunc(changes, func(a, b refChange) int { return strings.Compare(a.id, b.id) })
+	if len(changes) > 1 {
+		slices.SortStableFunc(changes, func(a, b refChange) int { return strings.Compare(a.ref.ID, b.ref.ID) })
+	}
 	last := changes[:0]
 	for i, c := range changes {
-		if i+1 < len(changes) && changes[i+1].id == c.id {
+		if i+1 < len(changes) && changes[i+1].ref.ID == c.ref.ID {
 			continue
 		}
 		last = append(last, c)
 	}
-	out := make([]*nodeAllocRef, 0, len(refs)+len(last))
-	moved := false
-	i := 0
+	var out structs.AllocIndexes
+	i := 0 // refs[:i] are decided
 	for _, c := range last {
-		for i < len(refs) && refs[i].ID < c.id {
-			out = append(out, refs[i])
-			i++
+		j, found := slices.BinarySearchFunc(refs[i:], c.ref.ID, func(r structs.AllocIndex, id string) int { return strings.Compare(r.ID, id) })
+		j += i
+		if c.removed && !found || !c.removed && found && refs[j].AllocModifyIndex == c.ref.AllocModifyIndex {
+			continue // no change: refs[i:j+1] stay undecided, copied later
 		}
-		var old *nodeAllocRef
-		if i < len(refs) && refs[i].ID == c.id {
-			old = refs[i]
-			i++
+		if out == nil {
+			out = make(structs.AllocIndexes, 0, len(refs)+len(last))
 		}
-		switch {
-		case c.ref == nil:
-			moved = moved || old != nil
-		case old != nil && old.AllocModifyIndex == c.ref.AllocModifyIndex:
-			out = append(out, old)
-		default:
+		out = append(out, refs[i:j]...)
+		if !c.removed {
 			out = append(out, c.ref)
-			moved = true
+		}
+		i = j
+		if found {
+			i++
 		}
 	}
-	out = append(out, refs[i:]...)
-	if !moved {
+	if out == nil {
 		return refs, false
 	}
-	return out, true
+	return append(out, refs[i:]...), true
 }
 
 // nodeAllocsNodeAdded gives a newly registered node its row (zero values),
@@ -423,7 +417,7 @@ func (r nodeAllocsRestore) add(a *structs.Allocation) {
 		return
 	}
 	row := &r.of(a.NodeID).row
-	row.Allocs = append(row.Allocs, newNodeAllocRef(a))
+	row.Allocs = append(row.Allocs, allocIndexOf(a))
 	row.AllocIndex = max(row.AllocIndex, a.AllocModifyIndex)
 	row.Usage.ModifyIndex = max(row.Usage.ModifyIndex, a.ModifyIndex)
 	if !a.TerminalStatus() {
@@ -436,7 +430,7 @@ func (r nodeAllocsRestore) add(a *structs.Allocation) {
 // allocations (see the lifetime rule above).
 func (r nodeAllocsRestore) insert(byNode *ptree.Txn[*nodeAllocs]) {
 	for id, e := range r {
-		slices.SortFunc(e.row.Allocs, func(a, b *nodeAllocRef) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortFunc(e.row.Allocs, func(a, b structs.AllocIndex) int { return strings.Compare(a.ID, b.ID) })
 		if e.row.Usage.Allocs == 0 {
 			e.row.Usage = structs.NodeUsage{NodeID: id}
 		}

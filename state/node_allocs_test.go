@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -416,7 +417,7 @@ type wantRow struct {
 	refs       string // "ID@AllocModifyIndex," for each, by ID
 }
 
-func refsString(refs []*nodeAllocRef) string {
+func refsString(refs structs.AllocIndexes) string {
 	var b strings.Builder
 	for _, r := range refs {
 		fmt.Fprintf(&b, "%s@%d,", r.ID, r.AllocModifyIndex)
@@ -674,4 +675,45 @@ func TestNodeRowWatchIgnoresSnapshotWrites(t *testing.T) {
 	// The snapshot writes again over the row it replaced: nothing closes
 	// a channel twice.
 	must(t, snap.UpsertPlanResults(5, &structs.ApplyPlanResultsRequest{AllocsUpdated: planFor(job, []*structs.Node{node}, 1)}))
+}
+
+func TestMergeRefs(t *testing.T) {
+	refs := structs.AllocIndexes{{ID: "b", AllocModifyIndex: 2}, {ID: "d", AllocModifyIndex: 4}, {ID: "f", AllocModifyIndex: 6}}
+	set := func(id string, idx uint64) refChange {
+		return refChange{ref: structs.AllocIndex{ID: id, AllocModifyIndex: idx}}
+	}
+	del := func(id string) refChange { return refChange{ref: structs.AllocIndex{ID: id}, removed: true} }
+	for _, tc := range []struct {
+		name    string
+		refs    structs.AllocIndexes
+		changes []refChange
+		want    string // refsString of the result
+		moved   bool
+	}{
+		{"add to none", nil, []refChange{set("a", 1)}, "a@1,", true},
+		{"add first", refs, []refChange{set("a", 1)}, "a@1,b@2,d@4,f@6,", true},
+		{"add between", refs, []refChange{set("c", 3)}, "b@2,c@3,d@4,f@6,", true},
+		{"add last", refs, []refChange{set("g", 7)}, "b@2,d@4,f@6,g@7,", true},
+		{"same index", refs, []refChange{set("d", 4)}, "b@2,d@4,f@6,", false},
+		{"new index", refs, []refChange{set("d", 9)}, "b@2,d@9,f@6,", true},
+		{"remove", refs, []refChange{del("b")}, "d@4,f@6,", true},
+		{"remove last", refs, []refChange{del("f")}, "b@2,d@4,", true},
+		{"remove absent", refs, []refChange{del("c")}, "b@2,d@4,f@6,", false},
+		{"last change wins", refs, []refChange{set("c", 3), del("c"), set("d", 8), set("d", 4)}, "b@2,d@4,f@6,", false},
+		{"several, unsorted", refs, []refChange{set("g", 7), del("d"), set("a", 1), set("b", 2), set("e", 5)}, "a@1,b@2,e@5,f@6,g@7,", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := refsString(tc.refs)
+			got, moved := mergeRefs(tc.refs, slices.Clone(tc.changes))
+			if refsString(got) != tc.want || moved != tc.moved {
+				t.Fatalf("mergeRefs = %s, %v; want %s, %v", refsString(got), moved, tc.want, tc.moved)
+			}
+			if refsString(tc.refs) != before {
+				t.Fatalf("mergeRefs modified its input: %s, was %s", refsString(tc.refs), before)
+			}
+			if !moved && len(tc.refs) > 0 && &got[0] != &tc.refs[0] {
+				t.Fatal("an unchanged list was copied")
+			}
+		})
+	}
 }

@@ -67,6 +67,7 @@ var notWireTypes = map[string]bool{
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
+	"AllocIndex": true, // encoded only inside AllocIndexes, a map
 }
 
 // TestCodecTypesCovered fails when an exported struct type is in neither
@@ -234,7 +235,8 @@ const fillMaxDepth = 5
 
 var (
 	timeType       = reflect.TypeFor[time.Time]()
-	taskStatesType = reflect.TypeFor[TaskStates]()
+	taskStatesType   = reflect.TypeFor[TaskStates]()
+	allocIndexesType = reflect.TypeFor[AllocIndexes]()
 )
 
 // canonicalTaskStates re-encodes every TaskStates under v with
@@ -311,6 +313,16 @@ func fillRandom(r *rand.Rand, v reflect.Value, depth int, omitEmpty bool) {
 	case reflect.Slice:
 		n, ok := randLen(r, depth, omitEmpty)
 		if !ok {
+			return
+		}
+		if v.Type() == allocIndexesType {
+			// A map on the wire: a list of random IDs, sorted and unique
+			// as every AllocIndexes is.
+			m := make(map[string]uint64, n)
+			for range n {
+				m[randString(r)] = r.Uint64()
+			}
+			v.Set(reflect.ValueOf(NewAllocIndexes(m)))
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), n, n)

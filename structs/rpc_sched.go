@@ -76,7 +76,7 @@ type PlanResponse struct {
 // NodeClientAllocsResponse maps each allocation on a node to its
 // AllocModifyIndex, so a client fetches only what changed (Alloc.GetAllocs).
 type NodeClientAllocsResponse struct {
-	Allocs map[string]uint64
+	Allocs AllocIndexes
 	// Changed holds, when the request asked for them (InlineAllocs), up
 	// to that many allocations of Allocs whose AllocModifyIndex is above
 	// the request's MinQueryIndex, each with its Job, as Alloc.GetAllocs

@@ -43362,10 +43362,8 @@ func (x *NodeClientAllocsResponse) CodecEncodeSelf(e *codec1978.Encoder) {
 				if x.Allocs == nil {
 					r.EncodeNil()
 				} else {
-					if false {
-					} else {
-						h.encMapstringuint64((map[string]uint64)(x.Allocs), e)
-					}
+					yysf4 := &x.Allocs
+					yysf4.CodecEncodeSelf(e)
 				}
 			} else {
 				r.WriteMapElemKey()
@@ -43378,10 +43376,8 @@ func (x *NodeClientAllocsResponse) CodecEncodeSelf(e *codec1978.Encoder) {
 				if x.Allocs == nil {
 					r.EncodeNil()
 				} else {
-					if false {
-					} else {
-						h.encMapstringuint64((map[string]uint64)(x.Allocs), e)
-					}
+					yysf5 := &x.Allocs
+					yysf5.CodecEncodeSelf(e)
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -43560,10 +43556,7 @@ func (x *NodeClientAllocsResponse) codecDecodeSelfFromMap(l int, d *codec1978.De
 			if r.TryDecodeAsNil() {
 				x.Allocs = nil
 			} else {
-				if false {
-				} else {
-					h.decMapstringuint64((*map[string]uint64)(&x.Allocs), d)
-				}
+				x.Allocs.CodecDecodeSelf(d)
 			}
 		case "Changed":
 			if r.TryDecodeAsNil() {
@@ -43585,8 +43578,8 @@ func (x *NodeClientAllocsResponse) codecDecodeSelfFromMap(l int, d *codec1978.De
 				x.QueryMeta.LastContact = 0
 			} else {
 				if false {
-				} else if yyxt10 := z.Extension(z.I2Rtid(x.LastContact)); yyxt10 != nil {
-					z.DecExtension(x.LastContact, yyxt10)
+				} else if yyxt9 := z.Extension(z.I2Rtid(x.LastContact)); yyxt9 != nil {
+					z.DecExtension(x.LastContact, yyxt9)
 				} else {
 					x.LastContact = (time.Duration)(r.DecodeInt64())
 				}
@@ -43614,16 +43607,16 @@ func (x *NodeClientAllocsResponse) codecDecodeSelfFromArray(l int, d *codec1978.
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj13 int
-	var yyb13 bool
-	var yyhl13 bool = l >= 0
-	yyj13++
-	if yyhl13 {
-		yyb13 = yyj13 > l
+	var yyj12 int
+	var yyb12 bool
+	var yyhl12 bool = l >= 0
+	yyj12++
+	if yyhl12 {
+		yyb12 = yyj12 > l
 	} else {
-		yyb13 = r.CheckBreak()
+		yyb12 = r.CheckBreak()
 	}
-	if yyb13 {
+	if yyb12 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -43631,18 +43624,15 @@ func (x *NodeClientAllocsResponse) codecDecodeSelfFromArray(l int, d *codec1978.
 	if r.TryDecodeAsNil() {
 		x.Allocs = nil
 	} else {
-		if false {
-		} else {
-			h.decMapstringuint64((*map[string]uint64)(&x.Allocs), d)
-		}
+		x.Allocs.CodecDecodeSelf(d)
 	}
-	yyj13++
-	if yyhl13 {
-		yyb13 = yyj13 > l
+	yyj12++
+	if yyhl12 {
+		yyb12 = yyj12 > l
 	} else {
-		yyb13 = r.CheckBreak()
+		yyb12 = r.CheckBreak()
 	}
-	if yyb13 {
+	if yyb12 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -43655,13 +43645,13 @@ func (x *NodeClientAllocsResponse) codecDecodeSelfFromArray(l int, d *codec1978.
 			h.decSlicePtrtoAllocation((*[]*Allocation)(&x.Changed), d)
 		}
 	}
-	yyj13++
-	if yyhl13 {
-		yyb13 = yyj13 > l
+	yyj12++
+	if yyhl12 {
+		yyb12 = yyj12 > l
 	} else {
-		yyb13 = r.CheckBreak()
+		yyb12 = r.CheckBreak()
 	}
-	if yyb13 {
+	if yyb12 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -43671,13 +43661,13 @@ func (x *NodeClientAllocsResponse) codecDecodeSelfFromArray(l int, d *codec1978.
 	} else {
 		x.Index = (uint64)(r.DecodeUint64())
 	}
-	yyj13++
-	if yyhl13 {
-		yyb13 = yyj13 > l
+	yyj12++
+	if yyhl12 {
+		yyb12 = yyj12 > l
 	} else {
-		yyb13 = r.CheckBreak()
+		yyb12 = r.CheckBreak()
 	}
-	if yyb13 {
+	if yyb12 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -43686,19 +43676,19 @@ func (x *NodeClientAllocsResponse) codecDecodeSelfFromArray(l int, d *codec1978.
 		x.QueryMeta.LastContact = 0
 	} else {
 		if false {
-		} else if yyxt20 := z.Extension(z.I2Rtid(x.LastContact)); yyxt20 != nil {
-			z.DecExtension(x.LastContact, yyxt20)
+		} else if yyxt18 := z.Extension(z.I2Rtid(x.LastContact)); yyxt18 != nil {
+			z.DecExtension(x.LastContact, yyxt18)
 		} else {
 			x.LastContact = (time.Duration)(r.DecodeInt64())
 		}
 	}
-	yyj13++
-	if yyhl13 {
-		yyb13 = yyj13 > l
+	yyj12++
+	if yyhl12 {
+		yyb12 = yyj12 > l
 	} else {
-		yyb13 = r.CheckBreak()
+		yyb12 = r.CheckBreak()
 	}
-	if yyb13 {
+	if yyb12 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -43708,13 +43698,13 @@ func (x *NodeClientAllocsResponse) codecDecodeSelfFromArray(l int, d *codec1978.
 	} else {
 		x.KnownLeader = (bool)(r.DecodeBool())
 	}
-	yyj13++
-	if yyhl13 {
-		yyb13 = yyj13 > l
+	yyj12++
+	if yyhl12 {
+		yyb12 = yyj12 > l
 	} else {
-		yyb13 = r.CheckBreak()
+		yyb12 = r.CheckBreak()
 	}
-	if yyb13 {
+	if yyb12 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -43725,17 +43715,17 @@ func (x *NodeClientAllocsResponse) codecDecodeSelfFromArray(l int, d *codec1978.
 		x.NextToken = (string)(r.DecodeString())
 	}
 	for {
-		yyj13++
-		if yyhl13 {
-			yyb13 = yyj13 > l
+		yyj12++
+		if yyhl12 {
+			yyb12 = yyj12 > l
 		} else {
-			yyb13 = r.CheckBreak()
+			yyb12 = r.CheckBreak()
 		}
-		if yyb13 {
+		if yyb12 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj13-1, "")
+		z.DecStructFieldNotFound(yyj12-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -49907,83 +49897,6 @@ func (x codecSelfer1978) decSlicePtrtoServerMember(v *[]*ServerMember, d *codec1
 	if yyc1 {
 		*v = yyv1
 	}
-}
-
-func (x codecSelfer1978) encMapstringuint64(v map[string]uint64, e *codec1978.Encoder) {
-	var h codecSelfer1978
-	z, r := codec1978.GenHelperEncoder(e)
-	_, _, _ = h, z, r
-	r.WriteMapStart(len(v))
-	for yyk1, yyv1 := range v {
-		r.WriteMapElemKey()
-		if false {
-		} else {
-			if z.EncBasicHandle().StringToRaw {
-				r.EncodeStringBytesRaw(z.BytesView(string(yyk1)))
-			} else {
-				r.EncodeStringEnc(codecSelferCcUTF81978, string(yyk1))
-			}
-		}
-		r.WriteMapElemValue()
-		if false {
-		} else {
-			r.EncodeUint(uint64(yyv1))
-		}
-	}
-	r.WriteMapEnd()
-}
-
-func (x codecSelfer1978) decMapstringuint64(v *map[string]uint64, d *codec1978.Decoder) {
-	var h codecSelfer1978
-	z, r := codec1978.GenHelperDecoder(d)
-	_, _, _ = h, z, r
-
-	yyv1 := *v
-	yyl1 := r.ReadMapStart()
-	yybh1 := z.DecBasicHandle()
-	if yyv1 == nil {
-		yyrl1 := z.DecInferLen(yyl1, yybh1.MaxInitLen, 24)
-		yyv1 = make(map[string]uint64, yyrl1)
-		*v = yyv1
-	}
-	var yymk1 string
-	var yymv1 uint64
-	var yymg1, yymdn1 bool
-	if yybh1.MapValueReset {
-	}
-	if yyl1 != 0 {
-		yyhl1 := yyl1 > 0
-		for yyj1 := 0; (yyhl1 && yyj1 < yyl1) || !(yyhl1 || r.CheckBreak()); yyj1++ {
-			r.ReadMapElemKey()
-			if r.TryDecodeAsNil() {
-				yymk1 = ""
-			} else {
-				yymk1 = (string)(r.DecodeString())
-			}
-
-			if yymg1 {
-				yymv1 = yyv1[yymk1]
-			}
-			r.ReadMapElemValue()
-			yymdn1 = false
-			if r.TryDecodeAsNil() {
-				yymdn1 = true
-			} else {
-				yymv1 = (uint64)(r.DecodeUint64())
-			}
-
-			if yymdn1 {
-				if yybh1.DeleteOnNilMapValue {
-					delete(yyv1, yymk1)
-				} else {
-					yyv1[yymk1] = 0
-				}
-			} else if yyv1 != nil {
-				yyv1[yymk1] = yymv1
-			}
-		}
-	} // else len==0: TODO: Should we clear map entries?
-	r.ReadMapEnd()
 }
 
 func (x codecSelfer1978) encSliceInterface(v []interface{}, e *codec1978.Encoder) {

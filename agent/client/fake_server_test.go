@@ -187,14 +187,15 @@ func (f *fakeCluster) getClientAllocs(args *structs.NodeSpecificRequest, reply *
 }
 
 func (f *fakeCluster) clientAllocsLocked(nodeID string, reply *structs.NodeClientAllocsResponse) {
-	reply.Allocs = map[string]uint64{}
+	allocs := map[string]uint64{}
 	reply.Index = f.nodeIndex[nodeID]
 	for id, a := range f.allocs {
 		if a.NodeID == nodeID {
-			reply.Allocs[id] = a.AllocModifyIndex
+			allocs[id] = a.AllocModifyIndex
 			reply.Index = max(reply.Index, a.AllocModifyIndex)
 		}
 	}
+	reply.Allocs = structs.NewAllocIndexes(allocs)
 }
 
 // inlineLocked fills Changed as a server does for InlineAllocs: the
@@ -205,9 +206,9 @@ func (f *fakeCluster) inlineLocked(args *structs.NodeSpecificRequest, reply *str
 		return
 	}
 	ids := make([]string, 0, len(reply.Allocs))
-	for id, idx := range reply.Allocs {
-		if idx > args.MinQueryIndex {
-			ids = append(ids, id)
+	for _, a := range reply.Allocs {
+		if a.AllocModifyIndex > args.MinQueryIndex {
+			ids = append(ids, a.ID)
 		}
 	}
 	sort.Strings(ids)

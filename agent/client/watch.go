@@ -76,7 +76,8 @@ func (c *Client) watchAllocs() {
 			// timeout.
 			var need uint64
 			for _, id := range pull {
-				need = max(need, resp.Allocs[id])
+				idx, _ := resp.Allocs.Get(id)
+				need = max(need, idx)
 			}
 			got, err := c.fetchAllocs(pull, need)
 			if err != nil {
@@ -96,26 +97,25 @@ func (c *Client) watchAllocs() {
 
 // diffAllocs compares the servers' map with what the client knows: it
 // returns the IDs to fetch (new or modified) and the runners to remove.
-func (c *Client) diffAllocs(server map[string]uint64) (pull, removed []string) {
+func (c *Client) diffAllocs(server structs.AllocIndexes) (pull, removed []string) {
 	c.allocMu.Lock()
 	defer c.allocMu.Unlock()
-	for id, idx := range server {
-		if known, ok := c.known[id]; !ok || idx > known {
-			pull = append(pull, id)
+	for _, a := range server { // sorted by ID
+		if known, ok := c.known[a.ID]; !ok || a.AllocModifyIndex > known {
+			pull = append(pull, a.ID)
 		}
 	}
 	for id := range c.runners {
-		if _, ok := server[id]; !ok {
+		if _, ok := server.Get(id); !ok {
 			removed = append(removed, id)
 		}
 	}
 	// Forget IDs the servers dropped that have no runner (collected).
 	for id := range c.known {
-		if _, ok := server[id]; !ok && c.runners[id] == nil {
+		if _, ok := server.Get(id); !ok && c.runners[id] == nil {
 			delete(c.known, id)
 		}
 	}
-	sort.Strings(pull)
 	sort.Strings(removed)
 	return pull, removed
 }

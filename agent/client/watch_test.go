@@ -24,7 +24,7 @@ func TestLaggingServerAnswerKeepsAllocations(t *testing.T) {
 
 	f.mu.Lock()
 	consistent := f.consistentWatches
-	f.lagging = &structs.NodeClientAllocsResponse{Allocs: map[string]uint64{}, QueryMeta: structs.QueryMeta{Index: 1}}
+	f.lagging = &structs.NodeClientAllocsResponse{Allocs: structs.AllocIndexes{}, QueryMeta: structs.QueryMeta{Index: 1}}
 	f.bumpLocked() // wake the waiting query
 	f.mu.Unlock()
 	waitFor(t, "a consistent watch", 5*time.Second, func() bool {

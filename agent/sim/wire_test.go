@@ -32,7 +32,7 @@ func encodeAll(t testing.TB, values ...any) []byte {
 // encode it, read back as the watch reads it.
 func encodedClientAllocs(t testing.TB, index uint64, allocs map[string]uint64) *clientAllocs {
 	t.Helper()
-	b := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: allocs,
+	b := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: structs.NewAllocIndexes(allocs),
 		QueryMeta: structs.QueryMeta{Index: index, LastContact: time.Second, KnownLeader: true}})
 	c, err := readClientAllocs(b)
 	if err != nil {
@@ -86,7 +86,7 @@ func TestReadClientAllocsWithoutCopies(t *testing.T) {
 	for i := range 20 {
 		allocs[structs.GenerateUUID()] = uint64(1000 + i)
 	}
-	b := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: allocs, QueryMeta: structs.QueryMeta{Index: 1020}})
+	b := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: structs.NewAllocIndexes(allocs), QueryMeta: structs.QueryMeta{Index: 1020}})
 	sum := uint64(0)
 	n := testing.AllocsPerRun(100, func() {
 		c, err := readClientAllocs(b)
@@ -103,7 +103,7 @@ func TestReadClientAllocsWithoutCopies(t *testing.T) {
 }
 
 func TestReadClientAllocsRejectsBadAnswers(t *testing.T) {
-	good := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: map[string]uint64{"a": 1}, QueryMeta: structs.QueryMeta{Index: 3}})
+	good := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: structs.NewAllocIndexes(map[string]uint64{"a": 1}), QueryMeta: structs.QueryMeta{Index: 3}})
 	cases := map[string][]byte{
 		"truncated":         good[:len(good)-3],
 		"not a map":         encodeAll(t, []string{"Allocs"}),
@@ -218,7 +218,7 @@ func TestReadAllocs(t *testing.T) {
 // TestRawReplyThroughACodec: a transport that decodes with the codec (as
 // server/pool does, from a stream) fills a rawReply with a copy of the body.
 func TestRawReplyThroughACodec(t *testing.T) {
-	want := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: map[string]uint64{"a": 4}, QueryMeta: structs.QueryMeta{Index: 5}})
+	want := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: structs.NewAllocIndexes(map[string]uint64{"a": 4}), QueryMeta: structs.QueryMeta{Index: 5}})
 	stream := append(bytes.Clone(want), 0x01) // the next message follows
 	var r rawReply
 	if err := codec.NewDecoder(bytes.NewReader(stream), structs.MsgpackHandle).Decode(&r); err != nil {
@@ -232,7 +232,7 @@ func TestRawReplyThroughACodec(t *testing.T) {
 		t.Fatalf("read %+v, %v", c, err)
 	}
 	var again structs.NodeClientAllocsResponse
-	if err := structs.Decode(encodeAll(t, &r), &again); err != nil || again.Index != 5 || again.Allocs["a"] != 4 {
+	if err := structs.Decode(encodeAll(t, &r), &again); err != nil || again.Index != 5 || !hasIndex(again.Allocs, "a", 4) {
 		t.Fatalf("encoded again, read back as %+v (%v)", again, err)
 	}
 }
@@ -285,7 +285,7 @@ func BenchmarkReadClientAllocs(b *testing.B) {
 	for i := range 20 {
 		allocs[structs.GenerateUUID()] = uint64(1000 + i)
 	}
-	body := encodeAll(b, &structs.NodeClientAllocsResponse{Allocs: allocs, QueryMeta: structs.QueryMeta{Index: 1020}})
+	body := encodeAll(b, &structs.NodeClientAllocsResponse{Allocs: structs.NewAllocIndexes(allocs), QueryMeta: structs.QueryMeta{Index: 1020}})
 	b.Run("codec", benchDecode[structs.NodeClientAllocsResponse](body))
 	b.Run("msgReader", func(b *testing.B) {
 		b.ReportAllocs()
@@ -387,7 +387,7 @@ func TestReadCarriedAllocs(t *testing.T) {
 		{ID: "b", NodeID: "n", JobID: "j", Job: job, TaskGroup: "g", AllocModifyIndex: 20, ClientStatus: structs.AllocClientStatusPending},
 		{ID: "d", NodeID: "n", JobID: "j", Job: job, TaskGroup: "g", AllocModifyIndex: 35, DesiredStatus: structs.AllocDesiredStatusStop},
 	}
-	b := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: map[string]uint64{"a": 10, "b": 20, "c": 41, "d": 35}, Changed: changed,
+	b := encodeAll(t, &structs.NodeClientAllocsResponse{Allocs: structs.NewAllocIndexes(map[string]uint64{"a": 10, "b": 20, "c": 41, "d": 35}), Changed: changed,
 		QueryMeta: structs.QueryMeta{Index: 41}})
 	c, err := readClientAllocs(b)
 	if err != nil {

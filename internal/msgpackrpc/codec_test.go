@@ -105,7 +105,7 @@ func TestMessagesMatchGenericCodec(t *testing.T) {
 	h := structs.MsgpackHandle
 	planReq, planResp := planCall()
 	nodeReq, nodeResp := clientAllocsCall()
-	nodeResp.Allocs = map[string]uint64{"only-one": 7} // map order is random
+	nodeResp.Allocs = structs.AllocIndexes{{ID: "only-one", AllocModifyIndex: 7}}
 	tests := []struct {
 		name  string
 		write func(c codecBoth) error

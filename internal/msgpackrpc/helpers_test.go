@@ -71,10 +71,11 @@ func (p *testPlan) Submit(args *structs.PlanRequest, reply *structs.PlanResponse
 }
 
 func clientAllocsCall() (*structs.NodeSpecificRequest, *structs.NodeClientAllocsResponse) {
-	resp := &structs.NodeClientAllocsResponse{Allocs: make(map[string]uint64)}
+	allocs := make(map[string]uint64)
 	for i := range 20 {
-		resp.Allocs[structs.GenerateUUID()] = uint64(1000 + i)
+		allocs[structs.GenerateUUID()] = uint64(1000 + i)
 	}
+	resp := &structs.NodeClientAllocsResponse{Allocs: structs.NewAllocIndexes(allocs)}
 	resp.Index, resp.KnownLeader = 5000, true
 	req := &structs.NodeSpecificRequest{NodeID: structs.GenerateUUID()}
 	req.Region, req.MinQueryIndex, req.MaxQueryTime = "global", 4999, 5*time.Minute
