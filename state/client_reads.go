@@ -1,8 +1,6 @@
 package state
 
 import (
-	"errors"
-
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover-project/drover/structs"
@@ -11,34 +9,15 @@ import (
 // Reads of the client's hot path. Thousands of clients each hold a
 // blocking Node.GetClientAllocs, which re-runs on every change to its node
 // or the node's allocation row, and carries what changed or leaves it
-// to Alloc.GetAllocs. The reads here serve those two: each pass is one
-// memdb read transaction, and its node lookup hands memdb a key built
-// once (keyArg), so that it allocates neither its key nor an interface
-// for its argument.
+// to Alloc.GetAllocs. The reads here serve those two: each pass reads
+// the node's allocation row, which also holds the node, in one lookup.
 
-// keyArg is an index key built by the caller (the value, NUL-terminated,
-// as the indexer would build it), passed to memdb as a lookup argument by
-// pointer. The indexers of single string fields (fieldIndex) return its
-// bytes as they are; memdb only reads them during the lookup.
-type keyArg struct {
-	b []byte
-}
-
-// set makes k the key of v, reusing k's buffer.
-func (k *keyArg) set(v string) {
-	k.b = appendTerminated(k.b[:0], v)
-}
-
-// NodeKey is a node ID prepared for the reads a client's watch repeats
-// (ClientNode, ClientAllocIndexesOf): its key is built once, by Reset, and
-// it carries the scratch those reads reuse between passes. The zero value
-// is ready for Reset; a NodeKey must not be copied once reset (its key
-// points into itself). It is not safe for concurrent use; Reset
+// NodeKey is a node ID and what the reads a client's watch repeats
+// (ClientNode, ClientAllocIndexesOf) carry from one to the next. The
+// zero value is ready for Reset. It is not safe for concurrent use; Reset
 // makes it another node's.
 type NodeKey struct {
-	id   string
-	key  keyArg
-	args [1]any // &key, boxed once
+	id string
 	// row is the node's allocation row as the last ClientNode read it,
 	// on store readOf, until Release (nil: the node has none).
 	row    *nodeAllocs
@@ -47,21 +26,10 @@ type NodeKey struct {
 	// missingAt is the latest index of the state in which the last
 	// ClientNode found the node missing (0 otherwise).
 	missingAt uint64
-	buf       [keyBufLen]byte // key storage for a UUID-sized ID
 }
-
-// keyBufLen holds a UUID, its NUL, and room to spare.
-const keyBufLen = 48
 
 // Reset makes k the key of nodeID.
-func (k *NodeKey) Reset(nodeID string) {
-	if k.key.b == nil {
-		k.key.b = k.buf[:0]
-	}
-	k.id = nodeID
-	k.key.set(nodeID)
-	k.args[0] = &k.key
-}
+func (k *NodeKey) Reset(nodeID string) { k.id = nodeID }
 
 // Release drops what k holds of the store (the last ClientNode's
 // transaction pins that state's tree): call it before pooling k.
@@ -80,36 +48,30 @@ func (k *NodeKey) MissingAt() uint64 { return k.missingAt }
 func (k *NodeKey) ID() string { return k.id }
 
 // ClientNode returns the node k names and its allocation index (see
-// NodeAllocIndex), read in one transaction, and adds to ws the watches of
-// the node's row and of its allocation row: the same result and watches
-// as NodeByID followed by NodeAllocIndex. A missing node is a not-found
-// error, as from NodeByID, and adds the watch of the node lookup only. k
-// keeps the node's row, for ClientAllocIndexesOf (until Release).
+// NodeAllocIndex), the values NodeByID and NodeAllocIndex return, read in
+// one lookup of the node's allocation row, which holds the node; it adds
+// to ws that row's watch, which fires when the node or its allocation
+// index changes. A missing node is a not-found error, as from NodeByID;
+// the watch added then fires when the node appears. k keeps the node's
+// row, for ClientAllocIndexesOf (until Release).
 func (s *StateStore) ClientNode(ws memdb.WatchSet, k *NodeKey) (*structs.Node, uint64, error) {
 	txn := s.db.Txn(false)
 	k.row, k.read, k.readOf, k.missingAt = nil, false, s, 0
-	node, err := firstTxn[structs.Node](txn, ws, TableNodes, "node", k.id, k.args[:]...)
-	if err != nil {
-		if errors.Is(err, structs.ErrNotFound) {
-			latest, lerr := latestIndexTxn(txn)
-			if lerr != nil {
-				return nil, 0, lerr
-			}
-			k.missingAt = max(latest, 1)
-		}
-		return nil, 0, err
-	}
 	row, watchCh, err := nodeRowOf(txn, k.id)
 	if err != nil {
 		return nil, 0, err
 	}
 	ws.Add(watchCh)
-	k.read = true
-	if row == nil {
-		return node, 0, nil
+	if row == nil || row.Node == nil {
+		latest, err := latestIndexTxn(txn)
+		if err != nil {
+			return nil, 0, err
+		}
+		k.missingAt = max(latest, 1)
+		return nil, 0, structs.NewError(structs.ErrCodeNotFound, "node %q not found", k.id)
 	}
-	k.row = row
-	return node, k.row.AllocIndex, nil
+	k.row, k.read = row, true
+	return row.Node, row.AllocIndex, nil
 }
 
 // ClientAllocIndexesOf is ClientAllocIndexes for the node k names, which

@@ -14,7 +14,8 @@ import (
 
 // TestClientReads checks the client's hot-path reads against the reads
 // they stand for: ClientNode against NodeByID then NodeAllocIndex (same
-// values, same watches), ClientAllocIndexesOf against ClientAllocIndexes,
+// values; the watch of NodeAllocIndex, the node's row, which holds the
+// node: see TestClientNodeWatch), ClientAllocIndexesOf against ClientAllocIndexes,
 // AllocsByIDs against AllocByID per ID; one NodeKey is reused across the
 // cases, as a pooled query reuses it.
 func TestClientReads(t *testing.T) {
@@ -53,13 +54,13 @@ func TestClientReads(t *testing.T) {
 				t.Fatalf("ID() = %q, want %q", k.ID(), tc.nodeID)
 			}
 			wantWS := memdb.NewWatchSet()
-			wantNode, wantErr := s.NodeByID(wantWS, tc.nodeID)
-			var wantIndex uint64
-			if wantErr == nil {
-				var err error
-				if wantIndex, err = s.NodeAllocIndex(wantWS, tc.nodeID); err != nil {
-					t.Fatal(err)
-				}
+			wantNode, wantErr := s.NodeByID(nil, tc.nodeID)
+			wantIndex, err := s.NodeAllocIndex(wantWS, tc.nodeID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantErr != nil {
+				wantIndex = 0
 			}
 			gotWS := memdb.NewWatchSet()
 			node, index, err := s.ClientNode(gotWS, &k)
@@ -225,5 +226,61 @@ func TestClientNodeMissingAt(t *testing.T) {
 	empty.Reset("nope")
 	if _, _, err := testStore(t).ClientNode(nil, &empty); !errors.Is(err, structs.ErrNotFound) || empty.MissingAt() != 1 {
 		t.Fatalf("empty store: err %v, MissingAt %d; want not found at 1 (never 0)", err, empty.MissingAt())
+	}
+}
+
+// The watch ClientNode adds fires when the node is written or its
+// allocation index moves, and, for a missing node, when it registers; not
+// when another node changes.
+func TestClientNodeWatch(t *testing.T) {
+	s := testStore(t)
+	job := mock.Job()
+	must(t, s.UpsertJob(1, job, nil))
+	node, other := mock.Node(), mock.Node()
+	must(t, s.UpsertNode(2, node, nil))
+	must(t, s.UpsertNode(3, other, nil))
+	later := mock.Node()
+	index := uint64(10)
+	for _, tc := range []struct {
+		name   string
+		nodeID string
+		write  func(index uint64)
+		fires  bool
+	}{
+		{"another node's status", node.ID, func(i uint64) {
+			must(t, s.UpdateNodeStatus(i, other.ID, structs.NodeStatusDown, 1, nil, nil))
+		}, false},
+		{"another node's allocation", node.ID, func(i uint64) {
+			must(t, s.UpsertAllocs(i, []*structs.Allocation{mock.Alloc(job, other)}))
+		}, false},
+		{"the node's status", node.ID, func(i uint64) {
+			must(t, s.UpdateNodeStatus(i, node.ID, structs.NodeStatusDown, 1, nil, nil))
+		}, true},
+		{"an allocation placed on the node", node.ID, func(i uint64) {
+			must(t, s.UpsertAllocs(i, []*structs.Allocation{mock.Alloc(job, node)}))
+		}, true},
+		{"the node deleted", node.ID, func(i uint64) {
+			must(t, s.DeleteNodes(i, []string{node.ID}))
+		}, true},
+		{"a missing node registers", later.ID, func(i uint64) {
+			must(t, s.UpsertNode(i, later, nil))
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var k NodeKey
+			k.Reset(tc.nodeID)
+			defer k.Release()
+			ws := memdb.NewWatchSet()
+			before, _, beforeErr := s.ClientNode(ws, &k)
+			tc.write(index)
+			index++
+			if got := fired(ws); got != tc.fires {
+				t.Fatalf("the watch fired: %v, want %v", got, tc.fires)
+			}
+			after, _, afterErr := s.ClientNode(nil, &k)
+			if !tc.fires && (after != before || (afterErr == nil) != (beforeErr == nil)) {
+				t.Fatalf("the node changed (%p, %v -> %p, %v) and the watch did not fire", before, beforeErr, after, afterErr)
+			}
+		})
 	}
 }

@@ -45,10 +45,14 @@ import (
 // changes the usage and so wakes the node's client watch, which finds the
 // allocation index where it was and waits again.
 //
+// The row also holds the node itself (the nodes table's object, written
+// with it), so that a client's watch reads its node and its allocations
+// in one lookup.
+//
 // Lifetime: a node has a row while it is registered (with zero values
 // while it has no allocations: a watch on a missing row waits on the
 // allocations row, which every allocation write fires), and after it is
-// deleted for as long as it holds allocations.
+// deleted for as long as it holds allocations (with no node).
 //
 // The rows are derived data: snapshots do not carry them and a restore
 // rebuilds them from the nodes and allocations it loads, to the same rows (the usage's ModifyIndex aside: see
@@ -65,6 +69,10 @@ type nodeAllocs struct {
 	// Allocs are the node's allocations, sorted by ID. Shared between
 	// rows and with the answers of client watches: never modified.
 	Allocs structs.AllocIndexes
+	// Node is the node as the nodes table holds it (the same object), nil
+	// once it is deleted. A client's watch reads the node and its
+	// allocations here, in one lookup (ClientNode).
+	Node *structs.Node
 	// changed is closed when a commit of the live store replaces or
 	// deletes the row (set by putNodeRow).
 	changed chan struct{}
@@ -253,14 +261,7 @@ func (w *writeTxn) flushNodeAllocs() error {
 				}
 			}
 		}
-		keep := len(next.Allocs) > 0 || next.Usage.Allocs > 0
-		if !keep {
-			node, err := w.first(TableNodes, nodeID)
-			if err != nil {
-				return err
-			}
-			keep = node != nil
-		}
+		keep := len(next.Allocs) > 0 || next.Usage.Allocs > 0 || next.Node != nil
 		switch {
 		case !keep:
 			if prev != nil {
@@ -323,26 +324,35 @@ func mergeRefs(refs structs.AllocIndexes, changes []refChange) (structs.AllocInd
 	return append(out, refs[i:]...), true
 }
 
-// nodeAllocsNodeAdded gives a newly registered node its row (zero values),
-// unless allocations on it already gave it one.
-func (w *writeTxn) nodeAllocsNodeAdded(nodeID string) error {
-	row, err := w.nodeRow(nodeID)
-	if err != nil || row != nil {
+// nodeAllocsNodeWritten puts node, just written to the nodes table, in
+// its row: a newly registered node gets its row (zero values) unless
+// allocations on it already gave it one.
+func (w *writeTxn) nodeAllocsNodeWritten(node *structs.Node) error {
+	prev, err := w.nodeRow(node.ID)
+	if err != nil {
 		return err
 	}
-	return w.putNodeRow(&nodeAllocs{Usage: structs.NodeUsage{NodeID: nodeID}})
+	next := nodeAllocs{Usage: structs.NodeUsage{NodeID: node.ID}}
+	if prev != nil {
+		next = *prev
+	}
+	next.Node = node
+	return w.putNodeRow(&next)
 }
 
 // nodeAllocsNodeDeleted removes a deleted node's row unless the node holds
-// allocations. (Allocation writes earlier in the transaction may not be
-// in the row yet: flushNodeAllocs decides again for those nodes.)
+// allocations, whose row then names no node. (Allocation writes earlier
+// in the transaction may not be in the row yet: flushNodeAllocs decides
+// again for those nodes.)
 func (w *writeTxn) nodeAllocsNodeDeleted(nodeID string) error {
 	row, err := w.nodeRow(nodeID)
 	if err != nil || row == nil {
 		return err
 	}
 	if len(row.Allocs) > 0 || row.Usage.Allocs > 0 {
-		return nil
+		next := *row
+		next.Node = nil
+		return w.putNodeRow(&next)
 	}
 	return w.deleteNodeRow(nodeID)
 }
@@ -376,9 +386,10 @@ func (s *StateStore) NodeUsage(ws memdb.WatchSet, nodeID string) (structs.NodeUs
 // allocations) it adds to ws only the watch of the node's row, which
 // fires when that index changes (a collection that removes the allocation
 // holding the maximum fires it and lowers it), when an allocation joins
-// or leaves the node, and when the node's usage changes (a client update
-// making an allocation terminal), but not for a client update that
-// changes none of these (the common "running").
+// or leaves the node, when the node's usage changes (a client update
+// making an allocation terminal) and when the node itself is written
+// (the row holds it), but not for a client update that changes none of
+// these (the common "running").
 func (s *StateStore) NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, error) {
 	row, err := s.nodeAllocsRow(ws, nodeID)
 	if err != nil || row == nil {
@@ -392,8 +403,7 @@ func (s *StateStore) NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, e
 type nodeAllocsRestore map[string]*restoredNodeAllocs
 
 type restoredNodeAllocs struct {
-	row        nodeAllocs
-	registered bool
+	row nodeAllocs
 }
 
 func (r nodeAllocsRestore) of(nodeID string) *restoredNodeAllocs {
@@ -405,8 +415,8 @@ func (r nodeAllocsRestore) of(nodeID string) *restoredNodeAllocs {
 	return e
 }
 
-// addNode records a registered node: it has a row.
-func (r nodeAllocsRestore) addNode(n *structs.Node) { r.of(n.ID).registered = true }
+// addNode records a registered node: it has a row, which holds it.
+func (r nodeAllocsRestore) addNode(n *structs.Node) { r.of(n.ID).row.Node = n }
 
 // add counts a restored allocation. After a restore the usage's
 // ModifyIndex is the highest ModifyIndex of the node's allocations,
@@ -434,7 +444,7 @@ func (r nodeAllocsRestore) insert(byNode *ptree.Txn[*nodeAllocs]) {
 		if e.row.Usage.Allocs == 0 {
 			e.row.Usage = structs.NodeUsage{NodeID: id}
 		}
-		if !e.registered && len(e.row.Allocs) == 0 {
+		if e.row.Node == nil && len(e.row.Allocs) == 0 {
 			continue
 		}
 		e.row.changed = make(chan struct{})

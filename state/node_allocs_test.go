@@ -388,6 +388,9 @@ func (c *nodeAllocsChecker) check(t *rapid.T, s *StateStore, when string) {
 			refsString(got.Allocs) != w.refs {
 			t.Fatalf("%s: row of %q is %+v (%s), its allocations give %+v", when, id, *got, refsString(got.Allocs), w)
 		}
+		if got.Node != nodes[id] {
+			t.Fatalf("%s: row of %q holds node %p, the nodes table %p", when, id, got.Node, nodes[id])
+		}
 		if u.ModifyIndex > latest || (u.Allocs > 0) != (u.ModifyIndex > 0) {
 			t.Fatalf("%s: usage of %q modified at %d (latest index %d)", when, id, u.ModifyIndex, latest)
 		}
@@ -542,11 +545,12 @@ func TestNodeAllocIndex(t *testing.T) {
 			want: 15, other: 13,
 		},
 		{
+			// The row holds the node: rewritten, it fires.
 			name: "node status change",
 			write: func(index uint64) error {
 				return s.UpdateNodeStatus(index, node.ID, structs.NodeStatusDown, 1, nil, nil)
 			},
-			want: 15, other: 13,
+			want: 15, other: 13, fires: true,
 		},
 		{
 			// The usage changes, the index does not: the row is

@@ -41,9 +41,6 @@ func (b *Batch) UpsertNode(index uint64, node *structs.Node, evals []*structs.Ev
 	} else {
 		node.CreateIndex = index
 		node.Events = appendEvents(nil, node.Events, index)
-		if err := b.txn.nodeAllocsNodeAdded(node.ID); err != nil {
-			return err
-		}
 	}
 	node.ModifyIndex = index
 	if err := upsertNodeTxn(b.txn, node); err != nil {
@@ -57,7 +54,7 @@ func upsertNodeTxn(txn *writeTxn, node *structs.Node) error {
 		return fmt.Errorf("state: inserting node %q: %w", node.ID, err)
 	}
 	txn.t.add(TableNodes)
-	return nil
+	return txn.nodeAllocsNodeWritten(node)
 }
 
 // appendEvents returns prev followed by events (each stamped with index

@@ -72,7 +72,7 @@ func (f fieldIndex[T]) FromObject(obj any) (bool, []byte, error) {
 func (f fieldIndex[T]) FromArgs(args ...any) ([]byte, error) { return oneKeyArg(args) }
 
 // oneKeyArg is the lookup key of a one-string index: the string,
-// NUL-terminated, or a key the caller built (*keyArg).
+// NUL-terminated.
 func oneKeyArg(args []any) ([]byte, error) {
 	if len(args) != 1 {
 		return nil, fmt.Errorf("state: index takes one argument, got %d", len(args))
@@ -80,8 +80,6 @@ func oneKeyArg(args []any) ([]byte, error) {
 	switch v := args[0].(type) {
 	case string:
 		return terminated(v), nil
-	case *keyArg:
-		return v.b, nil // built by the caller (client_reads.go)
 	}
 	return nil, fmt.Errorf("state: index argument must be a string, got %T", args[0])
 }
