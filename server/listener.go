@@ -116,7 +116,7 @@ func (s *Server) serveMux(conn net.Conn) {
 		go func() {
 			defer s.wg.Done()
 			codec := msgpackrpc.NewCodec(stream, structs.MsgpackHandle)
-			s.rpcServer.ServeCodec(codec) // returns when the stream closes; closes the codec
+			s.serveRPC(codec) // returns when the stream closes; closes the codec
 		}()
 	}
 }

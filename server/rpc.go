@@ -3,9 +3,7 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"net/rpc"
 	"reflect"
 	"time"
 
@@ -41,23 +39,17 @@ func (s *Server) endpoints(inproc bool) map[string]any {
 	}
 }
 
-// setupRPC registers the endpoints with net/rpc (remote calls) and in the
-// method table used by in-process calls.
+// setupRPC builds the method tables of remote calls (rpc_serve.go) and
+// of in-process ones.
 func (s *Server) setupRPC() error {
-	s.rpcServer = rpc.NewServer()
-	for name, recv := range s.endpoints(false) {
-		if err := s.rpcServer.RegisterName(name, recv); err != nil {
-			return fmt.Errorf("register %s endpoint: %w", name, err)
-		}
+	var err error
+	if s.remoteMethods, err = rpcMethods(s.endpoints(false)); err != nil {
+		return err
 	}
-	s.methods = make(map[string]reflect.Value)
-	for name, recv := range s.endpoints(true) {
-		v := reflect.ValueOf(recv)
-		t := v.Type()
-		for i := 0; i < t.NumMethod(); i++ {
-			s.methods[name+"."+t.Method(i).Name] = v.Method(i)
-		}
+	if s.methods, err = rpcMethods(s.endpoints(true)); err != nil {
+		return err
 	}
+	s.rpcWorkers = &rpcWorkers{}
 	return nil
 }
 
@@ -77,15 +69,14 @@ func (s *Server) RPC(method string, args, reply any) error {
 	if !ok {
 		return structs.NewError(structs.ErrCodeUnsupported, "unknown RPC method %q", method)
 	}
-	mt := m.Type()
 	av, rv := reflect.ValueOf(args), reflect.ValueOf(reply)
-	if av.Type() != mt.In(0) || rv.Type() != mt.In(1) || av.IsNil() || rv.IsNil() {
-		return structs.NewError(structs.ErrCodeInvalid, "RPC %s takes (%s, %s), got (%T, %T)",
-			method, mt.In(0), mt.In(1), args, reply)
+	if av.Type() != reflect.PointerTo(m.argType) || rv.Type() != reflect.PointerTo(m.replyType) || av.IsNil() || rv.IsNil() {
+		return structs.NewError(structs.ErrCodeInvalid, "RPC %s takes (*%s, *%s), got (%T, %T)",
+			method, m.argType, m.replyType, args, reply)
 	}
-	argsCopy := reflect.New(av.Type().Elem())
+	argsCopy := reflect.New(m.argType)
 	argsCopy.Elem().Set(av.Elem())
-	out := m.Call([]reflect.Value{argsCopy, rv})
+	out := m.fn.Call([]reflect.Value{argsCopy, rv})
 	if err, _ := out[0].Interface().(error); err != nil {
 		return err
 	}

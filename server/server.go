@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/rpc"
-	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -34,12 +32,15 @@ type Server struct {
 	logger hclog.Logger
 	nodeID string
 
-	listener    net.Listener
-	rpcAddr     string // advertised host:port, also the Raft address
-	rpcServer   *rpc.Server
-	methods     map[string]reflect.Value // "Job.Register" -> bound method; read-only after setup
-	yamuxConfig *yamux.Config
-	pool        *pool.Pool
+	listener net.Listener
+	rpcAddr  string // advertised host:port, also the Raft address
+	// remoteMethods serve calls from the wire, methods in-process ones
+	// (RPC), by "Job.Register"; read-only after setup.
+	remoteMethods map[string]*rpcMethod
+	methods       map[string]*rpcMethod
+	rpcWorkers    *rpcWorkers
+	yamuxConfig   *yamux.Config
+	pool          *pool.Pool
 
 	fsm           *fsm.FSM
 	raft          *raft.Raft
@@ -216,6 +217,9 @@ func (s *Server) Shutdown() error {
 		s.pool.Shutdown()
 	}
 	s.wg.Wait()
+	if s.rpcWorkers != nil {
+		s.rpcWorkers.stop()
+	}
 	if s.raftStore != nil {
 		if err := s.raftStore.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close raft store: %w", err))

@@ -1,0 +1,187 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/rpc"
+	"reflect"
+	"sync"
+)
+
+// The RPC server. Remote calls speak net/rpc's protocol (a request
+// header, its body; a response header, its body) through a codec
+// (msgpackrpc); clients are net/rpc clients and agent/sim's. The server
+// side is ours rather than net/rpc.Server for one reason: net/rpc starts
+// a goroutine per call, and a call's path (reflection, a blocking query,
+// the encoder) is deeper than a new goroutine's stack, so every call grew
+// and copied its stack once or twice. Client watches answer thousands of
+// calls a second; the copies were 2.5% of a c1m-small run's CPU. Here
+// calls run on pooled goroutines (rpcWorkers) whose stacks have already
+// grown. Behaviour is net/rpc's: requests on a stream are read in order
+// and served concurrently, responses are written whole and one at a time,
+// an error is sent as the response's error text with an empty body, and a
+// request for an unknown method (or whose body does not decode) gets an
+// error answer while the stream goes on.
+
+// rpcMethod is an endpoint method bound to its receiver, of the shape
+// func(*Args, *Reply) error.
+type rpcMethod struct {
+	fn        reflect.Value
+	argType   reflect.Type // Args
+	replyType reflect.Type // Reply
+}
+
+var errorType = reflect.TypeFor[error]()
+
+// rpcMethods lists the RPC methods of the receivers, by "Name.Method":
+// every exported method of the shape func(*Args, *Reply) error. A
+// receiver with an exported method of another shape is a programming
+// error.
+func rpcMethods(receivers map[string]any) (map[string]*rpcMethod, error) {
+	out := make(map[string]*rpcMethod)
+	for name, recv := range receivers {
+		v := reflect.ValueOf(recv)
+		t := v.Type()
+		for i := 0; i < t.NumMethod(); i++ {
+			m := v.Method(i)
+			mt := m.Type()
+			if mt.NumIn() != 2 || mt.NumOut() != 1 || mt.Out(0) != errorType ||
+				mt.In(0).Kind() != reflect.Pointer || mt.In(1).Kind() != reflect.Pointer {
+				return nil, fmt.Errorf("RPC method %s.%s is %s, want func(*Args, *Reply) error", name, t.Method(i).Name, mt)
+			}
+			out[name+"."+t.Method(i).Name] = &rpcMethod{fn: m, argType: mt.In(0).Elem(), replyType: mt.In(1).Elem()}
+		}
+	}
+	return out, nil
+}
+
+// rpcCall is one request being served.
+type rpcCall struct {
+	stream *rpcStream
+	method *rpcMethod
+	req    rpc.Request
+	args   reflect.Value // *Args
+}
+
+// rpcStream is one stream's codec and what its calls share.
+type rpcStream struct {
+	codec   rpc.ServerCodec
+	sending sync.Mutex
+	calls   sync.WaitGroup
+}
+
+// serveRPC serves the requests of one stream until it fails or closes,
+// waits for the calls in progress to answer, and closes the codec.
+func (s *Server) serveRPC(codec rpc.ServerCodec) {
+	st := &rpcStream{codec: codec}
+	for {
+		c := &rpcCall{stream: st}
+		if err := codec.ReadRequestHeader(&c.req); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				s.logger.Debug("rpc: reading a request header failed", "error", err)
+			}
+			break
+		}
+		c.method = s.remoteMethods[c.req.ServiceMethod]
+		if c.method == nil {
+			_ = codec.ReadRequestBody(nil) // discard it
+			st.respond(&c.req, nil, "rpc: can't find method "+c.req.ServiceMethod)
+			continue
+		}
+		c.args = reflect.New(c.method.argType)
+		if err := codec.ReadRequestBody(c.args.Interface()); err != nil {
+			st.respond(&c.req, nil, "rpc: decoding the request of "+c.req.ServiceMethod+": "+err.Error())
+			continue
+		}
+		st.calls.Add(1)
+		s.rpcWorkers.run(c)
+	}
+	st.calls.Wait()
+	codec.Close()
+}
+
+// serve runs the call and answers it.
+func (c *rpcCall) serve() {
+	defer c.stream.calls.Done()
+	reply := reflect.New(c.method.replyType)
+	out := c.method.fn.Call([]reflect.Value{c.args, reply})
+	if err, _ := out[0].Interface().(error); err != nil {
+		c.stream.respond(&c.req, nil, err.Error())
+		return
+	}
+	c.stream.respond(&c.req, reply.Interface(), "")
+}
+
+// rpcNoBody is the body of an error answer, as net/rpc sends it.
+var rpcNoBody = struct{}{}
+
+// respond writes the answer to req: body, or errText with an empty body.
+// A write error is the stream failing; its reader sees that too.
+func (st *rpcStream) respond(req *rpc.Request, body any, errText string) {
+	resp := rpc.Response{ServiceMethod: req.ServiceMethod, Seq: req.Seq, Error: errText}
+	if errText != "" {
+		body = rpcNoBody
+	}
+	st.sending.Lock()
+	defer st.sending.Unlock()
+	_ = st.codec.WriteResponse(&resp, body)
+}
+
+// rpcWorkers runs calls on goroutines that outlive them: a call goes to
+// an idle worker if there is one (the one idle the shortest time), else
+// to a new goroutine, which stays as a worker when its call is done
+// unless rpcMaxIdleWorkers are idle already. A worker's stack keeps its
+// size between calls (until the garbage collector shrinks a stack that
+// stays mostly unused), so calls do not grow stacks from a new
+// goroutine's size. Calls may block for minutes (blocking queries):
+// there is no limit on how many run at once.
+type rpcWorkers struct {
+	mu      sync.Mutex
+	idle    []chan *rpcCall // each worker's; nil sent: exit
+	stopped bool
+}
+
+// rpcMaxIdleWorkers bounds the idle workers kept (each a parked goroutine
+// with its stack).
+const rpcMaxIdleWorkers = 256
+
+func (p *rpcWorkers) run(c *rpcCall) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		w := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		w <- c
+		return
+	}
+	p.mu.Unlock()
+	go p.work(c)
+}
+
+func (p *rpcWorkers) work(c *rpcCall) {
+	next := make(chan *rpcCall, 1)
+	for c != nil {
+		c.serve()
+		p.mu.Lock()
+		if p.stopped || len(p.idle) >= rpcMaxIdleWorkers {
+			p.mu.Unlock()
+			return
+		}
+		p.idle = append(p.idle, next)
+		p.mu.Unlock()
+		c = <-next
+	}
+}
+
+// stop ends the idle workers and keeps the busy ones from idling: a call
+// made after stop runs on a goroutine of its own.
+func (p *rpcWorkers) stop() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.stopped = nil, true
+	p.mu.Unlock()
+	for _, w := range idle {
+		w <- nil
+	}
+}
