@@ -234,7 +234,7 @@ func TestCodecRoundTripRandom(t *testing.T) {
 const fillMaxDepth = 5
 
 var (
-	timeType       = reflect.TypeFor[time.Time]()
+	timeType         = reflect.TypeFor[time.Time]()
 	taskStatesType   = reflect.TypeFor[TaskStates]()
 	allocIndexesType = reflect.TypeFor[AllocIndexes]()
 )
