@@ -129,6 +129,10 @@ type nodeDelta struct {
 	// refs are the allocations written onto the node (ref set) or that
 	// left it (ref nil), in write order.
 	refs []refChange
+	// node is the node as last written to the nodes table (nil: deleted),
+	// if nodeSet.
+	node    *structs.Node
+	nodeSet bool
 }
 
 type refChange struct {
@@ -221,14 +225,14 @@ func (w *writeTxn) deltaOf(nodeID string) *nodeDelta {
 }
 
 // flushNodeAllocs folds the transaction's deltas into the node_allocs
-// table: for each node whose usage or allocations moved, one lookup and
+// table: for each node whose usage, allocations or node moved, one lookup and
 // one new row (or a deletion, for a deleted node left without
 // allocations). A row that does not change is not written (its watchers
 // do not wake).
 func (w *writeTxn) flushNodeAllocs() error {
 	for nodeID, d := range w.nodes {
 		usageMoved := d.allocs != 0 || d.used != (structs.ComparableResources{})
-		if !usageMoved && len(d.refs) == 0 {
+		if !usageMoved && len(d.refs) == 0 && !d.nodeSet {
 			continue
 		}
 		prev, err := w.nodeRow(nodeID)
@@ -238,6 +242,9 @@ func (w *writeTxn) flushNodeAllocs() error {
 		next := nodeAllocs{Usage: structs.NodeUsage{NodeID: nodeID}}
 		if prev != nil {
 			next = *prev
+		}
+		if d.nodeSet {
+			next.Node = d.node
 		}
 		if usageMoved {
 			u := &next.Usage
@@ -269,7 +276,7 @@ func (w *writeTxn) flushNodeAllocs() error {
 					return err
 				}
 			}
-		case prev == nil || refsMoved || next.Usage != prev.Usage || next.AllocIndex != prev.AllocIndex:
+		case prev == nil || refsMoved || next.Usage != prev.Usage || next.AllocIndex != prev.AllocIndex || next.Node != prev.Node:
 			row := next
 			if err := w.putNodeRow(&row); err != nil {
 				return err
@@ -324,37 +331,18 @@ func mergeRefs(refs structs.AllocIndexes, changes []refChange) (structs.AllocInd
 	return append(out, refs[i:]...), true
 }
 
-// nodeAllocsNodeWritten puts node, just written to the nodes table, in
-// its row: a newly registered node gets its row (zero values) unless
-// allocations on it already gave it one.
-func (w *writeTxn) nodeAllocsNodeWritten(node *structs.Node) error {
-	prev, err := w.nodeRow(node.ID)
-	if err != nil {
-		return err
-	}
-	next := nodeAllocs{Usage: structs.NodeUsage{NodeID: node.ID}}
-	if prev != nil {
-		next = *prev
-	}
-	next.Node = node
-	return w.putNodeRow(&next)
+// nodeAllocsNodeWritten records that node was just written to the nodes
+// table: its row will hold it (a newly registered node gets a row).
+func (w *writeTxn) nodeAllocsNodeWritten(node *structs.Node) {
+	d := w.deltaOf(node.ID)
+	d.node, d.nodeSet = node, true
 }
 
-// nodeAllocsNodeDeleted removes a deleted node's row unless the node holds
-// allocations, whose row then names no node. (Allocation writes earlier
-// in the transaction may not be in the row yet: flushNodeAllocs decides
-// again for those nodes.)
-func (w *writeTxn) nodeAllocsNodeDeleted(nodeID string) error {
-	row, err := w.nodeRow(nodeID)
-	if err != nil || row == nil {
-		return err
-	}
-	if len(row.Allocs) > 0 || row.Usage.Allocs > 0 {
-		next := *row
-		next.Node = nil
-		return w.putNodeRow(&next)
-	}
-	return w.deleteNodeRow(nodeID)
+// nodeAllocsNodeDeleted records that the node was deleted: its row goes,
+// unless the node still holds allocations (the row then names no node).
+func (w *writeTxn) nodeAllocsNodeDeleted(nodeID string) {
+	d := w.deltaOf(nodeID)
+	d.node, d.nodeSet = nil, true
 }
 
 // nodeAllocsRow returns the node's row, or nil, and adds its watch to ws.

@@ -54,7 +54,8 @@ func upsertNodeTxn(txn *writeTxn, node *structs.Node) error {
 		return fmt.Errorf("state: inserting node %q: %w", node.ID, err)
 	}
 	txn.t.add(TableNodes)
-	return txn.nodeAllocsNodeWritten(node)
+	txn.nodeAllocsNodeWritten(node)
+	return nil
 }
 
 // appendEvents returns prev followed by events (each stamped with index
@@ -112,9 +113,7 @@ func (b *Batch) DeleteNodes(index uint64, nodeIDs []string) error {
 		if err := b.txn.delete(TableNodes, n); err != nil {
 			return fmt.Errorf("state: deleting node %q: %w", id, err)
 		}
-		if err := b.txn.nodeAllocsNodeDeleted(id); err != nil {
-			return err
-		}
+		b.txn.nodeAllocsNodeDeleted(id)
 		b.txn.t.add(TableNodes)
 	}
 	return nil
