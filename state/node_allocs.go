@@ -126,8 +126,8 @@ type nodeDelta struct {
 	allocs int
 	// usageIndex is the index of the last write that changed the usage.
 	usageIndex uint64
-	// refs are the allocations written onto the node (ref set) or that
-	// left it (ref nil), in write order.
+	// refs are the allocations written onto the node or that left it
+	// (removed), in write order.
 	refs []refChange
 	// node is the node as last written to the nodes table (nil: deleted),
 	// if nodeSet.
@@ -308,7 +308,7 @@ func mergeRefs(refs structs.AllocIndexes, changes []refChange) (structs.AllocInd
 	var out structs.AllocIndexes
 	i := 0 // refs[:i] are decided
 	for _, c := range last {
-		j, found := slices.BinarySearchFunc(refs[i:], c.ref.ID, func(r structs.AllocIndex, id string) int { return strings.Compare(r.ID, id) })
+		j, found := refs[i:].Search(c.ref.ID)
 		j += i
 		if c.removed && !found || !c.removed && found && refs[j].AllocModifyIndex == c.ref.AllocModifyIndex {
 			continue // no change: refs[i:j+1] stay undecided, copied later
@@ -428,7 +428,7 @@ func (r nodeAllocsRestore) add(a *structs.Allocation) {
 // allocations (see the lifetime rule above).
 func (r nodeAllocsRestore) insert(byNode *ptree.Txn[*nodeAllocs]) {
 	for id, e := range r {
-		slices.SortFunc(e.row.Allocs, func(a, b structs.AllocIndex) int { return strings.Compare(a.ID, b.ID) })
+		e.row.Allocs.Sort()
 		if e.row.Usage.Allocs == 0 {
 			e.row.Usage = structs.NodeUsage{NodeID: id}
 		}

@@ -36,15 +36,25 @@ func NewAllocIndexes(m map[string]uint64) AllocIndexes {
 	for id, idx := range m {
 		out = append(out, AllocIndex{ID: id, AllocModifyIndex: idx})
 	}
-	slices.SortFunc(out, compareAllocIndex)
+	out.Sort()
 	return out
 }
 
 func compareAllocIndex(a, b AllocIndex) int { return cmp.Compare(a.ID, b.ID) }
 
+// Sort sorts x by ID, in place: for a list being built, never for one
+// handed out.
+func (x AllocIndexes) Sort() { slices.SortFunc(x, compareAllocIndex) }
+
+// Search returns the position of allocation id in x, or where it would
+// go, and whether x lists it.
+func (x AllocIndexes) Search(id string) (int, bool) {
+	return slices.BinarySearchFunc(x, id, func(a AllocIndex, id string) int { return cmp.Compare(a.ID, id) })
+}
+
 // Get returns the AllocModifyIndex of allocation id and whether x lists it.
 func (x AllocIndexes) Get(id string) (uint64, bool) {
-	i, ok := slices.BinarySearchFunc(x, id, func(a AllocIndex, id string) int { return cmp.Compare(a.ID, id) })
+	i, ok := x.Search(id)
 	if !ok {
 		return 0, false
 	}
@@ -102,7 +112,7 @@ func (x *AllocIndexes) CodecDecodeSelf(d *codec.Decoder) {
 	}
 	r.ReadMapEnd()
 	if !sorted {
-		slices.SortFunc(out, compareAllocIndex)
+		out.Sort()
 		for i := 1; i < len(out); i++ {
 			if out[i].ID == out[i-1].ID {
 				panic(fmt.Errorf("allocation indexes: allocation %q listed twice", out[i].ID))
