@@ -3,7 +3,6 @@ package jobspec
 import (
 	"fmt"
 	"math/big"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -58,19 +57,17 @@ var functions = sync.OnceValue(func() map[string]function.Function {
 	}
 })
 
-// runtimeRoots are the interpolation roots resolved at run time by the
-// scheduler or the client, not by the parser.
-var runtimeRoots = map[string]bool{"attr": true, "node": true, "meta": true, "env": true, "device": true}
-
-// envVarName matches a bare environment variable reference such as
-// NOMAD_TASK_DIR.
-var envVarName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
-
-func isRuntimeRoot(name string) bool { return runtimeRoots[name] || envVarName.MatchString(name) }
+// parseTimeRoots are the only variable roots the parser resolves: var.*
+// (variable blocks) and local.* (locals blocks). A reference with any other
+// root, such as ${attr.kernel.name}, ${node.class}, ${meta.rack},
+// ${NOMAD_META_owner} or ${NOMAD_PORT_http}, is resolved when the job runs,
+// by the scheduler (constraints) or the client (task env and config), and
+// is kept as written.
+var parseTimeRoots = map[string]bool{"var": true, "local": true}
 
 // evaluator evaluates expressions of one file. Template interpolations
-// whose first reference is a runtime root ("${attr.kernel.name}") are
-// kept verbatim; everything else is evaluated with ctx.
+// that refer only to runtime roots ("${attr.kernel.name}") are kept
+// verbatim; everything else is evaluated with ctx.
 type evaluator struct {
 	src []byte
 	ctx *hcl.EvalContext
@@ -154,24 +151,32 @@ func (ev *evaluator) templatePart(part hclsyntax.Expression) (string, hcl.Diagno
 	return sv.AsString(), nil
 }
 
-// isRuntime reports whether expr is a runtime interpolation: its first
-// variable reference has a runtime root and none refers to var or local.
-// Mixing the two is an error.
+// isRuntime reports whether expr is a runtime interpolation: it refers to
+// variables and none of them has a parse-time root. Mixing the two kinds
+// in one expression is an error.
 func (ev *evaluator) isRuntime(expr hclsyntax.Expression) (bool, hcl.Diagnostics) {
 	vars := expr.Variables()
 	if len(vars) == 0 {
 		return false, nil
 	}
 	sort.Slice(vars, func(i, j int) bool { return vars[i].SourceRange().Start.Byte < vars[j].SourceRange().Start.Byte })
-	if !isRuntimeRoot(vars[0].RootName()) {
-		return false, nil
-	}
+	var runtime, parseTime string
 	for _, v := range vars {
-		if root := v.RootName(); root == "var" || root == "local" {
-			return false, hcl.Diagnostics{diagAt(expr.Range(), "Mixed interpolation",
-				"%q is resolved when the job runs and %q when the file is parsed; use separate ${...} for each",
-				vars[0].RootName(), root)}
+		root := v.RootName()
+		switch {
+		case parseTimeRoots[root] && parseTime == "":
+			parseTime = root
+		case !parseTimeRoots[root] && runtime == "":
+			runtime = root
 		}
+	}
+	switch {
+	case runtime == "":
+		return false, nil
+	case parseTime != "":
+		return false, hcl.Diagnostics{diagAt(expr.Range(), "Mixed interpolation",
+			"%q is resolved when the job runs and %q when the file is parsed; use separate ${...} for each",
+			runtime, parseTime)}
 	}
 	return true, nil
 }

@@ -5,7 +5,11 @@ job "web" {
       driver = "raw_exec"
       config {
         command = "${local.cmd}"
-        args    = [nosuchfunc("x")]
+        args    = [nosuchfunc("x"), "${NOMAD_META_owner}"]
+      }
+      env {
+        OWNER = "${NOMAD_META_owner}-${NOMAD_PORT_http}"
+        NOPE  = "${NOMAD_META_owner}-${var.nope}"
       }
     }
   }
