@@ -2,6 +2,7 @@ package allocrunner
 
 import (
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -18,86 +19,277 @@ var envDenylist = map[string]bool{
 	"GOOGLE_APPLICATION_CREDENTIALS": true,
 }
 
-// NodeInfo is what tasks learn about the node they run on.
+// Task variables, as Nomad names them.
+const (
+	envAllocDir     = "NOMAD_ALLOC_DIR"
+	envTaskDir      = "NOMAD_TASK_DIR"
+	envSecretsDir   = "NOMAD_SECRETS_DIR"
+	envAllocID      = "NOMAD_ALLOC_ID"
+	envShortAllocID = "NOMAD_SHORT_ALLOC_ID"
+	envAllocName    = "NOMAD_ALLOC_NAME"
+	envAllocIndex   = "NOMAD_ALLOC_INDEX"
+	envGroupName    = "NOMAD_GROUP_NAME"
+	envTaskName     = "NOMAD_TASK_NAME"
+	envJobID        = "NOMAD_JOB_ID"
+	envJobName      = "NOMAD_JOB_NAME"
+	envDatacenter   = "NOMAD_DC"
+	envRegion       = "NOMAD_REGION"
+	envNamespace    = "NOMAD_NAMESPACE"
+	envCPULimit     = "NOMAD_CPU_LIMIT"
+	envCPUCores     = "NOMAD_CPU_CORES"
+	envMemLimit     = "NOMAD_MEMORY_LIMIT"
+	envMemMaxLimit  = "NOMAD_MEMORY_MAX_LIMIT"
+	envMetaPrefix   = "NOMAD_META_"
+)
+
+// cleanedPrefixes: variables whose names start with one of these have
+// every character outside [A-Za-z0-9_.] replaced by '_', as Nomad does.
+var cleanedPrefixes = []string{"NOMAD_ADDR_", "NOMAD_IP_", "NOMAD_PORT_", "NOMAD_HOST_PORT_", envMetaPrefix}
+
+// NodeInfo is what tasks learn about the node they run on: the task
+// variables NOMAD_DC and NOMAD_REGION, and the ${node.*}, ${attr.*} and
+// ${meta.*} references. The runner only reads it.
 type NodeInfo struct {
 	ID         string
 	Name       string
 	Datacenter string
 	Region     string
 	Class      string
+	Pool       string
+	Attributes map[string]string
+	Meta       map[string]string
 }
 
-// buildEnv returns a task's environment: the client's own (minus the
-// denylist), then the task variables (NOMAD_*), then the task's env block,
-// which wins over both, as in Nomad.
-func buildEnv(alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Task,
-	ad *allocdir.AllocDir, td *allocdir.TaskDir, node NodeInfo) map[string]string {
-	env := make(map[string]string)
+// vars returns the node's interpolation variables by full name:
+// node.unique.id, attr.kernel.name, meta.rack, ...
+func (n NodeInfo) vars() map[string]string {
+	m := make(map[string]string, 6+len(n.Attributes)+len(n.Meta))
+	m["node.unique.id"] = n.ID
+	m["node.unique.name"] = n.Name
+	m["node.datacenter"] = n.Datacenter
+	m["node.region"] = n.Region
+	m["node.class"] = n.Class
+	m["node.pool"] = n.Pool
+	for k, v := range n.Attributes {
+		m["attr."+k] = v
+	}
+	for k, v := range n.Meta {
+		m["meta."+k] = v
+	}
+	return m
+}
+
+// taskEnv is a task's environment and the node variables; together they
+// resolve the task's ${...} references (see interpolate.go).
+type taskEnv struct {
+	env  map[string]string // the task's complete environment
+	node map[string]string // node.*, attr.*, meta.*
+}
+
+// buildTaskEnv returns a task's environment, built in layers as Nomad
+// builds it; a later layer wins over an earlier one:
+//  1. the client's own environment, minus the denylist and NOMAD_*;
+//  2. the task variables (NOMAD_ALLOC_ID, ...; each only when it has a value);
+//  3. NOMAD_META_<key> for the job's, group's and task's meta merged (the
+//     task's wins), under the key as written and in upper case, with
+//     characters outside [A-Za-z0-9_.] replaced by '_'; values may refer
+//     to the node and to the task variables;
+//  4. the task's env block, whose values may refer to the node, to the
+//     layers above and to each other.
+//
+// Names the env block gives with a NOMAD_META_ (or port) prefix are
+// cleaned as meta keys are.
+func buildTaskEnv(alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Task,
+	ad *allocdir.AllocDir, td *allocdir.TaskDir, node NodeInfo) *taskEnv {
+	te := &taskEnv{env: make(map[string]string), node: node.vars()}
 	for _, kv := range os.Environ() {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || envDenylist[k] || strings.HasPrefix(k, "NOMAD_") {
 			continue
 		}
-		env[k] = v
+		te.env[k] = v
 	}
-	job := alloc.Job
-	set := func(k, v string) { env[k] = v }
-	set("NOMAD_ALLOC_ID", alloc.ID)
-	set("NOMAD_SHORT_ALLOC_ID", shortID(alloc.ID))
-	set("NOMAD_ALLOC_NAME", alloc.Name)
-	set("NOMAD_ALLOC_INDEX", strconv.Itoa(allocIndex(alloc.Name)))
-	set("NOMAD_TASK_NAME", task.Name)
-	set("NOMAD_GROUP_NAME", tg.Name)
-	set("NOMAD_JOB_ID", alloc.JobID)
-	set("NOMAD_NAMESPACE", alloc.Namespace)
-	if job != nil {
-		set("NOMAD_JOB_NAME", job.Name)
-		set("NOMAD_REGION", job.Region)
-		if job.Namespace != "" {
-			set("NOMAD_NAMESPACE", job.Namespace)
+	for k, v := range taskVars(alloc, tg, task, ad, td, node) {
+		if v != "" {
+			te.env[k] = v
 		}
 	}
-	if env["NOMAD_REGION"] == "" {
-		set("NOMAD_REGION", node.Region)
+	meta := mergedMeta(alloc.Job, tg, task)
+	keys := sortedKeys(meta)
+	resolved := make(map[string]string, len(meta))
+	for _, k := range keys {
+		resolved[k] = te.replace(meta[k], te.lookupEnv)
 	}
-	set("NOMAD_DC", node.Datacenter)
-	set("NOMAD_NODE_ID", node.ID)
-	set("NOMAD_NODE_NAME", node.Name)
-	set("NOMAD_NODE_CLASS", node.Class)
-	set("NOMAD_ALLOC_DIR", ad.SharedDir)
-	set("NOMAD_TASK_DIR", td.LocalDir)
-	set("NOMAD_SECRETS_DIR", td.SecretsDir)
-	cpu, mem := taskLimits(alloc, task)
-	set("NOMAD_CPU_LIMIT", strconv.FormatInt(cpu, 10))
-	set("NOMAD_MEMORY_LIMIT", strconv.FormatInt(mem, 10))
+	// Upper-case names first, so that a key written in upper case wins
+	// over another key that only upper-cases to it.
+	for _, k := range keys {
+		te.env[cleanEnvName(envMetaPrefix+strings.ToUpper(k))] = resolved[k]
+	}
+	for _, k := range keys {
+		te.env[cleanEnvName(envMetaPrefix+k)] = resolved[k]
+	}
+	te.setTaskEnv(task.Env)
+	for k, v := range te.env {
+		if c := cleanEnvName(k); c != k {
+			delete(te.env, k)
+			te.env[c] = v
+		}
+	}
+	return te
+}
+
+// taskVars returns the task variables (empty values are left out by the
+// caller). NOMAD_REGION is the client's region, or the job's when the
+// client has none.
+func taskVars(alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Task,
+	ad *allocdir.AllocDir, td *allocdir.TaskDir, node NodeInfo) map[string]string {
+	job := alloc.Job
+	if job == nil {
+		job = &structs.Job{}
+	}
+	region := node.Region
+	if region == "" {
+		region = job.Region
+	}
+	namespace := alloc.Namespace
+	if namespace == "" {
+		namespace = job.Namespace
+	}
+	jobID := alloc.JobID
+	if jobID == "" {
+		jobID = job.ID
+	}
+	res := taskResources(alloc, task)
+	vars := map[string]string{
+		envAllocDir: ad.SharedDir, envTaskDir: td.LocalDir, envSecretsDir: td.SecretsDir,
+		envAllocID: alloc.ID, envShortAllocID: shortID(alloc.ID), envAllocName: alloc.Name,
+		envAllocIndex: strconv.Itoa(allocIndex(alloc.Name)),
+		envGroupName:  tg.Name, envTaskName: task.Name,
+		envJobID: jobID, envJobName: job.Name,
+		envDatacenter: node.Datacenter, envRegion: region, envNamespace: namespace,
+		envCPUCores: cpuSet(res.Cpu.ReservedCores),
+		// Drover's own additions (Nomad offers these only as ${node.*}).
+		"NOMAD_NODE_ID": node.ID, "NOMAD_NODE_NAME": node.Name, "NOMAD_NODE_CLASS": node.Class,
+	}
+	for name, n := range map[string]int64{envCPULimit: res.Cpu.CpuShares,
+		envMemLimit: res.Memory.MemoryMB, envMemMaxLimit: res.Memory.MemoryMaxMB} {
+		if n != 0 {
+			vars[name] = strconv.FormatInt(n, 10)
+		}
+	}
+	return vars
+}
+
+// setTaskEnv adds the task's env block. A value may refer to any variable
+// of the environment, including another entry of the block (resolved
+// first, whatever the order); a reference back to an entry being resolved
+// (PATH = "${PATH}:/opt/bin") sees the value from the layers below.
+func (te *taskEnv) setTaskEnv(block map[string]string) {
+	below := te.env
+	done := make(map[string]string, len(block))
+	busy := map[string]bool{}
+	var resolve func(name string) (string, bool)
+	resolve = func(name string) (string, bool) {
+		if v, ok := done[name]; ok {
+			return v, true
+		}
+		raw, inBlock := block[name]
+		if !inBlock || busy[name] {
+			v, ok := below[name]
+			return v, ok
+		}
+		busy[name] = true
+		v := te.replace(raw, resolve)
+		busy[name] = false
+		done[name] = v
+		return v, true
+	}
+	for _, k := range sortedKeys(block) {
+		resolve(k)
+	}
+	env := make(map[string]string, len(below)+len(done))
+	for k, v := range below {
+		env[k] = v
+	}
+	for k, v := range done {
+		env[k] = v
+	}
+	te.env = env
+}
+
+// mergedMeta merges the job's, group's and task's meta; the more specific
+// wins.
+func mergedMeta(job *structs.Job, tg *structs.TaskGroup, task *structs.Task) map[string]string {
+	m := map[string]string{}
 	if job != nil {
 		for k, v := range job.Meta {
-			set("NOMAD_META_"+metaKey(k), v)
+			m[k] = v
 		}
 	}
 	for k, v := range tg.Meta {
-		set("NOMAD_META_"+metaKey(k), v)
+		m[k] = v
 	}
 	for k, v := range task.Meta {
-		set("NOMAD_META_"+metaKey(k), v)
+		m[k] = v
 	}
-	for k, v := range task.Env {
-		set(k, v)
-	}
-	return env
+	return m
 }
 
-// taskLimits returns the task's CPU (MHz) and memory (MB) allocation.
-func taskLimits(alloc *structs.Allocation, task *structs.Task) (int64, int64) {
-	if ar := alloc.AllocatedResources; ar != nil {
-		if tr := ar.Tasks[task.Name]; tr != nil {
-			return tr.Cpu.CpuShares, tr.Memory.MemoryMB
+// cleanEnvName replaces, in names with one of cleanedPrefixes, every
+// character outside [A-Za-z0-9_.] by '_'. Other names are returned as
+// they are.
+func cleanEnvName(name string) string {
+	for _, p := range cleanedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return strings.Map(func(r rune) rune {
+				switch {
+				case r == '_' || r == '.', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+					return r
+				}
+				return '_'
+			}, name)
 		}
 	}
-	if task.Resources != nil {
-		return int64(task.Resources.CPU), int64(task.Resources.MemoryMB)
+	return name
+}
+
+// taskResources returns what the allocation reserved for the task, or
+// the task's own ask when the allocation does not say.
+func taskResources(alloc *structs.Allocation, task *structs.Task) structs.AllocatedTaskResources {
+	if ar := alloc.AllocatedResources; ar != nil {
+		if tr := ar.Tasks[task.Name]; tr != nil {
+			return *tr
+		}
 	}
-	return 0, 0
+	var out structs.AllocatedTaskResources
+	if task.Resources != nil {
+		out.Cpu.CpuShares = int64(task.Resources.CPU)
+		out.Memory.MemoryMB = int64(task.Resources.MemoryMB)
+	}
+	return out
+}
+
+// cpuSet writes cores as Linux cpuset lists do: "0-2,5" ("" for none).
+func cpuSet(cores []uint16) string {
+	if len(cores) == 0 {
+		return ""
+	}
+	c := append([]uint16(nil), cores...)
+	sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
+	var parts []string
+	for i := 0; i < len(c); {
+		j := i
+		for j+1 < len(c) && c[j+1] <= c[j]+1 {
+			j++
+		}
+		if c[i] == c[j] {
+			parts = append(parts, strconv.Itoa(int(c[i])))
+		} else {
+			parts = append(parts, strconv.Itoa(int(c[i]))+"-"+strconv.Itoa(int(c[j])))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 // allocIndex parses the index out of "job.group[3]" (0 if absent).
@@ -120,7 +312,11 @@ func shortID(id string) string {
 	return id
 }
 
-// metaKey makes a meta key usable in a variable name, as Nomad does.
-func metaKey(k string) string {
-	return strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k))
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

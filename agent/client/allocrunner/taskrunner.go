@@ -288,13 +288,13 @@ func (tr *taskRunner) start() (driver.Handle, error) {
 	if tr.drv == nil {
 		return nil, driver.Unrecoverable(fmt.Errorf("driver %q is not available on this client", tr.task.Driver))
 	}
-	if err := tr.drv.ValidateConfig(tr.task.Config); err != nil {
+	cfg := tr.taskConfig()
+	if err := tr.drv.ValidateConfig(cfg.Config); err != nil {
 		ev := newEvent(structs.TaskFailedValidate, "Task config is invalid: "+err.Error())
 		ev.Message, ev.DriverError, ev.FailsTask = err.Error(), err.Error(), true
 		tr.finish(true, ev)
 		return nil, errInvalidConfig
 	}
-	cfg := tr.taskConfig()
 	// A kill while the driver is starting cancels the start.
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -327,15 +327,17 @@ func (tr *taskRunner) started(h driver.Handle) {
 	}, newEvent(structs.TaskStarted, "Task started by client"))
 }
 
-// taskConfig is what the driver gets to start the task.
+// taskConfig is what the driver gets to start the task: its environment,
+// and its driver config with the ${...} references resolved against it.
 func (tr *taskRunner) taskConfig() *driver.TaskConfig {
 	ad := tr.ar.allocDir
 	alloc := tr.ar.Alloc()
+	te := buildTaskEnv(alloc, tr.tg, tr.task, ad, tr.taskDir, tr.ar.cfg.Node)
 	cfg := &driver.TaskConfig{
 		ID: tr.ar.id + "/" + tr.task.Name, AllocID: tr.ar.id, TaskName: tr.task.Name,
 		GroupName: tr.tg.Name, Namespace: alloc.Namespace,
-		Config:  tr.task.Config,
-		Env:     buildEnv(alloc, tr.tg, tr.task, ad, tr.taskDir, tr.ar.cfg.Node),
+		Config:  te.interpolate(tr.task.Config),
+		Env:     te.env,
 		User:    tr.task.User,
 		TaskDir: tr.taskDir.Dir, AllocDir: ad.Dir,
 		StdoutPath: ad.LogFIFO(tr.task.Name, allocdir.Stdout),
