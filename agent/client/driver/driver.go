@@ -70,7 +70,8 @@ type TaskConfig struct {
 	JobName   string
 	GroupName string
 	Namespace string
-	// Config is the task's driver config block, as submitted.
+	// Config is the task's driver config block, a copy with the ${...}
+	// references in its strings resolved (unknown ones left as written).
 	Config map[string]any
 	// Env is the complete environment of the task.
 	Env map[string]string
