@@ -12,6 +12,11 @@
 //	ar.Destroy()             // kill, wait, remove dir and state
 //	ar.Shutdown()            // client shutdown: leave tasks running
 //
+// Each start gives the driver the task's environment (taskenv.go: the
+// NOMAD_* variables, NOMAD_META_*, the env block) and a copy of its driver
+// config with the ${node.*}, ${attr.*}, ${meta.*} and ${NAME} references
+// resolved (interpolate.go); the allocation's job is never modified.
+//
 // The client status follows Nomad: any failed task fails the allocation
 // (and its siblings are killed), else running, else pending, else complete.
 // A dead leader task kills its siblings.

@@ -98,7 +98,8 @@ type taskEnv struct {
 //     layers above and to each other.
 //
 // Names the env block gives with a NOMAD_META_ (or port) prefix are
-// cleaned as meta keys are.
+// cleaned as meta keys are. The result is deterministic: it does not
+// depend on map order.
 func buildTaskEnv(alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Task,
 	ad *allocdir.AllocDir, td *allocdir.TaskDir, node NodeInfo) *taskEnv {
 	te := &taskEnv{env: make(map[string]string), node: node.vars()}
@@ -115,26 +116,18 @@ func buildTaskEnv(alloc *structs.Allocation, tg *structs.TaskGroup, task *struct
 		}
 	}
 	meta := mergedMeta(alloc.Job, tg, task)
-	keys := sortedKeys(meta)
-	resolved := make(map[string]string, len(meta))
-	for _, k := range keys {
-		resolved[k] = te.replace(meta[k], te.lookupEnv)
+	upper := make(map[string]string, len(meta))
+	asWritten := make(map[string]string, len(meta))
+	for _, k := range sortedKeys(meta) {
+		v := te.replace(meta[k], te.lookupEnv)
+		upper[envMetaPrefix+strings.ToUpper(k)] = v
+		asWritten[envMetaPrefix+k] = v
 	}
 	// Upper-case names first, so that a key written in upper case wins
 	// over another key that only upper-cases to it.
-	for _, k := range keys {
-		te.env[cleanEnvName(envMetaPrefix+strings.ToUpper(k))] = resolved[k]
-	}
-	for _, k := range keys {
-		te.env[cleanEnvName(envMetaPrefix+k)] = resolved[k]
-	}
+	putCleaned(te.env, upper)
+	putCleaned(te.env, asWritten)
 	te.setTaskEnv(task.Env)
-	for k, v := range te.env {
-		if c := cleanEnvName(k); c != k {
-			delete(te.env, k)
-			te.env[c] = v
-		}
-	}
 	return te
 }
 
@@ -183,7 +176,8 @@ func taskVars(alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Ta
 // setTaskEnv adds the task's env block. A value may refer to any variable
 // of the environment, including another entry of the block (resolved
 // first, whatever the order); a reference back to an entry being resolved
-// (PATH = "${PATH}:/opt/bin") sees the value from the layers below.
+// (PATH = "${PATH}:/opt/bin") sees the value from the layers below. Names
+// are cleaned (cleanEnvName) as they are added.
 func (te *taskEnv) setTaskEnv(block map[string]string) {
 	below := te.env
 	done := make(map[string]string, len(block))
@@ -211,9 +205,7 @@ func (te *taskEnv) setTaskEnv(block map[string]string) {
 	for k, v := range below {
 		env[k] = v
 	}
-	for k, v := range done {
-		env[k] = v
-	}
+	putCleaned(env, done)
 	te.env = env
 }
 
@@ -233,6 +225,22 @@ func mergedMeta(job *structs.Job, tg *structs.TaskGroup, task *structs.Task) map
 		m[k] = v
 	}
 	return m
+}
+
+// putCleaned copies src into dst under cleaned names (cleanEnvName). Of
+// two names that clean to the same one, the one written clean wins; the
+// result never depends on map order.
+func putCleaned(dst, src map[string]string) {
+	for _, k := range sortedKeys(src) {
+		if c := cleanEnvName(k); c != k {
+			dst[c] = src[k]
+		}
+	}
+	for k, v := range src {
+		if cleanEnvName(k) == k {
+			dst[k] = v
+		}
+	}
 }
 
 // cleanEnvName replaces, in names with one of cleanedPrefixes, every

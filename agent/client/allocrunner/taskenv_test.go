@@ -84,11 +84,12 @@ func TestBuildTaskEnv(t *testing.T) {
 				"NOMAD_META_rack_id": "r9", "NOMAD_META_RACK_ID": "r9", "NOMAD_META_rack-id": "",
 				"NOMAD_META_a.b": "dotted", "NOMAD_META_A.B": "dotted",
 			}},
-		{name: "a key written in upper case wins its upper-case name",
+		{name: "a name written as it is finally spelled wins",
 			change: func(t *testing.T, f *envFixture) {
-				f.task.Meta = map[string]string{"a": "lower", "A": "upper"}
+				f.task.Meta = map[string]string{"a": "lower", "A": "upper", "x~y": "cleaned", "x_y": "as written"}
 			},
-			want: map[string]string{"NOMAD_META_a": "lower", "NOMAD_META_A": "upper"}},
+			want: map[string]string{"NOMAD_META_a": "lower", "NOMAD_META_A": "upper",
+				"NOMAD_META_x_y": "as written", "NOMAD_META_X_Y": "as written"}},
 		{name: "meta values refer to the node and the task variables",
 			change: func(t *testing.T, f *envFixture) {
 				f.task.Meta = map[string]string{"where": "${node.class}/${NOMAD_ALLOC_INDEX}/${meta.rack}"}
@@ -128,9 +129,11 @@ func TestBuildTaskEnv(t *testing.T) {
 			}},
 		{name: "the env block wins over task variables; meta-prefixed names are cleaned",
 			change: func(t *testing.T, f *envFixture) {
-				f.task.Env = map[string]string{"NOMAD_DC": "mine", "NOMAD_META_my-key": "v"}
+				f.task.Env = map[string]string{"NOMAD_DC": "mine", "NOMAD_META_my-key": "v",
+					"NOMAD_META_b~c": "cleaned", "NOMAD_META_b_c": "as written"}
 			},
-			want: map[string]string{"NOMAD_DC": "mine", "NOMAD_META_my_key": "v", "NOMAD_META_my-key": ""}},
+			want: map[string]string{"NOMAD_DC": "mine", "NOMAD_META_my_key": "v", "NOMAD_META_my-key": "",
+				"NOMAD_META_b_c": "as written", "NOMAD_META_b~c": ""}},
 		{name: "client credentials and NOMAD_ variables stay out",
 			change: func(t *testing.T, f *envFixture) {
 				t.Setenv("VAULT_TOKEN", "secret")
