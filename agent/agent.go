@@ -80,6 +80,8 @@ func (a *Agent) start(root hclog.Logger) error {
 		dataDir = dir
 	}
 	a.dataDir = dataDir
+	// Telemetry before anything emits: raft counts its first election.
+	processTelemetry()
 	if cfg.EnableDebug {
 		a.releaseProfiling = enableProfiling()
 	}

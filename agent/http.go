@@ -12,7 +12,6 @@ import (
 
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/go-hclog"
-	metrics "github.com/hashicorp/go-metrics"
 )
 
 // Limits of the HTTP API.
@@ -61,7 +60,7 @@ type httpAPI struct {
 	srv     Server
 	cfg     *Config // read only
 	logger  hclog.Logger
-	metrics *metrics.InmemSink
+	metrics *telemetry
 	client  LocalClient // nil when the agent runs no client
 }
 

@@ -13,7 +13,7 @@ import (
 // (GET /v1/metrics). With cfg.EnableDebug the pprof handlers are mounted
 // under /debug/pprof/ (see registerDebug).
 func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOption) http.Handler {
-	h := &httpAPI{srv: srv, cfg: cfg, logger: logger, metrics: globalInmemSink()}
+	h := &httpAPI{srv: srv, cfg: cfg, logger: logger, metrics: processTelemetry()}
 	for _, o := range opts {
 		o(h)
 	}

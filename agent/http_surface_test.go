@@ -315,38 +315,6 @@ func TestHTTPMetrics(t *testing.T) {
 	}
 }
 
-func TestWritePrometheus(t *testing.T) {
-	agg := func(count int, sum float64) *metrics.AggregateSample {
-		return &metrics.AggregateSample{Count: count, Sum: sum}
-	}
-	s := &metrics.MetricsSummary{
-		Gauges: []metrics.GaugeValue{
-			{Name: "drover.broker.ready", Value: 4, DisplayLabels: map[string]string{"queue": "service"}},
-			{Name: "drover.broker.ready", Value: 1, DisplayLabels: map[string]string{"queue": "batch", "x-y": "q\"\n"}},
-			{Name: "runtime.num_goroutines", Value: 12},
-		},
-		Counters: []metrics.SampledValue{{Name: "drover.plan.rejected", AggregateSample: agg(2, 2)}},
-		Samples:  []metrics.SampledValue{{Name: "drover.job.register", AggregateSample: agg(3, 4.5)}},
-	}
-	var b strings.Builder
-	writePrometheus(&b, s)
-	want := `# TYPE drover_broker_ready gauge
-drover_broker_ready{queue="service"} 4
-drover_broker_ready{queue="batch",x_y="q\"\n"} 1
-# TYPE drover_job_register summary
-drover_job_register_sum 4.5
-drover_job_register_count 3
-# TYPE drover_plan_rejected summary
-drover_plan_rejected_sum 2
-drover_plan_rejected_count 2
-# TYPE runtime_num_goroutines gauge
-runtime_num_goroutines 12
-`
-	if b.String() != want {
-		t.Fatalf("got:\n%s\nwant:\n%s", b.String(), want)
-	}
-}
-
 // A client may hold at most the limit of connections; one more gets 429
 // and is closed, and a freed slot can be used again.
 func TestHTTPConnLimit(t *testing.T) {

@@ -120,6 +120,11 @@ type Config struct {
 	// is zero.
 	HeartbeatTTL time.Duration
 
+	// JobGaugeInterval is how often the leader emits the job summary and
+	// job status gauges (metrics_gauges.go). 0 means
+	// DefaultJobGaugeInterval.
+	JobGaugeInterval time.Duration
+
 	// LeaderHooks run, in order, when this server gains leadership (after
 	// a Raft barrier and after the server's own leader components: plan
 	// queue and applier, eval broker and blocked evals, heartbeat timers,
@@ -166,6 +171,9 @@ func (c *Config) withDefaults() *Config {
 	}
 	if out.RaftTimeoutScale <= 0 {
 		out.RaftTimeoutScale = 1
+	}
+	if out.JobGaugeInterval <= 0 {
+		out.JobGaugeInterval = DefaultJobGaugeInterval
 	}
 	if out.NoLeaderTimeout <= 0 {
 		out.NoLeaderTimeout = DefaultNoLeaderTimeout

@@ -159,7 +159,7 @@ func (h *evalHook) Establish(s *Server) error {
 	ctx, cancel := context.WithCancel(s.shutdownCtx)
 	h.cancel = cancel
 	for _, loop := range []func(context.Context){
-		s.reapFailedEvals, s.reapDuplicateBlocked, s.reapCancelable, s.pipelineStats,
+		s.reapFailedEvals, s.reapDuplicateBlocked, s.reapCancelable, s.pipelineStats, s.jobGauges,
 	} {
 		h.wg.Add(1)
 		go func() {
@@ -323,9 +323,7 @@ func (s *Server) pipelineStats(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-stats.C:
-			s.broker.EmitStats()
-			s.blocked.EmitStats()
-			s.planQueue.EmitStats()
+			s.emitPipelineGauges()
 		case <-unblock.C:
 			s.blocked.UnblockFailed()
 		}

@@ -24,12 +24,14 @@ import (
 // Defaults for Config fields left zero.
 const (
 	DefaultUpdateInterval = 200 * time.Millisecond
-	DefaultMaxQueryTime   = 5 * time.Minute
-	DefaultGCInterval     = time.Minute
-	DefaultGCRetention    = time.Hour
-	DefaultGCMaxAllocs    = 50
-	DefaultRetryBase      = 250 * time.Millisecond
-	DefaultRetryLimit     = 15 * time.Second
+	// DefaultMetricsInterval is Nomad's telemetry collection_interval.
+	DefaultMetricsInterval = time.Second
+	DefaultMaxQueryTime    = 5 * time.Minute
+	DefaultGCInterval      = time.Minute
+	DefaultGCRetention     = time.Hour
+	DefaultGCMaxAllocs     = 50
+	DefaultRetryBase       = 250 * time.Millisecond
+	DefaultRetryLimit      = 15 * time.Second
 	// DefaultReservedCPU and DefaultReservedMemoryMB are held back for the
 	// operating system and the agent unless the config says otherwise.
 	DefaultReservedCPU      = 100
@@ -78,6 +80,9 @@ type Config struct {
 
 	// UpdateInterval is how often batched allocation updates are sent.
 	UpdateInterval time.Duration
+	// MetricsInterval is how often the node's resource and allocation
+	// gauges are emitted (metrics.go). 0 means DefaultMetricsInterval.
+	MetricsInterval time.Duration
 	// MaxQueryTime bounds each blocking allocation watch.
 	MaxQueryTime time.Duration
 	// RetryBase and RetryLimit bound the backoff after failed RPCs.
@@ -104,6 +109,7 @@ func (c *Config) withDefaults() *Config {
 		}
 	}
 	def(&out.UpdateInterval, DefaultUpdateInterval)
+	def(&out.MetricsInterval, DefaultMetricsInterval)
 	def(&out.MaxQueryTime, DefaultMaxQueryTime)
 	def(&out.GCInterval, DefaultGCInterval)
 	def(&out.GCRetention, DefaultGCRetention)
@@ -233,6 +239,7 @@ func New(cfg *Config) (*Client, error) {
 	c.goLoop(c.watchAllocs)
 	c.goLoop(c.updates.run)
 	c.goLoop(c.gcLoop)
+	c.goLoop(c.metricsLoop)
 	c.logger.Info("client started", "node_id", node.ID, "node_name", node.Name,
 		"datacenter", node.Datacenter, "servers", c.servers.all(), "data_dir", cfg.DataDir)
 	return c, nil
