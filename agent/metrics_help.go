@@ -44,7 +44,7 @@ var metricHelp = map[string]string{
 	"drover_eval_dequeue":                     "Time (ms) of an eval broker dequeue, wait included.",
 	"nomad_raft_apply":                        "Raft log entries applied by the leader (hashicorp/raft).",
 	"nomad_raft_commitTime":                   "Time (ms) from appending a log entry on the leader to its commit (hashicorp/raft).",
-	"nomad_raft_fsm_apply":                    "Time (ms) the FSM took to apply a batch of entries (hashicorp/raft).",
+	"nomad_raft_fsm_applyBatch":               "Time (ms) the FSM took to apply a batch of entries (hashicorp/raft).",
 	"nomad_raft_leader_lastContact":           "Time (ms) since the leader last heard from a follower (hashicorp/raft).",
 	"nomad_raft_state_leader":                 "Times this server became the Raft leader (hashicorp/raft).",
 	"nomad_raft_state_candidate":              "Elections this server started (hashicorp/raft).",

@@ -54,7 +54,7 @@ var (
 // memory, GC) are on; hostnames are not part of metric names.
 func processTelemetry() *telemetry {
 	telemetryOnce.Do(func() {
-		t, sink, raftSink, err := newTelemetry()
+		t, sink, raftSink, err := newTelemetry(gaugeExpiry)
 		if err != nil {
 			// Registering into a fresh registry fails only on a
 			// programming error (two sinks with one name); serve JSON.
@@ -81,11 +81,12 @@ func processTelemetry() *telemetry {
 // metrics go to (the in-memory sink plus a router into two Prometheus sinks:
 // gauges, which expire, and counters and samples, which do not) and the
 // sink raft's go to (the same, except that its gauges never expire: raft
-// sets them on events, not periodically).
-func newTelemetry() (*telemetry, metrics.MetricSink, metrics.MetricSink, error) {
+// sets them on events, not periodically). Drover's gauges expire after
+// expiry without a new value.
+func newTelemetry(expiry time.Duration) (*telemetry, metrics.MetricSink, metrics.MetricSink, error) {
 	reg := prometheus.NewRegistry()
 	gauges, err := prommetrics.NewPrometheusSinkFrom(prommetrics.PrometheusOpts{
-		Name: "drover_gauges_sink", Registerer: reg, Expiration: gaugeExpiry})
+		Name: "drover_gauges_sink", Registerer: reg, Expiration: expiry})
 	if err != nil {
 		return nil, nil, nil, err
 	}
