@@ -332,3 +332,22 @@ func TestTelemetryExpiryAndRaftBridge(t *testing.T) {
 		t.Errorf("raft gauge = %v (present %v), want 3: raft gauges must not expire", v, ok)
 	}
 }
+
+// BenchmarkTelemetryTimer is one timer sample (what every MeasureSince on
+// the scheduling path costs) through the agent's sinks: the in-memory sink
+// and the Prometheus summary.
+func BenchmarkTelemetryTimer(b *testing.B) {
+	_, sink, _, err := newTelemetry(gaugeExpiry)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := metrics.New(&metrics.Config{TimerGranularity: time.Millisecond, FilterDefault: true}, sink)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := []string{"drover", "worker", "invoke_scheduler"}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.MeasureSince(key, time.Now())
+	}
+}

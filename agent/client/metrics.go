@@ -49,17 +49,22 @@ type nodeGauges struct {
 	running, pending, terminal int
 }
 
-// gauges counts the client's allocations and the resources the live ones
-// hold (an allocation is live until it is terminal on the client or the
-// servers told it to stop).
-func (c *Client) gauges(node *structs.Node) nodeGauges {
+// allocsForGauges returns the client's view of every allocation it holds.
+func (c *Client) allocsForGauges() []*structs.Allocation {
 	c.allocMu.Lock()
+	defer c.allocMu.Unlock()
 	allocs := make([]*structs.Allocation, 0, len(c.runners))
 	for _, ar := range c.runners {
 		allocs = append(allocs, ar.Alloc())
 	}
-	c.allocMu.Unlock()
+	return allocs
+}
 
+// gaugesOf counts allocs by state and sums the resources the live ones hold
+// (an allocation is live until it is terminal on the client or the servers
+// told it to stop); unallocated is the node's resources less its reserved
+// and allocated ones.
+func gaugesOf(node *structs.Node, allocs []*structs.Allocation) nodeGauges {
 	var g nodeGauges
 	for _, a := range allocs {
 		switch {
@@ -90,7 +95,7 @@ func (c *Client) gauges(node *structs.Node) nodeGauges {
 // emitGauges sets the node gauges once.
 func (c *Client) emitGauges() {
 	node := c.Node()
-	g := c.gauges(node)
+	g := gaugesOf(node, c.allocsForGauges())
 	labels := []metrics.Label{{Name: "node_id", Value: node.ID}, {Name: "datacenter", Value: node.Datacenter},
 		{Name: "node_class", Value: node.NodeClass}, {Name: "node_pool", Value: node.NodePool}}
 	set := func(key []string, v int64) { metrics.SetGaugeWithLabels(key, float32(v), labels) }
