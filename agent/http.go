@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-project/drover/jobspec"
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -279,15 +280,41 @@ func setIndex(w http.ResponseWriter, index uint64) {
 // decodeBody reads one JSON value from the request body into out, limited
 // to MaxRequestBodyBytes. Fields out does not have are ignored (Nomad's
 // client sends many Drover does not model); values of the wrong type are
-// rejected with the field named.
+// rejected with the field named. Bodies that carry a job are read with
+// decodeJobBody instead, which ignores nothing.
 func decodeBody(w http.ResponseWriter, r *http.Request, out any) error {
+	return readBody(w, r, func(dec *json.Decoder) error { return dec.Decode(out) })
+}
+
+// decodeJobBody reads a body holding a job in Nomad's shape into out (a
+// *structs.JobRegisterHTTPRequest or *structs.JobPlanHTTPRequest) with
+// jobspec.DecodeAPIRequest: a field Drover does not act on is a 400 naming
+// it, and the defaults Nomad's server gives null fields are applied.
+func decodeJobBody(w http.ResponseWriter, r *http.Request, out any) error {
+	var top map[string]any
+	err := readBody(w, r, func(dec *json.Decoder) error {
+		dec.UseNumber()
+		return dec.Decode(&top)
+	})
+	if err != nil {
+		return err
+	}
+	if top == nil {
+		return badRequest("Request body must be a JSON object")
+	}
+	return jobspec.DecodeAPIRequest(top, out)
+}
+
+// readBody runs decode over the request body, limited to
+// MaxRequestBodyBytes, and checks that nothing follows the one value.
+func readBody(w http.ResponseWriter, r *http.Request, decode func(*json.Decoder) error) error {
 	if r.ContentLength > MaxRequestBodyBytes {
 		// Declared too large: refuse without reading it.
 		return bodyError(&http.MaxBytesError{Limit: MaxRequestBodyBytes})
 	}
 	body := http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes)
 	dec := json.NewDecoder(body)
-	if err := dec.Decode(out); err != nil {
+	if err := decode(dec); err != nil {
 		return bodyError(err)
 	}
 	var extra json.RawMessage

@@ -34,7 +34,7 @@ func (h *httpAPI) jobList(w http.ResponseWriter, r *http.Request) (any, error) {
 // itself and answers a *structs.ValidationError.
 func (h *httpAPI) jobRegister(w http.ResponseWriter, r *http.Request) (any, error) {
 	var body structs.JobRegisterHTTPRequest
-	if err := decodeBody(w, r, &body); err != nil {
+	if err := decodeJobBody(w, r, &body); err != nil {
 		return nil, err
 	}
 	if body.Job == nil {
@@ -48,7 +48,7 @@ func (h *httpAPI) jobRegister(w http.ResponseWriter, r *http.Request) (any, erro
 		EnforceIndex:   body.EnforceIndex,
 		JobModifyIndex: body.JobModifyIndex,
 	}
-	if err := h.parseWrite(r, &args.WriteRequest); err != nil {
+	if err := h.parseJobWrite(r, body.Region, body.Namespace, &args.WriteRequest); err != nil {
 		return nil, err
 	}
 	if err := reconcileNamespace(&args.WriteRequest, &body.Job.Namespace); err != nil {
@@ -65,6 +65,23 @@ func (h *httpAPI) jobRegister(w http.ResponseWriter, r *http.Request) (any, erro
 	}
 	setIndex(w, out.Index)
 	return out, nil
+}
+
+// parseJobWrite reads the write request of a job register or plan: the
+// query string's region and namespace, else the body's (Nomad's client
+// embeds its WriteRequest in the body).
+func (h *httpAPI) parseJobWrite(r *http.Request, bodyRegion, bodyNamespace string, wr *structs.WriteRequest) error {
+	q := r.URL.Query()
+	if q.Get("region") == "" && bodyRegion != "" && bodyRegion != h.cfg.Region {
+		return badRequest("No path to region %q: this cluster serves region %q", bodyRegion, h.cfg.Region)
+	}
+	if err := h.parseWrite(r, wr); err != nil {
+		return err
+	}
+	if wr.Namespace == "" {
+		wr.Namespace = bodyNamespace
+	}
+	return nil
 }
 
 // reconcileNamespace makes the request's and the object's namespace agree:
@@ -177,7 +194,7 @@ func (h *httpAPI) jobSummary(w http.ResponseWriter, r *http.Request) (any, error
 // The body is {"Job": {...}, "Diff": bool}.
 func (h *httpAPI) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	var body structs.JobPlanHTTPRequest
-	if err := decodeBody(w, r, &body); err != nil {
+	if err := decodeJobBody(w, r, &body); err != nil {
 		return nil, err
 	}
 	if body.Job == nil {
@@ -187,7 +204,7 @@ func (h *httpAPI) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, badRequest("Job ID %q does not match the URL's job %q", body.Job.ID, id)
 	}
 	args := structs.JobPlanRequest{Job: body.Job, Diff: body.Diff}
-	if err := h.parseWrite(r, &args.WriteRequest); err != nil {
+	if err := h.parseJobWrite(r, body.Region, body.Namespace, &args.WriteRequest); err != nil {
 		return nil, err
 	}
 	if err := reconcileNamespace(&args.WriteRequest, &body.Job.Namespace); err != nil {

@@ -13,8 +13,10 @@ import (
 )
 
 // nomadJob builds a job with Nomad's own client types and canonicalizes it
-// the way Nomad's CLI does before submitting, so the JSON carries every
-// field Nomad sends, most of which Drover does not model.
+// as tools built on Nomad's Go client do (Nomad's CLI does not), so the
+// JSON carries Nomad's defaults for blocks Drover does not model (update,
+// ephemeral disk, logs, a task restart policy equal to the group's), which
+// Drover takes as absent.
 func nomadJob(id string) *nomad.Job {
 	task := nomad.NewTask("t", "raw_exec").
 		SetConfig("command", "/bin/sleep").

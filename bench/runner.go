@@ -78,6 +78,10 @@ type Config struct {
 	ServerPIDs []int
 	// DataDirs are the servers' data directories (Raft size).
 	DataDirs []string
+	// Nomad says the servers are Nomad's: the jobs then shrink Nomad's
+	// default log and ephemeral disk reservations, which Drover does not
+	// model (and refuses when they differ from Nomad's defaults).
+	Nomad bool
 	// Cleanup purges the jobs at the end.
 	Cleanup bool
 	// StartNodes, if set, starts a simulator with the scenario's nodes.
@@ -497,12 +501,14 @@ func (r *runner) job(id string, count int) *nomad.Job {
 	task := nomad.NewTask("t", "mock_driver").
 		SetConfig("run_for", r.cfg.RunFor).
 		Require(&nomad.Resources{CPU: new(sc.TaskCPU), MemoryMB: new(sc.TaskMemoryMB)})
-	// Nomad keeps 10 x 10 MB of task logs by default, and refuses a job
-	// whose logs do not fit in its ephemeral disk.
-	task.LogConfig = &nomad.LogConfig{MaxFiles: new(1), MaxFileSizeMB: new(1)}
 	tg := nomad.NewTaskGroup("g", count).AddTask(task)
-	// Nomad reserves 300 MB of ephemeral disk per allocation by default.
-	tg.EphemeralDisk = &nomad.EphemeralDisk{SizeMB: new(10)}
+	if r.cfg.Nomad {
+		// Nomad keeps 10 x 10 MB of task logs by default, and refuses a
+		// job whose logs do not fit in its ephemeral disk, of which it
+		// reserves 300 MB per allocation by default.
+		task.LogConfig = &nomad.LogConfig{MaxFiles: new(1), MaxFileSizeMB: new(1)}
+		tg.EphemeralDisk = &nomad.EphemeralDisk{SizeMB: new(10)}
+	}
 	region := r.cfg.Region
 	if region == "" {
 		region = "global"

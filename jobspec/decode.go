@@ -1,8 +1,6 @@
 package jobspec
 
 import (
-	"time"
-
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -67,7 +65,7 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	}
 	var migrate *structs.MigrateStrategy
 	if b := d.single(blocks["migrate"], "job"); b != nil {
-		migrate = d.migrate(b, defaultMigrate())
+		migrate = d.migrate(b, structs.DefaultMigrateStrategy())
 	}
 	if len(blocks["group"]) == 0 {
 		d.add(diagAt(blk.OpenBraceRange, "Missing group", "a job needs at least one group block"))
@@ -78,11 +76,6 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 		}
 	}
 	return job
-}
-
-func defaultMigrate() *structs.MigrateStrategy {
-	return &structs.MigrateStrategy{MaxParallel: structs.DefaultMigrateMaxPar, HealthCheck: "checks",
-		MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute}
 }
 
 // group decodes a group block; jobResched and jobMigrate are the job-level
@@ -112,7 +105,7 @@ func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *struct
 	if b := d.single(blocks["migrate"], "group"); b != nil {
 		base := tg.Migrate
 		if base == nil {
-			base = defaultMigrate()
+			base = structs.DefaultMigrateStrategy()
 		}
 		tg.Migrate = d.migrate(b, base)
 	}

@@ -51,23 +51,24 @@ func parseJSON(filename string, src []byte) (*structs.Job, error) {
 	if _, ok := jobVal.(map[string]any); !ok {
 		return nil, &Error{Diags: []Diag{{File: filename, Summary: "Invalid JSON job", Detail: "\"Job\" must be an object"}}}
 	}
-	checkJSONFields(filename, prefix, jobVal, reflect.TypeFor[structs.Job](), &diags)
 	if len(diags) > 0 {
-		sort.SliceStable(diags, func(i, j int) bool { return diags[i].Detail < diags[j].Detail })
 		return nil, &Error{Diags: diags}
 	}
-	buf, err := json.Marshal(jobVal)
+	job, err := DecodeAPIJob(prefix, jobVal.(map[string]any))
 	if err != nil {
-		return nil, &Error{Diags: []Diag{{File: filename, Summary: "Invalid JSON job", Detail: err.Error()}}}
-	}
-	job := &structs.Job{}
-	if err := json.Unmarshal(buf, job); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return nil, &Error{Diags: []Diag{{File: filename, Summary: "Invalid value",
-				Detail: fmt.Sprintf("%s.%s: expected %s, got JSON %s", prefix, te.Field, jsonKind(te.Type), te.Value)}}}
+		var ve *structs.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, &Error{Diags: []Diag{{File: filename, Summary: "Invalid JSON job", Detail: err.Error()}}}
 		}
-		return nil, &Error{Diags: []Diag{{File: filename, Summary: "Invalid JSON job", Detail: err.Error()}}}
+		for _, fe := range ve.Errors {
+			summary := "Invalid value"
+			if strings.HasPrefix(fe.Message, unsupportedPrefix) {
+				summary = "Unsupported field"
+			}
+			diags = append(diags, Diag{File: filename, Summary: summary, Detail: fe.String()})
+		}
+		sort.SliceStable(diags, func(i, j int) bool { return diags[i].Detail < diags[j].Detail })
+		return nil, &Error{Diags: diags}
 	}
 	return job, nil
 }
@@ -110,9 +111,10 @@ func lineCol(src []byte, off int64) (int, int) {
 var durationType = reflect.TypeFor[time.Duration]()
 
 // checkJSONFields reports every key in v (decoded JSON) that t does not
-// have and whose value is not empty. Free-form maps (task config) are not
-// looked into.
-func checkJSONFields(file, path string, v any, t reflect.Type, diags *[]Diag) {
+// have and whose value is not empty, naming its path and, where known, the
+// Nomad feature it asks for. Free-form maps (task config) are not looked
+// into.
+func checkJSONFields(path string, v any, t reflect.Type, errs *[]structs.FieldError) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -126,26 +128,33 @@ func checkJSONFields(file, path string, v any, t reflect.Type, diags *[]Diag) {
 			f, found := jsonField(t, k)
 			if !found {
 				if !emptyJSON(obj[k]) {
-					*diags = append(*diags, Diag{File: file, Summary: "Unsupported field",
-						Detail: fmt.Sprintf("Drover does not support %s.%s", path, k)})
+					*errs = append(*errs, structs.FieldError{Field: joinPath(path, k), Message: unsupportedMessage(t, k)})
 				}
 				continue
 			}
-			checkJSONFields(file, path+"."+f.Name, obj[k], f.Type, diags)
+			checkJSONFields(joinPath(path, f.Name), obj[k], f.Type, errs)
 		}
 	case reflect.Slice:
 		if arr, ok := v.([]any); ok {
 			for i, e := range arr {
-				checkJSONFields(file, fmt.Sprintf("%s[%d]", path, i), e, t.Elem(), diags)
+				checkJSONFields(fmt.Sprintf("%s[%d]", path, i), e, t.Elem(), errs)
 			}
 		}
 	case reflect.Map:
 		if obj, ok := v.(map[string]any); ok && t.Elem().Kind() != reflect.Interface {
 			for _, k := range sortedKeys(obj) {
-				checkJSONFields(file, fmt.Sprintf("%s[%q]", path, k), obj[k], t.Elem(), diags)
+				checkJSONFields(fmt.Sprintf("%s[%q]", path, k), obj[k], t.Elem(), errs)
 			}
 		}
 	}
+}
+
+// joinPath names field within path ("" for the top).
+func joinPath(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
 }
 
 // jsonField finds the field encoding/json would decode key into: an exact

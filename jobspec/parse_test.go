@@ -423,11 +423,11 @@ func TestParseJSON(t *testing.T) {
 		{name: "bare", src: bare},
 		{name: "wrapped", src: `{"Job": ` + bare + `}`},
 		{name: "wrapped with empty extras", src: `  {"Job": ` + bare + `, "EnforceIndex": false}`},
-		{name: "unsupported fields", src: `{"Job": {"ID": "web", "Update": {"MaxParallel": 1},
+		{name: "unsupported fields", src: `{"Job": {"ID": "web", "Update": {"MaxParallel": 2},
 		  "TaskGroups": [{"Name": "g", "Services": [{"Name": "s"}], "Tasks": [{"Name": "t", "Vault": {"Policies": ["a"]}}]}]}}`,
-			wantErr: "test.hcl: Unsupported field: Drover does not support Job.TaskGroups[0].Services\n" +
-				"test.hcl: Unsupported field: Drover does not support Job.TaskGroups[0].Tasks[0].Vault\n" +
-				"test.hcl: Unsupported field: Drover does not support Job.Update"},
+			wantErr: "test.hcl: Unsupported field: Job.TaskGroups[0].Services: Drover does not support services\n" +
+				"test.hcl: Unsupported field: Job.TaskGroups[0].Tasks[0].Vault: Drover does not support Vault\n" +
+				"test.hcl: Unsupported field: Job.Update: Drover does not support the update block (rolling updates, canaries and deployments)"},
 		{name: "syntax error has a position", src: "{\n  \"Job\": {\n    \"ID\": web\n  }\n}",
 			wantErr: "test.hcl:3:11: Invalid JSON: invalid character 'w' looking for beginning of value"},
 		{name: "truncated", src: `{"Job": {"ID": "web"`, wantErr: "Invalid JSON: unexpected end of file"},
@@ -436,7 +436,7 @@ func TestParseJSON(t *testing.T) {
 		{name: "duration as string", src: `{"ID": "web", "TaskGroups": [{"Tasks": [{"KillTimeout": "5s"}]}]}`,
 			wantErr: "expected an integer (nanoseconds)"},
 		{name: "two values", src: `{"ID": "a"} {"ID": "b"}`, wantErr: "exactly one JSON object"},
-		{name: "not an object", src: `{"Job": [1]}`, wantErr: "Unsupported field: Drover does not support Job.Job"},
+		{name: "not an object", src: `{"Job": [1]}`, wantErr: "Unsupported field: Job.Job: Drover does not support this field"},
 		{name: "vars refused", src: bare, opts: &Options{Vars: map[string]string{"a": "b"}}, wantErr: "apply to HCL job files only"},
 	}
 	for _, tc := range cases {

@@ -325,8 +325,7 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 		tg.ReschedulePolicy = DefaultReschedulePolicy(j.Type)
 	}
 	if tg.Migrate == nil && j.Type == JobTypeService {
-		tg.Migrate = &MigrateStrategy{MaxParallel: DefaultMigrateMaxPar, HealthCheck: "checks",
-			MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute}
+		tg.Migrate = DefaultMigrateStrategy()
 	}
 	for _, t := range tg.Tasks {
 		if t.Resources == nil {
@@ -350,6 +349,12 @@ func DefaultRestartPolicy(jobType string) *RestartPolicy {
 		return &RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
 	}
 	return &RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
+}
+
+// DefaultMigrateStrategy returns Nomad's migrate defaults.
+func DefaultMigrateStrategy() *MigrateStrategy {
+	return &MigrateStrategy{MaxParallel: DefaultMigrateMaxPar, HealthCheck: "checks",
+		MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute}
 }
 
 // DefaultReschedulePolicy returns Nomad's defaults for the job type; system

@@ -7,13 +7,18 @@ import "time"
 // Go client encodes and decodes these; unknown fields are ignored on
 // decode.
 
-// JobPlanHTTPRequest is the body of PUT|POST /v1/job/<id>/plan.
+// JobPlanHTTPRequest is the body of PUT|POST /v1/job/<id>/plan, decoded
+// by jobspec.DecodeAPIRequest as JobRegisterHTTPRequest is.
 type JobPlanHTTPRequest struct {
 	Job  *Job
 	Diff bool
-	// PolicyOverride is accepted for Nomad's client and ignored (Drover
-	// has no Sentinel policies).
+	// PolicyOverride is accepted for Nomad's client and changes nothing
+	// (Drover has no Sentinel policies).
 	PolicyOverride bool
+	// Region, Namespace and SecretID: see JobRegisterHTTPRequest.
+	Region    string
+	Namespace string
+	SecretID  string
 }
 
 // JobsParseHTTPRequest is the body of PUT|POST /v1/jobs/parse: an HCL job

@@ -193,6 +193,7 @@ func runBench(e *env, args []string) int {
 		Progress: progress, InPlace: isTerminal(progress), PerfOut: perfOut,
 		Command:        "drover bench " + strings.Join(args, " "),
 		BaselinePlaced: baseline, KillServer: killServerHook, NoVerify: !verify,
+		Nomad: sf.target == sim.TargetNomad,
 	}
 	if len(sf.dcs) > 0 {
 		cfg.Datacenter = sf.dcs[0]

@@ -1,0 +1,322 @@
+package jobspec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// DecodeAPIJob turns a job in the JSON shape of Nomad's HTTP API into a
+// Drover job, doing what Nomad's server does with what Nomad's CLI and Go
+// client send (they send nulls, not defaults). v is the job object decoded
+// with json.Decoder.UseNumber; path names it in errors ("Job"). It:
+//
+//   - refuses every field Drover does not act on unless its value is empty
+//     (null, false, 0, "", [] or {}), naming the field's path and the
+//     feature: "Job.TaskGroups[0].Update: Drover does not support the
+//     update block (rolling updates, canaries and deployments)";
+//   - gives a null or absent group count Nomad's default, 1;
+//   - lays a partial restart, reschedule or migrate block over the job
+//     type's defaults, argument by argument (a null argument takes the
+//     default), and copies the job-level reschedule and migrate blocks into
+//     every group, under the group's own.
+//
+// The rest of Nomad's defaults (priority, datacenters, resources, kill
+// timeout, absent policies) are structs.Job.Canonicalize's, which the
+// server runs on every job however it arrived. v is modified.
+// Errors are *structs.ValidationError.
+func DecodeAPIJob(path string, v map[string]any) (*structs.Job, error) {
+	var errs []structs.FieldError
+	applyAPIDefaults(path, v, &errs)
+	checkJSONFields(path, v, reflect.TypeFor[structs.Job](), &errs)
+	if len(errs) > 0 {
+		return nil, &structs.ValidationError{Errors: errs}
+	}
+	buf, err := json.Marshal(v)
+	if err != nil {
+		return nil, &structs.ValidationError{Errors: []structs.FieldError{{Field: path, Message: err.Error()}}}
+	}
+	job := &structs.Job{}
+	if err := json.Unmarshal(buf, job); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, &structs.ValidationError{Errors: []structs.FieldError{{Field: path + "." + te.Field,
+				Message: fmt.Sprintf("expected %s, got JSON %s", jsonKind(te.Type), te.Value)}}}
+		}
+		return nil, &structs.ValidationError{Errors: []structs.FieldError{{Field: path, Message: err.Error()}}}
+	}
+	return job, nil
+}
+
+// DecodeAPIJobBytes decodes src, a JSON job object, with DecodeAPIJob.
+func DecodeAPIJobBytes(path string, src []byte) (*structs.Job, error) {
+	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, &structs.ValidationError{Errors: []structs.FieldError{{Field: path, Message: "invalid JSON: " + err.Error()}}}
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, &structs.ValidationError{Errors: []structs.FieldError{{Field: path, Message: "must be a JSON object"}}}
+	}
+	return DecodeAPIJob(path, obj)
+}
+
+// applyAPIDefaults fills in, on the decoded JSON, the defaults whose
+// absence cannot be seen once the job is a structs.Job (null and 0 are
+// both 0 there). The job-level Reschedule and Migrate keys are consumed.
+func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldError) {
+	jobType := structs.JobTypeService
+	if _, t, ok := lookupKey(job, "Type"); ok {
+		if s, isStr := t.(string); isStr && s != "" {
+			jobType = s
+		}
+	}
+	dropIfDefault(job, "Update", nomadDefaultUpdate)
+	jobResched := takeObject(path, job, "Reschedule", reflect.TypeFor[structs.ReschedulePolicy](), errs)
+	jobMigrate := takeObject(path, job, "Migrate", reflect.TypeFor[structs.MigrateStrategy](), errs)
+
+	_, groups, _ := lookupKey(job, "TaskGroups")
+	list, _ := groups.([]any)
+	for _, g := range list {
+		tg, ok := g.(map[string]any)
+		if !ok {
+			continue // reported by the decoder or validation
+		}
+		if key, count, ok := lookupKey(tg, "Count"); !ok || count == nil {
+			if key == "" {
+				key = "Count"
+			}
+			tg[key] = json.Number("1")
+		}
+		restart := toJSONObject(structs.DefaultRestartPolicy(jobType))
+		if rp := objectAt(tg, "RestartPolicy"); rp != nil {
+			fillNulls(rp, restart)
+			restart = rp
+		}
+		if rs := overlay(jobResched, objectAt(tg, "ReschedulePolicy")); rs != nil {
+			limitedByAttempts(rs)
+			fillNulls(rs, toJSONObject(structs.DefaultReschedulePolicy(jobType)))
+			setKey(tg, "ReschedulePolicy", rs)
+		}
+		if m := overlay(jobMigrate, objectAt(tg, "Migrate")); m != nil {
+			fillNulls(m, toJSONObject(structs.DefaultMigrateStrategy()))
+			setKey(tg, "Migrate", m)
+		}
+		dropIfDefault(tg, "Update", nomadDefaultUpdate)
+		dropIfDefault(tg, "EphemeralDisk", nomadDefaultEphemeralDisk)
+		_, tasks, _ := lookupKey(tg, "Tasks")
+		taskList, _ := tasks.([]any)
+		for _, tv := range taskList {
+			if task, ok := tv.(map[string]any); ok {
+				dropIfDefault(task, "LogConfig", nomadDefaultLogConfig)
+				dropIfDefault(task, "RestartPolicy", restart)
+			}
+		}
+	}
+}
+
+// Nomad's defaults for blocks Drover does not model, as Nomad's Go client
+// fills them in (api.Job.Canonicalize). A tool that canonicalizes before
+// sending (as Nomad's CLI does not) sends them for blocks the user never
+// wrote; such a block asks for nothing beyond what an absent one does, so
+// it is taken as absent. Any other value is refused.
+var (
+	nomadDefaultUpdate = map[string]any{
+		"Stagger": json.Number("30000000000"), "MaxParallel": json.Number("1"), "HealthCheck": "checks",
+		"MinHealthyTime": json.Number("10000000000"), "HealthyDeadline": json.Number("300000000000"),
+		"ProgressDeadline": json.Number("600000000000"), "AutoRevert": false, "Canary": json.Number("0"),
+		"AutoPromote": false,
+	}
+	nomadDefaultEphemeralDisk = map[string]any{"Sticky": false, "Migrate": false, "SizeMB": json.Number("300")}
+	nomadDefaultLogConfig     = map[string]any{"MaxFiles": json.Number("10"), "MaxFileSizeMB": json.Number("10"),
+		"Disabled": false, "Enabled": nil}
+)
+
+// dropIfDefault removes key from obj when its value is an object each of
+// whose entries is null or equal to def's entry of the same name.
+func dropIfDefault(obj map[string]any, key string, def map[string]any) {
+	k, v, ok := lookupKey(obj, key)
+	if !ok {
+		return
+	}
+	m, isObj := v.(map[string]any)
+	if !isObj {
+		return
+	}
+	for field, fv := range m {
+		if fv == nil {
+			continue
+		}
+		_, dv, known := lookupKey(def, field)
+		if !known || !sameJSON(fv, dv) {
+			return
+		}
+	}
+	delete(obj, k)
+}
+
+// sameJSON reports whether two decoded JSON values encode the same.
+func sameJSON(a, b any) bool {
+	ab, err1 := json.Marshal(a)
+	bb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ab, bb)
+}
+
+// takeObject removes key from obj and returns its object value (nil when
+// absent or null), reporting a non-object value or an unknown field in it.
+func takeObject(path string, obj map[string]any, key string, t reflect.Type, errs *[]structs.FieldError) map[string]any {
+	k, v, ok := lookupKey(obj, key)
+	if !ok {
+		return nil
+	}
+	delete(obj, k)
+	if v == nil {
+		return nil
+	}
+	m, isObj := v.(map[string]any)
+	if !isObj {
+		*errs = append(*errs, structs.FieldError{Field: path + "." + key, Message: "expected an object"})
+		return nil
+	}
+	checkJSONFields(path+"."+key, m, t, errs)
+	return m
+}
+
+// overlay returns a new object with base's entries and then top's non-null
+// ones, or nil when both are nil.
+func overlay(base, top map[string]any) map[string]any {
+	if base == nil && top == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for k, v := range base {
+		setKey(out, k, v)
+	}
+	for k, v := range top {
+		if v != nil {
+			setKey(out, k, v)
+		}
+	}
+	return out
+}
+
+// limitedByAttempts makes a reschedule policy that sets a positive Attempts
+// without saying Unlimited a limited one, as the HCL parser does (Nomad's
+// service default is unlimited, which ignores attempts).
+func limitedByAttempts(rs map[string]any) {
+	_, attempts, ok := lookupKey(rs, "Attempts")
+	if !ok || emptyJSON(attempts) {
+		return
+	}
+	if _, u, set := lookupKey(rs, "Unlimited"); !set || u == nil {
+		setKey(rs, "Unlimited", false)
+	}
+}
+
+// fillNulls sets every key of defaults that obj lacks or holds as null.
+func fillNulls(obj, defaults map[string]any) {
+	for k, dv := range defaults {
+		if key, v, ok := lookupKey(obj, k); !ok || v == nil {
+			if key == "" {
+				key = k
+			}
+			obj[key] = dv
+		}
+	}
+}
+
+// objectAt returns obj[key] when it is an object.
+func objectAt(obj map[string]any, key string) map[string]any {
+	_, v, _ := lookupKey(obj, key)
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// lookupKey finds key in obj as encoding/json would: the exact name, else
+// one equal without regard to case. It returns the key as written.
+func lookupKey(obj map[string]any, key string) (string, any, bool) {
+	if v, ok := obj[key]; ok {
+		return key, v, true
+	}
+	for k, v := range obj {
+		if strings.EqualFold(k, key) {
+			return k, v, true
+		}
+	}
+	return "", nil, false
+}
+
+// setKey sets key in obj, replacing an entry whose name differs only in case.
+func setKey(obj map[string]any, key string, v any) {
+	if k, _, ok := lookupKey(obj, key); ok {
+		delete(obj, k)
+	}
+	obj[key] = v
+}
+
+// toJSONObject returns v as decoded JSON (numbers as json.Number).
+func toJSONObject(v any) map[string]any {
+	buf, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // v is one of Drover's own policy types
+	}
+	dec := json.NewDecoder(bytes.NewReader(buf))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// DecodeAPIRequest decodes top, a request body that carries a job under
+// "Job" (the bodies of Nomad's job register and plan requests), into out,
+// a pointer to a struct with a `Job *structs.Job` field. The job goes
+// through DecodeAPIJob; the body's other fields are checked as the job's
+// are, so a request option Drover does not act on is refused by name.
+// Errors are *structs.ValidationError.
+func DecodeAPIRequest(top map[string]any, out any) error {
+	rv := reflect.ValueOf(out).Elem()
+	var errs []structs.FieldError
+	var jobObj map[string]any
+	if key, v, ok := lookupKey(top, "Job"); ok {
+		delete(top, key)
+		if v != nil {
+			if jobObj, ok = v.(map[string]any); !ok {
+				errs = append(errs, structs.FieldError{Field: "Job", Message: "must be a JSON object"})
+			}
+		}
+	}
+	checkJSONFields("", top, rv.Type(), &errs)
+	if len(errs) > 0 {
+		return &structs.ValidationError{Errors: errs}
+	}
+	buf, err := json.Marshal(top)
+	if err == nil {
+		err = json.Unmarshal(buf, out)
+	}
+	if err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &structs.ValidationError{Errors: []structs.FieldError{{Field: te.Field,
+				Message: fmt.Sprintf("expected %s, got JSON %s", jsonKind(te.Type), te.Value)}}}
+		}
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "request body", Message: err.Error()}}}
+	}
+	if jobObj == nil {
+		return nil
+	}
+	job, err := DecodeAPIJob("Job", jobObj)
+	if err != nil {
+		return err
+	}
+	rv.FieldByName("Job").Set(reflect.ValueOf(job))
+	return nil
+}
