@@ -26,6 +26,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/jobs", h.jobList)
 	handle("PUT /v1/jobs", h.jobRegister)
 	handle("POST /v1/jobs", h.jobRegister)
+	handle("PUT /v1/validate/job", h.jobValidate)
+	handle("POST /v1/validate/job", h.jobValidate)
 	handle("PUT /v1/jobs/parse", h.jobsParse)
 	handle("POST /v1/jobs/parse", h.jobsParse)
 	handle("GET /v1/job/{id}", h.jobGet)
@@ -102,7 +104,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/job/{id}/evaluate", "forced job evaluation"},
 	{"/v1/job/{id}/action", "task actions"},
 	{"/v1/job/{id}/actions", "task actions"},
-	{"/v1/validate/job", "job validation over HTTP (drover job run validates on the server)"},
 	{"/v1/allocation/{id}/services", "services"},
 	{"/v1/allocation/{id}/checks", "service checks"},
 	{"/v1/evaluations/count", "evaluation counts"},

@@ -444,3 +444,30 @@ func TestNomadServerSideDefaults(t *testing.T) {
 		t.Fatalf("allocations = %d, %v; want the one a null count means", len(allocs), err)
 	}
 }
+
+// TestNomadJobValidate drives PUT /v1/validate/job with Nomad's client, as
+// `nomad job validate` does: a valid job has no problems; an invalid one
+// and one asking for something Drover does not support list them, with
+// 200, so Nomad's CLI prints them.
+func TestNomadJobValidate(t *testing.T) {
+	_, c := startServerAgent(t)
+	ok, _, err := c.Jobs().Validate(baseProbeJob("valid"), nil)
+	if err != nil || ok.Error != "" || len(ok.ValidationErrors) != 0 || !ok.DriverConfigValidated {
+		t.Fatalf("valid job: %+v, %v", ok, err)
+	}
+	bad := baseProbeJob("bad")
+	bad.TaskGroups[0].Tasks[0].Config = map[string]any{"run_for": "soon"}
+	bad.Periodic = &nomad.PeriodicConfig{Spec: new("@yearly")}
+	resp, _, err := c.Jobs().Validate(bad, nil)
+	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "Job.Periodic: Drover does not support periodic jobs") {
+		t.Fatalf("unsupported field: %+v, %v", resp, err)
+	}
+	bad.Periodic = nil
+	resp, _, err = c.Jobs().Validate(bad, nil)
+	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "TaskGroups[0].Tasks[0].Config.run_for") {
+		t.Fatalf("bad driver config: %+v, %v", resp, err)
+	}
+	if jobs, _, err := c.Jobs().List(nil); err != nil || len(jobs) != 0 {
+		t.Fatalf("validation registered something: %v, %v", jobs, err)
+	}
+}

@@ -22,6 +22,7 @@ func jobCommands() []*command {
 		{name: "job status", synopsis: "List jobs, or show one job with its allocations", run: runJobStatus},
 		{name: "job stop", synopsis: "Stop a job (and with -purge remove it)", run: runJobStop},
 		{name: "job plan", synopsis: "Dry run: show what submitting a job file would change", run: runJobPlan},
+		{name: "job validate", synopsis: "Check a job file as the servers would, without submitting it", run: runJobValidate},
 		{name: "job inspect", synopsis: "Print a registered job as JSON", run: runJobInspect},
 		{name: "job init", synopsis: "Write an example job file", run: runJobInit},
 	}
@@ -67,6 +68,41 @@ func (f *jobFileFlags) parse(e *env, path string) (*structs.Job, int, bool) {
 		return nil, exitError, false
 	}
 	return job, exitOK, true
+}
+
+func runJobValidate(e *env, args []string) int {
+	var af apiFlags
+	var jf jobFileFlags
+	fs := newFlagSet(e, "job validate", "[options] <file>",
+		"Check a job file (HCL or JSON) as the servers would when it is submitted: its syntax here,\n"+
+			"then its fields, defaults and driver configs on a server. Nothing is submitted.\n\n"+
+			"Exit codes: 0 valid, 1 invalid or error.")
+	af.register(fs, e)
+	jf.register(fs)
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitError
+	}
+	job, code, ok := jf.parse(e, fs.Arg(0))
+	if !ok {
+		return code
+	}
+	resp, err := af.client().ValidateJob(context.Background(), job, nil)
+	if err != nil {
+		return errorf(e, "validating job: %v", err)
+	}
+	if len(resp.ValidationErrors) > 0 {
+		fmt.Fprintln(e.stderr, "Job validation errors:")
+		for _, msg := range resp.ValidationErrors {
+			fmt.Fprintf(e.stderr, "  * %s\n", msg)
+		}
+		return exitError
+	}
+	fmt.Fprintln(e.stdout, "Job validation successful")
+	return exitOK
 }
 
 func runJobRun(e *env, args []string) int {
