@@ -17,7 +17,7 @@ func TestNomadCLIReads(t *testing.T) {
 		t.Skip("starts a server")
 	}
 	a, c := startServerAgent(t)
-	registerNode(t, a, "node-1")
+	n := registerNode(t, a, "node-1")
 	job := nomadJob("web")
 	reg, _, err := c.Jobs().Register(job, nil)
 	if err != nil {
@@ -78,6 +78,55 @@ func TestNomadCLIReads(t *testing.T) {
 			if resp.StatusCode != http.StatusMethodNotAllowed {
 				t.Fatalf("PUT %s = %d", path, resp.StatusCode)
 			}
+		}
+	})
+
+	t.Run("node status", func(t *testing.T) {
+		stubs, _, err := c.Nodes().PrefixList(n.ID[:8])
+		if err != nil || len(stubs) != 1 {
+			t.Fatalf("PrefixList = %+v, %v", stubs, err)
+		}
+		node, _, err := c.Nodes().Info(stubs[0].ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs, _, err := c.Nodes().Allocations(node.ID, nil)
+		if err != nil || len(allocs) != 2 {
+			t.Fatalf("Nodes.Allocations = %+v, %v", allocs, err)
+		}
+		// computeNodeTotalResources, in its 1.6 (legacy blocks) and 1.7+
+		// (structured blocks) forms.
+		r, res := node.Resources, node.Reserved
+		if r == nil || res == nil || r.CPU == nil || res.CPU == nil || r.MemoryMB == nil || res.MemoryMB == nil ||
+			r.DiskMB == nil || res.DiskMB == nil || node.NodeResources == nil || node.ReservedResources == nil {
+			t.Fatalf("the CLI would crash on a nil resource block: Resources %+v Reserved %+v NodeResources %+v ReservedResources %+v",
+				r, res, node.NodeResources, node.ReservedResources)
+		}
+		if *r.CPU-*res.CPU != 4000 || *r.MemoryMB-*res.MemoryMB != 4096 || *r.DiskMB-*res.DiskMB != 10240 {
+			t.Fatalf("Resources = %+v, Reserved = %+v", r, res)
+		}
+		if node.NodeResources.Cpu.CpuShares-int64(node.ReservedResources.Cpu.CpuShares) != 4000 ||
+			node.NodeResources.Memory.MemoryMB-int64(node.ReservedResources.Memory.MemoryMB) != 4096 {
+			t.Fatalf("NodeResources = %+v, ReservedResources = %+v", node.NodeResources, node.ReservedResources)
+		}
+		// getAllocatedResources, for each allocation the CLI counts.
+		for _, al := range allocs {
+			ar := al.AllocatedResources
+			if al.Resources == nil || al.Resources.CPU == nil || al.Resources.MemoryMB == nil || al.Resources.DiskMB == nil ||
+				al.TaskResources["t"] == nil {
+				t.Fatalf("the CLI would crash on alloc %s's Resources %+v", al.ID, al.Resources)
+			}
+			if *al.Resources.CPU != 200 || *al.Resources.MemoryMB != 64 || *al.Resources.DiskMB != int(ar.Shared.DiskMB) ||
+				*al.TaskResources["t"].CPU != 200 || *al.TaskResources["t"].MemoryMB != 64 {
+				t.Fatalf("alloc %s Resources = %+v", al.ID, al.Resources)
+			}
+		}
+		one, _, err := c.Allocations().Info(allocs[0].ID, nil)
+		if err != nil || one.Resources == nil || *one.Resources.CPU != 200 {
+			t.Fatalf("Allocations.Info = %+v, %v", one, err)
+		}
+		if d := node.Drivers["raw_exec"]; d == nil || !d.Detected {
+			t.Fatalf("Drivers = %+v", node.Drivers)
 		}
 	})
 }
