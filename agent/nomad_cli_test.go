@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"net"
 	"net/http"
 	"testing"
 
@@ -127,6 +128,24 @@ func TestNomadCLIReads(t *testing.T) {
 		}
 		if d := node.Drivers["raw_exec"]; d == nil || !d.Detected {
 			t.Fatalf("Drivers = %+v", node.Drivers)
+		}
+	})
+
+	t.Run("server members", func(t *testing.T) {
+		members, err := c.Agent().Members()
+		if err != nil || len(members.Members) != 1 {
+			t.Fatalf("Members = %+v, %v", members, err)
+		}
+		m := members.Members[0]
+		leader, err := c.Status().RegionLeader(m.Tags["region"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if net.JoinHostPort(m.Addr, m.Tags["port"]) != leader {
+			t.Fatalf("member %s:%s is not the leader %s (tags %v)", m.Addr, m.Tags["port"], leader, m.Tags)
+		}
+		if m.Tags["raft_vsn"] != "3" || m.Tags["build"] == "" || m.Tags["dc"] != "dc1" || m.Tags["bootstrap"] != "1" {
+			t.Fatalf("tags = %v", m.Tags)
 		}
 	})
 }
