@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 
 	nomad "github.com/hashicorp/nomad/api"
@@ -146,6 +149,31 @@ func TestNomadCLIReads(t *testing.T) {
 		}
 		if m.Tags["raft_vsn"] != "3" || m.Tags["build"] == "" || m.Tags["dc"] != "dc1" || m.Tags["bootstrap"] != "1" {
 			t.Fatalf("tags = %v", m.Tags)
+		}
+	})
+
+	t.Run("operator snapshot save and restore", func(t *testing.T) {
+		rc, err := c.Operator().Snapshot(nil)
+		if err != nil {
+			t.Fatalf("Snapshot: %v", err)
+		}
+		// The reader checks the body against the Digest header at EOF.
+		snap, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !bytes.HasPrefix(snap, []byte("DROVER-SNAPSHOT-ARCHIVE")) {
+			t.Fatalf("reading the snapshot: %v (%d bytes)", err, len(snap))
+		}
+		if _, _, err := c.Jobs().Register(nomadJob("later"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Operator().SnapshotRestore(bytes.NewReader(snap), nil); err != nil {
+			t.Fatalf("SnapshotRestore: %v", err)
+		}
+		if _, _, err := c.Jobs().Info("later", nil); err == nil || !strings.Contains(err.Error(), "404") {
+			t.Fatalf("job registered after the snapshot survived its restore: %v", err)
+		}
+		if j, _, err := c.Jobs().Info("web", nil); err != nil || *j.ID != "web" {
+			t.Fatalf("job in the snapshot: %+v, %v", j, err)
 		}
 	})
 }
