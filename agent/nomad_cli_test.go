@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	nomad "github.com/hashicorp/nomad/api"
 )
@@ -60,6 +61,14 @@ func TestNomadCLIReads(t *testing.T) {
 		ds, _, err := c.Jobs().Deployments("web", false, q)
 		if err != nil || ds == nil || len(ds) != 0 {
 			t.Fatalf("Deployments = %+v, %v", ds, err)
+		}
+		// A blocking query on it waits out its time: nothing changes.
+		start := time.Now()
+		if _, _, err := c.Jobs().LatestDeployment("web", &nomad.QueryOptions{WaitIndex: qm.LastIndex, WaitTime: 300 * time.Millisecond}); err != nil {
+			t.Fatalf("blocking LatestDeployment: %v", err)
+		}
+		if waited := time.Since(start); waited < 250*time.Millisecond {
+			t.Fatalf("blocking LatestDeployment returned after %s", waited)
 		}
 		// Like Nomad's server, the deployment reads do not look the job up.
 		if d, _, err := c.Jobs().LatestDeployment("nope", nil); err != nil || d != nil {
