@@ -230,3 +230,36 @@ func TestClosestCommand(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+func TestStatusJSON(t *testing.T) {
+	ts := fakeAgent(t, map[string]any{
+		"GET /v1/status/leader": "10.0.0.1:4647",
+		"GET /v1/status/peers":  []string{"10.0.0.1:4647", "10.0.0.2:4647"},
+	})
+	e, out, errOut := testEnv(nil)
+	if code := run([]string{"status", "-json", "-address", ts.URL}, e); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Leader string
+		Peers  []string
+	}
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil || got.Leader != "10.0.0.1:4647" || len(got.Peers) != 2 {
+		t.Fatalf("status -json = %q (%v)", out, err)
+	}
+}
+
+func TestRaftListPeersJSON(t *testing.T) {
+	want := structs.RaftConfigurationResponse{Index: 5, Servers: []*structs.RaftServer{
+		{ID: "0b4a2f6e", Node: "s1.global", Address: "10.0.0.1:4647", Leader: true, Voter: true, RaftProtocol: "3"}}}
+	ts := fakeAgent(t, map[string]any{"GET /v1/operator/raft/configuration": want})
+	e, out, errOut := testEnv(nil)
+	if code := run([]string{"operator", "raft", "list-peers", "-json", "-address", ts.URL}, e); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got structs.RaftConfigurationResponse
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil || got.Index != 5 || len(got.Servers) != 1 ||
+		*got.Servers[0] != *want.Servers[0] {
+		t.Fatalf("list-peers -json = %q (%v)", out, err)
+	}
+}
