@@ -268,8 +268,8 @@ func TestCLIGolden(t *testing.T) {
 		}},
 		{name: "server_members", args: []string{"server", "members"}, routes: map[string]any{
 			"GET /v1/agent/members": structs.AgentMembersResponse{Members: []*structs.AgentMember{
-				{Name: "s2.global", Addr: "10.0.0.2", Port: 4647, Status: "alive", Tags: map[string]string{"leader": "false", "build": "0.1.0", "dc": "dc1", "region": "global"}},
-				{Name: "s1.global", Addr: "10.0.0.1", Port: 4647, Status: "alive", Tags: map[string]string{"leader": "true", "build": "0.1.0", "dc": "dc1", "region": "global"}},
+				{Name: "s2.global", Addr: "10.0.0.2", Port: 4647, Status: "alive", Tags: map[string]string{"leader": "false", "raft_vsn": "3", "build": "0.1.0", "dc": "dc1", "region": "global"}},
+				{Name: "s1.global", Addr: "10.0.0.1", Port: 4647, Status: "alive", Tags: map[string]string{"leader": "true", "raft_vsn": "3", "build": "0.1.0", "dc": "dc1", "region": "global"}},
 			}},
 		}},
 		{name: "system_gc", args: []string{"system", "gc"}, routes: map[string]any{"PUT /v1/system/gc": struct{}{}}},

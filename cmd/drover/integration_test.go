@@ -168,3 +168,27 @@ func TestCLIAgainstDevAgent(t *testing.T) {
 		t.Fatalf("job stop -purge: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// The job `drover job init` writes places in full on a single-node dev
+// agent, the one `make run` starts.
+func TestJobInitPlacesOnDevAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent and runs processes")
+	}
+	addr := startCLIAgent(t)
+	file := filepath.Join(t.TempDir(), "example.nomad.hcl")
+	if code, out, errOut := cli(addr, "job", "init", file); code != 0 || !strings.Contains(out, file) {
+		t.Fatalf("job init: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := cli(addr, "job", "run", file)
+	if code != 0 || !strings.Contains(out, `Allocation "`) || strings.Contains(out, "could not be placed") {
+		t.Fatalf("job run of the example: exit %d\n%s%s", code, out, errOut)
+	}
+	waitFor(t, "the example's allocation to run", 30*time.Second, func() bool {
+		_, out, _ := cli(addr, "job", "status", "example")
+		return strings.Contains(out, "running")
+	})
+	if code, out, errOut := cli(addr, "job", "stop", "-purge", "example"); code != 0 {
+		t.Fatalf("job stop: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -364,6 +365,12 @@ func runJobInspect(e *env, args []string) int {
 	return printJSON(e, map[string]any{"Job": job})
 }
 
+// exampleJob is the commented job `drover job init` writes. It must place
+// in full on a single-node dev agent (TestJobInitPlacesOnDevAgent).
+//
+//go:embed example.nomad.hcl
+var exampleJob string
+
 func runJobInit(e *env, args []string) int {
 	fs := newFlagSet(e, "job init", "[options] [file]",
 		"Write a commented example job file (default "+jobspec.ExampleFileName+").")
@@ -381,7 +388,7 @@ func runJobInit(e *env, args []string) int {
 	if err != nil {
 		return errorf(e, "writing %s: %v", path, err)
 	}
-	if _, err := f.WriteString(jobspec.ExampleJob); err != nil {
+	if _, err := f.WriteString(exampleJob); err != nil {
 		f.Close()
 		return errorf(e, "writing %s: %v", path, err)
 	}

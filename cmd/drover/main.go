@@ -126,14 +126,100 @@ func run(args []string, e *env) int {
 			}
 			if n < len(args) {
 				fmt.Fprintf(e.stderr, "Unknown command: drover %s\n\n", strings.Join(args, " "))
+				didYouMean(e.stderr, group, args[n], table)
 			}
 			usage(e.stderr, table, group)
 			return 1
 		}
 	}
 	fmt.Fprintf(e.stderr, "Unknown command: %s\n\n", args[0])
+	didYouMean(e.stderr, "", args[0], table)
 	usage(e.stderr, table, "")
 	return 1
+}
+
+// didYouMean prints the command closest to a mistyped word, if one is
+// close: typed is the word after group ("" for the top level).
+func didYouMean(w io.Writer, group, typed string, table []*command) {
+	if best := closest(typed, nextWords(table, group)); best != "" {
+		name := best
+		if group != "" {
+			name = group + " " + best
+		}
+		fmt.Fprintf(w, "Did you mean %q?\n\n", "drover "+name)
+	}
+}
+
+// nextWords lists, once each, the words that can follow group ("" for
+// the first word of every command).
+func nextWords(table []*command, group string) []string {
+	var words []string
+	seen := map[string]bool{}
+	for _, c := range table {
+		rest := c.name
+		if group != "" {
+			var ok bool
+			if rest, ok = strings.CutPrefix(c.name, group+" "); !ok {
+				continue
+			}
+		}
+		word, _, _ := strings.Cut(rest, " ")
+		if !seen[word] {
+			seen[word] = true
+			words = append(words, word)
+		}
+	}
+	return words
+}
+
+// closest returns the candidate nearest to typed: the only one typed is a
+// prefix of (at least 2 letters typed), else the one at the smallest edit
+// distance (a swap of two neighbours counts as one edit) if that is at
+// most 2 and less than half of typed's length, rounded up. Ties go to the
+// first candidate; "" when none is close.
+func closest(typed string, candidates []string) string {
+	var prefixed []string
+	for _, c := range candidates {
+		if len(typed) >= 2 && strings.HasPrefix(c, typed) {
+			prefixed = append(prefixed, c)
+		}
+	}
+	if len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	best, bestD := "", min(2, (len(typed)+1)/2)+1
+	for _, c := range candidates {
+		if d := editDistance(typed, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and swaps of adjacent bytes.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 func isHelpFlag(s string) bool {
