@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -146,6 +147,13 @@ func LoadConfig(args []string, out io.Writer) (*Config, error) {
 	})
 	if flagErr != nil {
 		return nil, flagErr
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("resolving relative paths: %w", err)
+	}
+	if err := c.ResolvePaths(wd); err != nil {
+		return nil, err
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err
