@@ -37,8 +37,10 @@ var followedEvents = map[string]bool{
 // follows the allocations it placed until each has started (client status
 // running or complete) or failed, printing the events of tasks that could
 // not start as they come. It returns the evaluation's exit code, except
-// that a service job whose allocation failed exits 1: Nomad's job run
-// monitors a service job's deployment and exits 1 when it fails. A batch
+// that a service job whose allocation failed, or had not started within
+// timeout, exits 1: Nomad's job run monitors a service job's deployment
+// and exits 1 when it fails (an allocation that is not healthy by the
+// healthy_deadline fails it). A batch
 // or system job keeps its code, as in Nomad (whose job run returns once
 // the evaluation is done), and its allocations are followed only until
 // a task is known to have failed to start (the client may still retry).
@@ -48,11 +50,11 @@ func (m *evalMonitor) runJob(ctx context.Context, evalID string, job *structs.Jo
 		return code
 	}
 	f := &allocFollower{m: m, job: job, reported: map[string]int{}}
-	failed, ok := f.follow(ctx, timeout)
+	failed, timedOut, ok := f.follow(ctx, timeout)
 	if !ok {
 		return exitError
 	}
-	if failed > 0 && isService(job) && code == exitOK {
+	if (failed > 0 || timedOut) && isService(job) && code == exitOK {
 		return exitError
 	}
 	return code
@@ -73,9 +75,10 @@ type allocFollower struct {
 }
 
 // follow returns how many allocations failed (or, for a job that is not
-// a service, could not start a task), and false when the allocations could
-// not be read (the error is printed).
-func (f *allocFollower) follow(ctx context.Context, timeout time.Duration) (int, bool) {
+// a service, could not start a task), whether some were still waiting
+// when timeout passed, and false when the allocations could not be read
+// (the error is printed).
+func (f *allocFollower) follow(ctx context.Context, timeout time.Duration) (failed int, timedOut, ok bool) {
 	m, out := f.m, f.m.e.stdout
 	pending := map[string]bool{}
 	for _, a := range m.placed {
@@ -90,18 +93,18 @@ func (f *allocFollower) follow(ctx context.Context, timeout time.Duration) (int,
 	defer cancel()
 	var index uint64
 	var failedIDs []string
-	failed, started := 0, 0
+	started := 0
 	for len(pending) > 0 {
 		q := &api.QueryOptions{Namespace: f.job.Namespace, WaitIndex: index, WaitTime: m.e.monitorWait}
 		allocs, qm, err := m.c.JobAllocations(ctx, f.job.ID, false, q)
 		if ctx.Err() != nil {
 			fmt.Fprintf(out, "==> %d of %d %s not started after %v; see drover job status %s\n",
 				len(pending), len(m.placed), noun, timeout, f.job.ID)
-			return failed, true
+			return failed, true, true
 		}
 		if err != nil {
 			errorf(m.e, "reading the job's allocations: %v", err)
-			return failed, false
+			return failed, false, false
 		}
 		index = qm.LastIndex
 		for _, a := range allocs {
@@ -131,7 +134,7 @@ func (f *allocFollower) follow(ctx context.Context, timeout time.Duration) (int,
 		}
 		fmt.Fprintf(out, "==> %d of %d %s %s; see drover alloc status %s\n", failed, len(m.placed), noun, what, failedIDs[0])
 	}
-	return failed, true
+	return failed, false, true
 }
 
 // allocProgress is where a followed allocation stands.
