@@ -79,6 +79,14 @@ func (a *Agent) start(root hclog.Logger) error {
 		a.devDataDir = dir
 		dataDir = dir
 	}
+	if dataDir != "" && !filepath.IsAbs(dataDir) {
+		// A Config built in code skipped LoadConfig's ResolvePaths.
+		abs, err := filepath.Abs(dataDir)
+		if err != nil {
+			return fmt.Errorf("resolving data dir %q: %w", dataDir, err)
+		}
+		dataDir = abs
+	}
 	a.dataDir = dataDir
 	// Telemetry before anything emits: raft counts its first election.
 	processTelemetry()

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -152,6 +153,13 @@ func LoadConfigFlags(fs *flag.FlagSet, args []string) (*Config, error) {
 	})
 	if flagErr != nil {
 		return nil, flagErr
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("resolving relative paths: %w", err)
+	}
+	if err := c.ResolvePaths(wd); err != nil {
+		return nil, err
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

@@ -113,7 +113,8 @@ func runJobRun(e *env, args []string) int {
 	var checkIndex string
 	fs := newFlagSet(e, "job run", "[options] <file>",
 		"Submit a job file (HCL or JSON) and monitor the evaluation it creates.\n\n"+
-			"Exit codes: 0 everything was placed, 1 error, 2 some allocations could not be placed.")
+			"Then follow the placed allocations until their tasks start, printing why a task could not start.\n\n"+
+			"Exit codes: 0 everything was placed, 1 error (or a service job's allocation failed), 2 some allocations could not be placed.")
 	af.register(fs, e)
 	jf.register(fs)
 	fs.BoolVar(&detach, "detach", false, "return once the job is registered, without monitoring")
@@ -158,7 +159,7 @@ func runJobRun(e *env, args []string) int {
 		}
 		return exitOK
 	}
-	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
+	return (&evalMonitor{e: e, c: c, verbose: verbose}).runJob(ctx, resp.EvalID, job, allocFollowTimeout)
 }
 
 // resolveJob finds a job by ID or unique prefix.
@@ -260,6 +261,7 @@ func runJobStatus(e *env, args []string) int {
 		return exitOK
 	}
 	allocTable(e, e.stdout, allocs, verbose, true)
+	taskFailureTable(e, e.stdout, allocs, verbose)
 	return exitOK
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -139,12 +140,57 @@ func newEvent(typ, display string) *structs.TaskEvent {
 	return &structs.TaskEvent{Type: typ, Time: time.Now().UnixNano(), DisplayMessage: display}
 }
 
+// fillDetails sets an event's Details from its fields, under the keys
+// Nomad's client uses (Nomad's TaskEvent setters write both), so tools
+// that read Details see what Nomad would show. An event that already has
+// Details keeps them.
+func fillDetails(ev *structs.TaskEvent) {
+	if ev.Details != nil {
+		return
+	}
+	d := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	switch ev.Type {
+	case structs.TaskSetupFailure:
+		set("setup_error", ev.Message)
+	case structs.TaskFailedValidate:
+		set("validation_error", ev.Message)
+	case structs.TaskTerminated:
+		d["exit_code"] = strconv.Itoa(ev.ExitCode)
+		d["signal"] = strconv.Itoa(ev.Signal)
+		set("exit_message", ev.Message)
+	default:
+		set("message", ev.Message)
+	}
+	set("driver_error", ev.DriverError)
+	set("kill_error", ev.KillError)
+	set("kill_reason", ev.KillReason)
+	set("restart_reason", ev.RestartReason)
+	if ev.FailsTask {
+		d["fails_task"] = "true"
+	}
+	if ev.KillTimeout != 0 {
+		d["kill_timeout"] = ev.KillTimeout.String()
+	}
+	if ev.StartDelay != 0 {
+		d["start_delay"] = strconv.FormatInt(ev.StartDelay, 10)
+	}
+	ev.Details = d
+}
+
 // update applies fn and appends events to the task state, saves it with
 // the current handle state, and tells the alloc runner.
 func (tr *taskRunner) update(fn func(ts *structs.TaskState), events ...*structs.TaskEvent) {
 	tr.mu.Lock()
 	if fn != nil {
 		fn(tr.state)
+	}
+	for _, ev := range events {
+		fillDetails(ev)
 	}
 	tr.state.Events = append(tr.state.Events, events...)
 	if n := len(tr.state.Events); n > maxTaskEvents {
