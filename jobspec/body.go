@@ -23,7 +23,7 @@ type bodySpec struct {
 var nomadOnly = map[string][]string{
 	"file": {"variables"},
 	"job": {"node_pool", "update", "multiregion", "spread", "affinity", "periodic", "parameterized",
-		"ui", "vault", "consul", "vault_token", "consul_token", "id"},
+		"ui", "vault", "consul", "vault_token", "consul_token", "id", "group_selection"},
 	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk", "update", "network",
 		"service", "shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
 		"max_client_disconnect", "scaling", "consul", "prevent_reschedule_on_lost", "vault"},

@@ -1,0 +1,111 @@
+package jobspec
+
+import (
+	"errors"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// corpusVars are -var values for corpus files that declare variables
+// without defaults (file name -> name -> value).
+var corpusVars = map[string]map[string]string{
+	"e2e-jobsubmissions-xyz.nomad.hcl": {"X": "x-value", "Y": "3", "Z": "true"},
+	"e2e-workload-id-node-meta.nomad.hcl": {
+		"foo_key": "foo", "empty_key": "empty", "unset_key": "unset",
+		"foo_constraint":   "${meta.foo}",
+		"empty_constraint": "${meta.empty}",
+		"unset_constraint": "${meta.unset}",
+	},
+}
+
+// refusal is how every diagnostic for a corpus file Drover refuses must
+// read: the feature is Nomad's, and Drover says it does not support it.
+const refusal = "Drover does not support"
+
+// TestNomadCorpus parses every job file in testdata/nomad, copied from
+// Nomad's own repository. Each must either parse into a job that the
+// server accepts (Canonicalize, then Validate) or be refused, every
+// diagnostic naming what Drover does not support. Anything else (an
+// "unexpected" argument that Nomad has, a validation error) is a bug.
+func TestNomadCorpus(t *testing.T) {
+	files := corpusFiles(t)
+	var accepted, refused int
+	features := map[string]int{}
+	for _, file := range files {
+		name := filepath.Base(file)
+		t.Run(strings.TrimSuffix(name, ".nomad.hcl"), func(t *testing.T) {
+			job, err := ParseFile(file, &Options{Vars: corpusVars[name]})
+			if err == nil {
+				job.Canonicalize()
+				if verr := job.Validate(); verr != nil {
+					t.Fatalf("parsed, but the server rejects it:\n%v", verr)
+				}
+				accepted++
+				return
+			}
+			var perr *Error
+			if !errors.As(err, &perr) {
+				t.Fatalf("error %T is not *jobspec.Error: %v", err, err)
+			}
+			ok := true
+			for _, d := range perr.Diags {
+				if !strings.Contains(d.Detail, refusal) {
+					t.Errorf("diagnostic does not say %q: %s", refusal, d)
+					ok = false
+					continue
+				}
+				features[refusedFeature(d.Detail)]++
+			}
+			if ok {
+				refused++
+			}
+		})
+	}
+	t.Logf("Nomad corpus: %d files, %d accepted, %d refused", len(files), accepted, refused)
+	t.Logf("most refused: %s", topFeatures(features, 15))
+}
+
+func corpusFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("testdata/nomad/*.nomad.hcl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no corpus files: %v", err)
+	}
+	return files
+}
+
+var quotedName = regexp.MustCompile(`"([^"]+)"`)
+
+// refusedFeature names the refused feature in a diagnostic's detail: the
+// quoted block or argument name, or the whole detail.
+func refusedFeature(detail string) string {
+	if m := quotedName.FindStringSubmatch(detail); m != nil {
+		return m[1]
+	}
+	return detail
+}
+
+func topFeatures(counts map[string]int, n int) string {
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if counts[names[i]] != counts[names[j]] {
+			return counts[names[i]] > counts[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	if len(names) > n {
+		names = names[:n]
+	}
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = k + " " + strconv.Itoa(counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
