@@ -76,7 +76,7 @@ func (d *decoder) unsupported(rng hcl.Range, kind, name string, spec *bodySpec) 
 	if spec.what == "file" {
 		where = "at the top level of a job file"
 	}
-	if contains(nomadOnly[spec.what], name) {
+	if contains(nomadOnly[spec.what], name) || kind == "block" && name == "dynamic" {
 		summary := "Unsupported argument"
 		if kind == "block" {
 			summary = "Unsupported block type"
@@ -343,9 +343,14 @@ func (d *decoder) freeformBody(b *hclsyntax.Body) map[string]any {
 		out[a.Name] = g
 	}
 	for _, blk := range b.Blocks {
+		if blk.Type == "dynamic" {
+			d.add(diagAt(blk.TypeRange, "Unsupported block type",
+				`Drover does not support the "dynamic" block in a task config`))
+			continue
+		}
 		if len(blk.Labels) > 0 {
 			d.add(diagAt(blk.LabelRanges[0], "Unsupported block label",
-				"blocks inside a task config take no labels; write %s { ... }", blk.Type))
+				"Drover does not support labeled blocks in a task config; write %s { ... }", blk.Type))
 			continue
 		}
 		if _, isAttr := b.Attributes[blk.Type]; isAttr {

@@ -14,6 +14,8 @@ import (
 // without defaults (file name -> name -> value).
 var corpusVars = map[string]map[string]string{
 	"e2e-jobsubmissions-xyz.nomad.hcl": {"X": "x-value", "Y": "3", "Z": "true"},
+	"e2e-secret-custom.nomad.hcl":      {"secret_value": "s3cr3t"},
+	"e2e-docker-config.nomad.hcl":      {"registry_address": "localhost:5000", "user": "root"},
 	"e2e-workload-id-node-meta.nomad.hcl": {
 		"foo_key": "foo", "empty_key": "empty", "unset_key": "unset",
 		"foo_constraint":   "${meta.foo}",
