@@ -32,7 +32,10 @@ var nomadOnly = map[string][]string{
 		"scaling", "secret", "identity", "action", "schedule"},
 	"resources": {"memory_max", "network", "device", "numa", "secrets", "iops"},
 	"restart":   {"render_templates"},
-	"variable":  {"validation", "sensitive", "nullable"},
+	// Nomad's parser reads these two and then drops them; Drover refuses
+	// them rather than doing the same.
+	"constraint": {"is_set", "is_not_set"},
+	"variable":   {"validation", "sensitive", "nullable"},
 }
 
 // content checks b against spec, reporting every argument and block it

@@ -271,7 +271,9 @@ func (d *decoder) constraint(blk *hclsyntax.Block) *structs.Constraint {
 		return &structs.Constraint{Operand: structs.ConstraintDistinctHosts}
 	}
 	if len(attrs) == 0 {
-		d.add(diagAt(blk.TypeRange, "Empty constraint", "a constraint needs an attribute and a value, or distinct_hosts = true"))
+		if len(blk.Body.Attributes) == 0 { // else each was reported already
+			d.add(diagAt(blk.TypeRange, "Empty constraint", "a constraint needs an attribute and a value, or distinct_hosts = true"))
+		}
 		return nil
 	}
 	if c.Operand == "" {

@@ -241,6 +241,11 @@ func toBool(v cty.Value, rng hcl.Range, name string) (bool, *hcl.Diagnostic) {
 
 // toDuration converts a string such as "30s" or "1h30m".
 func toDuration(v cty.Value, rng hcl.Range, name string) (time.Duration, *hcl.Diagnostic) {
+	if v.Type() == cty.Number && !v.IsNull() {
+		// Nomad reads a bare number as nanoseconds, a frequent mistake.
+		return 0, diagAt(rng, "Invalid value for "+name,
+			`Drover does not support a duration written as a number (Nomad reads it as nanoseconds); write a string such as "30s"`)
+	}
 	if v.Type() != cty.String || v.IsNull() {
 		return 0, diagAt(rng, "Invalid value for "+name, `a duration string such as "30s" is required; got %s`, typeName(v))
 	}

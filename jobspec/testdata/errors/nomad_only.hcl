@@ -1,6 +1,10 @@
 job "web" {
   type = "sysbatch"
 
+  constraint {
+    is_set = "${meta.rack}"
+  }
+
   group_selection "runtime" {
     count = 1
   }
