@@ -244,6 +244,29 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			j.Datacenters = []string{"nyc3"}
 			return j
 		},
+		"jobspec-reschedule-job": func() *structs.Job {
+			// A job-level reschedule block reaches every group, over the
+			// batch defaults; setting attempts makes it limited.
+			g := nomadGroup("bar", 3, nomadTask("bar", "raw_exec", map[string]any{
+				"command": "bash", "args": args("-c", "echo hi")}))
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 15, Interval: 30 * time.Minute,
+				Delay: 10 * time.Second, DelayFunction: "constant"}
+			j := nomadJob("foo", "batch", g)
+			j.Datacenters = []string{"dc1"}
+			return j
+		},
+		"jobspec-resources-cores": func() *structs.Job {
+			// With cores, Nomad leaves cpu unset rather than defaulting it.
+			task := nomadTask("task", "docker", nil)
+			task.Resources = &structs.Resources{Cores: 4, MemoryMB: 128}
+			return nomadJob("cores-test", "service", nomadGroup("group", 5, task))
+		},
+		"jobspec-task-nested-config": func() *structs.Job {
+			// A block inside config is a list of maps under its name, as
+			// Nomad's HCL1-compatible decoding has it.
+			return nomadJob("foo", "service", nomadGroup("bar", 1, nomadTask("bar", "docker", map[string]any{
+				"image": "hashicorp/image", "port_map": []any{map[string]any{"db": 1234}}})))
+		},
 		"e2e-namespace-a": func() *structs.Job {
 			j := nomadJob("namespace_a", "service", nomadGroup("group", 1, withResources(nomadTask("task", "raw_exec", map[string]any{
 				"command": "/bin/sh", "args": args("-c", "sleep 300")}), 256, 128)))
