@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -15,6 +16,7 @@ import (
 var corpusVars = map[string]map[string]string{
 	"e2e-jobsubmissions-xyz.nomad.hcl": {"X": "x-value", "Y": "3", "Z": "true"},
 	"e2e-secret-custom.nomad.hcl":      {"secret_value": "s3cr3t"},
+	"e2e-pledge-curl.nomad.hcl":        {"address": "https://example.com"},
 	"e2e-docker-config.nomad.hcl":      {"registry_address": "localhost:5000", "user": "root"},
 	"e2e-workload-id-node-meta.nomad.hcl": {
 		"foo_key": "foo", "empty_key": "empty", "unset_key": "unset",
@@ -46,6 +48,7 @@ const refusal = "Drover does not support"
 // "unexpected" argument that Nomad has, a validation error) is a bug.
 func TestNomadCorpus(t *testing.T) {
 	files := corpusFiles(t)
+	checkCorpusTables(t, files)
 	var accepted, refused, invalidToo int
 	features := map[string]int{}
 	for _, file := range files {
@@ -73,23 +76,25 @@ func TestNomadCorpus(t *testing.T) {
 			if !errors.As(err, &perr) {
 				t.Fatalf("error %T is not *jobspec.Error: %v", err, err)
 			}
-			ok := true
+			seen := map[string]bool{}
 			for _, d := range perr.Diags {
 				if !strings.Contains(d.Detail, refusal) {
 					t.Errorf("diagnostic does not say %q: %s", refusal, d)
-					ok = false
 					continue
 				}
-				features[refusedFeature(d.Detail)]++
+				seen[refusedFeature(d.Detail)] = true
 			}
-			if ok {
+			if !t.Failed() {
 				refused++
+				for f := range seen {
+					features[f]++ // files refused for f
+				}
 			}
 		})
 	}
 	t.Logf("Nomad corpus: %d files, %d accepted, %d refused, %d invalid in Nomad too",
 		len(files), accepted, refused, invalidToo)
-	t.Logf("most refused: %s", topFeatures(features, 15))
+	t.Logf("refused features (files): %s", topFeatures(features, 20))
 }
 
 func corpusFiles(t *testing.T) []string {
@@ -99,6 +104,35 @@ func corpusFiles(t *testing.T) []string {
 		t.Fatalf("no corpus files: %v", err)
 	}
 	return files
+}
+
+// checkCorpusTables reports table entries for files that are not in the
+// corpus, and corpus files that SOURCES.md does not name.
+func checkCorpusTables(t *testing.T, files []string) {
+	t.Helper()
+	names := map[string]bool{}
+	for _, f := range files {
+		names[filepath.Base(f)] = true
+	}
+	for name := range corpusVars {
+		if !names[name] {
+			t.Errorf("corpusVars names %s, which is not in testdata/nomad", name)
+		}
+	}
+	for name := range nomadInvalid {
+		if !names[name] {
+			t.Errorf("nomadInvalid names %s, which is not in testdata/nomad", name)
+		}
+	}
+	sources, err := os.ReadFile(filepath.Join("testdata", "nomad", "SOURCES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range names {
+		if !strings.Contains(string(sources), "`"+name+"`") {
+			t.Errorf("SOURCES.md does not say where %s comes from", name)
+		}
+	}
 }
 
 var quotedName = regexp.MustCompile(`"([^"]+)"`)
