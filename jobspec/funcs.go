@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"unicode/utf8"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -21,7 +23,9 @@ import (
 // (hashicorp/go-cty-funcs) behave; the rest are refused by name.
 
 // nomadOnlyFunctions are functions Nomad offers that Drover does not:
-// calling one is an error saying so, rather than "no such function".
+// calling one is an error saying so, rather than "no such function". The
+// job file is checked for calls before evaluation (unsupportedCalls); the
+// stand-ins below answer calls from variable files.
 // The file system ones read files beside the job file, which the parser
 // must never do.
 var nomadOnlyFunctions = []string{
@@ -29,6 +33,22 @@ var nomadOnlyFunctions = []string{
 	"cidrhost", "cidrnetmask", "cidrsubnet", "cidrsubnets",
 	"yamldecode", "yamlencode",
 	"abspath", "basename", "dirname", "file", "filebase64", "fileexists", "fileset", "pathexpand",
+}
+
+// unsupportedCalls reports every call in body to a function Nomad has and
+// Drover does not. It runs before anything is evaluated, so that try() and
+// can() cannot turn such a call into a fallback value that would differ
+// from Nomad's result.
+func unsupportedCalls(body *hclsyntax.Body) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && contains(nomadOnlyFunctions, call.Name) {
+			diags = append(diags, diagAt(call.NameRange, "Unsupported function",
+				"Drover does not support the %q function", call.Name))
+		}
+		return nil
+	})
+	return diags
 }
 
 // unsupportedFunc returns a function that accepts any arguments and fails

@@ -73,3 +73,29 @@ job "j" {
 		t.Errorf("reschedule %+v, want the job's %+v", solo.ReschedulePolicy, want)
 	}
 }
+
+// TestParseUnsupportedFunctionInTry checks that try() cannot hide a call
+// to a function Drover does not have: Nomad would call it and get another
+// value than the fallback.
+func TestParseUnsupportedFunctionInTry(t *testing.T) {
+	src := `
+locals {
+  conf = try(file("app.conf"), "")
+}
+job "j" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      meta {
+        ok = can(uuidv4())
+      }
+    }
+  }
+}`
+	_, err := Parse("try.hcl", []byte(src), nil)
+	want := `try.hcl:3:14: Unsupported function: Drover does not support the "file" function
+try.hcl:10:18: Unsupported function: Drover does not support the "uuidv4" function`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got error:\n%v\nwant:\n%s", err, want)
+	}
+}

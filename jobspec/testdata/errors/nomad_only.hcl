@@ -20,9 +20,6 @@ job "web" {
 
     task "t" {
       driver = "docker"
-      meta {
-        id = uuidv4()
-      }
       config {
         image = "redis:7"
         logging "syslog" {
