@@ -474,11 +474,6 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 	if m := tg.Migrate; m != nil && m.MaxParallel < 0 {
 		v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
 	}
-	if tg.Migrate != nil && jobType != JobTypeService {
-		// As in Nomad: only service allocations are migrated off a
-		// draining node; a batch or system job's migrate block is an error.
-		v.add(join(p, "Migrate"), "a %s job may not have a migrate block; only service jobs do", jobType)
-	}
 	switch {
 	case len(tg.Tasks) == 0:
 		v.add(join(p, "Tasks"), "a group needs at least one task")
