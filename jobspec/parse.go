@@ -62,6 +62,9 @@ func Parse(filename string, src []byte, opts *Options) (*structs.Job, error) {
 	if diags.HasErrors() {
 		return nil, errorFromHCL(diags)
 	}
+	if diags := unsupportedCalls(file.Body.(*hclsyntax.Body)); diags.HasErrors() {
+		return nil, errorFromHCL(diags)
+	}
 	d := &decoder{ev: &evaluator{src: src, ctx: &hcl.EvalContext{Functions: functions()}}}
 	job := d.file(file.Body.(*hclsyntax.Body), opts)
 	if err := errorFromHCL(d.diags); err != nil {
