@@ -33,15 +33,15 @@ var nomadInvalid = map[string]string{
 	// The batch default of one attempt stays, and Nomad says "If
 	// Attempts >0, Unlimited cannot also be set to true".
 	"jobspec-reschedule-job-unlimited.nomad.hcl": "must be 0 when Unlimited is true",
+	// Nomad: Job type "batch" does not allow migrate block.
+	"jobspec-migrate-job.nomad.hcl": `job type "batch" does not allow a migrate block`,
 }
 
 // knownGaps lists corpus files that Nomad's server rejects and Drover's
 // accepts, with Nomad's reason. Each is a difference in structs.Job.Validate
 // to close; the test logs them and fails once Drover rejects one, so that
 // the entry moves to nomadInvalid.
-var knownGaps = map[string]string{
-	"jobspec-migrate-job.nomad.hcl": `Nomad: Job type "batch" does not allow migrate block`,
-}
+var knownGaps = map[string]string{}
 
 // refusal is how every diagnostic for a corpus file Drover refuses must
 // read: the feature is Nomad's, and Drover says it does not support it.

@@ -54,7 +54,7 @@ var wireTypes = []any{
 	new(DesiredUpdates), new(PlanResult), new(PlanRequest), new(PlanResponse),
 	new(NodeClientAllocsResponse), new(AllocsGetRequest), new(AllocsGetResponse),
 	new(AllocStopRequest), new(AllocStopResponse), new(JobSummaryResponse), new(JobPlanRequest),
-	new(JobPlanResponse), new(JobDiff), new(SnapshotSaveResponse), new(SnapshotRestoreRequest),
+	new(JobPlanResponse), new(JobValidateRequest), new(JobValidateResponse), new(JobDiff), new(SnapshotSaveResponse), new(SnapshotRestoreRequest),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded

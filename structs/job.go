@@ -471,8 +471,12 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 			v.add(join(rsp, "Interval"), "must be positive when Attempts is set")
 		}
 	}
-	if m := tg.Migrate; m != nil && m.MaxParallel < 0 {
-		v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
+	if m := tg.Migrate; m != nil {
+		if jobType != JobTypeService {
+			v.add(join(p, "Migrate"), "job type %q does not allow a migrate block (only service jobs migrate)", jobType)
+		} else if m.MaxParallel < 0 {
+			v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
+		}
 	}
 	switch {
 	case len(tg.Tasks) == 0:
