@@ -429,8 +429,8 @@ func TestClusterClientUpdateTaskStates(t *testing.T) {
 	started := time.Unix(1700000000, 0).UTC()
 	states := map[string]*structs.TaskState{"web": {State: structs.TaskStateRunning, StartedAt: started,
 		Events: []*structs.TaskEvent{{Type: structs.TaskStarted, Time: started.UnixNano(), DisplayMessage: "Task started by client"}}}}
-	upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: alloc.ID,
-		ClientStatus: structs.AllocClientStatusRunning, TaskStates: structs.NewTaskStates(states)}}}
+	upd := clientUpdate(t, leader.State(), &structs.Allocation{ID: alloc.ID,
+		ClientStatus: structs.AllocClientStatusRunning, TaskStates: structs.NewTaskStates(states)})
 	var resp structs.GenericResponse
 	if err := f.RPC("Node.UpdateAlloc", upd, &resp); err != nil {
 		t.Fatal(err)

@@ -355,18 +355,19 @@ func TestNodeEndpoints(t *testing.T) {
 	tests := []struct {
 		name string
 		node func() *structs.Node
+		code structs.ErrorCode
 	}{
-		{"no node", func() *structs.Node { return nil }},
-		{"no secret", func() *structs.Node { n := mock.Node(); n.SecretID = ""; return n }},
-		{"invalid", func() *structs.Node { n := mock.Node(); n.Name = ""; return n }},
-		{"wrong secret", func() *structs.Node { n := node.Copy(); n.SecretID = "other"; return n }},
+		{"no node", func() *structs.Node { return nil }, structs.ErrCodeInvalid},
+		{"no secret", func() *structs.Node { n := mock.Node(); n.SecretID = ""; return n }, structs.ErrCodeInvalid},
+		{"invalid", func() *structs.Node { n := mock.Node(); n.Name = ""; return n }, structs.ErrCodeInvalid},
+		{"wrong secret", func() *structs.Node { n := node.Copy(); n.SecretID = "other"; return n }, structs.ErrCodePermissionDenied},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var resp structs.NodeUpdateResponse
 			err := s.RPC("Node.Register", &structs.NodeRegisterRequest{Node: tc.node()}, &resp)
-			if structs.CodeOf(err) != structs.ErrCodeInvalid {
-				t.Fatalf("err = %v, want invalid", err)
+			if structs.CodeOf(err) != tc.code {
+				t.Fatalf("err = %v, want %s", err, tc.code)
 			}
 		})
 	}

@@ -12,7 +12,10 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// UpdateAlloc takes client status updates. Only the client-owned fields
+// UpdateAlloc takes client status updates. Every allocation updated must
+// be on a node whose secret NodeSecrets carries (state.CheckNodeSecrets);
+// otherwise the whole request is refused with permission_denied and
+// nothing is written. Only the client-owned fields
 // of each update (ID, ClientStatus, ClientDescription, TaskStates,
 // ModifyTime) are kept, before the request is forwarded to the leader, so
 // neither the forward nor the Raft entry carries anything else. Updates
@@ -44,13 +47,18 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 			TaskStates: a.TaskStates, ModifyTime: a.ModifyTime,
 		})
 	}
-	// Evals are the servers' to add; a client's are dropped.
-	req := &structs.AllocUpdateRequest{Alloc: updates, WriteRequest: args.WriteRequest}
+	// Evals are the servers' to add; a client's are dropped. The nodes'
+	// secrets go with a forward and are checked by the leader, against
+	// its latest state; the Raft entry (allocUpdateBatcher) carries none.
+	req := &structs.AllocUpdateRequest{Alloc: updates, NodeSecrets: args.NodeSecrets, WriteRequest: args.WriteRequest}
 	if done, err := s.forward("Node.UpdateAlloc", req, req, reply); done {
 		return err
 	}
 	defer measureSince(metricNodeUpdateAlloc, time.Now())
 	st := s.fsm.State()
+	if err := st.CheckNodeSecrets(updates, req.NodeSecrets); err != nil {
+		return err
+	}
 	now := time.Now()
 	var evals []*structs.Evaluation
 	for _, a := range updates {
@@ -158,8 +166,8 @@ func dedupeJobEvals(evals []*structs.Evaluation) []*structs.Evaluation {
 }
 
 // GetClientAllocs is the client's watch: it maps every allocation on the
-// node to its AllocModifyIndex. The node must exist and, when SecretID is
-// given, match. With InlineAllocs the answer also carries the allocations
+// node to its AllocModifyIndex. The node must exist and SecretID must be
+// its secret (else permission_denied). With InlineAllocs the answer also carries the allocations
 // modified after MinQueryIndex (up to that many), which the client would
 // otherwise fetch next with Alloc.GetAllocs: one round trip per change
 // instead of two.
@@ -279,8 +287,8 @@ func (q *clientAllocsQuery) run(ws memdb.WatchSet, st *state.StateStore) (uint64
 		q.missing = err
 		return 0, nil
 	}
-	if q.secretID != "" && q.secretID != node.SecretID {
-		return 0, structs.NewError(structs.ErrCodeInvalid, "node secret ID does not match")
+	if q.secretID != node.SecretID {
+		return 0, errNodeSecret(node.ID)
 	}
 	q.createIndex = node.CreateIndex
 	index := max(node.CreateIndex, allocIndex)

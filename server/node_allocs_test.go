@@ -303,7 +303,7 @@ func TestClientAllocsQueryNodeIndex(t *testing.T) {
 		if err := st.UpsertNode(10, node, nil); err != nil {
 			t.Fatal(err)
 		}
-		q := getClientAllocsQuery(node.ID, "", 0)
+		q := getClientAllocsQuery(node.ID, node.SecretID, 0)
 		out := runClientAllocsQuery(st, q, 0, nil)
 		if out.err != nil || out.index != 10 || len(out.allocs) != 0 {
 			t.Fatalf("index %d allocs %v err %v, want index 10 and no allocations", out.index, out.allocs, out.err)
@@ -351,8 +351,8 @@ func TestClientAllocsQueryNodeIndex(t *testing.T) {
 		}
 		q := getClientAllocsQuery(node.ID, "wrong", 0)
 		out := runClientAllocsQuery(st, q, 0, nil)
-		if structs.CodeOf(out.err) != structs.ErrCodeInvalid {
-			t.Fatalf("err = %v, want invalid", out.err)
+		if structs.CodeOf(out.err) != structs.ErrCodePermissionDenied {
+			t.Fatalf("err = %v, want permission_denied", out.err)
 		}
 	})
 }
@@ -459,7 +459,8 @@ func TestGetClientAllocsRPC(t *testing.T) {
 	// A client update does not: the query times out with the same index.
 	const short = 200 * time.Millisecond
 	pending = watch(placedAt, short)
-	upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: a1.ID, ClientStatus: structs.AllocClientStatusRunning}}}
+	upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: a1.ID, ClientStatus: structs.AllocClientStatusRunning}},
+		NodeSecrets: map[string]string{node.ID: node.SecretID}}
 	var updResp structs.GenericResponse
 	if err := s.RPC("Node.UpdateAlloc", upd, &updResp); err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func (n *Node) Register(args *structs.NodeRegisterRequest, reply *structs.NodeUp
 	switch {
 	case err == nil:
 		if existing.SecretID != node.SecretID {
-			return structs.NewError(structs.ErrCodeInvalid, "node secret ID does not match the registered node")
+			return errNodeSecret(node.ID)
 		}
 	case errors.Is(err, structs.ErrNotFound):
 		existing = nil
@@ -76,6 +76,13 @@ func (n *Node) Register(args *structs.NodeRegisterRequest, reply *structs.NodeUp
 	return nil
 }
 
+// errNodeSecret is the answer to a node's call without that node's secret
+// (SecretID missing or wrong): the same for both, so it tells a caller
+// nothing about the secret.
+func errNodeSecret(nodeID string) error {
+	return structs.NewError(structs.ErrCodePermissionDenied, "node %q: missing or wrong node secret", nodeID)
+}
+
 // nodeReply fills what every node write answers: the heartbeat TTL (and
 // arms the node's timer, or clears it for a down node), the leader and the
 // servers, and the cluster size.
@@ -97,7 +104,8 @@ func (s *Server) nodeReply(nodeID, status string, index uint64, reply *structs.N
 	reply.NumNodes = int32(s.heartbeats.Tracked())
 }
 
-// UpdateStatus is the client heartbeat. It always resets the node's
+// UpdateStatus is the client heartbeat. It must carry the node's secret
+// (else permission_denied, and nothing changes). It always resets the node's
 // liveness timer and returns its TTL; only a change of status is written
 // through Raft, with evaluations when the node goes down (its jobs) or
 // becomes ready (its jobs and every system job).
@@ -118,6 +126,9 @@ func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *struct
 	if err != nil {
 		return err
 	}
+	if args.SecretID != node.SecretID {
+		return errNodeSecret(node.ID)
+	}
 	index, err := st.Index(state.TableNodes)
 	if err != nil {
 		return err
@@ -125,6 +136,7 @@ func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *struct
 	if node.Status != args.Status {
 		now := time.Now()
 		req := *args
+		req.SecretID = ""
 		req.UpdatedAt = now.Unix()
 		req.CreateEvals = nil
 		if req.NodeEvent == nil {

@@ -13,19 +13,19 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// heartbeatLoop sends ready heartbeats for nodeID every interval until ctx
+// heartbeatLoop sends ready heartbeats for node every interval until ctx
 // ends, and records when the last one succeeded and its TTL. Like a
 // client, it carries on after a failed heartbeat (one in flight to a
 // leader that dies fails).
-func heartbeatLoop(ctx context.Context, t *testing.T, s *server.Server, nodeID string, interval time.Duration, last *lastBeat) {
+func heartbeatLoop(ctx context.Context, t *testing.T, s *server.Server, node *structs.Node, interval time.Duration, last *lastBeat) {
 	for {
 		var resp structs.NodeUpdateResponse
-		err := s.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: structs.NodeStatusReady}, &resp)
+		err := s.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: node.ID, SecretID: node.SecretID, Status: structs.NodeStatusReady}, &resp)
 		switch {
 		case err == nil:
 			last.set(resp.HeartbeatTTL)
 		case ctx.Err() == nil:
-			t.Logf("heartbeat %s: %v", nodeID, err)
+			t.Logf("heartbeat %s: %v", node.ID, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -78,7 +78,7 @@ func TestNodeDownReplacesAllocs(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		heartbeatLoop(doomedCtx, t, s, doomed.ID, 50*time.Millisecond, &doomedBeat)
+		heartbeatLoop(doomedCtx, t, s, doomed, 50*time.Millisecond, &doomedBeat)
 	}()
 
 	job := smallJob("web", 6)
@@ -98,7 +98,7 @@ func TestNodeDownReplacesAllocs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			heartbeatLoop(ctx, t, s, n.ID, 50*time.Millisecond, &beat)
+			heartbeatLoop(ctx, t, s, n, 50*time.Millisecond, &beat)
 		}()
 	}
 
@@ -189,7 +189,7 @@ func TestHeartbeatsAcrossLeaderChange(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		heartbeatLoop(ctx, t, via, alive.ID, 50*time.Millisecond, &beat)
+		heartbeatLoop(ctx, t, via, alive, 50*time.Millisecond, &beat)
 	}()
 
 	c.Kill(c.Index(leader))

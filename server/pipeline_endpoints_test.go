@@ -313,7 +313,7 @@ func TestUpdateAllocFailedReschedules(t *testing.T) {
 		{ID: failed.ID, ClientStatus: structs.AllocClientStatusFailed, ClientDescription: "exit 1"},
 		{ID: live[1].ID, ClientStatus: structs.AllocClientStatusRunning},
 	}
-	if err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: upd}, &structs.GenericResponse{}); err != nil {
+	if err := s.RPC("Node.UpdateAlloc", clientUpdate(t, st, upd...), &structs.GenericResponse{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, func() string {
@@ -361,7 +361,7 @@ func TestNodeDrainMigrates(t *testing.T) {
 	for _, a := range liveAllocs(st, job.Namespace, job.ID) {
 		running = append(running, &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning})
 	}
-	if err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: running}, &structs.GenericResponse{}); err != nil {
+	if err := s.RPC("Node.UpdateAlloc", clientUpdate(t, st, running...), &structs.GenericResponse{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -528,10 +528,10 @@ func TestUpdateAllocConcurrent(t *testing.T) {
 	live := liveAllocs(st, job.Namespace, job.ID)
 	errs := make(chan error, len(live))
 	for _, a := range live {
+		req := clientUpdate(t, st, &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning})
 		go func() {
 			var resp structs.GenericResponse
-			err := s.RPC("Node.UpdateAlloc", &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{
-				{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning}}}, &resp)
+			err := s.RPC("Node.UpdateAlloc", req, &resp)
 			if err == nil {
 				if got, gerr := st.AllocByID(nil, a.ID); gerr != nil || got.ModifyIndex > resp.Index || got.ClientStatus != structs.AllocClientStatusRunning {
 					err = fmt.Errorf("alloc %s after update at %d: %+v, %v", a.ID, resp.Index, got, gerr)

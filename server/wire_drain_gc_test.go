@@ -57,7 +57,8 @@ func dgWait(t *testing.T, timeout time.Duration, cond func() string) {
 // (Node.UpdateAlloc).
 func fakeClient(ctx context.Context, t *testing.T, s *Server, node *structs.Node, startDelay time.Duration) {
 	report := func(id, status string) {
-		upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: id, ClientStatus: status}}}
+		upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: id, ClientStatus: status}},
+			NodeSecrets: map[string]string{node.ID: node.SecretID}}
 		if err := s.RPC("Node.UpdateAlloc", upd, &structs.GenericResponse{}); err != nil && ctx.Err() == nil {
 			t.Errorf("client %s: reporting %s %s: %v", node.Name, id, status, err)
 		}

@@ -35,6 +35,10 @@ const (
 	ErrCodeShutdown ErrorCode = "shutdown"
 	// ErrCodeInternal: anything else.
 	ErrCodeInternal ErrorCode = "internal"
+	// ErrCodePermissionDenied: the caller may not make this request (a
+	// node's call without that node's secret, an RPC its certificate's role
+	// does not allow); nothing was written.
+	ErrCodePermissionDenied ErrorCode = "permission_denied"
 )
 
 var knownCodes = map[ErrorCode]bool{
@@ -43,6 +47,7 @@ var knownCodes = map[ErrorCode]bool{
 	ErrCodePlanQueueDisabled: true, ErrCodeBrokerDisabled: true,
 	ErrCodeTokenMismatch: true, ErrCodeUnsupported: true,
 	ErrCodeShutdown: true, ErrCodeInternal: true,
+	ErrCodePermissionDenied: true,
 }
 
 // Error is an error with a code. It survives an RPC round trip: Error()

@@ -214,7 +214,10 @@ type NodeDeregisterRequest struct {
 
 // NodeUpdateStatusRequest is a heartbeat or status change.
 type NodeUpdateStatusRequest struct {
-	NodeID    string
+	NodeID string
+	// SecretID is the node's secret (Node.SecretID); the call is refused
+	// without it. The servers clear it before writing the request to Raft.
+	SecretID  string `codec:",omitempty"`
 	Status    string
 	NodeEvent *NodeEvent
 	UpdatedAt int64
@@ -348,6 +351,12 @@ type AllocListResponse struct {
 // AllocUpdateRequest carries client status updates, batched.
 type AllocUpdateRequest struct {
 	Alloc []*Allocation
+	// NodeSecrets maps the ID of each node whose allocations Alloc updates
+	// to that node's secret (Node.SecretID): one entry for a client agent,
+	// one per simulated node for agent/sim's batches. An update of an
+	// allocation whose node has no entry here, or a wrong one, refuses the
+	// whole request. Never written to Raft.
+	NodeSecrets map[string]string
 	// Evals are created by the leader for allocations that failed and may
 	// be rescheduled.
 	Evals []*Evaluation

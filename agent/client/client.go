@@ -336,6 +336,14 @@ func (c *Client) NodeID() string {
 	return c.node.ID
 }
 
+// nodeIdentity returns the node's ID and secret, which every call the
+// client makes for its node carries.
+func (c *Client) nodeIdentity() (id, secret string) {
+	c.nodeMu.Lock()
+	defer c.nodeMu.Unlock()
+	return c.node.ID, c.node.SecretID
+}
+
 // Allocs returns the client's view of the allocations it holds (running or
 // finished but not yet collected), sorted by ID.
 func (c *Client) Allocs() []*structs.Allocation {

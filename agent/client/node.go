@@ -179,8 +179,9 @@ func (c *Client) register() (time.Duration, error) {
 // heartbeat sends Node.UpdateStatus (ready) and returns the next TTL.
 func (c *Client) heartbeat() (time.Duration, error) {
 	start := time.Now()
+	id, secret := c.nodeIdentity()
 	req := &structs.NodeUpdateStatusRequest{
-		NodeID: c.NodeID(), Status: structs.NodeStatusReady, UpdatedAt: time.Now().Unix(),
+		NodeID: id, SecretID: secret, Status: structs.NodeStatusReady, UpdatedAt: time.Now().Unix(),
 		WriteRequest: structs.WriteRequest{Region: c.cfg.Region},
 	}
 	var resp structs.NodeUpdateResponse

@@ -69,7 +69,9 @@ func (u *updateBatcher) flush() {
 		list = append(list, a)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	req := &structs.AllocUpdateRequest{Alloc: list, WriteRequest: structs.WriteRequest{Region: u.c.cfg.Region}}
+	id, secret := u.c.nodeIdentity()
+	req := &structs.AllocUpdateRequest{Alloc: list, NodeSecrets: map[string]string{id: secret},
+		WriteRequest: structs.WriteRequest{Region: u.c.cfg.Region}}
 	var resp structs.GenericResponse
 	start := time.Now()
 	metrics.AddSample(metricUpdateBatchSize, float32(len(list)))

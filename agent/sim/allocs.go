@@ -167,7 +167,7 @@ func (n *simNode) runLocked(sa *simAlloc) {
 	sa.state, sa.startedAt = allocRunning, now
 	n.s.counters.allocsPending.Add(-1)
 	n.s.counters.allocsRunning.Add(1)
-	n.s.updates.add(n.update(sa, now))
+	n.s.updates.add(n.node, n.update(sa, now))
 	if !sa.group.batch {
 		return
 	}
@@ -191,7 +191,7 @@ func (n *simNode) finishLocked(sa *simAlloc) {
 		sa.state = allocComplete
 		n.s.counters.allocsComplete.Add(1)
 	}
-	n.s.updates.add(n.update(sa, n.s.clock.Now()))
+	n.s.updates.add(n.node, n.update(sa, n.s.clock.Now()))
 }
 
 // stopLocked handles a stop from the servers: the allocation is reported
@@ -211,7 +211,7 @@ func (n *simNode) stopLocked(sa *simAlloc) {
 			}
 			sa.state = allocStopped
 			n.s.counters.allocsStopped.Add(1)
-			n.s.updates.add(n.update(sa, n.s.clock.Now()))
+			n.s.updates.add(n.node, n.update(sa, n.s.clock.Now()))
 		})
 	})
 }

@@ -218,7 +218,7 @@ func (n *simNode) heartbeat() (time.Duration, error) {
 	}
 	defer func() { <-n.s.hbSem }()
 	req := &structs.NodeUpdateStatusRequest{
-		NodeID: n.node.ID, Status: structs.NodeStatusReady, UpdatedAt: n.s.clock.Now().Unix(),
+		NodeID: n.node.ID, SecretID: n.node.SecretID, Status: structs.NodeStatusReady, UpdatedAt: n.s.clock.Now().Unix(),
 		WriteRequest: structs.WriteRequest{Region: n.s.cfg.Region},
 	}
 	var resp structs.NodeUpdateResponse

@@ -20,17 +20,24 @@ type updateBatcher struct {
 	done chan struct{} // closed when run returns
 
 	mu      sync.Mutex
-	pending map[string]*structs.Allocation // guarded by mu
+	pending map[string]queuedUpdate // by allocation ID; guarded by mu
+}
+
+// queuedUpdate is an allocation update with the node it is for, whose
+// secret the request must carry (AllocUpdateRequest.NodeSecrets).
+type queuedUpdate struct {
+	alloc *structs.Allocation
+	node  *structs.Node
 }
 
 func newUpdateBatcher(s *Sim) *updateBatcher {
-	return &updateBatcher{s: s, pending: map[string]*structs.Allocation{}, done: make(chan struct{})}
+	return &updateBatcher{s: s, pending: map[string]queuedUpdate{}, done: make(chan struct{})}
 }
 
-// add queues an update; it never blocks on I/O.
-func (u *updateBatcher) add(a *structs.Allocation) {
+// add queues an update of an allocation on node; it never blocks on I/O.
+func (u *updateBatcher) add(node *structs.Node, a *structs.Allocation) {
 	u.mu.Lock()
-	u.pending[a.ID] = a
+	u.pending[a.ID] = queuedUpdate{alloc: a, node: node}
 	u.mu.Unlock()
 }
 
@@ -65,14 +72,14 @@ func (u *updateBatcher) flush() {
 		return
 	}
 	batch := u.pending
-	u.pending = map[string]*structs.Allocation{}
+	u.pending = map[string]queuedUpdate{}
 	u.mu.Unlock()
 
-	list := make([]*structs.Allocation, 0, len(batch))
-	for _, a := range batch {
-		list = append(list, a)
+	list := make([]queuedUpdate, 0, len(batch))
+	for _, q := range batch {
+		list = append(list, q)
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	sort.Slice(list, func(i, j int) bool { return list[i].alloc.ID < list[j].alloc.ID })
 	var wg sync.WaitGroup
 	for start := 0; start < len(list); start += u.s.cfg.UpdateMaxBatch {
 		chunk := list[start:min(start+u.s.cfg.UpdateMaxBatch, len(list))]
@@ -87,11 +94,19 @@ func (u *updateBatcher) flush() {
 
 // send delivers one chunk, failing over between servers; on failure the
 // chunk is queued again.
-func (u *updateBatcher) send(chunk []*structs.Allocation) {
+func (u *updateBatcher) send(chunk []queuedUpdate) {
 	servers := u.s.cfg.Servers
 	first := int(u.next.Add(1))
 	tr := u.s.transports[first%len(u.s.transports)]
-	req := &structs.AllocUpdateRequest{Alloc: chunk, WriteRequest: structs.WriteRequest{Region: u.s.cfg.Region}}
+	req := &structs.AllocUpdateRequest{
+		Alloc:        make([]*structs.Allocation, len(chunk)),
+		NodeSecrets:  make(map[string]string),
+		WriteRequest: structs.WriteRequest{Region: u.s.cfg.Region},
+	}
+	for i, q := range chunk {
+		req.Alloc[i] = q.alloc
+		req.NodeSecrets[q.node.ID] = q.node.SecretID
+	}
 	var err error
 	for i := range servers {
 		var resp structs.GenericResponse
@@ -108,9 +123,9 @@ func (u *updateBatcher) send(chunk []*structs.Allocation) {
 	u.s.counters.updatesFailed.Add(1)
 	u.s.logger.Warn("sending allocation updates failed; will retry", "error", err, "count", len(chunk))
 	u.mu.Lock()
-	for _, a := range chunk {
-		if _, newer := u.pending[a.ID]; !newer {
-			u.pending[a.ID] = a
+	for _, q := range chunk {
+		if _, newer := u.pending[q.alloc.ID]; !newer {
+			u.pending[q.alloc.ID] = q
 		}
 	}
 	u.mu.Unlock()
