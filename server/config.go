@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/fsm"
+	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/worker"
 )
 
@@ -92,6 +93,13 @@ type Config struct {
 	DrainGC DrainGCConfig
 
 	Logger hclog.Logger
+
+	// TLS is the agent's tls block, loaded (nil: TLS off). With rpc on,
+	// the RPC port (RPC and Raft) takes TLS connections only, and this
+	// server's own connections to others are TLS; with
+	// verify_server_hostname, peers get what their certificate's role
+	// allows (rpc_roles.go).
+	TLS *tlsutil.Configurator
 
 	// RaftTimeoutScale multiplies raft's heartbeat, election and leader
 	// lease timeouts. 0 means 1. Tests use e.g. 0.1 to elect in well under

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -78,26 +79,89 @@ func (s *Server) handleConn(conn net.Conn) {
 	}
 	conn.SetReadDeadline(time.Time{})
 
-	switch buf[0] {
+	// The TLS stage: the connection's role, and what flows inside TLS.
+	raw, proto, role := conn, buf[0], connTrusted
+	switch {
+	case s.tls.RPC():
+		var ok bool
+		if conn, proto, role, ok = s.unwrapTLS(conn, proto); !ok {
+			s.untrackConn(raw)
+			raw.Close()
+			return
+		}
+	case proto == pool.ProtocolTLS:
+		s.logger.Warn("refusing a TLS connection: TLS is not enabled on this server's RPC port (tls { rpc = true })",
+			"remote", conn.RemoteAddr())
+		s.untrackConn(raw)
+		raw.Close()
+		return
+	}
+
+	switch proto {
 	case pool.ProtocolRPC:
-		s.serveMux(conn)
-		s.untrackConn(conn)
+		s.serveMux(conn, role)
+		s.untrackConn(raw)
 	case pool.ProtocolRaft:
+		if !role.mayRaft() {
+			s.logger.Warn("refusing a Raft connection: the peer's certificate is not a server certificate for this region",
+				"remote", conn.RemoteAddr(), "role", role)
+			s.untrackConn(raw)
+			raw.Close()
+			return
+		}
 		// Raft's transport owns the connection from here; it stays tracked
 		// so Shutdown closes it.
 		if err := s.raftLayer.handoff(conn); err != nil {
-			s.untrackConn(conn)
+			s.untrackConn(raw)
 			conn.Close()
 		}
 	default:
-		s.logger.Warn("unknown protocol byte", "byte", buf[0], "remote", conn.RemoteAddr())
-		s.untrackConn(conn)
-		conn.Close()
+		s.logger.Warn("unknown protocol byte", "byte", proto, "remote", conn.RemoteAddr())
+		s.untrackConn(raw)
+		raw.Close()
 	}
 }
 
-// serveMux runs a yamux session; every stream carries msgpack RPC.
-func (s *Server) serveMux(conn net.Conn) {
+// plaintextRefusalWindow is how long a plaintext RPC session to a server
+// that requires TLS stays open to be told so (each of its calls is
+// answered with errTLSRequired) before it is closed.
+const plaintextRefusalWindow = 10 * time.Second
+
+// unwrapTLS is the TLS stage of a connection to a server whose RPC port
+// requires TLS. A connection that selected TLS gets its handshake (the
+// peer must present a certificate the CA signed), its role from that
+// certificate, and the inner protocol byte. A plaintext RPC connection is
+// served only to be told that TLS is required, for a short while; a
+// plaintext Raft connection is closed. ok=false: close the connection.
+func (s *Server) unwrapTLS(conn net.Conn, proto byte) (net.Conn, byte, connRole, bool) {
+	if proto != pool.ProtocolTLS {
+		s.logger.Warn("refusing a plaintext connection: this server requires TLS on its RPC port (tls { rpc = true })",
+			"remote", conn.RemoteAddr(), "protocol_byte", proto)
+		if proto != pool.ProtocolRPC {
+			return nil, 0, 0, false
+		}
+		conn.SetDeadline(time.Now().Add(plaintextRefusalWindow))
+		return conn, proto, connPlaintext, true
+	}
+	tc := tls.Server(conn, s.tls.IncomingRPC())
+	tc.SetDeadline(time.Now().Add(firstByteTimeout))
+	var buf [1]byte
+	if err := tc.Handshake(); err != nil {
+		if !s.isShutdown() {
+			s.logger.Warn("TLS handshake failed", "remote", conn.RemoteAddr(), "error", err)
+		}
+		return nil, 0, 0, false
+	}
+	if _, err := io.ReadFull(tc, buf[:]); err != nil {
+		return nil, 0, 0, false
+	}
+	tc.SetDeadline(time.Time{})
+	return tc, buf[0], s.connRoleOf(tc.ConnectionState()), true
+}
+
+// serveMux runs a yamux session; every stream carries msgpack RPC, whose
+// calls are checked against the connection's role.
+func (s *Server) serveMux(conn net.Conn, role connRole) {
 	// Frames that pile up under load leave in one write (see netutil).
 	cc := netutil.NewCoalescingConn(conn)
 	sess, err := yamux.Server(cc, s.yamuxConfig)
@@ -116,7 +180,7 @@ func (s *Server) serveMux(conn net.Conn) {
 		go func() {
 			defer s.wg.Done()
 			codec := msgpackrpc.NewCodec(stream, structs.MsgpackHandle)
-			s.serveRPC(codec) // returns when the stream closes; closes the codec
+			s.serveRPCAs(codec, role) // returns when the stream closes; closes the codec
 		}()
 	}
 }
@@ -152,9 +216,11 @@ func (s *Server) closeConns() {
 
 // raftLayer is the raft.StreamLayer over the shared listener: the server's
 // accept loop hands it connections that began with pool.ProtocolRaft, and
-// its Dial writes that byte first.
+// its Dial writes that byte first (inside TLS, when the layer has a TLS
+// configuration).
 type raftLayer struct {
 	addr    net.Addr
+	tls     *tls.Config // nil: plaintext
 	connCh  chan net.Conn
 	closeCh chan struct{}
 	once    sync.Once
@@ -163,9 +229,10 @@ type raftLayer struct {
 
 var _ raft.StreamLayer = (*raftLayer)(nil)
 
-func newRaftLayer(advertise string, logger hclog.Logger) *raftLayer {
+func newRaftLayer(advertise string, tlsConf *tls.Config, logger hclog.Logger) *raftLayer {
 	return &raftLayer{
 		addr:    stringAddr(advertise),
+		tls:     tlsConf,
 		connCh:  make(chan net.Conn),
 		closeCh: make(chan struct{}),
 		logger:  logger,
@@ -211,6 +278,14 @@ func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+	}
+	if l.tls != nil {
+		tc, err := pool.DialTLS(c, l.tls, timeout)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c = tc
 	}
 	if _, err := c.Write([]byte{pool.ProtocolRaft}); err != nil {
 		c.Close()

@@ -49,6 +49,9 @@ func (s *Server) setupRPC() error {
 	if s.methods, err = rpcMethods(s.endpoints(true)); err != nil {
 		return err
 	}
+	for name, m := range s.remoteMethods {
+		m.access = rpcAccessTable[name]
+	}
 	s.rpcWorkers = &rpcWorkers{}
 	return nil
 }

@@ -30,6 +30,7 @@ type rpcMethod struct {
 	fn        reflect.Value
 	argType   reflect.Type // Args
 	replyType reflect.Type // Reply
+	access    rpcAccess    // who may call it remotely (rpc_roles.go)
 }
 
 var errorType = reflect.TypeFor[error]()
@@ -73,7 +74,11 @@ type rpcStream struct {
 
 // serveRPC serves the requests of one stream until it fails or closes,
 // waits for the calls in progress to answer, and closes the codec.
-func (s *Server) serveRPC(codec rpc.ServerCodec) {
+func (s *Server) serveRPC(codec rpc.ServerCodec) { s.serveRPCAs(codec, connTrusted) }
+
+// serveRPCAs is serveRPC on a connection of the given role: a call the
+// role may not make is answered with its error (rpc_roles.go).
+func (s *Server) serveRPCAs(codec rpc.ServerCodec, role connRole) {
 	st := &rpcStream{codec: codec}
 	for {
 		c := &rpcCall{stream: st}
@@ -93,6 +98,12 @@ func (s *Server) serveRPC(codec rpc.ServerCodec) {
 		if err := codec.ReadRequestBody(c.args.Interface()); err != nil {
 			st.respond(&c.req, nil, "rpc: decoding the request of "+c.req.ServiceMethod+": "+err.Error())
 			continue
+		}
+		if role != connTrusted {
+			if err := role.checkCall(c.req.ServiceMethod, c.method.access, c.args.Interface()); err != nil {
+				st.respond(&c.req, nil, err.Error())
+				continue
+			}
 		}
 		st.calls.Add(1)
 		s.rpcWorkers.run(c)

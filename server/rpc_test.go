@@ -15,3 +15,24 @@ func TestZeroReplyClearsHalfFilledAnswer(t *testing.T) {
 	}
 	zeroReply(nil) // not a pointer: ignored
 }
+
+// Every RPC method has its entry in the access table (rpc_roles.go): one
+// missing would be for servers only, which a client method must not be by
+// accident.
+func TestRPCAccessTableCoversMethods(t *testing.T) {
+	s := &Server{}
+	methods, err := rpcMethods(s.endpoints(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range methods {
+		if _, ok := rpcAccessTable[name]; !ok {
+			t.Errorf("RPC method %s has no entry in rpcAccessTable", name)
+		}
+	}
+	for name := range rpcAccessTable {
+		if _, ok := methods[name]; !ok {
+			t.Errorf("rpcAccessTable lists %s, which is no RPC method", name)
+		}
+	}
+}

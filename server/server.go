@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/drover-project/drover/fsm"
+	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server/blockedevals"
 	"github.com/drover-project/drover/server/evalbroker"
 	"github.com/drover-project/drover/server/heartbeat"
@@ -41,6 +43,9 @@ type Server struct {
 	rpcWorkers    *rpcWorkers
 	yamuxConfig   *yamux.Config
 	pool          *pool.Pool
+	// tls is the agent's TLS (nil: off); with tls.RPC() the RPC port
+	// takes TLS connections only (listener.go).
+	tls *tlsutil.Configurator
 
 	fsm           *fsm.FSM
 	raft          *raft.Raft
@@ -148,7 +153,14 @@ func (s *Server) start() error {
 	if err := s.setupRPC(); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	s.pool = pool.New(pool.Config{Logger: s.logger})
+	s.tls = s.config.TLS
+	poolCfg := pool.Config{Logger: s.logger}
+	var raftTLS *tls.Config
+	if s.tls.RPC() {
+		poolCfg.TLS = s.tls.OutgoingRPC()
+		raftTLS = s.tls.OutgoingRPC()
+	}
+	s.pool = pool.New(poolCfg)
 
 	addr := net.JoinHostPort(s.config.BindAddr, strconv.Itoa(s.config.RPCPort))
 	s.listener, err = net.Listen("tcp", addr)
@@ -160,7 +172,7 @@ func (s *Server) start() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.logger = s.logger.With("addr", s.rpcAddr)
-	s.raftLayer = newRaftLayer(s.rpcAddr, s.logger)
+	s.raftLayer = newRaftLayer(s.rpcAddr, raftTLS, s.logger)
 
 	if err := s.setupRaft(); err != nil {
 		return fmt.Errorf("server: %w", err)

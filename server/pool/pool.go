@@ -1,6 +1,8 @@
 package pool
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +29,9 @@ const (
 	// ProtocolRaft: the connection belongs to hashicorp/raft's
 	// NetworkTransport.
 	ProtocolRaft byte = 0x02
+	// ProtocolTLS: a TLS handshake follows, and then, inside TLS, one of
+	// the bytes above (Nomad's RpcTLS is the same value).
+	ProtocolTLS byte = 0x04
 )
 
 // Defaults for Config fields left zero.
@@ -60,8 +65,11 @@ type Config struct {
 	MaxIdleTime time.Duration
 	// MaxIdleStreams bounds the streams kept open per session for reuse.
 	MaxIdleStreams int
-	// DialTimeout bounds the TCP connect.
+	// DialTimeout bounds the TCP connect, and the TLS handshake.
 	DialTimeout time.Duration
+	// TLS, if set, makes every connection TLS (ProtocolTLS, then the
+	// handshake, then ProtocolRPC inside): the agent's tls { rpc = true }.
+	TLS *tls.Config
 }
 
 // Pool holds one yamux session per remote address. It is safe for
@@ -299,6 +307,14 @@ func (p *Pool) dial(addr string) (*conn, error) {
 		tc.SetKeepAlive(true)
 		tc.SetNoDelay(true)
 	}
+	if p.cfg.TLS != nil {
+		tc, err := DialTLS(nc, p.cfg.TLS, p.cfg.DialTimeout)
+		if err != nil {
+			nc.Close()
+			return nil, &NotSentError{Addr: addr, Err: err}
+		}
+		nc = tc
+	}
 	if _, err := nc.Write([]byte{ProtocolRPC}); err != nil {
 		nc.Close()
 		return nil, &NotSentError{Addr: addr, Err: fmt.Errorf("write protocol byte: %w", err)}
@@ -413,4 +429,22 @@ func (c *conn) putStream(st *stream, max int) {
 	}
 	c.mu.Unlock()
 	st.codec.Close()
+}
+
+// DialTLS selects TLS on a new connection to a server's RPC port
+// (ProtocolTLS) and runs the handshake within timeout; the caller then
+// writes the inner protocol byte on the returned connection. A failed
+// handshake says so, and names the likely cause: a server without TLS
+// closes the connection at the TLS byte.
+func DialTLS(nc net.Conn, conf *tls.Config, timeout time.Duration) (*tls.Conn, error) {
+	if _, err := nc.Write([]byte{ProtocolTLS}); err != nil {
+		return nil, fmt.Errorf("write TLS protocol byte: %w", err)
+	}
+	tc := tls.Client(nc, conf)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("TLS handshake with %s failed (is TLS on at the server, tls { rpc = true }, with the same CA?): %w", nc.RemoteAddr(), err)
+	}
+	return tc, nil
 }
