@@ -1,10 +1,12 @@
 package server
 
 import (
+	"errors"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/version"
 )
@@ -188,6 +190,13 @@ func (s *Server) announceRound() {
 			defer wg.Done()
 			var resp structs.ServerMembersResponse
 			if err := s.pool.RPC(addr, "Status.Announce", &req, &resp); err != nil {
+				var hs *pool.TLSHandshakeError
+				if structs.CodeOf(err) == structs.ErrCodePermissionDenied || errors.As(err, &hs) {
+					// TLS: plaintext to a TLS cluster, or not a server
+					// certificate. Worth seeing at the default level.
+					s.logger.Warn("announce refused", "addr", addr, "error", err)
+					return
+				}
 				s.logger.Debug("announce failed", "addr", addr, "error", err)
 				return
 			}

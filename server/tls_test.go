@@ -162,14 +162,14 @@ func TestTLSPlaintextMismatch(t *testing.T) {
 	tp := tlsPool(t, ca, tlsutil.RoleClient)
 	err = tp.RPC(plainServer.RPCAddr(), "Status.Leader", &structs.GenericRequest{}, &leaderAddr)
 	var notSent *pool.NotSentError
-	if !errors.As(err, &notSent) || !strings.Contains(err.Error(), "TLS handshake") {
+	var hs *pool.TLSHandshakeError
+	if !errors.As(err, &notSent) || !errors.As(err, &hs) {
 		t.Fatalf("TLS client of a plaintext server: %v, want a TLS handshake failure", err)
 	}
 
 	other := tlstest.NewCA(t)
 	op := tlsPool(t, other, tlsutil.RoleServer)
-	if err := op.RPC(leader.RPCAddr(), "Status.Leader", &structs.GenericRequest{}, &leaderAddr); err == nil ||
-		!strings.Contains(err.Error(), "TLS handshake") {
+	if err := op.RPC(leader.RPCAddr(), "Status.Leader", &structs.GenericRequest{}, &leaderAddr); !errors.As(err, &hs) {
 		t.Fatalf("certificate of another CA: %v, want a TLS handshake failure", err)
 	}
 }

@@ -444,7 +444,21 @@ func DialTLS(nc net.Conn, conf *tls.Config, timeout time.Duration) (*tls.Conn, e
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
-		return nil, fmt.Errorf("TLS handshake with %s failed (is TLS on at the server, tls { rpc = true }, with the same CA?): %w", nc.RemoteAddr(), err)
+		return nil, &TLSHandshakeError{Addr: nc.RemoteAddr().String(), Err: err}
 	}
 	return tc, nil
 }
+
+// TLSHandshakeError is a failed TLS handshake with a server: most often a
+// server without TLS on its RPC port, or a certificate another CA signed.
+type TLSHandshakeError struct {
+	Addr string
+	Err  error
+}
+
+func (e *TLSHandshakeError) Error() string {
+	return "TLS handshake with " + e.Addr + " failed (is TLS on at the server, tls { rpc = true }, with the same CA?): " + e.Err.Error()
+}
+
+// Unwrap returns the handshake's error.
+func (e *TLSHandshakeError) Unwrap() error { return e.Err }
