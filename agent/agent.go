@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent/client"
+	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/go-hclog"
@@ -34,6 +36,8 @@ type Agent struct {
 	httpServer *http.Server
 	httpAddr   string
 	httpDone   chan struct{} // closed when Serve returns
+	// tls is the loaded tls block (nil: TLS off).
+	tls *tlsutil.Configurator
 
 	// dataDir is the data directory in use; devDataDir is the temporary
 	// one created for -dev, removed on Shutdown ("" otherwise).
@@ -88,6 +92,11 @@ func (a *Agent) start(root hclog.Logger) error {
 		dataDir = abs
 	}
 	a.dataDir = dataDir
+	tlsConf, err := tlsutil.New(cfg.TLS, cfg.Region)
+	if err != nil {
+		return err
+	}
+	a.tls = tlsConf
 	// Telemetry before anything emits: raft counts its first election.
 	processTelemetry()
 	if cfg.EnableDebug {
@@ -102,6 +111,9 @@ func (a *Agent) start(root hclog.Logger) error {
 		return fmt.Errorf("starting HTTP API on %s: %w", addr, err)
 	}
 	a.httpAddr = ln.Addr().String()
+	if a.tls.HTTP() {
+		ln = tls.NewListener(ln, a.tls.IncomingHTTP())
+	}
 	if cfg.Server.Enabled {
 		if err := a.startServer(root, dataDir); err != nil {
 			ln.Close()
@@ -124,6 +136,9 @@ func (a *Agent) start(root hclog.Logger) error {
 	var opts []HTTPOption
 	if a.client != nil {
 		opts = append(opts, WithLocalClient(a.client))
+	}
+	if a.tls != nil {
+		opts = append(opts, WithOutgoingTLS(a.tls.OutgoingHTTP()))
 	}
 	httpLogger := root.Named("http")
 	a.httpServer = newHTTPServer(NewHTTPHandler(api, cfg, httpLogger, opts...), httpLogger)
@@ -163,6 +178,7 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 			NodeGCThreshold: cfg.Server.NodeGCThreshold,
 		},
 		Logger: root, // the server names its own logger "server"
+		TLS:    a.tls,
 	}
 	if cfg.serverConfigHook != nil {
 		cfg.serverConfigHook(srvCfg)
@@ -188,6 +204,7 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 		NodeClass:      cfg.Client.NodeClass,
 		Meta:           cfg.Client.Meta,
 		HTTPAddr:       a.httpAddr,
+		HTTPTLS:        a.tls.HTTP(),
 		RawExecEnabled: cfg.PluginEnabled(PluginRawExec),
 		MockEnabled:    cfg.PluginEnabled(PluginMock),
 		GCInterval:     cfg.Client.GCInterval,
@@ -200,6 +217,9 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 	}
 	if a.server != nil {
 		cc.LocalServer = a.server
+	}
+	if a.tls.RPC() {
+		cc.TLS = a.tls.OutgoingRPC()
 	}
 	if ip := net.ParseIP(cfg.BindAddr); ip != nil && !ip.IsUnspecified() {
 		cc.NetworkAddr = ip.String()
@@ -256,14 +276,18 @@ func (a *Agent) HTTPAddr() string { return a.httpAddr }
 // HTTPURL returns the HTTP API's base URL, using 127.0.0.1 for an
 // unspecified bind address.
 func (a *Agent) HTTPURL() string {
+	scheme := "http://"
+	if a.tls.HTTP() {
+		scheme = "https://"
+	}
 	host, port, err := net.SplitHostPort(a.httpAddr)
 	if err != nil {
-		return "http://" + a.httpAddr
+		return scheme + a.httpAddr
 	}
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + net.JoinHostPort(host, port)
 }
 
 // RPCAddr returns the server's RPC (and Raft) address, or "" for a

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent/client"
+	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/go-hclog"
@@ -48,6 +49,9 @@ type Config struct {
 	Ports  Ports
 	Server ServerConfig
 	Client ClientConfig
+	// TLS is Nomad's tls block: HTTPS on the HTTP API, TLS on the RPC
+	// port (RPC and Raft), the CA and this agent's certificate.
+	TLS tlsutil.Config
 	// Plugins holds task driver settings by plugin name (parsed now, used
 	// by the client).
 	Plugins map[string]*PluginConfig
@@ -209,7 +213,7 @@ var ErrRelativeBase = errors.New("paths must be resolved against an absolute dir
 // Drover has no separate plugin_dir, alloc_dir, state_dir or log_file
 // settings; one added later belongs in this list.
 func (c *Config) pathSettings() []*string {
-	ps := []*string{&c.DataDir}
+	ps := []*string{&c.DataDir, &c.TLS.CAFile, &c.TLS.CertFile, &c.TLS.KeyFile}
 	for i := range c.Files {
 		ps = append(ps, &c.Files[i])
 	}
@@ -287,6 +291,9 @@ func (c *Config) Validate() error {
 	}
 	if r := c.Client.Reserved; r != nil && (r.CPU < 0 || r.MemoryMB < 0 || r.DiskMB < 0) {
 		add("client reserved resources must not be negative; got cpu %d, memory %d, disk %d", r.CPU, r.MemoryMB, r.DiskMB)
+	}
+	if (c.TLS.EnableHTTP || c.TLS.EnableRPC) && (c.TLS.CAFile == "" || c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
+		add("tls: ca_file, cert_file and key_file are required when http or rpc is true")
 	}
 	if c.Client.MaxKillTimeout < 0 {
 		add("client max_kill_timeout must not be negative; got %s", c.Client.MaxKillTimeout)

@@ -29,7 +29,21 @@ type fileConfig struct {
 	Ports       *filePorts   `hcl:"ports,block"`
 	Server      *fileServer  `hcl:"server,block"`
 	Client      *fileClient  `hcl:"client,block"`
+	TLS         *fileTLS     `hcl:"tls,block"`
 	Plugins     []filePlugin `hcl:"plugin,block"`
+}
+
+// fileTLS is Nomad's tls block (rpc_upgrade_mode, tls_cipher_suites,
+// tls_min_version and tls_prefer_server_cipher_suites are not supported:
+// an error names them).
+type fileTLS struct {
+	HTTP                 *bool   `hcl:"http,optional"`
+	RPC                  *bool   `hcl:"rpc,optional"`
+	CAFile               *string `hcl:"ca_file,optional"`
+	CertFile             *string `hcl:"cert_file,optional"`
+	KeyFile              *string `hcl:"key_file,optional"`
+	VerifyServerHostname *bool   `hcl:"verify_server_hostname,optional"`
+	VerifyHTTPSClient    *bool   `hcl:"verify_https_client,optional"`
 }
 
 type filePorts struct {
@@ -245,6 +259,15 @@ func (fc *fileConfig) apply(c *Config) error {
 				c.Client.Meta[name] = v
 			}
 		}
+	}
+	if t := fc.TLS; t != nil {
+		setBool(&c.TLS.EnableHTTP, t.HTTP)
+		setBool(&c.TLS.EnableRPC, t.RPC)
+		setString(&c.TLS.CAFile, t.CAFile)
+		setString(&c.TLS.CertFile, t.CertFile)
+		setString(&c.TLS.KeyFile, t.KeyFile)
+		setBool(&c.TLS.VerifyServerHostname, t.VerifyServerHostname)
+		setBool(&c.TLS.VerifyHTTPSClient, t.VerifyHTTPSClient)
 	}
 	for _, p := range fc.Plugins {
 		if !knownPlugins[p.Name] {

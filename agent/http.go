@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drover-project/drover/jobspec"
@@ -63,6 +65,11 @@ type httpAPI struct {
 	logger  hclog.Logger
 	metrics *telemetry
 	client  LocalClient // nil when the agent runs no client
+	// outTLS, if set, is the TLS of requests this agent makes to other
+	// agents' HTTPS APIs (log proxying).
+	outTLS            *tls.Config
+	proxyOnce         sync.Once
+	proxyTLSTransport http.RoundTripper // built once from outTLS
 }
 
 // handlerFunc answers one request with a value to encode as JSON, or an

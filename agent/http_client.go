@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,13 @@ type HTTPOption func(*httpAPI)
 // `drover node status -self` reads.
 func WithLocalClient(c LocalClient) HTTPOption {
 	return func(h *httpAPI) { h.client = c }
+}
+
+// WithOutgoingTLS makes the requests this agent sends to other agents'
+// HTTPS APIs (log proxying) use conf: the CA and this agent's
+// certificate, which verify_https_client requires.
+func WithOutgoingTLS(conf *tls.Config) HTTPOption {
+	return func(h *httpAPI) { h.outTLS = conf }
 }
 
 // Limits of the log stream.
@@ -217,6 +225,7 @@ func (h *httpAPI) proxyLogs(w http.ResponseWriter, r *http.Request, target *url.
 			pr.Out.Header.Set(logsProxiedHeader, h.cfg.NodeNameOrHost())
 		},
 		FlushInterval: -1,
+		Transport:     h.proxyTransport(),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			h.logger.Warn("proxying a log request failed", "target", target.Host, "path", r.URL.Path, "error", err)
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -226,6 +235,20 @@ func (h *httpAPI) proxyLogs(w http.ResponseWriter, r *http.Request, target *url.
 	}
 	h.logger.Debug("proxying a log request", "target", target.Host, "path", r.URL.Path)
 	proxy.ServeHTTP(w, r)
+}
+
+// proxyTransport is the transport of log proxying: the default one, with
+// this agent's TLS when it has TLS.
+func (h *httpAPI) proxyTransport() http.RoundTripper {
+	if h.outTLS == nil {
+		return http.DefaultTransport
+	}
+	h.proxyOnce.Do(func() {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = h.outTLS
+		h.proxyTLSTransport = t
+	})
+	return h.proxyTLSTransport
 }
 
 // streamLog copies rc to w until it ends or the request is cancelled,

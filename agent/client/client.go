@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -47,6 +48,12 @@ type Config struct {
 	Servers []string
 	// Transport carries RPCs (nil: a connection pool the client owns).
 	Transport Transport
+	// TLS, if set, makes the pool the client owns dial servers with TLS
+	// (the agent's tls { rpc = true }).
+	TLS *tls.Config
+	// HTTPTLS: the agent's HTTP API is HTTPS (reported on the node, so
+	// agents proxying to it use https).
+	HTTPTLS bool
 	// LocalServer, if set, is a server in this process: calls to its
 	// address skip the network, and it is the default server.
 	LocalServer LocalServer
@@ -196,7 +203,7 @@ func New(cfg *Config) (*Client, error) {
 	}
 	c.transport = cfg.Transport
 	if c.transport == nil {
-		c.ownPool = pool.New(pool.Config{Logger: cfg.Logger})
+		c.ownPool = pool.New(pool.Config{Logger: cfg.Logger, TLS: cfg.TLS})
 		c.transport = c.ownPool
 	}
 	servers := cfg.Servers

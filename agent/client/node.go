@@ -49,7 +49,7 @@ func (c *Client) setupNode(clientDir string) (*structs.Node, error) {
 	node := &structs.Node{
 		ID: id, SecretID: secret, Name: name,
 		Datacenter: c.cfg.Datacenter, NodeClass: c.cfg.NodeClass, NodePool: "default",
-		HTTPAddr:   c.cfg.HTTPAddr,
+		HTTPAddr: c.cfg.HTTPAddr, TLSEnabled: c.cfg.HTTPTLS,
 		Attributes: fp.Attributes, NodeResources: &res,
 		ReservedResources:     c.cfg.Reserved,
 		Meta:                  map[string]string{},

@@ -8,7 +8,9 @@
 //	drover operator raft list-peers
 //
 // Commands that talk to an agent take -address, or read DROVER_ADDR (then
-// NOMAD_ADDR), default http://127.0.0.1:4646. Their verbs, flags and
+// NOMAD_ADDR), default http://127.0.0.1:4646, and for an https address
+// -ca-cert, -client-cert, -client-key and -tls-server-name (or DROVER_ and
+// NOMAD_CACERT, _CLIENT_CERT, _CLIENT_KEY, _TLS_SERVER_NAME). Their verbs, flags and
 // output follow Nomad's CLI: aligned tables, "Key = Value" blocks, -json on
 // every read, short (8-character) IDs unless -verbose, and unique ID
 // prefixes accepted wherever an ID is (an ambiguous prefix lists the

@@ -29,14 +29,39 @@ func (t *table) flush() { _ = t.tw.Flush() }
 // apiFlags are the flags every command that talks to an agent takes.
 type apiFlags struct {
 	address string
+	tls     api.TLSConfig
 }
 
 func (f *apiFlags) register(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&f.address, "address", api.AddressFromEnv(e.getenv),
-		"agent HTTP address (env DROVER_ADDR, then NOMAD_ADDR)")
+		"agent HTTP address, http:// or https:// (env DROVER_ADDR, then NOMAD_ADDR)")
+	f.tls = api.TLSConfigFromEnv(e.getenv)
+	fs.StringVar(&f.tls.CACert, "ca-cert", f.tls.CACert,
+		"PEM file of the CA that signed the agent's HTTPS certificate (env DROVER_CACERT, then NOMAD_CACERT)")
+	fs.StringVar(&f.tls.ClientCert, "client-cert", f.tls.ClientCert,
+		"PEM client certificate to present over HTTPS (env DROVER_CLIENT_CERT, then NOMAD_CLIENT_CERT)")
+	fs.StringVar(&f.tls.ClientKey, "client-key", f.tls.ClientKey,
+		"PEM key of -client-cert (env DROVER_CLIENT_KEY, then NOMAD_CLIENT_KEY)")
+	fs.StringVar(&f.tls.ServerName, "tls-server-name", f.tls.ServerName,
+		"name to check in the agent's certificate instead of the address's host (env DROVER_TLS_SERVER_NAME, then NOMAD_TLS_SERVER_NAME)")
 }
 
-func (f *apiFlags) client() *api.Client { return api.NewClient(f.address) }
+func (f *apiFlags) client() *api.Client { return f.clientFor(f.address) }
+
+// clientFor is a client of the agent at address with the flags' TLS. A
+// TLS setting that cannot be loaded fails the client's first request,
+// saying why.
+func (f *apiFlags) clientFor(address string) *api.Client {
+	c := api.NewClient(address)
+	if !f.tls.IsZero() {
+		hc, err := f.tls.HTTPClient()
+		if err != nil {
+			hc = api.FailingClient(err)
+		}
+		c.HTTPClient = hc
+	}
+	return c
+}
 
 // newFlagSet returns a flag set for the named command whose usage line
 // and errors go to e.stderr.

@@ -478,7 +478,7 @@ func TestNodeAddress(t *testing.T) {
 		{"[::]:4646", "", "http://127.0.0.1:4646"},
 	}
 	for _, tc := range cases {
-		if got := nodeAddress(tc.node, tc.agent); got != tc.want {
+		if got := nodeAddress(tc.node, false, tc.agent); got != tc.want {
 			t.Errorf("nodeAddress(%q, %q) = %q; want %q", tc.node, tc.agent, got, tc.want)
 		}
 	}

@@ -69,7 +69,7 @@ func runAllocLogs(e *env, args []string) int {
 	}
 	clients := []*api.Client{c}
 	if node, _, err := c.Node(ctx, alloc.NodeID, nil); err == nil && node.HTTPAddr != "" {
-		clients = []*api.Client{api.NewClient(nodeAddress(node.HTTPAddr, af.address)), c}
+		clients = []*api.Client{af.clientFor(nodeAddress(node.HTTPAddr, node.TLSEnabled, af.address)), c}
 	}
 	open := func(follow bool, origin string, offset int64) (io.ReadCloser, error) {
 		var err error
@@ -183,10 +183,14 @@ func lastLines(buf []byte, n int) []byte {
 
 // nodeAddress turns a node's HTTP address into a URL; an unspecified host
 // (0.0.0.0) is replaced by the host of the agent the CLI talks to.
-func nodeAddress(httpAddr, agentAddr string) string {
+func nodeAddress(httpAddr string, https bool, agentAddr string) string {
+	scheme := "http://"
+	if https {
+		scheme = "https://"
+	}
 	host, port, err := net.SplitHostPort(httpAddr)
 	if err != nil {
-		return "http://" + httpAddr
+		return scheme + httpAddr
 	}
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		host = "127.0.0.1"
@@ -196,5 +200,5 @@ func nodeAddress(httpAddr, agentAddr string) string {
 			}
 		}
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + net.JoinHostPort(host, port)
 }

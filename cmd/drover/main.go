@@ -73,6 +73,7 @@ func commands() []*command {
 	all = append(all, systemCommands()...)
 	all = append(all, simCommands()...)
 	all = append(all, benchCommands()...)
+	all = append(all, tlsCommands()...)
 	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
 	return all
 }
