@@ -5,7 +5,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/drover-project/drover/version.GitCommit=$(VERSION)
 
-.PHONY: all build test test-short lint fmt vet generate check-generated run cluster cluster-stop bench clean
+.PHONY: all build test test-short lint fmt vet generate check-generated run cluster cluster-tls cluster-stop bench clean
 
 all: build
 
@@ -46,6 +46,10 @@ run: build
 # Three servers and two clients on 127.0.0.1 in the background (.cluster/).
 cluster: build
 	./scripts/cluster.sh
+
+# The same with mutual TLS on RPC, Raft and HTTP (certificates in .cluster/tls).
+cluster-tls: build
+	./scripts/cluster.sh tls
 
 cluster-stop:
 	./scripts/cluster.sh stop

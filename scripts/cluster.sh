@@ -6,6 +6,12 @@
 #   server s1: HTTP 4646, RPC 4647     client c1: HTTP 7646
 #   server s2: HTTP 5646, RPC 5647     client c2: HTTP 8646
 #   server s3: HTTP 6646, RPC 6647
+#
+# scripts/cluster.sh tls (make cluster-tls) starts the same cluster with
+# mutual TLS on RPC, Raft and HTTP, verify_server_hostname and
+# verify_https_client: a CA and server, client and cli certificates are
+# made once in .cluster/tls (drover tls ca create, drover tls cert create),
+# and the CLI environment to use is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=./bin/drover
@@ -74,22 +80,20 @@ stop() {
   if [ $any = 1 ]; then echo "cluster stopped (data and logs kept in $DIR/)"; else echo "no cluster running"; fi
 }
 
-if [ "${1:-start}" = stop ]; then stop; exit 0; fi
+MODE=${1:-start}
+if [ "$MODE" = stop ]; then stop; exit 0; fi
+case "$MODE" in
+  start | tls) ;;
+  *) echo "usage: $0 [start|tls|stop]" >&2; exit 2 ;;
+esac
 
 mkdir -p "$DIR"
 if ls "$DIR"/*.pid >/dev/null 2>&1; then
   echo "a cluster seems to be running already (make cluster-stop first)" >&2
   exit 1
 fi
-JOIN="-retry-join 127.0.0.1:4647 -retry-join 127.0.0.1:5647 -retry-join 127.0.0.1:6647"
-for i in 1 2 3; do
-  port=$((i + 3))646
-  # shellcheck disable=SC2086
-  "$BIN" agent -server -bootstrap-expect 3 -node "s$i" -bind 127.0.0.1 \
-    -data-dir "$DIR/s$i" -http-port "$port" -rpc-port "${port%6}7" $JOIN \
-    >"$DIR/s$i.log" 2>&1 &
-  echo $! >"$DIR/s$i.pid"
-done
+SERVER_CONFIG=()
+SCHEME=http
 cat >"$DIR/client.hcl" <<'HCL'
 plugin "raw_exec" {
   config {
@@ -97,6 +101,51 @@ plugin "raw_exec" {
   }
 }
 HCL
+if [ "$MODE" = tls ]; then
+  TLS=$DIR/tls
+  mkdir -p "$TLS"
+  if [ ! -e "$TLS/drover-agent-ca.pem" ]; then
+    bin=$PWD/$BIN
+    (
+      cd "$TLS"
+      "$bin" tls ca create
+      "$bin" tls cert create -server
+      "$bin" tls cert create -client
+      "$bin" tls cert create -cli
+    ) >/dev/null
+    echo "made a CA and server, client and cli certificates in $TLS/"
+  fi
+  # tls_block ROLE: the agent's tls block with ROLE's certificate.
+  tls_block() {
+    cat <<HCL
+tls {
+  http                   = true
+  rpc                    = true
+  ca_file                = "$TLS/drover-agent-ca.pem"
+  cert_file              = "$TLS/global-$1-drover.pem"
+  key_file               = "$TLS/global-$1-drover-key.pem"
+  verify_server_hostname = true
+  verify_https_client    = true
+}
+HCL
+  }
+  tls_block server >"$DIR/server-tls.hcl"
+  tls_block client >>"$DIR/client.hcl"
+  SERVER_CONFIG=(-config "$DIR/server-tls.hcl")
+  SCHEME=https
+  export DROVER_CACERT=$TLS/drover-agent-ca.pem
+  export DROVER_CLIENT_CERT=$TLS/global-cli-drover.pem
+  export DROVER_CLIENT_KEY=$TLS/global-cli-drover-key.pem
+fi
+JOIN="-retry-join 127.0.0.1:4647 -retry-join 127.0.0.1:5647 -retry-join 127.0.0.1:6647"
+for i in 1 2 3; do
+  port=$((i + 3))646
+  # shellcheck disable=SC2086
+  "$BIN" agent -server -bootstrap-expect 3 -node "s$i" -bind 127.0.0.1 \
+    -data-dir "$DIR/s$i" -http-port "$port" -rpc-port "${port%6}7" $JOIN "${SERVER_CONFIG[@]}" \
+    >"$DIR/s$i.log" 2>&1 &
+  echo $! >"$DIR/s$i.pid"
+done
 for i in 1 2; do
   port=$((i + 6))646
   "$BIN" agent -client -servers 127.0.0.1:4647,127.0.0.1:5647,127.0.0.1:6647 \
@@ -105,7 +154,7 @@ for i in 1 2; do
   echo $! >"$DIR/c$i.pid"
 done
 
-export DROVER_ADDR=http://127.0.0.1:4646
+export DROVER_ADDR=$SCHEME://127.0.0.1:4646
 for _ in $(seq 1 150); do
   if "$BIN" status >/dev/null 2>&1 && [ "$("$BIN" node status 2>/dev/null | grep -c ready)" = 2 ]; then break; fi
   sleep 0.2
@@ -122,6 +171,24 @@ done
 "$BIN" operator raft list-peers
 echo
 "$BIN" node status
+if [ "$MODE" = tls ]; then
+  cat <<TXT
+
+TLS cluster running: logs and data in $DIR/, CA and certificates in $TLS/.
+RPC, Raft and HTTP are mutual TLS. Point the CLI at it (Nomad's NOMAD_CACERT,
+NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY work too, as do -ca-cert,
+-client-cert and -client-key):
+
+  export DROVER_ADDR=$DROVER_ADDR
+  export DROVER_CACERT=$PWD/$DROVER_CACERT
+  export DROVER_CLIENT_CERT=$PWD/$DROVER_CLIENT_CERT
+  export DROVER_CLIENT_KEY=$PWD/$DROVER_CLIENT_KEY
+
+Then try: ./bin/drover job run examples/service.nomad.hcl
+Stop it with: make cluster-stop
+TXT
+  exit 0
+fi
 cat <<TXT
 
 Cluster running: logs and data in $DIR/. The CLI talks to s1 by default
