@@ -111,7 +111,7 @@ func TestTLSServerWithoutServerCertCannotJoin(t *testing.T) {
 // a server-only one, nor a request marked forwarded; a cli certificate
 // reaches only user calls.
 func TestTLSClientCertRoles(t *testing.T) {
-	ca, _, leader := tlsCluster(t)
+	ca, c, leader := tlsCluster(t)
 	addr := leader.RPCAddr()
 	cp := tlsPool(t, ca, tlsutil.RoleClient)
 
@@ -133,6 +133,24 @@ func TestTLSClientCertRoles(t *testing.T) {
 	beat := &structs.NodeUpdateStatusRequest{NodeID: node.ID, SecretID: node.SecretID, Status: structs.NodeStatusReady}
 	beat.Forwarded = true
 	wantDenied(t, "a forwarded request from a client", cp.RPC(addr, "Node.UpdateStatus", beat, &reg))
+
+	// A client certificate is not a node's identity: through a follower
+	// (forwarded to the leader over TLS), a heartbeat or an allocation
+	// update without the node's secret is refused and writes nothing.
+	f := follower(t, c)
+	before, _ := leader.State().LatestIndex()
+	wrong := &structs.NodeUpdateStatusRequest{NodeID: node.ID, SecretID: "wrong", Status: structs.NodeStatusDown}
+	wantDenied(t, "heartbeat with a wrong secret", cp.RPC(f.RPCAddr(), "Node.UpdateStatus", wrong, &reg))
+	upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: "a", ClientStatus: structs.AllocClientStatusComplete}},
+		NodeSecrets: map[string]string{node.ID: "wrong"}}
+	wantDenied(t, "allocation update with a wrong secret", cp.RPC(f.RPCAddr(), "Node.UpdateAlloc", upd, &structs.GenericResponse{}))
+	if after, _ := leader.State().LatestIndex(); after != before {
+		t.Fatalf("refused node calls wrote: index %d -> %d", before, after)
+	}
+	beat.Forwarded = false
+	if err := cp.RPC(f.RPCAddr(), "Node.UpdateStatus", beat, &reg); err != nil {
+		t.Fatalf("heartbeat with the secret, through a follower: %v", err)
+	}
 
 	cli := tlsPool(t, ca, tlsutil.RoleCLI)
 	beat.Forwarded = false
