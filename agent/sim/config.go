@@ -2,6 +2,7 @@ package sim
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"runtime"
@@ -54,6 +55,10 @@ type Config struct {
 	// Transports, if set, carry the RPCs (tests); node i uses
 	// Transports[i mod len]. Otherwise the Sim owns Sessions clients.
 	Transports []Transport
+	// TLS, if set, makes the simulator's own transports dial the servers
+	// with TLS (their tls { rpc = true }), presenting a client
+	// certificate.
+	TLS *tls.Config
 	// Sessions is how many RPC clients (so yamux sessions per server) the
 	// nodes share.
 	Sessions int

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -92,6 +93,9 @@ type muxTransport struct {
 	// RPC expects the protocol of each stream first; Drover's nothing).
 	proto          byte
 	streamPreamble []byte
+	// tls, if set: each connection is TLS (pool.ProtocolTLS and a
+	// handshake come before proto).
+	tls *tls.Config
 
 	mu       sync.Mutex
 	sessions map[string]*muxSession // the one new calls use, by address; guarded by mu
@@ -204,8 +208,18 @@ func (s *muxSession) dial() {
 			tc.SetNoDelay(true)
 			tc.SetKeepAlive(true)
 		}
-		if _, err = nc.Write([]byte{s.t.proto}); err != nil {
-			nc.Close()
+		if s.t.tls != nil {
+			var tc net.Conn
+			if tc, err = pool.DialTLS(nc, s.t.tls, muxDialTimeout); err != nil {
+				nc.Close()
+			} else {
+				nc = tc
+			}
+		}
+		if err == nil {
+			if _, err = nc.Write([]byte{s.t.proto}); err != nil {
+				nc.Close()
+			}
 		}
 	}
 	if err != nil {

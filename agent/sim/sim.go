@@ -129,6 +129,7 @@ func New(cfg *Config) (*Sim, error) {
 			if cfg.Target == TargetNomad {
 				c = newNomadMuxTransport()
 			}
+			c.tls = cfg.TLS
 			s.clients = append(s.clients, c)
 			s.transports = append(s.transports, c)
 		}

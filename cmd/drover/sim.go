@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/agent/sim"
+	"github.com/drover-project/drover/internal/tlsutil"
 )
 
 func simCommands() []*command {
@@ -73,6 +75,8 @@ type simFlags struct {
 	registerConc    int
 	noWatch         bool
 	cpuProfile      string
+	// tls: the tls block of the client agents the simulator plays.
+	tlsCA, tlsCert, tlsKey string
 }
 
 // register adds the flags; prefix names the server list flag ("servers"
@@ -105,6 +109,9 @@ func (f *simFlags) register(fs *flag.FlagSet, serversFlag string, withShape bool
 	fs.IntVar(&f.sessions, "sessions", sim.DefaultSessions, "RPC clients shared by the nodes (one yamux session per server each)")
 	fs.IntVar(&f.registerConc, "register-concurrency", sim.DefaultRegisterConcurrency, "registrations in flight")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of this process (simulator included) to this file")
+	fs.StringVar(&f.tlsCA, "tls-ca-file", "", "with -tls-cert-file and -tls-key-file: dial the servers with TLS (their tls { rpc = true }), checking them against this CA")
+	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "the client certificate the simulated nodes present (client.<region>.drover)")
+	fs.StringVar(&f.tlsKey, "tls-key-file", "", "the key of -tls-cert-file")
 	fs.BoolVar(&f.noWatch, "no-watch", false, "nodes never watch their allocations (measures what the watches cost the servers; placed work never runs)")
 }
 
@@ -114,7 +121,17 @@ func (f *simFlags) config(logger hclog.Logger) (*sim.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tlsConf *tls.Config
+	if f.tlsCA != "" || f.tlsCert != "" || f.tlsKey != "" {
+		c, err := tlsutil.New(tlsutil.Config{EnableRPC: true, CAFile: f.tlsCA, CertFile: f.tlsCert, KeyFile: f.tlsKey,
+			VerifyServerHostname: true}, f.region)
+		if err != nil {
+			return nil, err
+		}
+		tlsConf = c.OutgoingRPC()
+	}
 	return &sim.Config{
+		TLS:     tlsConf,
 		Servers: f.servers, Target: f.target, Nodes: f.nodes, CPU: f.cpu, MemoryMB: f.memory, DiskMB: f.disk,
 		Datacenters: f.dcs, Classes: classes, Attributes: f.attrs, Meta: f.meta,
 		ReportDelay: f.reportDelay, HeartbeatJitter: f.heartbeatJitter, RunFor: f.runFor,

@@ -75,6 +75,9 @@ type Configurator struct {
 	serverName string // server.<region>.drover
 	clientName string
 	cliName    string
+
+	// Built once; shared by every connection (never modified).
+	incomingRPC, outgoingRPC *tls.Config
 }
 
 // New loads the CA, certificate and key that cfg names. It returns nil
@@ -101,12 +104,14 @@ func New(cfg Config, region string) (*Configurator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls: cert_file and key_file: %w", err)
 	}
-	return &Configurator{
+	c := &Configurator{
 		cfg: cfg, region: region, cert: cert, pool: pool,
 		serverName: Name(RoleServer, region),
 		clientName: Name(RoleClient, region),
 		cliName:    Name(RoleCLI, region),
-	}, nil
+	}
+	c.incomingRPC, c.outgoingRPC = c.newIncomingRPC(), c.newOutgoingRPC()
+	return c, nil
 }
 
 // RPC reports whether the RPC port is TLS (nil-safe).
@@ -125,8 +130,10 @@ func (c *Configurator) Region() string { return c.region }
 
 // IncomingRPC is the servers' side of a TLS connection on the RPC port:
 // the peer must present a certificate signed by the CA (mutual TLS, as
-// Nomad's RPC always is).
-func (c *Configurator) IncomingRPC() *tls.Config {
+// Nomad's RPC always is). It is shared: do not modify it.
+func (c *Configurator) IncomingRPC() *tls.Config { return c.incomingRPC }
+
+func (c *Configurator) newIncomingRPC() *tls.Config {
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		Certificates: []tls.Certificate{c.cert},
@@ -137,8 +144,11 @@ func (c *Configurator) IncomingRPC() *tls.Config {
 
 // OutgoingRPC is the dialing side (the RPC pool, Raft): it presents this
 // agent's certificate and checks the server's against the CA and, with
-// verify_server_hostname, that it names server.<region>.drover.
-func (c *Configurator) OutgoingRPC() *tls.Config {
+// verify_server_hostname, that it names server.<region>.drover. It is
+// shared: do not modify it.
+func (c *Configurator) OutgoingRPC() *tls.Config { return c.outgoingRPC }
+
+func (c *Configurator) newOutgoingRPC() *tls.Config {
 	conf := &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		Certificates: []tls.Certificate{c.cert},
