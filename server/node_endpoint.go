@@ -105,7 +105,8 @@ func (s *Server) nodeReply(nodeID, status string, index uint64, reply *structs.N
 }
 
 // UpdateStatus is the client heartbeat. It must carry the node's secret
-// (else permission_denied, and nothing changes). It always resets the node's
+// (else permission_denied, and nothing changes): one comparison with the
+// node row read anyway. It always resets the node's
 // liveness timer and returns its TTL; only a change of status is written
 // through Raft, with evaluations when the node goes down (its jobs) or
 // becomes ready (its jobs and every system job).

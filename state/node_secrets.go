@@ -7,9 +7,10 @@ import "github.com/drover-project/drover/structs"
 // SecretID, and every update of a known allocation must be for an
 // allocation on one of those nodes. Updates of unknown allocations pass
 // (the write skips them). A refusal is a permission_denied error naming
-// the node or the allocation. It reads one allocations row: per node one
-// lookup of its row, per update one lookup of the allocation and one of
-// its node in secrets; it allocates nothing unless it refuses.
+// the node or the allocation. It opens one read transaction for the
+// allocations row, then makes per node one lookup of its row and per
+// update one lookup of the allocation and one of its node in secrets,
+// allocating nothing per node or update unless it refuses.
 func (s *StateStore) CheckNodeSecrets(updates []*structs.Allocation, secrets map[string]string) error {
 	t, _, err := s.tables(nil)
 	if err != nil {
