@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 )
 
 // TLSConfig is how the CLI reaches an HTTPS agent: Nomad's -ca-cert,
-// -client-cert, -client-key and -tls-server-name, and their environment
-// variables (DROVER_* first, then NOMAD_*).
+// -client-cert, -client-key, -tls-server-name and -tls-skip-verify, and
+// their environment variables (DROVER_* first, then NOMAD_*).
 type TLSConfig struct {
 	// CACert is a PEM file of the CA that signed the agent's certificate
 	// (empty: the system's roots).
@@ -22,11 +23,13 @@ type TLSConfig struct {
 	// ServerName, if set, is the name checked in the agent's certificate
 	// instead of the address's host.
 	ServerName string
+	// Insecure skips checking the agent's certificate (testing only).
+	Insecure bool
 }
 
 // TLSConfigFromEnv reads DROVER_CACERT, DROVER_CLIENT_CERT,
-// DROVER_CLIENT_KEY and DROVER_TLS_SERVER_NAME, each falling back to its
-// NOMAD_ name. getenv is os.Getenv outside tests.
+// DROVER_CLIENT_KEY, DROVER_TLS_SERVER_NAME and DROVER_SKIP_VERIFY, each
+// falling back to its NOMAD_ name. getenv is os.Getenv outside tests.
 func TLSConfigFromEnv(getenv func(string) string) TLSConfig {
 	get := func(name string) string {
 		if v := getenv("DROVER_" + name); v != "" {
@@ -34,8 +37,9 @@ func TLSConfigFromEnv(getenv func(string) string) TLSConfig {
 		}
 		return getenv("NOMAD_" + name)
 	}
+	insecure, _ := strconv.ParseBool(get("SKIP_VERIFY"))
 	return TLSConfig{CACert: get("CACERT"), ClientCert: get("CLIENT_CERT"), ClientKey: get("CLIENT_KEY"),
-		ServerName: get("TLS_SERVER_NAME")}
+		ServerName: get("TLS_SERVER_NAME"), Insecure: insecure}
 }
 
 // IsZero reports whether nothing is set (plain http.DefaultClient does).
@@ -43,7 +47,7 @@ func (t TLSConfig) IsZero() bool { return t == TLSConfig{} }
 
 // HTTPClient returns an HTTP client with this TLS configuration.
 func (t TLSConfig) HTTPClient() (*http.Client, error) {
-	conf := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
+	conf := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.Insecure}
 	if t.CACert != "" {
 		pem, err := os.ReadFile(t.CACert)
 		if err != nil {

@@ -44,6 +44,8 @@ func (f *apiFlags) register(fs *flag.FlagSet, e *env) {
 		"PEM key of -client-cert (env DROVER_CLIENT_KEY, then NOMAD_CLIENT_KEY)")
 	fs.StringVar(&f.tls.ServerName, "tls-server-name", f.tls.ServerName,
 		"name to check in the agent's certificate instead of the address's host (env DROVER_TLS_SERVER_NAME, then NOMAD_TLS_SERVER_NAME)")
+	fs.BoolVar(&f.tls.Insecure, "tls-skip-verify", f.tls.Insecure,
+		"do not check the agent's certificate; for testing only (env DROVER_SKIP_VERIFY, then NOMAD_SKIP_VERIFY)")
 }
 
 func (f *apiFlags) client() *api.Client { return f.clientFor(f.address) }
