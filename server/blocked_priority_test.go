@@ -60,58 +60,60 @@ func evalsSettled(st *state.StateStore) string {
 // once and the first plan to reach the applier would win.
 func TestClusterUnblocksByPriority(t *testing.T) {
 	c := pipelineCluster(t, 3, 4)
-	leader := c.WaitForLeader(t, 10*time.Second)
-	registerNode(t, leader, mock.Node())
+	registerNode(t, c.WaitForLeader(t, 10*time.Second), mock.Node())
+	// Reads from whichever server leads now; writes retried across a
+	// leadership change (both are idempotent).
+	st := func() *state.StateStore { return c.WaitForLeader(t, 10*time.Second).State() }
+	submit := func(job *structs.Job) {
+		retryWrite(t, c, func(s *server.Server) error {
+			return s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &structs.JobRegisterResponse{})
+		})
+	}
+	stop := func(id string) {
+		retryWrite(t, c, func(s *server.Server) error {
+			return s.RPC("Job.Deregister", &structs.JobDeregisterRequest{JobID: id}, &structs.JobDeregisterResponse{})
+		})
+	}
+	live := func(j *structs.Job) int { return len(liveAllocs(st(), j.Namespace, j.ID)) }
 	const rounds = 10
 	for r := range rounds {
-		s := c.WaitForLeader(t, 10*time.Second)
-		st := s.State()
 		filler := bigJob(fmt.Sprintf("filler-%d", r), 50)
-		submitJob(t, s, filler)
-		waitFor(t, 10*time.Second, func() string { return jobsPlaced(st, []*structs.Job{filler}) })
+		submit(filler)
+		waitFor(t, 10*time.Second, func() string { return jobsPlaced(st(), []*structs.Job{filler}) })
 
-		// The low one first: on main it is also first in CreateIndex.
+		// The low one first: it is also first in CreateIndex.
 		low, high := bigJob(fmt.Sprintf("low-%d", r), 10), bigJob(fmt.Sprintf("high-%d", r), 90)
-		submitJob(t, s, low)
-		submitJob(t, s, high)
-		waitFor(t, 10*time.Second, func() string { return blockedWaiting(t, st, low, high) })
+		submit(low)
+		submit(high)
+		waitFor(t, 10*time.Second, func() string { return blockedWaiting(t, st(), low, high) })
 
-		stopJob(t, s, filler.ID)
+		stop(filler.ID)
 		waitFor(t, 10*time.Second, func() string {
-			if n := len(liveAllocs(st, high.Namespace, high.ID)) + len(liveAllocs(st, low.Namespace, low.ID)); n == 0 {
+			if live(high)+live(low) == 0 {
 				return "neither blocked job placed yet"
 			}
-			return evalsSettled(st)
+			return evalsSettled(st())
 		})
-		if got := len(liveAllocs(st, low.Namespace, low.ID)); got != 0 {
+		if got := live(low); got != 0 {
 			t.Fatalf("round %d: the priority-10 job took the freed capacity (%d allocations); the priority-90 job has %d",
-				r, got, len(liveAllocs(st, high.Namespace, high.ID)))
+				r, got, live(high))
 		}
-		if got := len(liveAllocs(st, high.Namespace, high.ID)); got != 1 {
+		if got := live(high); got != 1 {
 			t.Fatalf("round %d: the priority-90 job has %d allocations, want 1", r, got)
 		}
-		checkPlacements(t, st)
+		checkPlacements(t, st())
 
 		// Clear the node for the next round: the low job first, so the
 		// high one's capacity releases nothing.
-		stopJob(t, s, low.ID)
-		stopJob(t, s, high.ID)
+		stop(low.ID)
+		stop(high.ID)
 		waitFor(t, 10*time.Second, func() string {
 			for _, j := range []*structs.Job{low, high} {
-				if n := len(liveAllocs(st, j.Namespace, j.ID)); n != 0 {
+				if n := live(j); n != 0 {
 					return fmt.Sprintf("job %s still has %d allocations", j.ID, n)
 				}
 			}
-			return evalsSettled(st)
+			return evalsSettled(st())
 		})
-	}
-}
-
-// stopJob deregisters (stops) a job through s.
-func stopJob(t testing.TB, s *server.Server, id string) {
-	t.Helper()
-	var resp structs.JobDeregisterResponse
-	if err := s.RPC("Job.Deregister", &structs.JobDeregisterRequest{JobID: id}, &resp); err != nil {
-		t.Fatalf("stop job %s: %v", id, err)
 	}
 }
