@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -272,6 +273,36 @@ func (j *Job) LookupTaskGroup(name string) *TaskGroup {
 	for _, tg := range j.TaskGroups {
 		if tg.Name == name {
 			return tg
+		}
+	}
+	return nil
+}
+
+// CombinedTaskMeta returns the meta a task of the group sees: the job's,
+// the group's and the task's merged, a later level winning over an earlier
+// one. It is what reaches the task as NOMAD_META_*. A group or task the
+// job does not have contributes nothing.
+func (j *Job) CombinedTaskMeta(group, task string) map[string]string {
+	m := maps.Clone(j.Meta)
+	if m == nil {
+		m = map[string]string{}
+	}
+	tg := j.LookupTaskGroup(group)
+	if tg == nil {
+		return m
+	}
+	maps.Copy(m, tg.Meta)
+	if t := tg.LookupTask(task); t != nil {
+		maps.Copy(m, t.Meta)
+	}
+	return m
+}
+
+// LookupTask returns the named task or nil.
+func (tg *TaskGroup) LookupTask(name string) *Task {
+	for _, t := range tg.Tasks {
+		if t.Name == name {
+			return t
 		}
 	}
 	return nil
