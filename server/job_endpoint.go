@@ -23,6 +23,11 @@ type Job struct {
 // one Raft entry. With EnforceIndex the write only happens if the stored
 // job's JobModifyIndex equals args.JobModifyIndex (0: the job must not
 // exist); otherwise it fails with code conflict.
+//
+// A job whose spec equals the stored one (Job.SpecChanged, after
+// canonicalization) is not written again, as in Nomad: its version and
+// indexes stay, the reply carries the stored JobModifyIndex, and only the
+// evaluation is written (registerUnchanged).
 func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegisterResponse) error {
 	if done, err := j.srv.forward("Job.Register", args, args, reply); done {
 		return err
@@ -69,6 +74,13 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if len(buf) > structs.MaxJobSize {
 		return structs.NewError(structs.ErrCodeTooLarge, "job is %d bytes encoded; the limit is %d", len(buf), structs.MaxJobSize)
 	}
+	unchanged, err := matchesStored(st, job, buf)
+	if err != nil {
+		return err
+	}
+	if unchanged != nil {
+		return j.registerUnchanged(unchanged, eval, reply)
+	}
 	index, _, err := j.srv.raftApplyEncoded(buf)
 	if err != nil {
 		return err
@@ -80,6 +92,46 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if stored, err := j.srv.fsm.State().JobByID(nil, job.Namespace, job.ID); err == nil {
 		reply.JobModifyIndex = stored.JobModifyIndex
 	}
+	reply.Index = index
+	return nil
+}
+
+// matchesStored returns the stored job when the job in the encoded
+// register entry buf has the same spec, else nil. It compares the job as
+// the FSM will decode it from buf, so that values which differ only in
+// their Go type before encoding (a []string the store holds as []any)
+// compare equal.
+func matchesStored(st *state.StateStore, job *structs.Job, buf []byte) (*structs.Job, error) {
+	existing, err := st.JobByID(nil, job.Namespace, job.ID)
+	switch {
+	case errors.Is(err, structs.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	var entry structs.JobRegisterRequest
+	if err := structs.Decode(buf[1:], &entry); err != nil {
+		return nil, fmt.Errorf("decoding the register entry: %w", err)
+	}
+	if existing.SpecChanged(entry.Job) {
+		return nil, nil
+	}
+	return existing, nil
+}
+
+// registerUnchanged answers a registration of the stored spec: the job is
+// left as it is and only the evaluation is written (one Raft entry), which
+// re-checks the job's allocations against the same version.
+func (j *Job) registerUnchanged(stored *structs.Job, eval *structs.Evaluation, reply *structs.JobRegisterResponse) error {
+	eval.JobModifyIndex = stored.JobModifyIndex
+	index, _, err := j.srv.raftApply(structs.EvalUpdateRequestType,
+		&structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
+	if err != nil {
+		return err
+	}
+	reply.EvalID = eval.ID
+	reply.EvalCreateIndex = index
+	reply.JobModifyIndex = stored.JobModifyIndex
 	reply.Index = index
 	return nil
 }

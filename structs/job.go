@@ -2,6 +2,7 @@ package structs
 
 import (
 	"maps"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -276,6 +277,24 @@ func (j *Job) LookupTaskGroup(name string) *TaskGroup {
 		}
 	}
 	return nil
+}
+
+// SpecChanged reports whether new differs from j in anything the user
+// wrote, as Nomad's Job.SpecChanged does: the fields the servers set
+// (Status, StatusDescription, Stable, Version, SubmitTime and the three
+// indexes) are ignored, everything else must be deeply equal. Both jobs
+// should be canonicalized and in the form the store holds (decoded from
+// msgpack), or equal values of different Go types (a []string against a
+// []any) count as changes.
+func (j *Job) SpecChanged(new *Job) bool {
+	if j == nil || new == nil {
+		return j != new
+	}
+	c := *new
+	c.Status, c.StatusDescription, c.Stable = j.Status, j.StatusDescription, j.Stable
+	c.Version, c.SubmitTime = j.Version, j.SubmitTime
+	c.CreateIndex, c.ModifyIndex, c.JobModifyIndex = j.CreateIndex, j.ModifyIndex, j.JobModifyIndex
+	return !reflect.DeepEqual(j, &c)
 }
 
 // CombinedTaskMeta returns the meta a task of the group sees: the job's,
