@@ -136,7 +136,9 @@ func TestJobRegisterErrors(t *testing.T) {
 
 	t.Run("enforce current index", func(t *testing.T) {
 		var resp structs.JobRegisterResponse
-		req := &structs.JobRegisterRequest{Job: existing.Copy(), EnforceIndex: true, JobModifyIndex: first.JobModifyIndex}
+		changed := existing.Copy()
+		changed.Priority = 70 // an unchanged spec would write nothing
+		req := &structs.JobRegisterRequest{Job: changed, EnforceIndex: true, JobModifyIndex: first.JobModifyIndex}
 		if err := s.RPC("Job.Register", req, &resp); err != nil {
 			t.Fatal(err)
 		}
