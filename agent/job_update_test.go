@@ -98,7 +98,8 @@ func alive(pid int) bool {
 //     values while the old process is gone;
 //   - changes only the kill timeout: the plan shows an in-place update,
 //     the allocation (on the servers and on the client) moves to the new
-//     version and the process keeps running.
+//     version, the process keeps running, and stopping the job kills it
+//     with the new timeout.
 func TestJobUpdatesRollOut(t *testing.T) {
 	a := startDevClientAgent(t)
 	c := api.NewClient(a.HTTPURL())
@@ -238,4 +239,26 @@ func TestJobUpdatesRollOut(t *testing.T) {
 	if starts := readStarts(t, out); len(starts) != 2 || !alive(s2.pid) {
 		t.Fatalf("in-place update restarted the task: starts %+v, alive %v", starts, alive(s2.pid))
 	}
+
+	// The client applies the new kill timeout to the running task.
+	if _, _, err := c.DeregisterJob(ctx, "upd", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	var killing *structs.TaskEvent
+	pollUntil(t, "the task to be killed", 20*time.Second, func() bool {
+		al, err := srv.State().AllocByID(nil, alloc2.ID)
+		if err != nil || al.ClientStatus != structs.AllocClientStatusComplete {
+			return false
+		}
+		for _, ev := range al.TaskStates.MustMap()["t"].Events {
+			if ev.Type == structs.TaskKilling {
+				killing = ev
+			}
+		}
+		return true
+	})
+	if killing == nil || killing.KillTimeout != 3*time.Second {
+		t.Fatalf("killing event %+v, want the in-place kill timeout 3s", killing)
+	}
+	pollUntil(t, "the second process to be gone", 10*time.Second, func() bool { return !alive(s2.pid) })
 }
