@@ -196,11 +196,13 @@ func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocatio
 			}
 			// A batch allocation that finished before it was stopped
 			// still counts: its work is done.
-			if r.batch && a.ClientStatus == structs.AllocClientStatusComplete {
+			if r.batch && a.ClientStatus == structs.AllocClientStatusComplete && !r.olderBatchWork(a) {
 				gs.held = append(gs.held, a)
 			}
 		case a.ClientTerminalStatus():
-			r.classifyTerminal(&gs, a, policy, add)
+			if !r.olderBatchWork(a) {
+				r.classifyTerminal(&gs, a, policy, add)
+			}
 		case r.lost(a):
 			add(slot{alloc: a, kind: slotLost})
 		case a.DesiredTransition.ShouldMigrate():
@@ -210,6 +212,14 @@ func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocatio
 		}
 	}
 	return gs
+}
+
+// olderBatchWork reports whether a is a finished allocation of an older
+// version of a batch job. As in Nomad, it neither counts nor is replaced:
+// a new version of a batch job runs all of its work again.
+func (r *reconciler) olderBatchWork(a *structs.Allocation) bool {
+	return r.batch && r.job != nil && a.Job != nil && a.TerminalStatus() &&
+		(a.Job.Version < r.job.Version || a.Job.CreateIndex < r.job.CreateIndex)
 }
 
 // classifyTerminal handles allocations the client has finished with.
