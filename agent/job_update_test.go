@@ -262,3 +262,59 @@ func TestJobUpdatesRollOut(t *testing.T) {
 	}
 	pollUntil(t, "the second process to be gone", 10*time.Second, func() bool { return !alive(s2.pid) })
 }
+
+// TestBatchJobRunAgain: a batch job whose work is done is not run again by
+// the same file, and is run again, as a whole, by a changed one.
+func TestBatchJobRunAgain(t *testing.T) {
+	a := startDevClientAgent(t)
+	c := api.NewClient(a.HTTPURL())
+	waitForLeader(t, c)
+	ctx := context.Background()
+	out := filepath.Join(t.TempDir(), "runs")
+	job := func(arg string) *structs.Job {
+		j := rawExecJob("once", structs.JobTypeBatch, `echo "$$ $0 x" >> "$OUT"`)
+		j.TaskGroups[0].Tasks[0].Config["args"] = []any{"-c", `echo "$$ $0 x" >> "$OUT"`, arg}
+		j.TaskGroups[0].Tasks[0].Env = map[string]string{"OUT": out}
+		return j
+	}
+	run := func(j *structs.Job) *structs.JobRegisterResponse {
+		t.Helper()
+		resp, _, err := c.RegisterJob(ctx, j, nil, nil)
+		if err != nil {
+			t.Fatalf("register: %v", err)
+		}
+		pollUntil(t, "the registration's evaluation to complete", 20*time.Second, func() bool {
+			ev, _, err := c.Eval(ctx, resp.EvalID, nil)
+			return err == nil && ev.Status == structs.EvalStatusComplete
+		})
+		return resp
+	}
+	done := func(n int) {
+		t.Helper()
+		pollUntil(t, fmt.Sprintf("%d complete allocations", n), 20*time.Second, func() bool {
+			allocs, err := a.Server().State().AllocsByJob(nil, structs.DefaultNamespace, "once")
+			if err != nil || len(allocs) != n {
+				return false
+			}
+			for _, al := range allocs {
+				if al.ClientStatus != structs.AllocClientStatusComplete {
+					return false
+				}
+			}
+			return len(readStarts(t, out)) == n
+		})
+	}
+
+	first := run(job("one"))
+	done(1)
+	again := run(job("one"))
+	done(1)
+	if again.JobModifyIndex != first.JobModifyIndex {
+		t.Fatalf("unchanged batch job: job modify index %d, was %d", again.JobModifyIndex, first.JobModifyIndex)
+	}
+	run(job("two"))
+	done(2)
+	if runs := readStarts(t, out); runs[0].arg != "one" || runs[1].arg != "two" {
+		t.Fatalf("runs %+v", runs)
+	}
+}
