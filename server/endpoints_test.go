@@ -110,6 +110,8 @@ func TestJobRegisterErrors(t *testing.T) {
 	huge.Meta = map[string]string{"blob": strings.Repeat("x", structs.MaxJobSize)}
 	nullGroup := mock.Job()
 	nullGroup.TaskGroups = append(nullGroup.TaskGroups, nil)
+	retyped := existing.Copy()
+	retyped.Type = structs.JobTypeBatch
 
 	tests := []struct {
 		name string
@@ -123,6 +125,7 @@ func TestJobRegisterErrors(t *testing.T) {
 		{"enforce index on new job", &structs.JobRegisterRequest{Job: mock.Job(), EnforceIndex: true, JobModifyIndex: 5}, structs.ErrCodeConflict},
 		{"enforce 0 on existing job", &structs.JobRegisterRequest{Job: existing.Copy(), EnforceIndex: true}, structs.ErrCodeConflict},
 		{"enforce stale index", &structs.JobRegisterRequest{Job: existing.Copy(), EnforceIndex: true, JobModifyIndex: first.JobModifyIndex - 1}, structs.ErrCodeConflict},
+		{"type change", &structs.JobRegisterRequest{Job: retyped}, structs.ErrCodeInvalid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,6 +136,15 @@ func TestJobRegisterErrors(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("plan of a type change", func(t *testing.T) {
+		var resp structs.JobPlanResponse
+		err := s.RPC("Job.Plan", &structs.JobPlanRequest{Job: retyped}, &resp)
+		var v *structs.ValidationError
+		if !errors.As(err, &v) || len(v.Errors) != 1 || v.Errors[0].Field != "Type" {
+			t.Fatalf("plan of a type change: %v", err)
+		}
+	})
 
 	t.Run("enforce current index", func(t *testing.T) {
 		var resp structs.JobRegisterResponse

@@ -37,7 +37,7 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 		return err
 	}
 	// In the form the store would hold it, for the comparison with the
-	// stored job (see matchesStored) and the scheduler's.
+	// stored job (see sameSpec) and the scheduler's.
 	job, err := storedForm(job)
 	if err != nil {
 		return err
@@ -52,6 +52,9 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	case errors.Is(err, structs.ErrNotFound):
 		existing = nil
 	case err != nil:
+		return err
+	}
+	if err := checkJobUpdate(existing, job); err != nil {
 		return err
 	}
 	if args.Diff {
