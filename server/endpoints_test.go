@@ -112,6 +112,7 @@ func TestJobRegisterErrors(t *testing.T) {
 	nullGroup.TaskGroups = append(nullGroup.TaskGroups, nil)
 	retyped := existing.Copy()
 	retyped.Type = structs.JobTypeBatch
+	retyped.TaskGroups[0].Migrate = nil // only service jobs take one
 
 	tests := []struct {
 		name string
@@ -137,12 +138,19 @@ func TestJobRegisterErrors(t *testing.T) {
 		})
 	}
 
-	t.Run("plan of a type change", func(t *testing.T) {
-		var resp structs.JobPlanResponse
-		err := s.RPC("Job.Plan", &structs.JobPlanRequest{Job: retyped}, &resp)
-		var v *structs.ValidationError
-		if !errors.As(err, &v) || len(v.Errors) != 1 || v.Errors[0].Field != "Type" {
-			t.Fatalf("plan of a type change: %v", err)
+	t.Run("type change names the field", func(t *testing.T) {
+		for _, call := range []struct {
+			method     string
+			args, resp any
+		}{
+			{"Job.Register", &structs.JobRegisterRequest{Job: retyped}, &structs.JobRegisterResponse{}},
+			{"Job.Plan", &structs.JobPlanRequest{Job: retyped}, &structs.JobPlanResponse{}},
+		} {
+			err := s.RPC(call.method, call.args, call.resp)
+			var v *structs.ValidationError
+			if !errors.As(err, &v) || len(v.Errors) != 1 || v.Errors[0].Field != "Type" {
+				t.Fatalf("%s of a type change: %v", call.method, err)
+			}
 		}
 	})
 
