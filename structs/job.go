@@ -1,6 +1,8 @@
 package structs
 
 import (
+	"maps"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -272,6 +274,54 @@ func (j *Job) LookupTaskGroup(name string) *TaskGroup {
 	for _, tg := range j.TaskGroups {
 		if tg.Name == name {
 			return tg
+		}
+	}
+	return nil
+}
+
+// SpecChanged reports whether new differs from j in anything the user
+// wrote, as Nomad's Job.SpecChanged does: the fields the servers set
+// (Status, StatusDescription, Stable, Version, SubmitTime and the three
+// indexes) are ignored, everything else must be deeply equal. Both jobs
+// should be canonicalized and in the form the store holds (decoded from
+// msgpack), or equal values of different Go types (a []string against a
+// []any) count as changes.
+func (j *Job) SpecChanged(new *Job) bool {
+	if j == nil || new == nil {
+		return j != new
+	}
+	c := *new
+	c.Status, c.StatusDescription, c.Stable = j.Status, j.StatusDescription, j.Stable
+	c.Version, c.SubmitTime = j.Version, j.SubmitTime
+	c.CreateIndex, c.ModifyIndex, c.JobModifyIndex = j.CreateIndex, j.ModifyIndex, j.JobModifyIndex
+	return !reflect.DeepEqual(j, &c)
+}
+
+// CombinedTaskMeta returns the meta a task of the group sees: the job's,
+// the group's and the task's merged, a later level winning over an earlier
+// one. It is what reaches the task as NOMAD_META_*. A group or task the
+// job does not have contributes nothing.
+func (j *Job) CombinedTaskMeta(group, task string) map[string]string {
+	m := maps.Clone(j.Meta)
+	if m == nil {
+		m = map[string]string{}
+	}
+	tg := j.LookupTaskGroup(group)
+	if tg == nil {
+		return m
+	}
+	maps.Copy(m, tg.Meta)
+	if t := tg.LookupTask(task); t != nil {
+		maps.Copy(m, t.Meta)
+	}
+	return m
+}
+
+// LookupTask returns the named task or nil.
+func (tg *TaskGroup) LookupTask(name string) *Task {
+	for _, t := range tg.Tasks {
+		if t.Name == name {
+			return t
 		}
 	}
 	return nil
