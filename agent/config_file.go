@@ -32,6 +32,7 @@ type fileConfig struct {
 	Server      *fileServer  `hcl:"server,block"`
 	Client      *fileClient  `hcl:"client,block"`
 	Plugins     []filePlugin `hcl:"plugin,block"`
+	Limits      *fileLimits  `hcl:"limits,block"`
 }
 
 type filePorts struct {
@@ -181,6 +182,9 @@ func (fc *fileConfig) apply(c *Config) error {
 	setString(&c.LogLevel, fc.LogLevel)
 	setBool(&c.LogJSON, fc.LogJSON)
 	setBool(&c.EnableDebug, fc.EnableDebug)
+	if err := fc.Limits.apply(&c.Limits); err != nil {
+		return err
+	}
 	if p := fc.Ports; p != nil {
 		setInt(&c.Ports.HTTP, p.HTTP)
 		setInt(&c.Ports.RPC, p.RPC)

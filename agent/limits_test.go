@@ -3,11 +3,15 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -68,5 +72,76 @@ func TestConfigRefusesDeepNesting(t *testing.T) {
 	js := `{"client": ` + strings.Repeat("[", 75000) + strings.Repeat("]", 75000) + `}`
 	if err := parseConfig(c, "agent.json", []byte(js)); err == nil || !strings.Contains(err.Error(), "Nesting too deep") {
 		t.Fatalf("json err = %v", err)
+	}
+}
+
+func TestConfigLimitsBlock(t *testing.T) {
+	c := DefaultConfig()
+	if c.Limits != (LimitsConfig{HTTPMaxConnsPerClient: 100, RPCMaxConnsPerClient: 100, RPCHandshakeTimeout: 5 * time.Second}) {
+		t.Fatalf("defaults %+v, want Nomad's", c.Limits)
+	}
+	src := "limits {\n  http_max_conns_per_client = 0\n  rpc_max_conns_per_client = 7\n  rpc_handshake_timeout = \"250ms\"\n}\n"
+	if err := parseConfig(c, "limits.hcl", []byte(src)); err != nil {
+		t.Fatal(err)
+	}
+	want := LimitsConfig{HTTPMaxConnsPerClient: 0, RPCMaxConnsPerClient: 7, RPCHandshakeTimeout: 250 * time.Millisecond}
+	if c.Limits != want {
+		t.Fatalf("limits %+v, want %+v", c.Limits, want)
+	}
+	var sc server.Config
+	c.Limits.serverRPCLimits(&sc)
+	if sc.RPCMaxConnsPerClient != 7 || sc.RPCHandshakeTimeout != 250*time.Millisecond {
+		t.Fatalf("server config %d %s", sc.RPCMaxConnsPerClient, sc.RPCHandshakeTimeout)
+	}
+	c.Limits.RPCMaxConnsPerClient = 0
+	c.Limits.serverRPCLimits(&sc)
+	if sc.RPCMaxConnsPerClient >= 0 {
+		t.Fatalf("rpc_max_conns_per_client = 0 gave the server %d, want no limit (negative)", sc.RPCMaxConnsPerClient)
+	}
+
+	for src, want := range map[string]string{
+		"limits {\n  rpc_max_conns_per_client = -1\n}\n": "bad.hcl:2:30: rpc_max_conns_per_client: must not be negative",
+		"limits {\n  rpc_handshake_timeout = \"0s\"\n}\n":  "bad.hcl:2:27: rpc_handshake_timeout: must be a positive duration",
+		"limits {\n  https_handshake_timeout = \"5s\"\n}\n": "bad.hcl:2:3: Unsupported argument",
+	} {
+		err := parseConfig(DefaultConfig(), "bad.hcl", []byte(src))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
+	}
+}
+
+// TestAgentRPCConnLimit: the agent's limits block reaches the RPC port.
+func TestAgentRPCConnLimit(t *testing.T) {
+	cfg := DevConfig()
+	cfg.EnableDebug = false
+	cfg.Ports = Ports{HTTP: 0, RPC: 0}
+	cfg.Limits.RPCMaxConnsPerClient = 2
+	a, err := NewAgent(cfg, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown()
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 2 {
+		c, err := net.Dial("tcp", a.RPCAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	extra, err := net.Dial("tcp", a.RPCAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := extra.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("third connection: %v, want it closed (EOF)", err)
 	}
 }
