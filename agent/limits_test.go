@@ -100,8 +100,8 @@ func TestConfigLimitsBlock(t *testing.T) {
 	}
 
 	for src, want := range map[string]string{
-		"limits {\n  rpc_max_conns_per_client = -1\n}\n": "bad.hcl:2:30: rpc_max_conns_per_client: must not be negative",
-		"limits {\n  rpc_handshake_timeout = \"0s\"\n}\n":  "bad.hcl:2:27: rpc_handshake_timeout: must be a positive duration",
+		"limits {\n  rpc_max_conns_per_client = -1\n}\n":    "bad.hcl:2:30: rpc_max_conns_per_client: must not be negative",
+		"limits {\n  rpc_handshake_timeout = \"0s\"\n}\n":   "bad.hcl:2:27: rpc_handshake_timeout: must be a positive duration",
 		"limits {\n  https_handshake_timeout = \"5s\"\n}\n": "bad.hcl:2:3: Unsupported argument",
 	} {
 		err := parseConfig(DefaultConfig(), "bad.hcl", []byte(src))
