@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +145,51 @@ func TestAgentRPCConnLimit(t *testing.T) {
 	extra.SetReadDeadline(time.Now().Add(2 * time.Second))
 	if _, err := extra.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("third connection: %v, want it closed (EOF)", err)
+	}
+}
+
+// TestLogsDoNotFollowTaskSymlink: a task replaces its stdout log with a
+// symlink to a file outside its allocation (standing for /etc/shadow);
+// GET /v1/client/fs/logs never serves that file.
+func TestLogsDoNotFollowTaskSymlink(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "shadow")
+	const secret = "root:$6$secret:19000:0:99999:7:::"
+	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startDevClientAgent(t)
+	srv, c := a.Server(), a.Client()
+	pollUntil(t, "node ready", 15*time.Second, func() bool {
+		var resp structs.SingleNodeResponse
+		err := srv.RPC("Node.GetNode", &structs.NodeSpecificRequest{NodeID: c.NodeID()}, &resp)
+		return err == nil && resp.Node != nil && resp.Node.Status == structs.NodeStatusReady
+	})
+	script := `echo visible; l="$NOMAD_ALLOC_DIR/logs/t.stdout.0"; rm -f "$l" && ln -s ` + secretFile + ` "$l"; exit 0`
+	var reg structs.JobRegisterResponse
+	if err := srv.RPC("Job.Register", &structs.JobRegisterRequest{Job: rawExecJob("sneaky", structs.JobTypeBatch, script)}, &reg); err != nil {
+		t.Fatal(err)
+	}
+	var alloc *structs.Allocation
+	pollUntil(t, "allocation complete", 20*time.Second, func() bool {
+		allocs, err := srv.State().AllocsByJob(nil, structs.DefaultNamespace, "sneaky")
+		if err != nil || len(allocs) != 1 {
+			return false
+		}
+		alloc = allocs[0]
+		return alloc.ClientStatus == structs.AllocClientStatusComplete
+	})
+	if fi, err := os.Lstat(filepath.Join(a.DataDir(), "alloc", alloc.ID, "alloc", "logs", "t.stdout.0")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the task did not plant its symlink: %v", err)
+	}
+	for _, q := range []string{"?task=t&plain=true", "?task=t", "?task=t&plain=true&origin=end&offset=100"} {
+		resp, err := http.Get(a.HTTPURL() + "/v1/client/fs/logs/" + alloc.ID + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), "secret") || resp.StatusCode == 200 {
+			t.Fatalf("%s: status %d, body %q", q, resp.StatusCode, body)
+		}
 	}
 }
