@@ -32,3 +32,12 @@ func TestRefusesDeepNesting(t *testing.T) {
 		t.Fatalf("-var: %v", err)
 	}
 }
+
+// A deep JSON job is refused by encoding/json's own nesting limit
+// (10,000), before anything walks it.
+func TestRefusesDeepJSON(t *testing.T) {
+	src := `{"Job": {"Meta": ` + strings.Repeat("[", 500000) + strings.Repeat("]", 500000) + `}}`
+	if _, err := Parse("job.json", []byte(src), nil); err == nil {
+		t.Fatal("accepted")
+	}
+}
