@@ -214,6 +214,8 @@ func TestRPCMessageTooLarge(t *testing.T) {
 		t.Fatalf("the session after a refused stream: %v", err)
 	}
 	after := heapAfterGC()
+	t.Logf("heap after GC: %.1f MiB before the message, %.1f MiB after it was refused (limit %d MiB)",
+		float64(base)/(1<<20), float64(after)/(1<<20), limit>>20)
 	if after > base+limit/2 {
 		t.Fatalf("heap %d MiB after the refused message, %d MiB before: not released", after>>20, base>>20)
 	}
