@@ -48,9 +48,11 @@ func (s *Server) listen() {
 		// no goroutine and no buffer.
 		release, ip, ok := s.rpcConns.acquire(conn)
 		if !ok {
-			s.logger.Warn("too many RPC connections from one address; closing the new one",
-				"remote", ip, "limit", s.rpcConns.max)
 			conn.Close()
+			if log, n := s.rpcConns.logRefusal(time.Now()); log {
+				s.logger.Warn("too many RPC connections from one address; closing the new one",
+					"remote", ip, "limit", s.rpcConns.max, "refused_since_last_line", n)
+			}
 			continue
 		}
 		if !s.trackConn(conn) {

@@ -55,12 +55,18 @@ const yamuxHeaderSize = 12
 // errHandshake is a connection that did not start like a Drover one.
 var errHandshake = errors.New("rpc handshake failed")
 
+// refusalLogInterval spaces the log lines about refused connections: an
+// address hammering the port must not flood the log.
+const refusalLogInterval = time.Second
+
 // connLimiter counts the open connections of each remote IP address.
 type connLimiter struct {
 	max int // 0: no limit
 
-	mu    sync.Mutex
-	perIP map[string]int // guarded by mu
+	mu         sync.Mutex
+	perIP      map[string]int // guarded by mu
+	lastLog    time.Time      // last refusal logged; guarded by mu
+	suppressed int            // refusals not logged since; guarded by mu
 }
 
 func newConnLimiter(max int) *connLimiter {
@@ -78,6 +84,7 @@ func (l *connLimiter) acquire(conn net.Conn) (release func(), ip string, ok bool
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.perIP[ip] >= l.max {
+		l.suppressed++
 		return nil, ip, false
 	}
 	l.perIP[ip]++
@@ -91,6 +98,19 @@ func (l *connLimiter) release(ip string) {
 	if l.perIP[ip]--; l.perIP[ip] <= 0 {
 		delete(l.perIP, ip)
 	}
+}
+
+// logRefusal reports whether a refusal should be logged now, and how many
+// refusals (this one included) the line stands for.
+func (l *connLimiter) logRefusal(now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.lastLog) < refusalLogInterval {
+		return false, 0
+	}
+	n := l.suppressed
+	l.lastLog, l.suppressed = now, 0
+	return true, n
 }
 
 // open returns the counted connections of ip.

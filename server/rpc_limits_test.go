@@ -252,3 +252,35 @@ func TestLegitimateMessagesFit(t *testing.T) {
 		t.Fatalf("a plan of %d placements is %d bytes, over a quarter of the %d-byte limit", structs.MaxGroupCount, len(b), DefaultRPCMaxMessageBytes)
 	}
 }
+
+// TestRefusalLogIsSpaced: refusals are logged at most once per interval,
+// each line counting the refusals it stands for.
+func TestRefusalLogIsSpaced(t *testing.T) {
+	l := newConnLimiter(1)
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	refuse := func(n int) {
+		for range n {
+			if _, _, ok := l.acquire(b); ok {
+				t.Fatal("a connection over the limit was accepted")
+			}
+		}
+	}
+	if _, _, ok := l.acquire(a); !ok {
+		t.Fatal("the first connection was refused")
+	}
+	now := time.Unix(1700000000, 0)
+	refuse(5)
+	if log, n := l.logRefusal(now); !log || n != 5 {
+		t.Fatalf("first line: %v, %d", log, n)
+	}
+	refuse(1)
+	if log, _ := l.logRefusal(now.Add(refusalLogInterval / 2)); log {
+		t.Fatal("logged twice within the interval")
+	}
+	refuse(1)
+	if log, n := l.logRefusal(now.Add(refusalLogInterval)); !log || n != 2 {
+		t.Fatalf("after the interval: %v, %d", log, n)
+	}
+}
