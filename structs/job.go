@@ -45,6 +45,19 @@ const (
 	maxConstraintsPerList = 100
 )
 
+// Upper bounds of one task's resource asks. They are far beyond any
+// machine (16.7 million MHz is 4,000 cores at 4.2 GHz; 64 TiB of memory;
+// 1 PiB of disk) and small enough that no sum the scheduler forms can
+// overflow an int: a job's whole ask, MaxGroupsPerJob groups of
+// MaxGroupCount allocations of MaxTasksPerGroup tasks, stays below 2^57.
+// An ask that wrapped around when summed would fit any node.
+const (
+	MaxTaskCPU      = 1 << 24 // MHz
+	MaxTaskCores    = 1 << 14
+	MaxTaskMemoryMB = 1 << 26
+	MaxTaskDiskMB   = 1 << 30
+)
+
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 // ValidName reports why s is not a valid ID or name, or "" when it is.
@@ -574,6 +587,7 @@ func (t *Task) validate(v *validator, p string) {
 		if r.DiskMB < 0 {
 			v.add(join(rp, "DiskMB"), "must not be negative")
 		}
+		validateResourceBounds(v, rp, r)
 	}
 	if t.KillTimeout < 0 || t.KillTimeout > MaxKillTimeout {
 		v.add(join(p, "KillTimeout"), "must be between 0 and %s", MaxKillTimeout)
@@ -585,6 +599,24 @@ func (t *Task) validate(v *validator, p string) {
 	}
 	validateConstraints(v, join(p, "Constraints"), t.Constraints)
 	validateMeta(v, join(p, "Meta"), t.Meta)
+}
+
+// validateResourceBounds checks a task's asks against the Max* bounds.
+func validateResourceBounds(v *validator, rp string, r *Resources) {
+	for _, b := range []struct {
+		field    string
+		val, max int
+		unit     string
+	}{
+		{"CPU", r.CPU, MaxTaskCPU, " MHz"},
+		{"Cores", r.Cores, MaxTaskCores, ""},
+		{"MemoryMB", r.MemoryMB, MaxTaskMemoryMB, " MB"},
+		{"DiskMB", r.DiskMB, MaxTaskDiskMB, " MB"},
+	} {
+		if b.val > b.max {
+			v.add(join(rp, b.field), "must be at most %d%s; got %d", b.max, b.unit, b.val)
+		}
+	}
 }
 
 func validateConstraints(v *validator, p string, cs []*Constraint) {
