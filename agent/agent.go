@@ -141,7 +141,7 @@ func (a *Agent) start(root hclog.Logger) error {
 		opts = append(opts, WithOutgoingTLS(a.tls.OutgoingHTTP()))
 	}
 	httpLogger := root.Named("http")
-	a.httpServer = newHTTPServer(NewHTTPHandler(api, cfg, httpLogger, opts...), httpLogger)
+	a.httpServer = newHTTPServerWithLimit(NewHTTPHandler(api, cfg, httpLogger, opts...), httpLogger, cfg.Limits.HTTPMaxConnsPerClient)
 	a.httpDone = make(chan struct{})
 	go func() {
 		defer close(a.httpDone)
@@ -180,6 +180,7 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 		Logger: root, // the server names its own logger "server"
 		TLS:    a.tls,
 	}
+	cfg.Limits.serverRPCLimits(srvCfg)
 	if cfg.serverConfigHook != nil {
 		cfg.serverConfigHook(srvCfg)
 	}

@@ -55,6 +55,8 @@ type Config struct {
 	// Plugins holds task driver settings by plugin name (parsed now, used
 	// by the client).
 	Plugins map[string]*PluginConfig
+	// Limits is the limits { } block (config_limits.go).
+	Limits LimitsConfig
 
 	// Files lists the config files that were loaded, in order.
 	Files []string
@@ -175,6 +177,7 @@ func DefaultConfig() *Config {
 			GCMaxAllocs: client.DefaultGCMaxAllocs,
 		},
 		Plugins: map[string]*PluginConfig{},
+		Limits:  DefaultLimits(),
 	}
 }
 
@@ -354,6 +357,7 @@ func (c *Config) Validate() error {
 			add("plugin %q is not supported (Drover has raw_exec and mock_driver)", name)
 		}
 	}
+	errs = append(errs, c.Limits.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -20,10 +20,6 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// firstByteTimeout bounds how long an accepted connection may take to send
-// its protocol byte.
-const firstByteTimeout = 10 * time.Second
-
 // errLayerClosed is returned by raftLayer.Accept after Close.
 var errLayerClosed = errors.New("raft stream layer closed")
 
@@ -49,76 +45,97 @@ func (s *Server) listen() {
 			continue
 		}
 		b.Reset()
+		// Counted before anything is read: an address at its limit gets
+		// no goroutine and no buffer.
+		release, ip, ok := s.rpcConns.acquire(conn)
+		if !ok {
+			conn.Close()
+			if log, n := s.rpcConns.logRefusal(time.Now()); log {
+				s.logger.Warn("too many RPC connections from one address; closing the new one",
+					"remote", ip, "limit", s.rpcConns.max, "refused_since_last_line", n)
+			}
+			continue
+		}
 		if !s.trackConn(conn) {
+			release()
 			conn.Close()
 			return
 		}
+		deadline := time.Now().Add(s.config.RPCHandshakeTimeout)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.handleConn(conn)
+			s.handleConn(conn, deadline, release)
 		}()
 	}
 }
 
-// handleConn reads the protocol byte and dispatches the connection.
-func (s *Server) handleConn(conn net.Conn) {
+// handleConn reads the handshake (the protocol byte and, for RPC, the
+// first yamux frame header) before deadline and dispatches the
+// connection; release gives back its place in the per-address count once
+// the connection is done.
+func (s *Server) handleConn(conn net.Conn, deadline time.Time, release func()) {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 		tc.SetKeepAlive(true)
 	}
-	var buf [1]byte
-	conn.SetReadDeadline(time.Now().Add(firstByteTimeout))
-	if _, err := io.ReadFull(conn, buf[:]); err != nil {
+	proto, hc, err := readHandshake(conn, deadline)
+	if err != nil {
 		if !s.isShutdown() && !errors.Is(err, io.EOF) {
-			s.logger.Debug("failed to read protocol byte", "remote", conn.RemoteAddr(), "error", err)
+			s.logger.Debug("RPC handshake failed; closing the connection", "remote", conn.RemoteAddr(), "error", err)
 		}
 		s.untrackConn(conn)
 		conn.Close()
+		release()
 		return
 	}
-	conn.SetReadDeadline(time.Time{})
 
 	// The TLS stage: the connection's role, and what flows inside TLS.
-	raw, proto, role := conn, buf[0], connTrusted
+	role := connTrusted
 	switch {
 	case s.tls.RPC():
 		var ok bool
-		if conn, proto, role, ok = s.unwrapTLS(conn, proto); !ok {
-			s.untrackConn(raw)
-			raw.Close()
+		if hc, proto, role, ok = s.unwrapTLS(hc, proto, deadline); !ok {
+			s.untrackConn(conn)
+			conn.Close()
+			release()
 			return
 		}
 	case proto == pool.ProtocolTLS:
 		s.logger.Warn("refusing a TLS connection: TLS is not enabled on this server's RPC port (tls { rpc = true })",
 			"remote", conn.RemoteAddr())
-		s.untrackConn(raw)
-		raw.Close()
+		s.untrackConn(conn)
+		conn.Close()
+		release()
 		return
 	}
 
 	switch proto {
 	case pool.ProtocolRPC:
-		s.serveMux(conn, role)
-		s.untrackConn(raw)
+		s.serveMux(hc, role)
+		s.untrackConn(conn)
+		release()
 	case pool.ProtocolRaft:
 		if !role.mayRaft() {
 			s.logger.Warn("refusing a Raft connection: the peer's certificate is not a server certificate for this region",
 				"remote", conn.RemoteAddr(), "role", role)
-			s.untrackConn(raw)
-			raw.Close()
+			s.untrackConn(conn)
+			conn.Close()
+			release()
 			return
 		}
 		// Raft's transport owns the connection from here; it stays tracked
-		// so Shutdown closes it.
-		if err := s.raftLayer.handoff(conn); err != nil {
-			s.untrackConn(raw)
+		// so Shutdown closes it, and counted until the transport closes it.
+		if err := s.raftLayer.handoff(&releaseConn{Conn: hc, release: release}); err != nil {
+			s.untrackConn(conn)
 			conn.Close()
+			release()
 		}
 	default:
 		s.logger.Warn("unknown protocol byte", "byte", proto, "remote", conn.RemoteAddr())
-		s.untrackConn(raw)
-		raw.Close()
+		s.untrackConn(conn)
+		conn.Close()
+		release()
 	}
 }
 
@@ -128,12 +145,14 @@ func (s *Server) handleConn(conn net.Conn) {
 const plaintextRefusalWindow = 10 * time.Second
 
 // unwrapTLS is the TLS stage of a connection to a server whose RPC port
-// requires TLS. A connection that selected TLS gets its handshake (the
-// peer must present a certificate the CA signed), its role from that
-// certificate, and the inner protocol byte. A plaintext RPC connection is
-// served only to be told that TLS is required, for a short while; a
-// plaintext Raft connection is closed. ok=false: close the connection.
-func (s *Server) unwrapTLS(conn net.Conn, proto byte) (net.Conn, byte, connRole, bool) {
+// requires TLS, after its first byte (proto) and before deadline. A
+// connection that selected TLS gets its handshake (the peer must present
+// a certificate the CA signed), its role from that certificate, and the
+// handshake inside TLS (readHandshake: the inner protocol byte and, for
+// RPC, the first yamux header). A plaintext RPC connection is served only
+// to be told that TLS is required, for a short while; a plaintext Raft
+// connection is closed. ok=false: close the connection.
+func (s *Server) unwrapTLS(conn net.Conn, proto byte, deadline time.Time) (net.Conn, byte, connRole, bool) {
 	if proto != pool.ProtocolTLS {
 		s.logger.Warn("refusing a plaintext connection: this server requires TLS on its RPC port (tls { rpc = true })",
 			"remote", conn.RemoteAddr(), "protocol_byte", proto)
@@ -144,19 +163,22 @@ func (s *Server) unwrapTLS(conn net.Conn, proto byte) (net.Conn, byte, connRole,
 		return conn, proto, connPlaintext, true
 	}
 	tc := tls.Server(conn, s.tls.IncomingRPC())
-	tc.SetDeadline(time.Now().Add(firstByteTimeout))
-	var buf [1]byte
+	tc.SetDeadline(deadline)
 	if err := tc.Handshake(); err != nil {
 		if !s.isShutdown() {
 			s.logger.Warn("TLS handshake failed", "remote", conn.RemoteAddr(), "error", err)
 		}
 		return nil, 0, 0, false
 	}
-	if _, err := io.ReadFull(tc, buf[:]); err != nil {
+	inner, hc, err := readHandshake(tc, deadline)
+	if err != nil {
+		if !s.isShutdown() && !errors.Is(err, io.EOF) {
+			s.logger.Debug("RPC handshake inside TLS failed; closing the connection", "remote", conn.RemoteAddr(), "error", err)
+		}
 		return nil, 0, 0, false
 	}
 	tc.SetDeadline(time.Time{})
-	return tc, buf[0], s.connRoleOf(tc.ConnectionState()), true
+	return hc, inner, s.connRoleOf(tc.ConnectionState()), true
 }
 
 // serveMux runs a yamux session; every stream carries msgpack RPC, whose
@@ -180,6 +202,7 @@ func (s *Server) serveMux(conn net.Conn, role connRole) {
 		go func() {
 			defer s.wg.Done()
 			codec := msgpackrpc.NewCodec(stream, structs.MsgpackHandle)
+			codec.SetReadLimit(s.config.RPCMaxMessageBytes)
 			s.serveRPCAs(codec, role) // returns when the stream closes; closes the codec
 		}()
 	}
