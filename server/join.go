@@ -194,7 +194,7 @@ func (s *Server) announceRound() {
 				if structs.CodeOf(err) == structs.ErrCodePermissionDenied || errors.As(err, &hs) {
 					// TLS: plaintext to a TLS cluster, or not a server
 					// certificate. Worth seeing at the default level.
-					s.logger.Warn("announce refused", "addr", addr, "error", err)
+					s.logger.Warn("announce refused", "peer", addr, "error", err)
 					return
 				}
 				s.logger.Debug("announce failed", "addr", addr, "error", err)
