@@ -238,3 +238,27 @@ func (a *ACL) AllowPluginRead() bool { return a.management || a.plugin == Policy
 func (a *ACL) AllowPluginList() bool {
 	return a.management || a.plugin == PolicyRead || a.plugin == PolicyList
 }
+
+// AllowAllNamespaces reports whether capability is granted in every
+// namespace, for requests across namespaces (namespace "*"): management,
+// or a rule "*" granting it and no rule anywhere that denies or lacks it.
+func (a *ACL) AllowAllNamespaces(capability string) bool {
+	if a.management {
+		return true
+	}
+	star := a.namespaces.lookup("*")
+	if star == nil || star.denied() || !star.has(capability) {
+		return false
+	}
+	for _, c := range a.namespaces.exact {
+		if c.denied() || !c.has(capability) {
+			return false
+		}
+	}
+	for _, g := range a.namespaces.globs {
+		if g.caps.denied() || !g.caps.has(capability) {
+			return false
+		}
+	}
+	return true
+}

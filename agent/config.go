@@ -51,6 +51,8 @@ type Config struct {
 	// Plugins holds task driver settings by plugin name (parsed now, used
 	// by the client).
 	Plugins map[string]*PluginConfig
+	// ACL is Nomad's acl block (servers and clients); see docs/security.md.
+	ACL ACLConfig
 
 	// Files lists the config files that were loaded, in order.
 	Files []string
@@ -61,6 +63,15 @@ type Config struct {
 	// clientConfigHook, if set, adjusts the client configuration just
 	// before the client starts (tests).
 	clientConfigHook func(*client.Config)
+}
+
+// ACLConfig is the acl block.
+type ACLConfig struct {
+	// Enabled turns on ACL enforcement: every request needs a token
+	// granting what it does (the anonymous policy for none). Off (the
+	// default), nothing is checked: anyone who reaches the HTTP or RPC
+	// port may do everything.
+	Enabled bool
 }
 
 // Ports are the agent's listening ports.

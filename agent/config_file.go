@@ -30,6 +30,14 @@ type fileConfig struct {
 	Server      *fileServer  `hcl:"server,block"`
 	Client      *fileClient  `hcl:"client,block"`
 	Plugins     []filePlugin `hcl:"plugin,block"`
+	ACL         *fileACL     `hcl:"acl,block"`
+}
+
+// fileACL is Nomad's acl block. Only enabled is supported; Nomad's
+// other settings (token_ttl, policy_ttl, role_ttl, replication_token,
+// token_min/max_expiration_ttl) are errors naming them.
+type fileACL struct {
+	Enabled *bool `hcl:"enabled,optional"`
 }
 
 type filePorts struct {
@@ -176,6 +184,9 @@ func (fc *fileConfig) apply(c *Config) error {
 	setString(&c.LogLevel, fc.LogLevel)
 	setBool(&c.LogJSON, fc.LogJSON)
 	setBool(&c.EnableDebug, fc.EnableDebug)
+	if a := fc.ACL; a != nil {
+		setBool(&c.ACL.Enabled, a.Enabled)
+	}
 	if p := fc.Ports; p != nil {
 		setInt(&c.Ports.HTTP, p.HTTP)
 		setInt(&c.Ports.RPC, p.RPC)

@@ -65,7 +65,7 @@ type ACLToken struct {
 	// as Nomad's *time.Time; see MarshalJSON).
 	ExpirationTime time.Time `codec:",omitempty"`
 	// ExpirationTTL is read on create only (ExpirationTime = now + TTL).
-	ExpirationTTL time.Duration `json:",omitempty" codec:"ExpirationTTL"`
+	ExpirationTTL time.Duration `json:"-" codec:"ExpirationTTL"`
 	CreateIndex   uint64
 	ModifyIndex   uint64
 }
