@@ -348,3 +348,18 @@ func (h *httpAPI) aclTokenDelete(w http.ResponseWriter, r *http.Request) (any, e
 	setIndex(w, out.Index)
 	return nil, nil
 }
+
+// debugWithACL serves the pprof handlers (enable_debug) to agent write
+// tokens only, as Nomad's /v1/agent/pprof/ with ACLs on.
+func (h *httpAPI) debugWithACL() http.Handler {
+	sub := http.NewServeMux()
+	registerDebug(sub)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h.authorize(r, (*acl.ACL).AllowAgentWrite); err != nil {
+			code, msg := errorResponse(err)
+			http.Error(w, msg, code)
+			return
+		}
+		sub.ServeHTTP(w, r)
+	})
+}

@@ -77,7 +77,11 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	h.registerACL(handle)
 
 	if cfg.EnableDebug {
-		registerDebug(mux)
+		if cfg.ACL.Enabled {
+			mux.Handle("/debug/pprof/", h.debugWithACL())
+		} else {
+			registerDebug(mux)
+		}
 	}
 
 	for _, u := range unsupportedEndpoints {
