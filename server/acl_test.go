@@ -34,7 +34,9 @@ func TestACLRPCClasses(t *testing.T) {
 		t.Fatalf("bootstrap through a follower: %v", err)
 	}
 	root := boot.Tokens[0].SecretID
-	wr := func(token string) structs.WriteRequest { return structs.WriteRequest{Region: "global", AuthToken: token} }
+	wr := func(token string) structs.WriteRequest {
+		return structs.WriteRequest{Region: "global", AuthToken: token}
+	}
 	var gr structs.GenericResponse
 	if err := leader.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
 		{Name: "writer", Rules: `namespace "default" { policy = "write" }
