@@ -108,21 +108,24 @@ func TestACLCluster(t *testing.T) {
 		t.Fatalf("create write token: %v", err)
 	}
 
-	// The follower knows the tokens once it has applied their entry.
+	// The follower knows a token once it has applied its entry (the
+	// writer's was written last).
 	r := nomadClient(t, follower, reader.SecretID)
+	w := nomadClient(t, follower, writer.SecretID)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		self, _, err := r.ACLTokens().Self(nil)
+		_, _, err := w.ACLTokens().Self(nil)
 		if err == nil {
-			if self.AccessorID != reader.AccessorID || self.SecretID != reader.SecretID || self.Policies[0] != "readonly" {
-				t.Fatalf("self: %+v", self)
-			}
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("self on the follower: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	self, _, err := r.ACLTokens().Self(nil)
+	if err != nil || self.AccessorID != reader.AccessorID || self.SecretID != reader.SecretID || self.Policies[0] != "readonly" {
+		t.Fatalf("self: %+v %v", self, err)
 	}
 
 	if _, _, err := r.Jobs().List(nil); err != nil {
@@ -137,7 +140,6 @@ func TestACLCluster(t *testing.T) {
 	if _, _, err := r.Nodes().List(nil); statusOf(err) != http.StatusForbidden {
 		t.Fatalf("read token lists nodes without a node rule: %v, want 403", err)
 	}
-	w := nomadClient(t, follower, writer.SecretID)
 	if _, _, err := w.Jobs().Register(nomadJob("web"), nil); err != nil {
 		t.Fatalf("write token registers: %v", err)
 	}

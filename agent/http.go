@@ -204,7 +204,9 @@ func (h *httpAPI) parseQuery(w http.ResponseWriter, r *http.Request, q *structs.
 		return err
 	}
 	q.Region = region
-	q.AuthToken = requestSecret(r)
+	if h.cfg.ACL.Enabled {
+		q.AuthToken = requestSecret(r)
+	}
 	q.Namespace = v.Get("namespace")
 	q.Prefix = v.Get("prefix")
 	if v.Get("filter") != "" {
@@ -252,7 +254,9 @@ func (h *httpAPI) parseWrite(r *http.Request, wr *structs.WriteRequest) error {
 		return err
 	}
 	wr.Region = region
-	wr.AuthToken = requestSecret(r)
+	if h.cfg.ACL.Enabled {
+		wr.AuthToken = requestSecret(r)
+	}
 	wr.Namespace = r.URL.Query().Get("namespace")
 	return nil
 }

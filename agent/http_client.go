@@ -132,7 +132,11 @@ func (h *httpAPI) clientLogs(w http.ResponseWriter, r *http.Request) (any, error
 	if r.Header.Get(logsProxiedHeader) != "" {
 		return nil, localErr
 	}
-	target, err := h.allocNodeURL(allocID, requestSecret(r))
+	var secret string
+	if h.cfg.ACL.Enabled {
+		secret = requestSecret(r)
+	}
+	target, err := h.allocNodeURL(allocID, secret)
 	if err != nil {
 		return nil, err
 	}

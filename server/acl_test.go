@@ -49,6 +49,7 @@ node { policy = "write" }`}}, WriteRequest: wr(root)}, &gr); err != nil {
 		t.Fatal(err)
 	}
 	writer := tr.Tokens[0].SecretID
+	waitToken(t, follower, writer)
 
 	// Scheduler-internal: refused to a user token however broad its
 	// policies, and to none.
@@ -95,7 +96,6 @@ node { policy = "write" }`}}, WriteRequest: wr(root)}, &gr); err != nil {
 	if err := follower.RPC("Job.Register", &structs.JobRegisterRequest{Job: other, WriteRequest: wr(writer)}, &jr); !isDenied(err) {
 		t.Errorf("Job.Register into another namespace: %v, want permission denied", err)
 	}
-	waitToken(t, follower, writer)
 	if err := follower.RPC("Job.Register", &structs.JobRegisterRequest{Job: job, WriteRequest: wr(writer)}, &jr); err != nil {
 		t.Fatalf("Job.Register with the write token: %v", err)
 	}
