@@ -126,7 +126,7 @@ func (a *Agent) start(root hclog.Logger) error {
 		opts = append(opts, WithLocalClient(a.client))
 	}
 	httpLogger := root.Named("http")
-	a.httpServer = newHTTPServer(NewHTTPHandler(api, cfg, httpLogger, opts...), httpLogger)
+	a.httpServer = newHTTPServerWithLimit(NewHTTPHandler(api, cfg, httpLogger, opts...), httpLogger, cfg.Limits.HTTPMaxConnsPerClient)
 	a.httpDone = make(chan struct{})
 	go func() {
 		defer close(a.httpDone)
@@ -165,6 +165,7 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 		Logger:     root, // the server names its own logger "server"
 		ACLEnabled: cfg.ACL.Enabled,
 	}
+	cfg.Limits.serverRPCLimits(srvCfg)
 	if cfg.serverConfigHook != nil {
 		cfg.serverConfigHook(srvCfg)
 	}

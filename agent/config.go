@@ -51,6 +51,8 @@ type Config struct {
 	// Plugins holds task driver settings by plugin name (parsed now, used
 	// by the client).
 	Plugins map[string]*PluginConfig
+	// Limits is the limits { } block (config_limits.go).
+	Limits LimitsConfig
 	// ACL is Nomad's acl block (servers and clients); see docs/security.md.
 	ACL ACLConfig
 
@@ -182,6 +184,7 @@ func DefaultConfig() *Config {
 			GCMaxAllocs: client.DefaultGCMaxAllocs,
 		},
 		Plugins: map[string]*PluginConfig{},
+		Limits:  DefaultLimits(),
 	}
 }
 
@@ -358,6 +361,7 @@ func (c *Config) Validate() error {
 			add("plugin %q is not supported (Drover has raw_exec and mock_driver)", name)
 		}
 	}
+	errs = append(errs, c.Limits.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -71,6 +71,19 @@ func (f *jobFileFlags) parse(e *env, path string) (*structs.Job, int, bool) {
 	return job, exitOK, true
 }
 
+// parseArgs parses the flags and the one job file argument of a command
+// that reads a job file; problems are printed and code returned.
+func (f *jobFileFlags) parseArgs(e *env, fs *flag.FlagSet, args []string) (*structs.Job, int, bool) {
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return nil, code, false
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return nil, exitError, false
+	}
+	return f.parse(e, fs.Arg(0))
+}
+
 func runJobValidate(e *env, args []string) int {
 	var af apiFlags
 	var jf jobFileFlags
@@ -80,14 +93,7 @@ func runJobValidate(e *env, args []string) int {
 			"Exit codes: 0 valid, 1 invalid or error.")
 	af.register(fs, e)
 	jf.register(fs)
-	if code, ok := parseFlags(fs, args, 1); !ok {
-		return code
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitError
-	}
-	job, code, ok := jf.parse(e, fs.Arg(0))
+	job, code, ok := jf.parseArgs(e, fs, args)
 	if !ok {
 		return code
 	}
@@ -120,14 +126,7 @@ func runJobRun(e *env, args []string) int {
 	fs.BoolVar(&detach, "detach", false, "return once the job is registered, without monitoring")
 	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
 	fs.StringVar(&checkIndex, "check-index", "", "register only if the job's modify index is this (0: only if it does not exist)")
-	if code, ok := parseFlags(fs, args, 1); !ok {
-		return code
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitError
-	}
-	job, code, ok := jf.parse(e, fs.Arg(0))
+	job, code, ok := jf.parseArgs(e, fs, args)
 	if !ok {
 		return code
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent"
+	"github.com/drover-project/drover/internal/textdist"
 )
 
 // env is everything a command touches outside its arguments, so tests can
@@ -190,37 +191,11 @@ func closest(typed string, candidates []string) string {
 	}
 	best, bestD := "", min(2, (len(typed)+1)/2)+1
 	for _, c := range candidates {
-		if d := editDistance(typed, c); d < bestD {
+		if d := textdist.Distance(typed, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
 	return best
-}
-
-// editDistance is the optimal string alignment distance between a and b:
-// insertions, deletions, substitutions and swaps of adjacent bytes.
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 func isHelpFlag(s string) bool {

@@ -44,8 +44,13 @@ type taskRunner struct {
 	detachOnce sync.Once
 	doneCh     chan struct{} // closed when run returns
 
-	mu         sync.Mutex
-	state      *structs.TaskState  // guarded by mu
+	mu    sync.Mutex
+	state *structs.TaskState // guarded by mu
+	// latest is the group and task of the allocation's newest job version
+	// (in-place updates replace it); guarded by mu. What the task is
+	// started with (task, tg) cannot change in place, but its kill timeout
+	// and signal and the group's restart policy can, and are read here.
+	latest     taskSpec
 	killReason string              // guarded by mu; set before killCh closes
 	saved      *driver.HandleState // handle of the running task; guarded by mu
 
@@ -72,7 +77,7 @@ func (tr *taskRunner) handleState() *driver.HandleState {
 func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, td *allocdir.TaskDir,
 	restored *clientstate.TaskRunnerState) *taskRunner {
 	tr := &taskRunner{
-		ar: ar, task: task, tg: tg, taskDir: td,
+		ar: ar, task: task, tg: tg, taskDir: td, latest: taskSpec{tg: tg, task: task},
 		logger:   ar.logger.With("task", task.Name),
 		restart:  newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
 		killCh:   make(chan struct{}),
@@ -88,6 +93,25 @@ func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, t
 		tr.state = restored.State.Copy()
 	}
 	return tr
+}
+
+// taskSpec is a task with its group, from one job version.
+type taskSpec struct {
+	tg   *structs.TaskGroup
+	task *structs.Task
+}
+
+// setLatest takes the task and group of an in-place update.
+func (tr *taskRunner) setLatest(tg *structs.TaskGroup, task *structs.Task) {
+	tr.mu.Lock()
+	tr.latest = taskSpec{tg: tg, task: task}
+	tr.mu.Unlock()
+}
+
+func (tr *taskRunner) latestSpec() taskSpec {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.latest
 }
 
 func jobType(a *structs.Allocation) string {
@@ -453,6 +477,7 @@ func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
 			ev.DisplayMessage += ", Exit Message: " + res.Err.Error()
 		}
 	}
+	tr.restart.setPolicy(tr.latestSpec().tg.RestartPolicy)
 	d := tr.restart.afterExit(res, startErr)
 	if !d.restart {
 		if !d.failed {
@@ -495,16 +520,18 @@ func (tr *taskRunner) killedEvent() *structs.TaskEvent {
 	return ev
 }
 
-// stop kills a running task with its kill signal and timeout.
+// stop kills a running task with the kill signal and timeout of the
+// latest job version.
 func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
-	timeout := tr.task.KillTimeout
+	task := tr.latestSpec().task
+	timeout := task.KillTimeout
 	if timeout <= 0 {
 		timeout = structs.DefaultKillTimeout
 	}
 	if max := tr.ar.cfg.MaxKillTimeout; max > 0 && timeout > max {
 		timeout = max
 	}
-	sig := tr.task.KillSignal
+	sig := task.KillSignal
 	if sig == "" {
 		sig = driverspec.DefaultKillSignal
 	}
