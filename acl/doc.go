@@ -8,8 +8,9 @@
 // Namespace rules are keyed by name: a name is matched exactly, or by the
 // glob rules documented on ACL.namespaceCapabilities, never by prefix.
 //
-// The package imports nothing of Drover's: it must never read the state
-// store, resolve tokens or know about RPC methods. The server (token
+// The package imports nothing of Drover's but internal/hcllimit (the
+// bounds every HCL input is checked against): it must never read the
+// state store, resolve tokens or know about RPC methods. The server (token
 // resolution, the per-method rule table) and the agent (HTTP-only
 // endpoints) use it.
 package acl

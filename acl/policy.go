@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
+
+	"github.com/drover-project/drover/internal/hcllimit"
 )
 
 // Policy levels: the values of a rule's `policy = "..."`. Merging keeps
@@ -172,9 +174,13 @@ var (
 func Parse(name, rules string) (*Policy, error) {
 	var file *hcl.File
 	var diags hcl.Diagnostics
+	// The bounds of every HCL input (nesting, operator chains, size) are
+	// checked before hcl's recursive parser sees the text.
 	if strings.HasPrefix(strings.TrimSpace(rules), "{") {
-		file, diags = hcljson.Parse([]byte(rules), name)
-	} else {
+		if diags = hcllimit.JSON(name, []byte(rules)); !diags.HasErrors() {
+			file, diags = hcljson.Parse([]byte(rules), name)
+		}
+	} else if diags = hcllimit.HCL(name, []byte(rules)); !diags.HasErrors() {
 		file, diags = hclsyntax.ParseConfig([]byte(rules), name, hcl.InitialPos)
 	}
 	if diags.HasErrors() {

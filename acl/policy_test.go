@@ -190,3 +190,14 @@ func TestGlobMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBounded(t *testing.T) {
+	deep := strings.Repeat("namespace \"a\" {\n", 100) + strings.Repeat("}\n", 100)
+	if _, err := Parse("deep.hcl", deep); err == nil || !strings.Contains(err.Error(), "Nesting too deep") {
+		t.Fatalf("deep policy: %v", err)
+	}
+	deepJSON := strings.Repeat(`{"namespace":`, 200) + "1" + strings.Repeat("}", 200)
+	if _, err := Parse("deep.json", deepJSON); err == nil {
+		t.Fatal("deep JSON policy parsed")
+	}
+}
