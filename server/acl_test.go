@@ -104,6 +104,16 @@ node { policy = "write" }`}}, WriteRequest: wr(root)}, &gr); err != nil {
 		t.Errorf("GC with a client token: %v, want permission denied", err)
 	}
 
+	// A policy change applies at once to tokens already resolved (the
+	// cache is keyed by the tables' index).
+	if err := leader.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "writer", Rules: `namespace "default" { policy = "read" }`}}, WriteRequest: wr(root)}, &gr); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.RPC("Job.Register", &structs.JobRegisterRequest{Job: mock.Job(), WriteRequest: wr(writer)}, &jr); !isDenied(err) {
+		t.Errorf("Job.Register after the policy became read-only: %v, want permission denied", err)
+	}
+
 	// The evaluation the registration created is scheduled (by any
 	// server's workers: a follower's reach the leader with the cluster
 	// secret).

@@ -111,4 +111,47 @@ func TestCLIACL(t *testing.T) {
 	if code, _, _ = cli(addr, "acl", "policy", "delete", "-token", root, "readonly"); code != 0 {
 		t.Fatal("policy delete failed")
 	}
+
+	// The client runs work under ACLs (it fetches its allocations and
+	// reports their status with its node secret), and the logs need a
+	// token too.
+	job := filepath.Join(dir, "batch.nomad.hcl")
+	if err := os.WriteFile(job, []byte(`job "hello" {
+  type        = "batch"
+  datacenters = ["*"]
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "echo hello under acls"]
+      }
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr = cli(addr, "job", "run", "-token", root, job); code != 0 {
+		t.Fatalf("job run: %d\n%s%s", code, out, stderr)
+	}
+	var status string
+	waitFor(t, "the batch job to complete", 30*time.Second, func() bool {
+		_, status, _ = cli(addr, "job", "status", "-token", root, "hello")
+		return strings.Contains(status, "complete")
+	})
+	alloc := regexp.MustCompile(`(?m)^([0-9a-f]{8})\s`).FindStringSubmatch(status)
+	if alloc == nil {
+		t.Fatalf("no allocation in:\n%s", status)
+	}
+	if code, out, stderr = cli(addr, "alloc", "logs", "-token", root, alloc[1]); code != 0 || !strings.Contains(out, "hello under acls") {
+		t.Fatalf("alloc logs: %d %q %s", code, out, stderr)
+	}
+	if code, _, stderr = cli(addr, "alloc", "logs", alloc[1]); code == 0 || !strings.Contains(stderr, "Permission denied") {
+		t.Fatalf("anonymous alloc logs: %d %s", code, stderr)
+	}
 }
