@@ -162,7 +162,8 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 			JobGCThreshold:  cfg.Server.JobGCThreshold,
 			NodeGCThreshold: cfg.Server.NodeGCThreshold,
 		},
-		Logger: root, // the server names its own logger "server"
+		Logger:     root, // the server names its own logger "server"
+		ACLEnabled: cfg.ACL.Enabled,
 	}
 	cfg.Limits.serverRPCLimits(srvCfg)
 	if cfg.serverConfigHook != nil {

@@ -63,6 +63,7 @@ type httpAPI struct {
 	logger  hclog.Logger
 	metrics *telemetry
 	client  LocalClient // nil when the agent runs no client
+	acls    agentACLs   // agent-local ACL checks (http_acl.go)
 }
 
 // handlerFunc answers one request with a value to encode as JSON, or an
@@ -138,6 +139,8 @@ func errorResponse(err error) (int, string) {
 		return http.StatusInternalServerError, structs.ErrNoLeader.Message
 	case structs.ErrCodeUnsupported:
 		return http.StatusNotImplemented, msg
+	case structs.ErrCodePermissionDenied, structs.ErrCodeTokenNotFound:
+		return http.StatusForbidden, msg
 	}
 	return http.StatusInternalServerError, msg
 }
@@ -202,6 +205,9 @@ func (h *httpAPI) parseQuery(w http.ResponseWriter, r *http.Request, q *structs.
 		return err
 	}
 	q.Region = region
+	if h.cfg.ACL.Enabled {
+		q.AuthToken = requestSecret(r)
+	}
 	q.Namespace = v.Get("namespace")
 	q.Prefix = v.Get("prefix")
 	if v.Get("filter") != "" {
@@ -249,6 +255,9 @@ func (h *httpAPI) parseWrite(r *http.Request, wr *structs.WriteRequest) error {
 		return err
 	}
 	wr.Region = region
+	if h.cfg.ACL.Enabled {
+		wr.AuthToken = requestSecret(r)
+	}
 	wr.Namespace = r.URL.Query().Get("namespace")
 	return nil
 }

@@ -106,6 +106,11 @@ type Config struct {
 
 	Logger hclog.Logger
 
+	// ACLEnabled turns on ACL enforcement (agent config acl { enabled }):
+	// every RPC method is checked against its rule (rpc_acl.go). Off,
+	// nothing is checked and no token is read.
+	ACLEnabled bool
+
 	// RaftTimeoutScale multiplies raft's heartbeat, election and leader
 	// lease timeouts. 0 means 1. Tests use e.g. 0.1 to elect in well under
 	// a second on loopback.

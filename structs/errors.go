@@ -33,6 +33,12 @@ const (
 	ErrCodeUnsupported ErrorCode = "unsupported"
 	// ErrCodeShutdown: the server is shutting down.
 	ErrCodeShutdown ErrorCode = "shutdown"
+	// ErrCodePermissionDenied: ACLs are enabled and the request's token
+	// (or its absence) does not grant the operation; HTTP 403.
+	ErrCodePermissionDenied ErrorCode = "permission_denied"
+	// ErrCodeTokenNotFound: the request carries a secret that matches no
+	// ACL token (or only an expired one); HTTP 403.
+	ErrCodeTokenNotFound ErrorCode = "token_not_found"
 	// ErrCodeInternal: anything else.
 	ErrCodeInternal ErrorCode = "internal"
 )
@@ -43,6 +49,7 @@ var knownCodes = map[ErrorCode]bool{
 	ErrCodePlanQueueDisabled: true, ErrCodeBrokerDisabled: true,
 	ErrCodeTokenMismatch: true, ErrCodeUnsupported: true,
 	ErrCodeShutdown: true, ErrCodeInternal: true,
+	ErrCodePermissionDenied: true, ErrCodeTokenNotFound: true,
 }
 
 // Error is an error with a code. It survives an RPC round trip: Error()
@@ -78,6 +85,9 @@ var (
 	ErrBrokerDisabled    = &Error{Code: ErrCodeBrokerDisabled, Message: "eval broker is disabled"}
 	ErrTokenMismatch     = &Error{Code: ErrCodeTokenMismatch, Message: "token does not match"}
 	ErrShutdown          = &Error{Code: ErrCodeShutdown, Message: "shutting down"}
+	// ErrPermissionDenied's message is Nomad's, which tools match on.
+	ErrPermissionDenied = &Error{Code: ErrCodePermissionDenied, Message: "Permission denied"}
+	ErrTokenNotFound    = &Error{Code: ErrCodeTokenNotFound, Message: "ACL token not found"}
 )
 
 // CodeOf returns the code of err, ErrCodeInternal for an error without one,

@@ -161,7 +161,7 @@ func (c *Client) register() (time.Duration, error) {
 	node := c.Node()
 	node.Status = structs.NodeStatusReady
 	node.StatusUpdatedAt = time.Now().Unix()
-	req := &structs.NodeRegisterRequest{Node: node, WriteRequest: structs.WriteRequest{Region: c.cfg.Region}}
+	req := &structs.NodeRegisterRequest{Node: node, WriteRequest: structs.WriteRequest{Region: c.cfg.Region, AuthToken: node.SecretID}}
 	var resp structs.NodeUpdateResponse
 	if err := c.RPC("Node.Register", req, &resp); err != nil {
 		return 0, err
@@ -181,7 +181,7 @@ func (c *Client) heartbeat() (time.Duration, error) {
 	start := time.Now()
 	req := &structs.NodeUpdateStatusRequest{
 		NodeID: c.NodeID(), Status: structs.NodeStatusReady, UpdatedAt: time.Now().Unix(),
-		WriteRequest: structs.WriteRequest{Region: c.cfg.Region},
+		WriteRequest: structs.WriteRequest{Region: c.cfg.Region, AuthToken: c.Node().SecretID},
 	}
 	var resp structs.NodeUpdateResponse
 	if err := c.RPC("Node.UpdateStatus", req, &resp); err != nil {

@@ -69,7 +69,7 @@ func (u *updateBatcher) flush() {
 		list = append(list, a)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	req := &structs.AllocUpdateRequest{Alloc: list, WriteRequest: structs.WriteRequest{Region: u.c.cfg.Region}}
+	req := &structs.AllocUpdateRequest{Alloc: list, WriteRequest: structs.WriteRequest{Region: u.c.cfg.Region, AuthToken: u.c.Node().SecretID}}
 	var resp structs.GenericResponse
 	start := time.Now()
 	metrics.AddSample(metricUpdateBatchSize, float32(len(list)))

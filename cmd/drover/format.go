@@ -29,14 +29,22 @@ func (t *table) flush() { _ = t.tw.Flush() }
 // apiFlags are the flags every command that talks to an agent takes.
 type apiFlags struct {
 	address string
+	token   string
 }
 
 func (f *apiFlags) register(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&f.address, "address", api.AddressFromEnv(e.getenv),
 		"agent HTTP address (env DROVER_ADDR, then NOMAD_ADDR)")
+	fs.StringVar(&f.token, "token", api.TokenFromEnv(e.getenv),
+		"ACL secret sent as X-Nomad-Token (env DROVER_TOKEN, then NOMAD_TOKEN)")
 }
 
-func (f *apiFlags) client() *api.Client { return api.NewClient(f.address) }
+func (f *apiFlags) client() *api.Client { return f.clientAt(f.address) }
+
+// clientAt is a client for another agent with the same token.
+func (f *apiFlags) clientAt(address string) *api.Client {
+	return &api.Client{Address: address, Token: f.token}
+}
 
 // newFlagSet returns a flag set for the named command whose usage line
 // and errors go to e.stderr.
