@@ -177,8 +177,9 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 			JobGCThreshold:  cfg.Server.JobGCThreshold,
 			NodeGCThreshold: cfg.Server.NodeGCThreshold,
 		},
-		Logger: root, // the server names its own logger "server"
-		TLS:    a.tls,
+		Logger:     root, // the server names its own logger "server"
+		ACLEnabled: cfg.ACL.Enabled,
+		TLS:        a.tls,
 	}
 	cfg.Limits.serverRPCLimits(srvCfg)
 	if cfg.serverConfigHook != nil {

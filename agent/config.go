@@ -57,6 +57,8 @@ type Config struct {
 	Plugins map[string]*PluginConfig
 	// Limits is the limits { } block (config_limits.go).
 	Limits LimitsConfig
+	// ACL is Nomad's acl block (servers and clients); see docs/security.md.
+	ACL ACLConfig
 
 	// Files lists the config files that were loaded, in order.
 	Files []string
@@ -67,6 +69,15 @@ type Config struct {
 	// clientConfigHook, if set, adjusts the client configuration just
 	// before the client starts (tests).
 	clientConfigHook func(*client.Config)
+}
+
+// ACLConfig is the acl block.
+type ACLConfig struct {
+	// Enabled turns on ACL enforcement: every request needs a token
+	// granting what it does (the anonymous policy for none). Off (the
+	// default), nothing is checked: anyone who reaches the HTTP or RPC
+	// port may do everything.
+	Enabled bool
 }
 
 // Ports are the agent's listening ports.

@@ -34,6 +34,14 @@ type fileConfig struct {
 	TLS         *fileTLS     `hcl:"tls,block"`
 	Plugins     []filePlugin `hcl:"plugin,block"`
 	Limits      *fileLimits  `hcl:"limits,block"`
+	ACL         *fileACL     `hcl:"acl,block"`
+}
+
+// fileACL is Nomad's acl block. Only enabled is supported; Nomad's
+// other settings (token_ttl, policy_ttl, role_ttl, replication_token,
+// token_min/max_expiration_ttl) are errors naming them.
+type fileACL struct {
+	Enabled *bool `hcl:"enabled,optional"`
 }
 
 // fileTLS is Nomad's tls block (rpc_upgrade_mode, tls_cipher_suites,
@@ -198,6 +206,9 @@ func (fc *fileConfig) apply(c *Config) error {
 	setBool(&c.EnableDebug, fc.EnableDebug)
 	if err := fc.Limits.apply(&c.Limits); err != nil {
 		return err
+	}
+	if a := fc.ACL; a != nil {
+		setBool(&c.ACL.Enabled, a.Enabled)
 	}
 	if p := fc.Ports; p != nil {
 		setInt(&c.Ports.HTTP, p.HTTP)

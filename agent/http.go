@@ -65,6 +65,7 @@ type httpAPI struct {
 	logger  hclog.Logger
 	metrics *telemetry
 	client  LocalClient // nil when the agent runs no client
+	acls    agentACLs   // agent-local ACL checks (http_acl.go)
 	// outTLS, if set, is the TLS of requests this agent makes to other
 	// agents' HTTPS APIs (log proxying).
 	outTLS            *tls.Config
@@ -145,6 +146,8 @@ func errorResponse(err error) (int, string) {
 		return http.StatusInternalServerError, structs.ErrNoLeader.Message
 	case structs.ErrCodeUnsupported:
 		return http.StatusNotImplemented, msg
+	case structs.ErrCodePermissionDenied, structs.ErrCodeTokenNotFound:
+		return http.StatusForbidden, msg
 	}
 	return http.StatusInternalServerError, msg
 }
@@ -209,6 +212,9 @@ func (h *httpAPI) parseQuery(w http.ResponseWriter, r *http.Request, q *structs.
 		return err
 	}
 	q.Region = region
+	if h.cfg.ACL.Enabled {
+		q.AuthToken = requestSecret(r)
+	}
 	q.Namespace = v.Get("namespace")
 	q.Prefix = v.Get("prefix")
 	if v.Get("filter") != "" {
@@ -256,6 +262,9 @@ func (h *httpAPI) parseWrite(r *http.Request, wr *structs.WriteRequest) error {
 		return err
 	}
 	wr.Region = region
+	if h.cfg.ACL.Enabled {
+		wr.AuthToken = requestSecret(r)
+	}
 	wr.Namespace = r.URL.Query().Get("namespace")
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/version"
 )
@@ -12,6 +13,9 @@ import (
 // GET /v1/agent/self: this agent's configuration and identity, in Nomad's
 // shape (the "config" keys Nomad's client reads: Region, Datacenter).
 func (h *httpAPI) agentSelf(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := h.authorize(r, (*acl.ACL).AllowAgentRead); err != nil {
+		return nil, err
+	}
 	c := h.cfg
 	rpcAddr := h.srv.RPCAddr()
 	cfg := map[string]any{
@@ -74,6 +78,9 @@ func (h *httpAPI) agentHealth(w http.ResponseWriter, r *http.Request) (any, erro
 
 // GET /v1/agent/members: the servers this one knows.
 func (h *httpAPI) agentMembers(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := h.authorize(r, (*acl.ACL).AllowNodeRead); err != nil {
+		return nil, err
+	}
 	out := &structs.AgentMembersResponse{
 		ServerName:   h.cfg.NodeNameOrHost(),
 		ServerRegion: h.cfg.Region,

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -121,6 +122,9 @@ func (h *httpAPI) clientLogs(w http.ResponseWriter, r *http.Request) (any, error
 		return nil, err
 	}
 	allocID := r.PathValue("alloc")
+	if err := h.authorizeLogs(r, allocID); err != nil {
+		return nil, err
+	}
 	var localErr error = structs.NewError(structs.ErrCodeNotFound, "allocation %q not found on this agent, which runs no client", allocID)
 	if h.client != nil {
 		rc, err := h.client.TaskLogs(allocID, p.task, p.logType, p.follow, p.offset)
@@ -136,7 +140,11 @@ func (h *httpAPI) clientLogs(w http.ResponseWriter, r *http.Request) (any, error
 	if r.Header.Get(logsProxiedHeader) != "" {
 		return nil, localErr
 	}
-	target, err := h.allocNodeURL(allocID)
+	var secret string
+	if h.cfg.ACL.Enabled {
+		secret = requestSecret(r)
+	}
+	target, err := h.allocNodeURL(allocID, secret)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +153,31 @@ func (h *httpAPI) clientLogs(w http.ResponseWriter, r *http.Request) (any, error
 	}
 	h.proxyLogs(w, r, target, p.follow)
 	return nil, nil
+}
+
+// authorizeLogs checks read-logs in the allocation's namespace, which
+// it reads through the servers with the caller's token (so Drover also
+// needs read-job there, which Nomad's logs endpoint does not).
+func (h *httpAPI) authorizeLogs(r *http.Request, allocID string) error {
+	if !h.cfg.ACL.Enabled {
+		return nil
+	}
+	a, err := h.resolveACL(requestSecret(r))
+	if err != nil {
+		return err
+	}
+	var ar structs.SingleAllocResponse
+	args := structs.AllocSpecificRequest{AllocID: allocID, QueryOptions: structs.QueryOptions{AllowStale: true, AuthToken: requestSecret(r)}}
+	if err := h.srv.RPC("Alloc.GetAlloc", &args, &ar); err != nil {
+		return err
+	}
+	if ar.Alloc == nil {
+		return structs.NewError(structs.ErrCodeNotFound, "allocation %q not found", allocID)
+	}
+	if !a.AllowNamespaceOperation(ar.Alloc.Namespace, acl.NamespaceCapabilityReadLogs) {
+		return structs.ErrPermissionDenied
+	}
+	return nil
 }
 
 // serveLog streams rc (which it closes) as the response.
@@ -169,8 +202,8 @@ func (h *httpAPI) serveLog(w http.ResponseWriter, r *http.Request, rc io.ReadClo
 // allocNodeURL returns the base URL of the HTTP API of the node holding
 // the allocation, or nil when that is this agent's own node. The reads
 // may be served by any server (stale).
-func (h *httpAPI) allocNodeURL(allocID string) (*url.URL, error) {
-	stale := structs.QueryOptions{AllowStale: true}
+func (h *httpAPI) allocNodeURL(allocID, secret string) (*url.URL, error) {
+	stale := structs.QueryOptions{AllowStale: true, AuthToken: secret}
 	var ar structs.SingleAllocResponse
 	if err := h.srv.RPC("Alloc.GetAlloc", &structs.AllocSpecificRequest{AllocID: allocID, QueryOptions: stale}, &ar); err != nil {
 		return nil, err

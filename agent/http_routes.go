@@ -74,8 +74,14 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 
 	handle("GET /v1/client/fs/logs/{alloc}", h.clientLogs)
 
+	h.registerACL(handle)
+
 	if cfg.EnableDebug {
-		registerDebug(mux)
+		if cfg.ACL.Enabled {
+			mux.Handle("/debug/pprof/", h.debugWithACL())
+		} else {
+			registerDebug(mux)
+		}
 	}
 
 	for _, u := range unsupportedEndpoints {
@@ -111,7 +117,16 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/node/{id}/meta", "dynamic node metadata"},
 	{"/v1/node/pools", "node pools"},
 	{"/v1/client/", "this client endpoint (Drover's clients serve task logs only)"},
-	{"/v1/acl/", "ACLs"},
+	{"/v1/acl/roles", "ACL roles"},
+	{"/v1/acl/role/", "ACL roles"},
+	{"/v1/acl/auth-methods", "ACL auth methods (SSO)"},
+	{"/v1/acl/auth-method/", "ACL auth methods (SSO)"},
+	{"/v1/acl/binding-rules", "ACL binding rules"},
+	{"/v1/acl/binding-rule/", "ACL binding rules"},
+	{"/v1/acl/login", "ACL login (SSO)"},
+	{"/v1/acl/oidc/", "ACL OIDC login"},
+	{"/v1/acl/token/onetime", "one-time ACL tokens"},
+	{"/v1/acl/token/onetime/exchange", "one-time ACL tokens"},
 	{"/v1/namespaces", "namespaces management"},
 	{"/v1/namespace/", "namespaces management"},
 	{"/v1/quotas", "quotas"},

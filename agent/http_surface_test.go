@@ -167,7 +167,7 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 			wantBody: "Drover does not support deployments"},
 		{name: "unsupported job sub-path", method: "POST", target: "/v1/job/web/dispatch", wantCode: 501,
 			wantBody: "Drover does not support parameterized jobs (dispatch)"},
-		{name: "unsupported subtree", method: "GET", target: "/v1/acl/tokens", wantCode: 501, wantBody: "Drover does not support ACLs"},
+		{name: "unsupported subtree", method: "GET", target: "/v1/acl/roles", wantCode: 501, wantBody: "Drover does not support ACL roles"},
 		{name: "unsupported client api", method: "GET", target: "/v1/client/allocation/a1/stats", wantCode: 501, wantBody: "Drover does not support this client endpoint"},
 		{name: "logs need a task", method: "GET", target: "/v1/client/fs/logs/a1", wantCode: 400, wantBody: "Missing task"},
 		{name: "filter expressions refused", method: "GET", target: "/v1/jobs?filter=Status%3D%3D%22running%22",

@@ -38,6 +38,18 @@ type Client struct {
 	// host:port is taken as http.
 	Address    string
 	HTTPClient *http.Client
+	// Token is the ACL secret sent as X-Nomad-Token ("" for none).
+	Token string
+}
+
+// TokenFromEnv returns DROVER_TOKEN, else NOMAD_TOKEN ("" for none).
+func TokenFromEnv(getenv func(string) string) string {
+	for _, k := range []string{"DROVER_TOKEN", "NOMAD_TOKEN"} {
+		if v := getenv(k); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // NewClient returns a client for the agent at address.
@@ -199,6 +211,9 @@ func (c *Client) doRaw(ctx context.Context, method, path string, params url.Valu
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if c.Token != "" {
+		req.Header.Set("X-Nomad-Token", c.Token)
 	}
 	hc := c.HTTPClient
 	if hc == nil {

@@ -220,6 +220,18 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyPlanResults(b, buf[1:], log.Index)
 	case structs.AllocUpdateDesiredTransitionRequestType:
 		return f.applyAllocDesiredTransition(b, buf[1:], log.Index)
+	case structs.ACLPolicyUpsertRequestType:
+		return f.applyACLPolicyUpsert(b, buf[1:], log.Index)
+	case structs.ACLPolicyDeleteRequestType:
+		return f.applyACLPolicyDelete(b, buf[1:], log.Index)
+	case structs.ACLTokenUpsertRequestType:
+		return f.applyACLTokenUpsert(b, buf[1:], log.Index)
+	case structs.ACLTokenDeleteRequestType:
+		return f.applyACLTokenDelete(b, buf[1:], log.Index)
+	case structs.ACLTokenBootstrapRequestType:
+		return f.applyACLTokenBootstrap(b, buf[1:], log.Index)
+	case structs.ACLClusterSecretRequestType:
+		return f.applyACLClusterSecret(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

@@ -49,6 +49,9 @@ const (
 	recEval
 	recAllocJob
 	recAlloc
+	recACLPolicy
+	recACLToken
+	recACLCluster
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

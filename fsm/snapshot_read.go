@@ -283,6 +283,12 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.JobSummary)
 		case recEval:
 			d.v = new(structs.Evaluation)
+		case recACLPolicy:
+			d.v = new(structs.ACLPolicy)
+		case recACLToken:
+			d.v = new(structs.ACLToken)
+		case recACLCluster:
+			d.v = new(structs.ACLClusterSecret)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -340,6 +346,12 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.JobSummaryRestore(v)
 	case *structs.Evaluation:
 		return in.restore.EvalRestore(v)
+	case *structs.ACLPolicy:
+		return in.restore.ACLPolicyRestore(v)
+	case *structs.ACLToken:
+		return in.restore.ACLTokenRestore(v)
+	case *structs.ACLClusterSecret:
+		return in.restore.ACLClusterSecretRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

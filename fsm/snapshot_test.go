@@ -109,6 +109,16 @@ func tables(s *state.StateStore) (map[string]any, error) {
 	read(state.TableEvals, v5, e)
 	v6, e := s.Allocs(nil)
 	read(state.TableAllocs, v6, e)
+	v7, e := s.ACLPolicies(nil, "")
+	read(state.TableACLPolicies, v7, e)
+	v8, e := s.ACLTokens(nil, "")
+	read(state.TableACLTokens, v8, e)
+	var v9 []*structs.ACLClusterSecret
+	if c, e := s.ACLClusterSecret(); c != nil || e != nil {
+		v9 = append(v9, c)
+		err = errors.Join(err, e)
+	}
+	out[state.TableACLCluster] = v9
 	return out, err
 }
 

@@ -147,6 +147,33 @@ func collectRows(snap *state.StateSnapshot) ([]row, error) {
 	for i, a := range allocs {
 		rows = append(rows, row{t: recAlloc, ref: allocRefs[i], v: a})
 	}
+	return appendACLRows(snap, rows)
+}
+
+// appendACLRows adds the ACL policies, tokens (secret hashes only) and
+// the cluster secret.
+func appendACLRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
+	policies, err := snap.ACLPolicies(nil, "")
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := snap.ACLTokens(nil, "")
+	if err != nil {
+		return nil, err
+	}
+	secret, err := snap.ACLClusterSecret()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range policies {
+		rows = append(rows, row{t: recACLPolicy, v: p})
+	}
+	for _, t := range tokens {
+		rows = append(rows, row{t: recACLToken, v: t})
+	}
+	if secret != nil {
+		rows = append(rows, row{t: recACLCluster, v: secret})
+	}
 	return rows, nil
 }
 

@@ -113,6 +113,10 @@ type Config struct {
 	// verify_server_hostname, peers get what their certificate's role
 	// allows (rpc_roles.go).
 	TLS *tlsutil.Configurator
+	// ACLEnabled turns on ACL enforcement (agent config acl { enabled }):
+	// every RPC method is checked against its rule (rpc_acl.go). Off,
+	// nothing is checked and no token is read.
+	ACLEnabled bool
 
 	// RaftTimeoutScale multiplies raft's heartbeat, election and leader
 	// lease timeouts. 0 means 1. Tests use e.g. 0.1 to elect in well under

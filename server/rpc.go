@@ -36,6 +36,7 @@ func (s *Server) endpoints(inproc bool) map[string]any {
 		"Alloc":    &Alloc{srv: s},
 		"System":   &System{srv: s},
 		"Operator": &Operator{srv: s},
+		"ACL":      &ACL{srv: s},
 	}
 }
 
@@ -52,6 +53,10 @@ func (s *Server) setupRPC() error {
 	for name, m := range s.remoteMethods {
 		m.access = rpcAccessTable[name]
 	}
+	if err := checkACLRules(s.methods); err != nil {
+		return err
+	}
+	s.aclOn = s.config.ACLEnabled
 	s.rpcWorkers = &rpcWorkers{}
 	return nil
 }
@@ -79,11 +84,26 @@ func (s *Server) RPC(method string, args, reply any) error {
 	}
 	argsCopy := reflect.New(m.argType)
 	argsCopy.Elem().Set(av.Elem())
-	out := m.fn.Call([]reflect.Value{argsCopy, rv})
+	if !s.aclOn {
+		out := m.fn.Call([]reflect.Value{argsCopy, rv})
+		err, _ := out[0].Interface().(error)
+		return err
+	}
+	return s.callWithACL(method, m, argsCopy, rv)
+}
+
+// callWithACL runs a call under its ACL rule (rpc_acl.go): the rule
+// first, the method, then the reply filter. Both dispatchers use it.
+func (s *Server) callWithACL(method string, m *rpcMethod, args, reply reflect.Value) error {
+	a, err := s.authorizeRPC(method, args.Interface())
+	if err != nil {
+		return err
+	}
+	out := m.fn.Call([]reflect.Value{args, reply})
 	if err, _ := out[0].Interface().(error); err != nil {
 		return err
 	}
-	return nil
+	return filterRPCReply(method, a, reply.Interface())
 }
 
 // forward routes a request. It returns handled=true when the request was

@@ -83,6 +83,18 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Operator.RaftRemovePeer":       accessAny,
 	"Operator.SnapshotSave":         accessAny,
 	"Operator.SnapshotRestore":      accessAny,
+	"ACL.Bootstrap":                 accessAny,
+	"ACL.UpsertPolicies":            accessAny,
+	"ACL.DeletePolicies":            accessAny,
+	"ACL.GetPolicy":                 accessAny,
+	"ACL.ListPolicies":              accessAny,
+	"ACL.UpsertTokens":              accessAny,
+	"ACL.DeleteTokens":              accessAny,
+	"ACL.GetToken":                  accessAny,
+	"ACL.ListTokens":                accessAny,
+	"ACL.WhoAmI":                    accessAny,
+	// Agents resolve a caller's token for their agent-local checks.
+	"ACL.ResolveToken": accessAny,
 }
 
 // connRole is what one connection on the RPC port may do.

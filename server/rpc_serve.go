@@ -70,6 +70,10 @@ type rpcCall struct {
 	method *rpcMethod
 	req    rpc.Request
 	args   reflect.Value // *Args
+	// srv and acl: with ACLs enabled the call runs under its ACL rule
+	// (Server.callWithACL, rpc_acl.go).
+	srv *Server
+	acl bool
 }
 
 // rpcStream is one stream's codec and what its calls share.
@@ -98,7 +102,7 @@ func (s *Server) serveRPCAs(codec rpc.ServerCodec, role connRole) {
 	st := &rpcStream{codec: codec}
 	lim, _ := codec.(readLimiter)
 	for {
-		c := &rpcCall{stream: st}
+		c := &rpcCall{stream: st, srv: s, acl: s.aclOn}
 		if err := codec.ReadRequestHeader(&c.req); err != nil {
 			switch {
 			case errors.Is(err, msgpackrpc.ErrMessageTooLarge):
@@ -166,8 +170,14 @@ func (s *Server) tooLarge(st *rpcStream, req *rpc.Request, limit int) {
 func (c *rpcCall) serve() {
 	defer c.stream.calls.Done()
 	reply := reflect.New(c.method.replyType)
-	out := c.method.fn.Call([]reflect.Value{c.args, reply})
-	if err, _ := out[0].Interface().(error); err != nil {
+	var err error
+	if c.acl {
+		err = c.srv.callWithACL(c.req.ServiceMethod, c.method, c.args, reply)
+	} else {
+		out := c.method.fn.Call([]reflect.Value{c.args, reply})
+		err, _ = out[0].Interface().(error)
+	}
+	if err != nil {
 		c.stream.respond(&c.req, nil, err.Error())
 		return
 	}

@@ -39,10 +39,14 @@ type Server struct {
 	// remoteMethods serve calls from the wire, methods in-process ones
 	// (RPC), by "Job.Register"; read-only after setup.
 	remoteMethods map[string]*rpcMethod
-	methods       map[string]*rpcMethod
-	rpcWorkers    *rpcWorkers
-	yamuxConfig   *yamux.Config
-	pool          *pool.Pool
+	// aclOn is Config.ACLEnabled, read by the dispatchers (read-only
+	// after setup); aclCache caches token resolutions (acl_resolve.go).
+	aclOn       bool
+	aclCache    aclCache
+	methods     map[string]*rpcMethod
+	rpcWorkers  *rpcWorkers
+	yamuxConfig *yamux.Config
+	pool        *pool.Pool
 	// tls is the agent's TLS (nil: off); with tls.RPC() the RPC port
 	// takes TLS connections only (listener.go).
 	tls *tlsutil.Configurator

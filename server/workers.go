@@ -101,7 +101,7 @@ func (c *leaderClient) Dequeue(ctx context.Context, schedulers []string, timeout
 	}
 	// Served here if this server becomes the leader while the call waits
 	// for one (the broker then wakes it first); forwarded, it is remote.
-	args := &structs.EvalDequeueRequest{Schedulers: schedulers, Timeout: timeout, LocalWorker: true}
+	args := &structs.EvalDequeueRequest{Schedulers: schedulers, Timeout: timeout, LocalWorker: true, WriteRequest: c.s.internalWrite()}
 	var reply structs.EvalDequeueResponse
 	if err := c.s.RPC("Eval.Dequeue", args, &reply); err != nil {
 		return nil, "", 0, err
@@ -114,7 +114,7 @@ func (c *leaderClient) Ack(ctx context.Context, evalID, token string) error {
 		return c.s.broker.Ack(evalID, token)
 	}
 	var reply structs.GenericResponse
-	return c.s.RPC("Eval.Ack", &structs.EvalAckRequest{EvalID: evalID, Token: token}, &reply)
+	return c.s.RPC("Eval.Ack", &structs.EvalAckRequest{EvalID: evalID, Token: token, WriteRequest: c.s.internalWrite()}, &reply)
 }
 
 func (c *leaderClient) Nack(ctx context.Context, evalID, token string) error {
@@ -122,7 +122,7 @@ func (c *leaderClient) Nack(ctx context.Context, evalID, token string) error {
 		return c.s.broker.Nack(evalID, token)
 	}
 	var reply structs.GenericResponse
-	return c.s.RPC("Eval.Nack", &structs.EvalAckRequest{EvalID: evalID, Token: token}, &reply)
+	return c.s.RPC("Eval.Nack", &structs.EvalAckRequest{EvalID: evalID, Token: token, WriteRequest: c.s.internalWrite()}, &reply)
 }
 
 func (c *leaderClient) SubmitPlan(ctx context.Context, plan *structs.Plan) (*structs.PlanResult, error) {
@@ -130,7 +130,7 @@ func (c *leaderClient) SubmitPlan(ctx context.Context, plan *structs.Plan) (*str
 		return c.s.submitPlan(ctx, plan)
 	}
 	var reply structs.PlanResponse
-	if err := c.s.RPC("Plan.Submit", &structs.PlanRequest{Plan: normalizePlan(plan)}, &reply); err != nil {
+	if err := c.s.RPC("Plan.Submit", &structs.PlanRequest{Plan: normalizePlan(plan), WriteRequest: c.s.internalWrite()}, &reply); err != nil {
 		return nil, err
 	}
 	completePlanResult(plan, reply.Result)
@@ -143,7 +143,7 @@ func (c *leaderClient) UpdateEvals(ctx context.Context, evals []*structs.Evaluat
 		return err
 	}
 	var reply structs.GenericResponse
-	return c.s.RPC("Eval.Update", &structs.EvalUpdateRequest{Evals: evals, EvalToken: token}, &reply)
+	return c.s.RPC("Eval.Update", &structs.EvalUpdateRequest{Evals: evals, EvalToken: token, WriteRequest: c.s.internalWrite()}, &reply)
 }
 
 func (c *leaderClient) ReblockEval(ctx context.Context, eval *structs.Evaluation, token string) error {
@@ -152,7 +152,7 @@ func (c *leaderClient) ReblockEval(ctx context.Context, eval *structs.Evaluation
 		return err
 	}
 	var reply structs.GenericResponse
-	return c.s.RPC("Eval.Reblock", &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}, EvalToken: token}, &reply)
+	return c.s.RPC("Eval.Reblock", &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}, EvalToken: token, WriteRequest: c.s.internalWrite()}, &reply)
 }
 
 // normalizePlan returns plan as it is sent to the leader: allocations that

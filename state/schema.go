@@ -20,6 +20,12 @@ const (
 	// persistent trees, and a third with the per-node rows derived from
 	// the nodes and allocations (alloc_tables.go, node_allocs.go).
 	TableAllocs = "allocs"
+	// ACL tables (acl.go): policies by name, tokens by accessor (and by
+	// the hash of their secret), and the one row of the servers'
+	// internal credential.
+	TableACLPolicies = "acl_policy"
+	TableACLTokens   = "acl_token"
+	TableACLCluster  = "acl_cluster"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -28,12 +34,16 @@ const (
 	IndexID   = "id"
 	IndexJob  = "job"
 	IndexNode = "node"
+	// IndexSecret indexes ACL tokens by structs.SecretKey of their
+	// secret's hash.
+	IndexSecret = "secret"
 
 	prefixSuffix = "_prefix"
 )
 
 // Tables lists every table in the order snapshots write them.
-var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs}
+var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
+	TableACLPolicies, TableACLTokens, TableACLCluster}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -204,6 +214,26 @@ func schema() *memdb.DBSchema {
 					Indexer: fieldIndex[structs.Evaluation]{get: func(e *structs.Evaluation) string { return e.ID }}},
 				IndexJob: {Name: IndexJob, AllowMissing: true,
 					Indexer: pairIndex[structs.Evaluation]{get: func(e *structs.Evaluation) (string, string) { return e.Namespace, e.JobID }, spare: evalKeyLen}},
+			},
+		},
+		TableACLPolicies: {
+			Name: TableACLPolicies,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.ACLPolicy]{get: func(p *structs.ACLPolicy) string { return p.Name }}},
+			},
+		},
+		TableACLTokens: {
+			Name: TableACLTokens,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.ACLToken]{get: func(t *structs.ACLToken) string { return t.AccessorID }}},
+				IndexSecret: {Name: IndexSecret, Unique: true,
+					Indexer: fieldIndex[structs.ACLToken]{get: func(t *structs.ACLToken) string { return structs.SecretKey(t.SecretHash) }}},
+			},
+		},
+		TableACLCluster: {
+			Name: TableACLCluster,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.ACLClusterSecret]{get: func(*structs.ACLClusterSecret) string { return aclClusterKey }}},
 			},
 		},
 		TableAllocs: {

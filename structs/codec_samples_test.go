@@ -84,7 +84,29 @@ func raftSamples() []raftSample {
 			Evals:  []*Evaluation{eval}, UpdatedAt: fixtureTime.UnixNano(), WriteRequest: wr},
 			func() any { return new(AllocUpdateDesiredTransitionRequest) }},
 		{ApplyPlanResultsGroupedRequestType, groupedPlanResults(3), func() any { return new(ApplyPlanResultsRequest) }},
+		{ACLPolicyUpsertRequestType, &ACLPolicyUpsertRequest{Policies: []*ACLPolicy{fixtureACLPolicy()}, WriteRequest: wr},
+			func() any { return new(ACLPolicyUpsertRequest) }},
+		{ACLPolicyDeleteRequestType, &ACLPolicyDeleteRequest{Names: []string{"readonly"}, WriteRequest: wr},
+			func() any { return new(ACLPolicyDeleteRequest) }},
+		{ACLTokenUpsertRequestType, &ACLTokenUpsertRequest{Tokens: []*ACLToken{fixtureACLToken()}, WriteRequest: wr},
+			func() any { return new(ACLTokenUpsertRequest) }},
+		{ACLTokenDeleteRequestType, &ACLTokenDeleteRequest{AccessorIDs: []string{fixtureID("f", 1)}, WriteRequest: wr},
+			func() any { return new(ACLTokenDeleteRequest) }},
+		{ACLTokenBootstrapRequestType, &ACLTokenBootstrapRequest{Token: fixtureACLToken(), ResetIndex: 7, WriteRequest: wr},
+			func() any { return new(ACLTokenBootstrapRequest) }},
+		{ACLClusterSecretRequestType, &ACLClusterSecretRequest{Secret: &ACLClusterSecret{Secret: fixtureID("f", 9)}, WriteRequest: wr},
+			func() any { return new(ACLClusterSecretRequest) }},
 	}
+}
+
+func fixtureACLPolicy() *ACLPolicy {
+	return &ACLPolicy{Name: "readonly", Description: "read jobs", Rules: `namespace "default" { policy = "read" }`}
+}
+
+func fixtureACLToken() *ACLToken {
+	exp := fixtureTime.Add(time.Hour)
+	return &ACLToken{AccessorID: fixtureID("f", 1), SecretHash: HashSecret("secret"), Name: "ci",
+		Type: ACLClientToken, Policies: []string{"readonly"}, CreateTime: fixtureTime, ExpirationTime: exp}
 }
 
 // fixtureEval returns an evaluation with most fields set: a blocked

@@ -55,6 +55,13 @@ var wireTypes = []any{
 	new(NodeClientAllocsResponse), new(AllocsGetRequest), new(AllocsGetResponse),
 	new(AllocStopRequest), new(AllocStopResponse), new(JobSummaryResponse), new(JobPlanRequest),
 	new(JobPlanResponse), new(JobValidateRequest), new(JobValidateResponse), new(JobDiff), new(SnapshotSaveResponse), new(SnapshotRestoreRequest),
+	// ACLs.
+	new(ACLPolicy), new(ACLPolicyListStub), new(ACLToken), new(ACLTokenListStub), new(ACLClusterSecret),
+	new(ACLPolicyUpsertRequest), new(ACLPolicyDeleteRequest), new(ACLPolicySpecificRequest),
+	new(SingleACLPolicyResponse), new(ACLPolicyListRequest), new(ACLPolicyListResponse),
+	new(ACLTokenUpsertRequest), new(ACLTokenUpsertResponse), new(ACLTokenBootstrapRequest),
+	new(ACLTokenDeleteRequest), new(ACLTokenSpecificRequest), new(SingleACLTokenResponse),
+	new(ACLTokenListRequest), new(ACLTokenListResponse), new(ACLResolveResponse), new(ACLClusterSecretRequest),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded

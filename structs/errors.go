@@ -33,12 +33,17 @@ const (
 	ErrCodeUnsupported ErrorCode = "unsupported"
 	// ErrCodeShutdown: the server is shutting down.
 	ErrCodeShutdown ErrorCode = "shutdown"
+	// ErrCodePermissionDenied: the caller may not make this request:
+	// ACLs are enabled and the request's token (or its absence) does not
+	// grant the operation, a node's call lacks that node's secret, or the
+	// peer's TLS certificate's role does not allow the RPC. Nothing was
+	// written; HTTP 403.
+	ErrCodePermissionDenied ErrorCode = "permission_denied"
+	// ErrCodeTokenNotFound: the request carries a secret that matches no
+	// ACL token (or only an expired one); HTTP 403.
+	ErrCodeTokenNotFound ErrorCode = "token_not_found"
 	// ErrCodeInternal: anything else.
 	ErrCodeInternal ErrorCode = "internal"
-	// ErrCodePermissionDenied: the caller may not make this request (a
-	// node's call without that node's secret, an RPC its certificate's role
-	// does not allow); nothing was written.
-	ErrCodePermissionDenied ErrorCode = "permission_denied"
 )
 
 var knownCodes = map[ErrorCode]bool{
@@ -47,7 +52,7 @@ var knownCodes = map[ErrorCode]bool{
 	ErrCodePlanQueueDisabled: true, ErrCodeBrokerDisabled: true,
 	ErrCodeTokenMismatch: true, ErrCodeUnsupported: true,
 	ErrCodeShutdown: true, ErrCodeInternal: true,
-	ErrCodePermissionDenied: true,
+	ErrCodePermissionDenied: true, ErrCodeTokenNotFound: true,
 }
 
 // Error is an error with a code. It survives an RPC round trip: Error()
@@ -83,6 +88,9 @@ var (
 	ErrBrokerDisabled    = &Error{Code: ErrCodeBrokerDisabled, Message: "eval broker is disabled"}
 	ErrTokenMismatch     = &Error{Code: ErrCodeTokenMismatch, Message: "token does not match"}
 	ErrShutdown          = &Error{Code: ErrCodeShutdown, Message: "shutting down"}
+	// ErrPermissionDenied's message is Nomad's, which tools match on.
+	ErrPermissionDenied = &Error{Code: ErrCodePermissionDenied, Message: "Permission denied"}
+	ErrTokenNotFound    = &Error{Code: ErrCodeTokenNotFound, Message: "ACL token not found"}
 )
 
 // CodeOf returns the code of err, ErrCodeInternal for an error without one,

@@ -31,6 +31,15 @@ const (
 	// flag, so that a server too old to know groups stops at it instead
 	// of applying the plan without its grouped placements.
 	ApplyPlanResultsGroupedRequestType
+	// ACL types (structs/acl.go). They are written without the ignore
+	// flag: a server too old to know them must stop rather than drop a
+	// token deletion or a policy change and allow what it should refuse.
+	ACLPolicyUpsertRequestType
+	ACLPolicyDeleteRequestType
+	ACLTokenUpsertRequestType
+	ACLTokenDeleteRequestType
+	ACLTokenBootstrapRequestType
+	ACLClusterSecretRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -42,7 +51,9 @@ func (t MessageType) String() string {
 	names := [...]string{"NodeRegister", "NodeDeregister", "NodeUpdateStatus",
 		"NodeUpdateDrain", "NodeUpdateEligibility", "JobRegister", "JobDeregister",
 		"EvalUpdate", "EvalDelete", "AllocClientUpdate", "ApplyPlanResults",
-		"AllocUpdateDesiredTransition", "ApplyPlanResultsGrouped"}
+		"AllocUpdateDesiredTransition", "ApplyPlanResultsGrouped",
+		"ACLPolicyUpsert", "ACLPolicyDelete", "ACLTokenUpsert", "ACLTokenDelete",
+		"ACLTokenBootstrap", "ACLClusterSecret"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]

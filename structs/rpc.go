@@ -20,6 +20,10 @@ type QueryOptions struct {
 	NextToken  string
 	// Forwarded is set on a request a follower passed to the leader.
 	Forwarded bool
+	// AuthToken is the caller's ACL secret (X-Nomad-Token). A server
+	// forwarding the request passes it on; the server that serves the
+	// request resolves it itself.
+	AuthToken string `codec:",omitempty"`
 
 	// ctx, when set, ends a blocking read served in this process early
 	// (an HTTP client that went away). It never crosses the wire.
@@ -54,11 +58,16 @@ func (q *QueryOptions) SetForwarded() { q.Forwarded = true }
 // IsForwarded reports whether the request was forwarded.
 func (q *QueryOptions) IsForwarded() bool { return q.Forwarded }
 
+// RequestToken returns the caller's ACL secret.
+func (q *QueryOptions) RequestToken() string { return q.AuthToken }
+
 // WriteRequest is embedded in every write request.
 type WriteRequest struct {
 	Region    string
 	Namespace string
 	Forwarded bool
+	// AuthToken is the caller's ACL secret (see QueryOptions.AuthToken).
+	AuthToken string `codec:",omitempty"`
 }
 
 // RequestNamespace returns the namespace, defaulting to "default".
@@ -81,12 +90,19 @@ func (w *WriteRequest) SetForwarded() { w.Forwarded = true }
 // IsForwarded reports whether the request was forwarded.
 func (w *WriteRequest) IsForwarded() bool { return w.Forwarded }
 
+// RequestToken returns the caller's ACL secret.
+func (w *WriteRequest) RequestToken() string { return w.AuthToken }
+
 // RPCInfo is implemented by every request so the server can route it.
 type RPCInfo interface {
 	IsRead() bool
 	AllowStaleRead() bool
 	SetForwarded()
 	IsForwarded() bool
+	// RequestToken is the caller's ACL secret ("" for none).
+	RequestToken() string
+	// RequestNamespace is the namespace the request acts in.
+	RequestNamespace() string
 }
 
 // QueryMeta is embedded in every read response.

@@ -161,7 +161,7 @@ func (c *Client) register() (time.Duration, error) {
 	node := c.Node()
 	node.Status = structs.NodeStatusReady
 	node.StatusUpdatedAt = time.Now().Unix()
-	req := &structs.NodeRegisterRequest{Node: node, WriteRequest: structs.WriteRequest{Region: c.cfg.Region}}
+	req := &structs.NodeRegisterRequest{Node: node, WriteRequest: structs.WriteRequest{Region: c.cfg.Region, AuthToken: node.SecretID}}
 	var resp structs.NodeUpdateResponse
 	if err := c.RPC("Node.Register", req, &resp); err != nil {
 		return 0, err
@@ -182,7 +182,8 @@ func (c *Client) heartbeat() (time.Duration, error) {
 	id, secret := c.nodeIdentity()
 	req := &structs.NodeUpdateStatusRequest{
 		NodeID: id, SecretID: secret, Status: structs.NodeStatusReady, UpdatedAt: time.Now().Unix(),
-		WriteRequest: structs.WriteRequest{Region: c.cfg.Region},
+		// The secret is also the ACL token of a node's calls.
+		WriteRequest: structs.WriteRequest{Region: c.cfg.Region, AuthToken: secret},
 	}
 	var resp structs.NodeUpdateResponse
 	if err := c.RPC("Node.UpdateStatus", req, &resp); err != nil {

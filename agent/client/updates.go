@@ -71,7 +71,7 @@ func (u *updateBatcher) flush() {
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
 	id, secret := u.c.nodeIdentity()
 	req := &structs.AllocUpdateRequest{Alloc: list, NodeSecrets: map[string]string{id: secret},
-		WriteRequest: structs.WriteRequest{Region: u.c.cfg.Region}}
+		WriteRequest: structs.WriteRequest{Region: u.c.cfg.Region, AuthToken: secret}}
 	var resp structs.GenericResponse
 	start := time.Now()
 	metrics.AddSample(metricUpdateBatchSize, float32(len(list)))

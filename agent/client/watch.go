@@ -50,6 +50,7 @@ func (c *Client) watchAllocs() {
 		node := c.Node()
 		req := &structs.NodeSpecificRequest{NodeID: node.ID, SecretID: node.SecretID,
 			InlineAllocs: structs.MaxInlineAllocs, QueryOptions: w.Options(c.cfg.Region, c.cfg.MaxQueryTime)}
+		req.AuthToken = node.SecretID // with ACLs on, the node's credential
 		var resp structs.NodeClientAllocsResponse
 		if err := c.blockingRPC("Node.GetClientAllocs", req, &resp); err != nil {
 			if errors.Is(err, errShutdown) && c.shuttingDown() {
@@ -158,7 +159,8 @@ func (c *Client) fetchAllocs(ids []string, index uint64) ([]*structs.Allocation,
 		min = index - 1
 	}
 	req := &structs.AllocsGetRequest{AllocIDs: ids, QueryOptions: structs.QueryOptions{
-		Region: c.cfg.Region, MinQueryIndex: min, MaxQueryTime: c.cfg.MaxQueryTime, AllowStale: true}}
+		Region: c.cfg.Region, MinQueryIndex: min, MaxQueryTime: c.cfg.MaxQueryTime, AllowStale: true,
+		AuthToken: c.Node().SecretID}}
 	var resp structs.AllocsGetResponse
 	if err := c.blockingRPC("Alloc.GetAllocs", req, &resp); err != nil {
 		return nil, err

@@ -29,12 +29,15 @@ func (t *table) flush() { _ = t.tw.Flush() }
 // apiFlags are the flags every command that talks to an agent takes.
 type apiFlags struct {
 	address string
+	token   string
 	tls     api.TLSConfig
 }
 
 func (f *apiFlags) register(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&f.address, "address", api.AddressFromEnv(e.getenv),
 		"agent HTTP address, http:// or https:// (env DROVER_ADDR, then NOMAD_ADDR)")
+	fs.StringVar(&f.token, "token", api.TokenFromEnv(e.getenv),
+		"ACL secret sent as X-Nomad-Token (env DROVER_TOKEN, then NOMAD_TOKEN)")
 	f.tls = api.TLSConfigFromEnv(e.getenv)
 	fs.StringVar(&f.tls.CACert, "ca-cert", f.tls.CACert,
 		"PEM file of the CA that signed the agent's HTTPS certificate (env DROVER_CACERT, then NOMAD_CACERT)")
@@ -48,13 +51,13 @@ func (f *apiFlags) register(fs *flag.FlagSet, e *env) {
 		"do not check the agent's certificate; for testing only (env DROVER_SKIP_VERIFY, then NOMAD_SKIP_VERIFY)")
 }
 
-func (f *apiFlags) client() *api.Client { return f.clientFor(f.address) }
+func (f *apiFlags) client() *api.Client { return f.clientAt(f.address) }
 
-// clientFor is a client of the agent at address with the flags' TLS. A
-// TLS setting that cannot be loaded fails the client's first request,
-// saying why.
-func (f *apiFlags) clientFor(address string) *api.Client {
-	c := api.NewClient(address)
+// clientAt is a client of the agent at address with the flags' token and
+// TLS. A TLS setting that cannot be loaded fails the client's first
+// request, saying why.
+func (f *apiFlags) clientAt(address string) *api.Client {
+	c := &api.Client{Address: address, Token: f.token}
 	if !f.tls.IsZero() {
 		hc, err := f.tls.HTTPClient()
 		if err != nil {

@@ -69,7 +69,7 @@ func runAllocLogs(e *env, args []string) int {
 	}
 	clients := []*api.Client{c}
 	if node, _, err := c.Node(ctx, alloc.NodeID, nil); err == nil && node.HTTPAddr != "" {
-		clients = []*api.Client{af.clientFor(nodeAddress(node.HTTPAddr, node.TLSEnabled, af.address)), c}
+		clients = []*api.Client{af.clientAt(nodeAddress(node.HTTPAddr, node.TLSEnabled, af.address)), c}
 	}
 	open := func(follow bool, origin string, offset int64) (io.ReadCloser, error) {
 		var err error

@@ -62,6 +62,7 @@ type command struct {
 func commands() []*command {
 	var all []*command
 	all = append(all, agentCommands()...)
+	all = append(all, aclCommands()...)
 	all = append(all, statusCommands()...)
 	all = append(all, operatorCommands()...)
 	all = append(all, snapshotCommands()...)

@@ -1,0 +1,147 @@
+package server_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/server/testcluster"
+	"github.com/drover-project/drover/state/mock"
+	"github.com/drover-project/drover/structs"
+)
+
+func isDenied(err error) bool { return errors.Is(err, structs.ErrPermissionDenied) }
+
+// TestACLRPCClasses checks the RPC rules of rpc_acl.go on a follower and
+// the leader of a three-server cluster with ACLs on: scheduler-internal
+// methods take the cluster secret or a management token only; client
+// methods refuse user tokens; user methods follow the token's policies;
+// and a request forwarded by a follower is checked again by the leader.
+func TestACLRPCClasses(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 3, testcluster.WithConfig(func(cfg *server.Config) { cfg.ACLEnabled = true }))
+	leader := c.WaitForLeader(t, 15*time.Second)
+	var follower *server.Server
+	for _, s := range c.Servers() {
+		if s != leader {
+			follower = s
+			break
+		}
+	}
+
+	var boot structs.ACLTokenUpsertResponse
+	if err := follower.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{}, &boot); err != nil {
+		t.Fatalf("bootstrap through a follower: %v", err)
+	}
+	root := boot.Tokens[0].SecretID
+	wr := func(token string) structs.WriteRequest {
+		return structs.WriteRequest{Region: "global", AuthToken: token}
+	}
+	var gr structs.GenericResponse
+	if err := leader.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "writer", Rules: `namespace "default" { policy = "write" }
+node { policy = "write" }`}}, WriteRequest: wr(root)}, &gr); err != nil {
+		t.Fatal(err)
+	}
+	var tr structs.ACLTokenUpsertResponse
+	if err := leader.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{Type: structs.ACLClientToken, Policies: []string{"writer"}}}, WriteRequest: wr(root)}, &tr); err != nil {
+		t.Fatal(err)
+	}
+	writer := tr.Tokens[0].SecretID
+	waitToken(t, follower, writer)
+
+	// Scheduler-internal: refused to a user token however broad its
+	// policies, and to none.
+	for _, tok := range []string{"", writer} {
+		err := leader.RPC("Eval.Ack", &structs.EvalAckRequest{EvalID: "x", Token: "y", WriteRequest: wr(tok)}, &gr)
+		if !isDenied(err) {
+			t.Errorf("Eval.Ack with token %q: %v, want permission denied", tok, err)
+		}
+		var pr structs.PlanResponse
+		if err := follower.RPC("Plan.Submit", &structs.PlanRequest{Plan: &structs.Plan{}, WriteRequest: wr(tok)}, &pr); !isDenied(err) {
+			t.Errorf("Plan.Submit with token %q: %v, want permission denied", tok, err)
+		}
+	}
+	// A management token passes the ACL check (the broker then refuses
+	// the unknown evaluation for its own reason).
+	if err := leader.RPC("Eval.Ack", &structs.EvalAckRequest{EvalID: "x", Token: "y", WriteRequest: wr(root)}, &gr); isDenied(err) {
+		t.Errorf("Eval.Ack with a management token: %v", err)
+	}
+
+	// Client methods: a user token is refused; a node's own secret goes
+	// on to the node endpoint.
+	node := mock.Node()
+	var nr structs.NodeUpdateResponse
+	if err := follower.RPC("Node.Register", &structs.NodeRegisterRequest{Node: node, WriteRequest: wr(writer)}, &nr); !isDenied(err) {
+		t.Errorf("Node.Register with a user token: %v, want permission denied", err)
+	}
+	if err := follower.RPC("Node.Register", &structs.NodeRegisterRequest{Node: node, WriteRequest: wr("")}, &nr); !isDenied(err) {
+		t.Errorf("Node.Register without a token: %v, want permission denied", err)
+	}
+	if err := follower.RPC("Node.Register", &structs.NodeRegisterRequest{Node: node, WriteRequest: wr(node.SecretID)}, &nr); err != nil {
+		t.Errorf("Node.Register with the node's secret: %v", err)
+	}
+
+	// User methods, through the follower (forwarded; the leader checks
+	// again with its own state).
+	job := mock.Job()
+	var jr structs.JobRegisterResponse
+	if err := follower.RPC("Job.Register", &structs.JobRegisterRequest{Job: job, WriteRequest: wr("")}, &jr); !isDenied(err) {
+		t.Errorf("anonymous Job.Register: %v, want permission denied", err)
+	}
+	// The job's own namespace counts, not only the request's.
+	other := mock.Job()
+	other.Namespace = "prod"
+	if err := follower.RPC("Job.Register", &structs.JobRegisterRequest{Job: other, WriteRequest: wr(writer)}, &jr); !isDenied(err) {
+		t.Errorf("Job.Register into another namespace: %v, want permission denied", err)
+	}
+	if err := follower.RPC("Job.Register", &structs.JobRegisterRequest{Job: job, WriteRequest: wr(writer)}, &jr); err != nil {
+		t.Fatalf("Job.Register with the write token: %v", err)
+	}
+	var gc structs.GenericResponse
+	if err := follower.RPC("System.GarbageCollect", &structs.GenericRequest{QueryOptions: structs.QueryOptions{AuthToken: writer}}, &gc); !isDenied(err) {
+		t.Errorf("GC with a client token: %v, want permission denied", err)
+	}
+
+	// A policy change applies at once to tokens already resolved (the
+	// cache is keyed by the tables' index).
+	if err := leader.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "writer", Rules: `namespace "default" { policy = "read" }`}}, WriteRequest: wr(root)}, &gr); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.RPC("Job.Register", &structs.JobRegisterRequest{Job: mock.Job(), WriteRequest: wr(writer)}, &jr); !isDenied(err) {
+		t.Errorf("Job.Register after the policy became read-only: %v, want permission denied", err)
+	}
+
+	// The evaluation the registration created is scheduled (by any
+	// server's workers: a follower's reach the leader with the cluster
+	// secret).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var er structs.SingleEvalResponse
+		err := leader.RPC("Eval.GetEval", &structs.EvalSpecificRequest{EvalID: jr.EvalID, QueryOptions: structs.QueryOptions{AuthToken: root}}, &er)
+		if err == nil && er.Eval != nil && er.Eval.Status != structs.EvalStatusPending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("evaluation not processed: %+v %v", er.Eval, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitToken waits until s has applied the entry that created secret.
+func waitToken(t *testing.T, s *server.Server, secret string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if tok, _ := s.State().ACLTokenBySecretHash(structs.HashSecret(secret)); tok != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("token never replicated")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

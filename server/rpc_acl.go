@@ -1,0 +1,305 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/drover-project/drover/acl"
+	"github.com/drover-project/drover/structs"
+)
+
+// ACL enforcement of RPC methods. Every method the server registers has
+// exactly one rule in rpcACLRules (setupRPC fails otherwise). With ACLs
+// enabled, the dispatcher (Server.RPC for in-process calls, rpcCall.serve
+// for remote ones) calls authorizeRPC before the method runs and, for
+// reads whose objects name their namespace, filterRPCReply after.
+//
+// The check runs on every server a request passes through, each against
+// its own state: a server that forwards a request checks it and passes the
+// caller's token along (never a decision); the server that serves it
+// resolves the token again (CVE-2023-1782 was a leader trusting a
+// follower's decision). Namespaces are matched exactly or by the glob
+// rules of acl.ACL, never by prefix of a job or other ID.
+
+// aclClass says who may call a method.
+type aclClass uint8
+
+const (
+	// aclUser: ACL tokens (and the anonymous token), per allow.
+	aclUser aclClass = iota
+	// aclOpen: anyone, as in Nomad (status leader and peers, ACL
+	// bootstrap, server discovery; see the notes in rpcACLRules).
+	aclOpen
+	// aclNodeSecret: client agents, authenticated by their node's
+	// SecretID, which the node endpoints check (branch h-tls). Here a
+	// request carrying a user ACL token, or none, is refused unless the
+	// token is a management token; another secret is passed on to that
+	// check.
+	aclNodeSecret
+	// aclServer: scheduler-internal calls between servers: the cluster
+	// secret (or a management token).
+	aclServer
+)
+
+// aclRule is the rule of one RPC method.
+type aclRule struct {
+	class aclClass
+	// allow decides an aclUser call from its arguments (nil: any
+	// resolved token, the endpoint checks the rest itself).
+	allow func(a *acl.ACL, s *Server, args any) bool
+	// filter, if set, checks or trims a read's answer by the namespaces
+	// of the objects in it; false refuses the whole answer.
+	filter func(a *acl.ACL, reply any) bool
+}
+
+// rpcACLRules is the one table of who may call what.
+var rpcACLRules = map[string]aclRule{
+	// Status: leader and peers need no token in Nomad. Announce is the
+	// servers' discovery (Nomad's gossip, which ACLs do not cover either):
+	// open, restricted by certificate where TLS is on (branch h-tls).
+	"Status.Leader":   {class: aclOpen},
+	"Status.Peers":    {class: aclOpen},
+	"Status.Announce": {class: aclOpen},
+	// Members lists the servers, as Peers does; the agent checks node
+	// read for /v1/agent/members itself.
+	"Status.Members": {class: aclOpen},
+
+	"Job.Register":    {allow: jobNamespaceCap(acl.NamespaceCapabilitySubmitJob)},
+	"Job.Plan":        {allow: jobNamespaceCap(acl.NamespaceCapabilitySubmitJob)},
+	"Job.Validate":    {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.Deregister":  {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	"Job.GetJob":      {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.List":        {allow: nsCap(acl.NamespaceCapabilityListJobs)},
+	"Job.Allocations": {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.Evaluations": {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.Summary":     {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+
+	"Node.Register":          {class: aclNodeSecret},
+	"Node.UpdateStatus":      {class: aclNodeSecret},
+	"Node.UpdateAlloc":       {class: aclNodeSecret},
+	"Node.GetClientAllocs":   {class: aclNodeSecret},
+	"Node.UpdateDrain":       {allow: nodeWrite},
+	"Node.UpdateEligibility": {allow: nodeWrite},
+	"Node.GetNode":           {allow: nodeRead},
+	"Node.List":              {allow: nodeRead},
+	"Node.GetAllocs":         {allow: nodeRead, filter: nodeAllocsFilter},
+
+	"Eval.Dequeue":     {class: aclServer},
+	"Eval.Ack":         {class: aclServer},
+	"Eval.Nack":        {class: aclServer},
+	"Eval.Update":      {class: aclServer},
+	"Eval.Create":      {class: aclServer},
+	"Eval.Reblock":     {class: aclServer},
+	"Eval.GetEval":     {allow: anyToken, filter: evalFilter},
+	"Eval.List":        {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Eval.Allocations": {allow: anyToken, filter: allocListFilter},
+	"Plan.Submit":      {class: aclServer},
+
+	"Alloc.GetAlloc": {allow: anyToken, filter: allocFilter},
+	// Alloc.GetAllocs is how client agents fetch their allocations.
+	"Alloc.GetAllocs": {class: aclNodeSecret},
+	"Alloc.List":      {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Alloc.Stop":      {allow: allocLifecycle},
+
+	// Garbage collection and snapshots need a management token, as in
+	// Nomad.
+	"System.GarbageCollect":         {allow: management},
+	"Operator.RaftGetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
+	"Operator.RaftRemovePeer":       {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
+	"Operator.SnapshotSave":         {allow: management},
+	"Operator.SnapshotRestore":      {allow: management},
+
+	// ACL endpoints: bootstrap is open (it works once); reads of a
+	// policy or a token, self and resolve take any token and the
+	// endpoint limits what it shows; everything else is management's.
+	"ACL.Bootstrap":      {class: aclOpen},
+	"ACL.UpsertPolicies": {allow: management},
+	"ACL.DeletePolicies": {allow: management},
+	"ACL.GetPolicy":      {allow: anyToken},
+	"ACL.ListPolicies":   {allow: anyToken},
+	"ACL.UpsertTokens":   {allow: management},
+	"ACL.DeleteTokens":   {allow: management},
+	"ACL.GetToken":       {allow: anyToken},
+	"ACL.ListTokens":     {allow: management},
+	"ACL.WhoAmI":         {allow: anyToken},
+	"ACL.ResolveToken":   {allow: anyToken},
+}
+
+// checkACLRules fails unless every method has a rule and every rule a
+// method.
+func checkACLRules(methods map[string]*rpcMethod) error {
+	for name := range methods {
+		if _, ok := rpcACLRules[name]; !ok {
+			return fmt.Errorf("RPC method %s has no ACL rule in rpcACLRules (server/rpc_acl.go)", name)
+		}
+	}
+	for name := range rpcACLRules {
+		if _, ok := methods[name]; !ok {
+			return fmt.Errorf("rpcACLRules names %s, which is not an RPC method", name)
+		}
+	}
+	return nil
+}
+
+func management(a *acl.ACL, _ *Server, _ any) bool { return a.IsManagement() }
+func anyToken(*acl.ACL, *Server, any) bool         { return true }
+func nodeRead(a *acl.ACL, _ *Server, _ any) bool   { return a.AllowNodeRead() }
+func nodeWrite(a *acl.ACL, _ *Server, _ any) bool  { return a.AllowNodeWrite() }
+
+// requestNamespace is the namespace a request acts in.
+func requestNamespace(args any) string {
+	if r, ok := args.(interface{ RequestNamespace() string }); ok {
+		return r.RequestNamespace()
+	}
+	return structs.DefaultNamespace
+}
+
+// allowNamespace checks capability in ns; the wildcard namespace "*"
+// (lists across namespaces) needs it in every namespace.
+func allowNamespace(a *acl.ACL, ns, capability string) bool {
+	if ns == "*" {
+		return a.AllowAllNamespaces(capability)
+	}
+	return a.AllowNamespaceOperation(ns, capability)
+}
+
+// nsCap requires capability in the request's namespace.
+func nsCap(capability string) func(*acl.ACL, *Server, any) bool {
+	return func(a *acl.ACL, _ *Server, args any) bool {
+		return allowNamespace(a, requestNamespace(args), capability)
+	}
+}
+
+// jobNamespaceCap requires capability in the namespace of the job the
+// request carries (the one it is written to) and in the request's.
+func jobNamespaceCap(capability string) func(*acl.ACL, *Server, any) bool {
+	return func(a *acl.ACL, _ *Server, args any) bool {
+		ns := requestNamespace(args)
+		var job *structs.Job
+		switch r := args.(type) {
+		case *structs.JobRegisterRequest:
+			job = r.Job
+		case *structs.JobPlanRequest:
+			job = r.Job
+		}
+		if job != nil && job.Namespace != "" && job.Namespace != ns {
+			if !a.AllowNamespaceOperation(job.Namespace, capability) {
+				return false
+			}
+		}
+		return a.AllowNamespaceOperation(ns, capability)
+	}
+}
+
+// allocLifecycle requires alloc-lifecycle in the allocation's namespace,
+// read from this server's state. An allocation this server does not know
+// is left to the endpoint (not found here; a leader that knows it checks
+// again itself).
+func allocLifecycle(a *acl.ACL, s *Server, args any) bool {
+	ns := requestNamespace(args)
+	if r, ok := args.(*structs.AllocStopRequest); ok {
+		if al, err := s.fsm.State().AllocByID(nil, r.AllocID); err == nil && al != nil {
+			ns = al.Namespace
+		}
+	}
+	return a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityAllocLifecycle)
+}
+
+func allocFilter(a *acl.ACL, reply any) bool {
+	r, ok := reply.(*structs.SingleAllocResponse)
+	return !ok || r.Alloc == nil || a.AllowNamespaceOperation(r.Alloc.Namespace, acl.NamespaceCapabilityReadJob)
+}
+
+func evalFilter(a *acl.ACL, reply any) bool {
+	r, ok := reply.(*structs.SingleEvalResponse)
+	return !ok || r.Eval == nil || a.AllowNamespaceOperation(r.Eval.Namespace, acl.NamespaceCapabilityReadJob)
+}
+
+func allocListFilter(a *acl.ACL, reply any) bool {
+	r, ok := reply.(*structs.AllocListResponse)
+	if !ok {
+		return true
+	}
+	for _, al := range r.Allocations {
+		if !a.AllowNamespaceOperation(al.Namespace, acl.NamespaceCapabilityReadJob) {
+			return false
+		}
+	}
+	return true
+}
+
+// nodeAllocsFilter drops the allocations of namespaces the token cannot
+// read-job in, as Nomad does.
+func nodeAllocsFilter(a *acl.ACL, reply any) bool {
+	r, ok := reply.(*structs.NodeAllocsResponse)
+	if !ok || a.IsManagement() {
+		return true
+	}
+	kept := make([]*structs.Allocation, 0, len(r.Allocs))
+	for _, al := range r.Allocs {
+		if a.AllowNamespaceOperation(al.Namespace, acl.NamespaceCapabilityReadJob) {
+			kept = append(kept, al)
+		}
+	}
+	r.Allocs = kept
+	return true
+}
+
+// requestToken returns the caller's secret, "" for none.
+func requestToken(args any) string {
+	if r, ok := args.(interface{ RequestToken() string }); ok {
+		return r.RequestToken()
+	}
+	return ""
+}
+
+// authorizeRPC applies method's rule to a call. It returns the caller's
+// ACL for filterRPCReply (nil when there is nothing to filter).
+func (s *Server) authorizeRPC(method string, args any) (*acl.ACL, error) {
+	rule, ok := rpcACLRules[method]
+	if !ok {
+		return nil, structs.ErrPermissionDenied
+	}
+	if rule.class == aclOpen {
+		return nil, nil
+	}
+	id, err := s.resolveToken(requestToken(args))
+	if err != nil {
+		return nil, err
+	}
+	switch rule.class {
+	case aclServer:
+		if id.internal || id.acl.IsManagement() {
+			return nil, nil
+		}
+		return nil, structs.ErrPermissionDenied
+	case aclNodeSecret:
+		switch {
+		case id.internal, id.acl.IsManagement():
+			return nil, nil
+		case id.unknown:
+			return nil, nil // a node secret, judged by the node-secret check
+		}
+		return nil, structs.ErrPermissionDenied
+	}
+	if id.unknown {
+		return nil, structs.ErrTokenNotFound
+	}
+	if !rule.allow(id.acl, s, args) {
+		return nil, structs.ErrPermissionDenied
+	}
+	if rule.filter == nil || id.acl.IsManagement() {
+		return nil, nil
+	}
+	return id.acl, nil
+}
+
+// filterRPCReply applies method's reply filter for a (from authorizeRPC).
+func filterRPCReply(method string, a *acl.ACL, reply any) error {
+	if a == nil {
+		return nil
+	}
+	if !rpcACLRules[method].filter(a, reply) {
+		return structs.ErrPermissionDenied
+	}
+	return nil
+}
