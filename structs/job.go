@@ -293,6 +293,8 @@ func (n NamespacedID) String() string { return n.Namespace + "/" + n.ID }
 
 // Canonicalize fills in defaults for fields the user left unset, as Nomad
 // does on registration. It mutates j; call it on a fresh or copied job.
+// Null task groups and tasks (JSON can hold them) are left for Validate
+// to report.
 func (j *Job) Canonicalize() {
 	if j.Namespace == "" {
 		j.Namespace = DefaultNamespace
@@ -313,7 +315,9 @@ func (j *Job) Canonicalize() {
 		j.Datacenters = []string{"*"}
 	}
 	for _, tg := range j.TaskGroups {
-		tg.canonicalize(j)
+		if tg != nil {
+			tg.canonicalize(j)
+		}
 	}
 }
 
@@ -328,6 +332,9 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 		tg.Migrate = DefaultMigrateStrategy()
 	}
 	for _, t := range tg.Tasks {
+		if t == nil {
+			continue
+		}
 		if t.Resources == nil {
 			t.Resources = &Resources{}
 		}
