@@ -1,0 +1,201 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// Fuzz targets for what the FSM reads: Raft log entries (Apply) and
+// snapshots (Restore). A panic in Apply stops every server that applies
+// the entry, that is all of them, and again after every restart; a panic
+// in Restore stops a server that is catching up. See docs/security.md.
+
+// maxFSMFuzzInput bounds the entries and snapshots tried.
+const maxFSMFuzzInput = 64 << 10
+
+// goldenEntries are the Raft entries in structs/testdata/codec-golden, one
+// per message type, in type order: coherent fixtures (the plan places
+// allocations of the registered job on the registered node).
+var goldenEntries = sync.OnceValues(func() ([][]byte, error) {
+	files, err := filepath.Glob("../structs/testdata/codec-golden/*.msgpack")
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("golden entries: %v %v", files, err)
+	}
+	var out [][]byte
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+})
+
+// baseEntries builds the state each input is applied to: the golden node
+// registration, plan results and client update, so that an entry naming
+// the fixtures' node, job, allocations and evaluations finds them.
+var baseEntries = []string{"00-NodeRegister", "10-ApplyPlanResults", "12-ApplyPlanResultsGrouped", "09-AllocClientUpdate"}
+
+// baseFSM returns a new FSM holding the base state, at index 100.
+func baseFSM(t testing.TB) *FSM {
+	t.Helper()
+	f, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range baseEntries {
+		b, err := os.ReadFile(filepath.Join("../structs/testdata/codec-golden", name+".msgpack"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Apply(&raft.Log{Index: uint64(10 + i), Type: raft.LogCommand, Data: b})
+	}
+	return f
+}
+
+// FuzzApply applies an arbitrary entry (first byte: message type) to the
+// base state, on two FSMs. It must not panic, except as documented for a
+// type this server does not know that lacks structs.IgnoreUnknownTypeFlag
+// (the server is too old for the log and must stop); both FSMs must give
+// the same result and reach the same state (every server applies the
+// same entries and must agree).
+func FuzzApply(f *testing.F) {
+	golden, err := goldenEntries()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, b := range golden {
+		f.Add(b)
+		ignorable := append([]byte{b[0] | byte(structs.IgnoreUnknownTypeFlag)}, b[1:]...)
+		f.Add(ignorable)
+	}
+	f.Add([]byte{byte(structs.JobRegisterRequestType)})
+	f.Add([]byte{byte(structs.IgnoreUnknownTypeFlag) | 0x7f, 0x80})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > maxFSMFuzzInput {
+			t.Skip()
+		}
+		a, b := baseFSM(t), baseFSM(t)
+		ra, unknownA := applyFuzzEntry(a, data)
+		rb, unknownB := applyFuzzEntry(b, data)
+		if unknownA || unknownB {
+			if unknownA != unknownB {
+				t.Fatal("one FSM stopped at an unknown type and the other did not")
+			}
+			return
+		}
+		if fmt.Sprint(ra) != fmt.Sprint(rb) {
+			t.Fatalf("results differ: %v / %v", ra, rb)
+		}
+		if ra != nil {
+			if _, isErr := ra.(error); !isErr {
+				t.Fatalf("result %T is neither nil nor an error: %v", ra, ra)
+			}
+		}
+		if err := diffState(a.State(), b.State()); err != nil {
+			t.Fatalf("two servers applying the same entry differ: %v", err)
+		}
+	})
+}
+
+// unknownTypePanic starts the one panic Apply documents.
+const unknownTypePanic = "fsm: unknown message type"
+
+// applyFuzzEntry applies data at index 1000. unknown reports the
+// documented stop at an unknown message type; any other panic is passed
+// on to fail the input.
+func applyFuzzEntry(f *FSM, data []byte) (result any, unknown bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if s, ok := r.(string); ok && strings.HasPrefix(s, unknownTypePanic) {
+				unknown = true
+				return
+			}
+			panic(r)
+		}
+	}()
+	return f.Apply(&raft.Log{Index: 1000, Type: raft.LogCommand, Data: data}), false
+}
+
+// maxRestoreAlloc bounds what reading one fuzz snapshot may allocate:
+// frames are read as their bytes arrive, and go-msgpack caps the
+// collections it sizes from a length prefix.
+const maxRestoreAlloc = 128 << 20
+
+// FuzzRestore restores arbitrary bytes, and the same bytes with their
+// checksum recomputed (so that damage behind the checksum reaches the
+// decoder and the store), into an FSM holding the base state. It must
+// not panic; a failed restore returns an error wrapping
+// ErrCorruptSnapshot and leaves the state as it was; a restore must not
+// allocate more than maxRestoreAlloc.
+func FuzzRestore(f *testing.F) {
+	base := baseFSM(f)
+	snap := persist(f, base)
+	f.Add(snap)
+	empty, err := New(Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(persist(f, empty))
+	f.Add(snap[:len(snap)/2])
+	f.Add(flip(snap, len(snap)/3))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > maxRestoreAlloc || len(data) > maxFSMFuzzInput {
+			t.Skip()
+		}
+		for _, in := range [][]byte{data, withChecksum(data)} {
+			fsm := baseFSM(t)
+			before := fsm.State()
+			var err error
+			alloc := allocated(func() { err = fsm.Restore(io.NopCloser(bytes.NewReader(in))) })
+			if alloc > maxRestoreAlloc {
+				t.Fatalf("restoring %d bytes allocated %d bytes", len(in), alloc)
+			}
+			if err == nil {
+				continue
+			}
+			if !errors.Is(err, ErrCorruptSnapshot) {
+				t.Fatalf("restore error does not wrap ErrCorruptSnapshot: %v", err)
+			}
+			if fsm.State() != before {
+				t.Fatal("a failed restore replaced the state")
+			}
+		}
+	})
+}
+
+// withChecksum returns a copy of b with its last four bytes replaced by
+// the CRC of the rest, as a writer would have written it.
+func withChecksum(b []byte) []byte {
+	if len(b) < trailerLen {
+		return b
+	}
+	out := bytes.Clone(b)
+	body := out[:len(out)-trailerLen]
+	binary.BigEndian.PutUint32(out[len(body):], crc32Update(0, body))
+	return out
+}
+
+// allocated returns the bytes fn allocated (process-wide; the fuzzer runs
+// one input at a time per process).
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
