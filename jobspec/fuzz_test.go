@@ -2,11 +2,13 @@ package jobspec
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-project/drover/structs"
 )
@@ -103,6 +105,7 @@ func FuzzDecodeAPIJob(f *testing.F) {
 		if len(data) > maxFuzzInput {
 			t.Skip()
 		}
+		defer watchdog(data)()
 		job, err := DecodeAPIJobBytes("Job", data)
 		again, err2 := DecodeAPIJobBytes("Job", data)
 		if errString(err) != errString(err2) || !reflect.DeepEqual(job, again) {
@@ -175,6 +178,7 @@ func FuzzParseJSON(f *testing.F) {
 		if len(data) > maxFuzzInput {
 			t.Skip()
 		}
+		defer watchdog(data)()
 		job, err := Parse("job.json", data, nil)
 		again, err2 := Parse("job.json", data, nil)
 		if errString(err) != errString(err2) || !reflect.DeepEqual(job, again) {
@@ -245,6 +249,7 @@ job "j" {
 		if len(data) > maxFuzzInput || nestingDepth(data) > maxFuzzNesting {
 			t.Skip()
 		}
+		defer watchdog(data)()
 		for _, opts := range []*Options{nil, fuzzVars} {
 			job, err := Parse("job.hcl", data, opts)
 			again, err2 := Parse("job.hcl", data, opts)
@@ -258,6 +263,20 @@ job "j" {
 			checkCanonicalValidate(t, job)
 		}
 	})
+}
+
+// fuzzSlowInput is how long one input may take. Past it the watchdog
+// crashes the fuzz worker, so that the fuzzer records the input: a job
+// file that takes seconds to parse is a denial of service on
+// /v1/jobs/parse.
+const fuzzSlowInput = 10 * time.Second
+
+// watchdog arms a timer for one input; call the result when done.
+func watchdog(data []byte) func() {
+	timer := time.AfterFunc(fuzzSlowInput, func() {
+		panic(fmt.Sprintf("input took over %s: %q", fuzzSlowInput, data))
+	})
+	return func() { timer.Stop() }
 }
 
 func readFile(f *testing.F, path string) []byte {
