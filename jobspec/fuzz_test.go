@@ -294,3 +294,25 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// Found by thinking about FuzzParseJSON's determinism check: keys match
+// fields without regard to case, and with two keys for one field the
+// decoder's choice followed map order, so the same file gave count 1 or
+// 5, or named a different key in its error, from run to run. Such an
+// object is now refused, naming both keys.
+func TestFuzzRegressionKeysDifferingInCase(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{`{"ID": "a", "TaskGroups": [{"Name": "g", "count": null, "COUNT": 5, "Tasks": [{"Name": "t", "Driver": "mock"}]}]}`,
+			`Job.TaskGroups[0].count: duplicate of "COUNT"`},
+		{`{"Job": {"ID": "a"}, "job": {"ID": "b"}}`, `Unsupported field: "job"`},
+		{`{"ID": "a", "id": "b"}`, `Job.id: duplicate of "ID"`},
+	}
+	for _, tc := range cases {
+		for range 20 {
+			_, err := Parse("job.json", []byte(tc.src), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%s: err = %v; want %q", tc.src, err, tc.want)
+			}
+		}
+	}
+}
