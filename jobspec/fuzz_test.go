@@ -295,7 +295,8 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// Found by thinking about FuzzParseJSON's determinism check: keys match
+// Found while reviewing what FuzzParseJSON's determinism check covers (a
+// short fuzz run had not hit it): keys match
 // fields without regard to case, and with two keys for one field the
 // decoder's choice followed map order, so the same file gave count 1 or
 // 5, or named a different key in its error, from run to run. Such an
@@ -313,6 +314,28 @@ func TestFuzzRegressionKeysDifferingInCase(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("%s: err = %v; want %q", tc.src, err, tc.want)
 			}
+		}
+	}
+}
+
+// Found while adding the determinism check on Validate to the JSON targets
+// (the seed in testdata/fuzz/FuzzDecodeAPIJob/validate-order now guards it):
+// with two bad meta keys or env names, the errors came out in map order.
+func TestFuzzRegressionValidateOrder(t *testing.T) {
+	src := `{"ID": "a", "Meta": {"": "x", "a\u0000": "y", "b\u0000": "z"},
+	  "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock", "Env": {"A=1": "x", "B=2": "y", "": "z"}}]}]}`
+	job, err := DecodeAPIJobBytes("Job", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Canonicalize()
+	want := errString(job.Validate())
+	if !strings.Contains(want, `Meta: invalid key ""`) || !strings.Contains(want, `Env: invalid variable name "A=1"`) {
+		t.Fatalf("Validate = %s", want)
+	}
+	for range 20 {
+		if got := errString(job.Validate()); got != want {
+			t.Fatalf("Validate differs between calls:\n%s\n%s", want, got)
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package structs
 
 import (
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -531,7 +533,7 @@ func (t *Task) validate(v *validator, p string) {
 	if t.KillTimeout < 0 || t.KillTimeout > MaxKillTimeout {
 		v.add(join(p, "KillTimeout"), "must be between 0 and %s", MaxKillTimeout)
 	}
-	for k := range t.Env {
+	for _, k := range slices.Sorted(maps.Keys(t.Env)) { // errors in a stable order
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			v.add(join(p, "Env"), "invalid variable name %q", k)
 		}
@@ -581,7 +583,7 @@ func validateConstraints(v *validator, p string, cs []*Constraint) {
 }
 
 func validateMeta(v *validator, p string, m map[string]string) {
-	for k := range m {
+	for _, k := range slices.Sorted(maps.Keys(m)) { // errors in a stable order
 		if k == "" || strings.ContainsRune(k, 0) {
 			v.add(p, "invalid key %q", k)
 		}
