@@ -233,8 +233,9 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 }
 
 // decodeLocked reads an entry body with the FSM's reused decoder. A body
-// that does not decode (a corrupt entry, or a bug in the server that wrote
-// it) is refused with an invalid-input error and writes nothing. It does
+// that does not decode, or holds a null element in a list the store walks
+// (see checkNulls), is refused with an invalid-input error and writes
+// nothing: a corrupt entry, or a bug in the server that wrote it. It does
 // not panic: every server decodes the same bytes the same way, so all of
 // them refuse the entry alike and stay in step, whereas a panic would stop
 // every server of the cluster, and again each time it replays the log.
@@ -243,6 +244,10 @@ func (f *FSM) decodeLocked(buf []byte, out any, t structs.MessageType, index uin
 	if err := f.dec.Decode(out); err != nil {
 		f.logger.Error("refusing an entry that does not decode", "msg_type", t.String(), "index", index, "error", err)
 		return structs.NewError(structs.ErrCodeInvalid, "fsm: decoding %s entry at index %d: %v", t, index, err)
+	}
+	if err := checkNulls(out); err != nil {
+		f.logger.Error("refusing an entry with a null element", "msg_type", t.String(), "index", index, "error", err)
+		return err
 	}
 	return nil
 }

@@ -83,6 +83,9 @@ func FuzzApply(f *testing.F) {
 		ignorable := append([]byte{b[0] | byte(structs.IgnoreUnknownTypeFlag)}, b[1:]...)
 		f.Add(ignorable)
 	}
+	for _, e := range nullEntries(f) {
+		f.Add(e.data)
+	}
 	f.Add([]byte{byte(structs.JobRegisterRequestType)})
 	f.Add([]byte{byte(structs.IgnoreUnknownTypeFlag) | 0x7f, 0x80})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -215,5 +218,72 @@ func TestFuzzRegressionFrameLength(t *testing.T) {
 	}
 	if alloc > 16<<20 {
 		t.Fatalf("reading %d bytes allocated %d bytes", buf.Len(), alloc)
+	}
+}
+
+type namedEntry struct {
+	name string
+	data []byte
+}
+
+// nullEntries are entries with a null element in a list the store walks,
+// each as the body of the message type that carries it.
+func nullEntries(tb testing.TB) []namedEntry {
+	alloc := &structs.Allocation{ID: "c0000000-0000-0000-0000-000000000001"}
+	cases := []struct {
+		name string
+		t    structs.MessageType
+		msg  any
+	}{
+		{"node register evals", structs.NodeRegisterRequestType,
+			&structs.NodeRegisterRequest{Node: &structs.Node{ID: "n"}, CreateEvals: []*structs.Evaluation{nil}}},
+		{"node status evals", structs.NodeUpdateStatusRequestType,
+			&structs.NodeUpdateStatusRequest{NodeID: "n", CreateEvals: []*structs.Evaluation{nil}}},
+		{"job group", structs.JobRegisterRequestType,
+			&structs.JobRegisterRequest{Job: &structs.Job{ID: "j", TaskGroups: []*structs.TaskGroup{nil}}}},
+		{"job task", structs.JobRegisterRequestType,
+			&structs.JobRegisterRequest{Job: &structs.Job{ID: "j", TaskGroups: []*structs.TaskGroup{{Name: "g", Tasks: []*structs.Task{nil}}}}}},
+		{"eval update", structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{nil}}},
+		{"client update allocs", structs.AllocClientUpdateRequestType, &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{nil}}},
+		{"client update evals", structs.AllocClientUpdateRequestType,
+			&structs.AllocUpdateRequest{Alloc: []*structs.Allocation{alloc}, Evals: []*structs.Evaluation{nil}}},
+		{"plan updated", structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{AllocsUpdated: []*structs.Allocation{nil}}},
+		{"plan stopped", structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{AllocsStopped: []*structs.Allocation{nil}}},
+		{"plan evals", structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Evals: []*structs.Evaluation{nil}}},
+		{"transition evals", structs.AllocUpdateDesiredTransitionRequestType,
+			&structs.AllocUpdateDesiredTransitionRequest{Evals: []*structs.Evaluation{nil}}},
+	}
+	out := make([]namedEntry, len(cases))
+	for i, c := range cases {
+		buf, err := structs.Encode(c.t, c.msg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[i] = namedEntry{c.name, buf}
+	}
+	return out
+}
+
+// Found while probing the paths FuzzApply reaches slowly (a null element
+// takes a mutation of the right byte): an entry with a null evaluation,
+// allocation, task group or task in a list panicked in the store, on every
+// server. It is now refused with an invalid-input error and writes nothing.
+func TestFuzzRegressionNullElements(t *testing.T) {
+	for _, e := range nullEntries(t) {
+		t.Run(e.name, func(t *testing.T) {
+			f := baseFSM(t)
+			before, _ := f.State().LatestIndex()
+			res, unknown := applyFuzzEntry(f, e.data)
+			if unknown {
+				t.Fatal("stopped at an unknown type")
+			}
+			if err, ok := res.(error); !ok || structs.CodeOf(err) != structs.ErrCodeInvalid ||
+				!strings.Contains(err.Error(), "null element") {
+				t.Fatalf("Apply returned %v; want a null element refused", res)
+			}
+			if after, _ := f.State().LatestIndex(); after != before {
+				t.Fatal("a refused entry changed the state")
+			}
+		})
 	}
 }
