@@ -155,6 +155,9 @@ func FuzzRestore(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(persist(f, empty))
+	for _, s := range nullSnapshots(f) {
+		f.Add(s)
+	}
 	f.Add(snap[:len(snap)/2])
 	f.Add(flip(snap, len(snap)/3))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -285,5 +288,42 @@ func TestFuzzRegressionNullElements(t *testing.T) {
 				t.Fatal("a refused entry changed the state")
 			}
 		})
+	}
+}
+
+// snapshotOf writes a snapshot of one frame holding records, given as
+// (type, object) pairs, with a valid end marker and checksum.
+func snapshotOf(tb testing.TB, recs ...any) []byte {
+	var out bytes.Buffer
+	out.Write(mustEncode(tb, &snapshotHeader{Magic: snapshotMagic, FormatVersion: snapshotFormatVersion}))
+	frame := mustEncode(tb, uint64(len(recs)/2))
+	for _, r := range recs {
+		frame = append(frame, mustEncode(tb, r)...)
+	}
+	out.Write(binary.BigEndian.AppendUint32(nil, uint32(len(frame))))
+	out.Write(frame)
+	out.Write(binary.BigEndian.AppendUint32(nil, 0))
+	out.Write(binary.BigEndian.AppendUint64(nil, uint64(len(recs)/2)))
+	return withChecksum(append(out.Bytes(), 0, 0, 0, 0))
+}
+
+// nullSnapshots are snapshots holding a job with a null task group or task.
+func nullSnapshots(tb testing.TB) [][]byte {
+	return [][]byte{
+		snapshotOf(tb, recJob, &structs.Job{ID: "j", Namespace: "default", TaskGroups: []*structs.TaskGroup{nil}}),
+		snapshotOf(tb, recJob, &structs.Job{ID: "j", Namespace: "default",
+			TaskGroups: []*structs.TaskGroup{{Name: "g", Tasks: []*structs.Task{nil}}}}),
+	}
+}
+
+// Found with the null-element probe of Apply (see above), on the snapshot
+// side: a snapshot whose job held a null task group or task restored, for
+// the scheduler and the API to dereference later. It is refused now.
+func TestFuzzRegressionSnapshotNullElements(t *testing.T) {
+	for _, snap := range nullSnapshots(t) {
+		_, err := ReadSnapshot(bytes.NewReader(snap))
+		if !errors.Is(err, ErrCorruptSnapshot) || !strings.Contains(err.Error(), "null element") {
+			t.Fatalf("err = %v; want the null element refused", err)
+		}
 	}
 }

@@ -46,6 +46,17 @@ func checkNulls(req any) error {
 	return errs.err()
 }
 
+// recordNulls is checkNulls for a snapshot record: a job whose task
+// groups or tasks hold a null is refused, as Apply refuses it, rather than
+// restored for the scheduler and the API to trip over.
+func recordNulls(v any) error {
+	var errs nullErrs
+	if job, ok := v.(*structs.Job); ok {
+		jobNulls(&errs, "Job", job)
+	}
+	return errs.err()
+}
+
 // jobNulls checks a job's task groups and their tasks; a null job is the
 // caller's to judge.
 func jobNulls(errs *nullErrs, path string, job *structs.Job) {

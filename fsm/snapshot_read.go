@@ -314,6 +314,9 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 		if err := dec.Decode(d.v); err != nil {
 			return nil, fmt.Errorf("record %d (type %d): %v", i+1, d.t, err)
 		}
+		if err := recordNulls(d.v); err != nil {
+			return nil, fmt.Errorf("record %d (type %d): %v", i+1, d.t, err)
+		}
 	}
 	if dec.NumBytesRead() != len(data) {
 		return nil, fmt.Errorf("%d bytes after the last record", len(data)-dec.NumBytesRead())
