@@ -62,7 +62,9 @@ func baseFSM(t testing.TB) *FSM {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Apply(&raft.Log{Index: uint64(10 + i), Type: raft.LogCommand, Data: b})
+		if res := f.Apply(&raft.Log{Index: uint64(10 + i), Type: raft.LogCommand, Data: b}); res != nil {
+			t.Fatalf("base entry %s: %v", name, res)
+		}
 	}
 	return f
 }
