@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -63,4 +64,26 @@ func configNesting(src []byte) int {
 		}
 	}
 	return deepest
+}
+
+// Found by FuzzParseConfig: gohcl reports unknown arguments in map order,
+// so the same file's error listed them differently from run to run; and
+// of several bad meta values, the one reported was chosen by map order.
+// Errors now come in file order, and meta values are read in name order.
+func TestFuzzRegressionConfigErrorOrder(t *testing.T) {
+	cases := []struct{ src, first string }{
+		{"a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n", `c.hcl:1:1: Unsupported argument; An argument named "a"`},
+		{"client {\n  meta {\n    z = [1]\n    a = [2]\n    m = [3]\n  }\n}\n", "c.hcl:4:9: "},
+	}
+	for _, tc := range cases {
+		want := parseConfig(DefaultConfig(), "c.hcl", []byte(tc.src))
+		if want == nil || !strings.HasPrefix(want.Error(), tc.first) {
+			t.Fatalf("%q: err = %v; want it to start with %q", tc.src, want, tc.first)
+		}
+		for range 20 {
+			if err := parseConfig(DefaultConfig(), "c.hcl", []byte(tc.src)); err.Error() != want.Error() {
+				t.Fatalf("%q: errors differ:\n%v\n%v", tc.src, want, err)
+			}
+		}
+	}
 }
