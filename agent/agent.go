@@ -79,6 +79,14 @@ func (a *Agent) start(root hclog.Logger) error {
 		a.devDataDir = dir
 		dataDir = dir
 	}
+	if dataDir != "" && !filepath.IsAbs(dataDir) {
+		// A Config built in code skipped LoadConfig's ResolvePaths.
+		abs, err := filepath.Abs(dataDir)
+		if err != nil {
+			return fmt.Errorf("resolving data dir %q: %w", dataDir, err)
+		}
+		dataDir = abs
+	}
 	a.dataDir = dataDir
 	// Telemetry before anything emits: raft counts its first election.
 	processTelemetry()
@@ -118,7 +126,7 @@ func (a *Agent) start(root hclog.Logger) error {
 		opts = append(opts, WithLocalClient(a.client))
 	}
 	httpLogger := root.Named("http")
-	a.httpServer = newHTTPServer(NewHTTPHandler(api, cfg, httpLogger, opts...), httpLogger)
+	a.httpServer = newHTTPServerWithLimit(NewHTTPHandler(api, cfg, httpLogger, opts...), httpLogger, cfg.Limits.HTTPMaxConnsPerClient)
 	a.httpDone = make(chan struct{})
 	go func() {
 		defer close(a.httpDone)
@@ -156,6 +164,7 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 		},
 		Logger: root, // the server names its own logger "server"
 	}
+	cfg.Limits.serverRPCLimits(srvCfg)
 	if cfg.serverConfigHook != nil {
 		cfg.serverConfigHook(srvCfg)
 	}

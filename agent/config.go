@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +51,8 @@ type Config struct {
 	// Plugins holds task driver settings by plugin name (parsed now, used
 	// by the client).
 	Plugins map[string]*PluginConfig
+	// Limits is the limits { } block (config_limits.go).
+	Limits LimitsConfig
 
 	// Files lists the config files that were loaded, in order.
 	Files []string
@@ -170,6 +173,7 @@ func DefaultConfig() *Config {
 			GCMaxAllocs: client.DefaultGCMaxAllocs,
 		},
 		Plugins: map[string]*PluginConfig{},
+		Limits:  DefaultLimits(),
 	}
 }
 
@@ -196,6 +200,46 @@ func DevConfig() *Config {
 func (c *Config) PluginEnabled(name string) bool {
 	p := c.Plugins[name]
 	return p != nil && p.Enabled
+}
+
+// ErrRelativeBase is returned by ResolvePaths when the directory it resolves
+// against is not itself absolute.
+var ErrRelativeBase = errors.New("paths must be resolved against an absolute directory")
+
+// pathSettings returns a pointer to every filesystem path the configuration
+// holds: the data directory (data_dir, -data-dir; the client's state and
+// allocation directories live under it) and the config files loaded.
+// Drover has no separate plugin_dir, alloc_dir, state_dir or log_file
+// settings; one added later belongs in this list.
+func (c *Config) pathSettings() []*string {
+	ps := []*string{&c.DataDir}
+	for i := range c.Files {
+		ps = append(ps, &c.Files[i])
+	}
+	return ps
+}
+
+// ResolvePaths makes every path in the configuration absolute, a relative
+// one taken against wd (the agent's working directory at start-up), as
+// Nomad does. A task's directory is handed to processes that run elsewhere
+// (the raw_exec supervisor runs in "/"), so a relative data directory
+// would name another place for them. Empty paths stay empty; wd must be
+// absolute (ErrRelativeBase otherwise).
+func (c *Config) ResolvePaths(wd string) error {
+	if !filepath.IsAbs(wd) {
+		return fmt.Errorf("%w: %q", ErrRelativeBase, wd)
+	}
+	for _, p := range c.pathSettings() {
+		if *p == "" {
+			continue
+		}
+		if filepath.IsAbs(*p) {
+			*p = filepath.Clean(*p)
+		} else {
+			*p = filepath.Join(wd, *p)
+		}
+	}
+	return nil
 }
 
 // NodeNameOrHost returns NodeName, or the host name when it is empty.
@@ -306,6 +350,7 @@ func (c *Config) Validate() error {
 			add("plugin %q is not supported (Drover has raw_exec and mock_driver)", name)
 		}
 	}
+	errs = append(errs, c.Limits.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/drover-project/drover/internal/hcllimit"
 )
 
 // The file schema. Pointer fields distinguish "not set" from a zero value so
@@ -32,6 +34,7 @@ type fileConfig struct {
 	Server      *fileServer  `hcl:"server,block"`
 	Client      *fileClient  `hcl:"client,block"`
 	Plugins     []filePlugin `hcl:"plugin,block"`
+	Limits      *fileLimits  `hcl:"limits,block"`
 }
 
 type filePorts struct {
@@ -147,6 +150,9 @@ func loadOneFile(c *Config, path string) error {
 
 // parseConfig decodes src (named filename in messages) and applies it to c.
 func parseConfig(c *Config, filename string, src []byte) error {
+	if diags := boundConfigSource(filename, src); diags.HasErrors() {
+		return diagError(diags)
+	}
 	p := hclparse.NewParser()
 	var f *hcl.File
 	var diags hcl.Diagnostics
@@ -178,6 +184,9 @@ func (fc *fileConfig) apply(c *Config) error {
 	setString(&c.LogLevel, fc.LogLevel)
 	setBool(&c.LogJSON, fc.LogJSON)
 	setBool(&c.EnableDebug, fc.EnableDebug)
+	if err := fc.Limits.apply(&c.Limits); err != nil {
+		return err
+	}
 	if p := fc.Ports; p != nil {
 		setInt(&c.Ports.HTTP, p.HTTP)
 		setInt(&c.Ports.RPC, p.RPC)
@@ -266,6 +275,15 @@ func (fc *fileConfig) apply(c *Config) error {
 		}
 	}
 	return nil
+}
+
+// boundConfigSource refuses a file that would drive hcl's recursive
+// parser too deep (internal/hcllimit): nesting, operator chains, size.
+func boundConfigSource(filename string, src []byte) hcl.Diagnostics {
+	if strings.HasSuffix(filename, ".json") {
+		return hcllimit.JSON(filename, src)
+	}
+	return hcllimit.HCL(filename, src)
 }
 
 // durationSetting is one duration attribute of a block: its text as

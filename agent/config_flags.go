@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -37,11 +38,8 @@ type agentFlags struct {
 	numSchedulers   int
 }
 
-// flagSet returns the `drover agent` flag set bound to f, writing usage
-// to out.
-func (f *agentFlags) flagSet(out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	fs.SetOutput(out)
+// register defines the `drover agent` flags on fs, bound to f.
+func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.dev, "dev", false, "run a single-node dev server on 127.0.0.1 with a throwaway data dir")
 	fs.BoolVar(&f.server, "server", false, "enable server mode")
 	fs.BoolVar(&f.client, "client", false, "enable client mode (runs allocations on this machine)")
@@ -61,7 +59,6 @@ func (f *agentFlags) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.logLevel, "log-level", "", "log level: trace, debug, info, warn, error")
 	fs.BoolVar(&f.logJSON, "log-json", false, "write logs as JSON")
 	fs.IntVar(&f.numSchedulers, "num-schedulers", 0, "number of scheduler workers (0: server default)")
-	return fs
 }
 
 // LoadConfig builds the agent configuration from `drover agent` arguments:
@@ -69,8 +66,18 @@ func (f *agentFlags) flagSet(out io.Writer) *flag.FlagSet {
 // flags that were given. It validates the result. It returns flag.ErrHelp
 // when -h was given (usage has been written to out).
 func LoadConfig(args []string, out io.Writer) (*Config, error) {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(out)
+	return LoadConfigFlags(fs, args)
+}
+
+// LoadConfigFlags is LoadConfig with the caller's flag set: the agent's
+// flags are defined on fs (which must not define them already), so the
+// caller chooses its output, error handling and usage text. fs should be
+// flag.ContinueOnError: errors, and flag.ErrHelp for -h, are returned.
+func LoadConfigFlags(fs *flag.FlagSet, args []string) (*Config, error) {
 	var f agentFlags
-	fs := f.flagSet(out)
+	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -146,6 +153,13 @@ func LoadConfig(args []string, out io.Writer) (*Config, error) {
 	})
 	if flagErr != nil {
 		return nil, flagErr
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("resolving relative paths: %w", err)
+	}
+	if err := c.ResolvePaths(wd); err != nil {
+		return nil, err
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

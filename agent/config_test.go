@@ -74,6 +74,7 @@ func TestParseConfig(t *testing.T) {
 						Meta:       map[string]string{"rack": "r1", "zone": "z2"},
 						GCInterval: time.Minute, GCRetention: time.Hour, GCMaxAllocs: 50},
 					Plugins: map[string]*PluginConfig{"raw_exec": {Enabled: true}},
+					Limits:  DefaultLimits(),
 					Files:   []string{"full.hcl"},
 				}
 				if !reflect.DeepEqual(c, want) {

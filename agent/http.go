@@ -75,10 +75,11 @@ func newHTTPServer(handler http.Handler, logger hclog.Logger) *http.Server {
 	return newHTTPServerWithLimit(handler, logger, DefaultMaxConnsPerClient)
 }
 
+// newHTTPServerWithLimit is newHTTPServer with another cap; 0 means none
+// (limits { http_max_conns_per_client = 0 }).
 func newHTTPServerWithLimit(handler http.Handler, logger hclog.Logger, maxConnsPerClient int) *http.Server {
-	limiter := newConnLimiter(maxConnsPerClient, logger)
 	return &http.Server{
-		ConnState:         limiter.connState,
+		ConnState:         connLimitHook(maxConnsPerClient, logger),
 		Handler:           handler,
 		ReadHeaderTimeout: httpReadHeaderTimeout,
 		ReadTimeout:       httpReadTimeout,

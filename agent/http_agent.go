@@ -86,27 +86,48 @@ func (h *httpAPI) agentMembers(w http.ResponseWriter, r *http.Request) (any, err
 	return out, nil
 }
 
-// memberFromServer renders a server as Nomad's agent member.
+// memberFromServer renders a server as Nomad's agent member, with the
+// tags Nomad's servers gossip: Nomad's CLI finds the leader by comparing
+// /v1/status/leader with Addr joined to the "port" tag (the RPC port),
+// and prints "raft_vsn", "build", "dc" and "region". "bootstrap" is "1"
+// only for a single-server cluster and "expect" is bootstrap_expect, as
+// in Nomad; "leader" and the host:port "rpc_addr" are Drover's own.
 func memberFromServer(m *structs.ServerMember) *structs.AgentMember {
 	host, portStr, err := net.SplitHostPort(m.RPCAddr)
 	if err != nil {
 		host = m.RPCAddr
 	}
 	port, _ := strconv.ParseUint(portStr, 10, 16)
+	tags := map[string]string{
+		"role":     "drover",
+		"region":   m.Region,
+		"dc":       m.Datacenter,
+		"id":       m.ID,
+		"rpc_addr": m.RPCAddr,
+		"port":     portStr,
+		"build":    m.Version,
+		"vsn":      memberAPIVersion,
+		"raft_vsn": memberRaftVersion,
+		"leader":   strconv.FormatBool(m.Leader),
+	}
+	if m.Bootstrap == 1 {
+		tags["bootstrap"] = "1"
+	}
+	if m.Bootstrap != 0 {
+		tags["expect"] = strconv.Itoa(m.Bootstrap)
+	}
 	return &structs.AgentMember{
-		Name: m.Name + "." + m.Region,
-		Addr: host,
-		Port: uint16(port),
-		Tags: map[string]string{
-			"role":      "drover",
-			"region":    m.Region,
-			"dc":        m.Datacenter,
-			"id":        m.ID,
-			"rpc_addr":  m.RPCAddr,
-			"build":     m.Version,
-			"leader":    strconv.FormatBool(m.Leader),
-			"bootstrap": strconv.Itoa(m.Bootstrap),
-		},
+		Name:   m.Name + "." + m.Region,
+		Addr:   host,
+		Port:   uint16(port),
+		Tags:   tags,
 		Status: m.Status,
 	}
 }
+
+// Versions a member's tags report: the API major version Nomad's servers
+// gossip as "vsn", and the Raft protocol Drover's servers speak.
+const (
+	memberAPIVersion  = "1"
+	memberRaftVersion = "3"
+)

@@ -40,7 +40,7 @@ func (h *httpAPI) allocGet(w http.ResponseWriter, r *http.Request) (any, error) 
 	if out.Alloc == nil {
 		return nil, notFound("alloc not found")
 	}
-	return out.Alloc, nil
+	return allocForHTTP(out.Alloc), nil
 }
 
 // PUT|POST /v1/allocation/<id>/stop: stop one allocation; the scheduler

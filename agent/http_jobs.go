@@ -223,6 +223,35 @@ func (h *httpAPI) jobPlan(w http.ResponseWriter, r *http.Request) (any, error) {
 	return out, nil
 }
 
+// PUT|POST /v1/validate/job: check the body's job as registering it would,
+// writing nothing. As in Nomad, the job's problems are the answer (200 with
+// ValidationErrors), so Nomad's `job validate` lists them; a field Drover
+// does not support is one of them.
+func (h *httpAPI) jobValidate(w http.ResponseWriter, r *http.Request) (any, error) {
+	var body structs.JobValidateHTTPRequest
+	var out structs.JobValidateResponse
+	if err := decodeJobBody(w, r, &body); err != nil {
+		if err := out.SetProblems(err); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	if body.Job == nil {
+		return nil, badRequest("Job must be specified")
+	}
+	args := structs.JobValidateRequest{Job: body.Job}
+	if err := h.parseJobWrite(r, body.Region, body.Namespace, &args.WriteRequest); err != nil {
+		return nil, err
+	}
+	if err := reconcileNamespace(&args.WriteRequest, &body.Job.Namespace); err != nil {
+		return nil, err
+	}
+	if err := h.srv.RPC("Job.Validate", &args, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PUT|POST /v1/jobs/parse: turn an HCL job file into the API's job, as
 // `drover job run` would send it. Canonicalize fills the defaults the
 // server would. Nothing is registered.

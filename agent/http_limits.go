@@ -33,6 +33,15 @@ func newConnLimiter(max int, logger hclog.Logger) *connLimiter {
 	return &connLimiter{max: max, logger: logger, perIP: map[string]int{}, conns: map[net.Conn]string{}}
 }
 
+// connLimitHook returns the ConnState hook of a limiter of max
+// connections per client address, or nil for max 0 (no limit).
+func connLimitHook(max int, logger hclog.Logger) func(net.Conn, http.ConnState) {
+	if max <= 0 {
+		return nil
+	}
+	return newConnLimiter(max, logger).connState
+}
+
 // connState is the http.Server.ConnState hook.
 func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 	switch state {

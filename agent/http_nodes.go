@@ -38,7 +38,7 @@ func (h *httpAPI) nodeGet(w http.ResponseWriter, r *http.Request) (any, error) {
 	if out.Node == nil {
 		return nil, notFound("node not found")
 	}
-	return out.Node, nil
+	return nodeForHTTP(out.Node), nil
 }
 
 // GET /v1/node/<id>/allocations: the node's allocations, in full.
@@ -52,7 +52,7 @@ func (h *httpAPI) nodeAllocations(w http.ResponseWriter, r *http.Request) (any, 
 		return nil, err
 	}
 	setMeta(w, &out.QueryMeta)
-	return nonNil(out.Allocs), nil
+	return allocsForHTTP(out.Allocs), nil
 }
 
 // PUT|POST /v1/node/<id>/drain: start a drain ({"DrainSpec": {"Deadline":

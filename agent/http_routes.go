@@ -26,6 +26,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/jobs", h.jobList)
 	handle("PUT /v1/jobs", h.jobRegister)
 	handle("POST /v1/jobs", h.jobRegister)
+	handle("PUT /v1/validate/job", h.jobValidate)
+	handle("POST /v1/validate/job", h.jobValidate)
 	handle("PUT /v1/jobs/parse", h.jobsParse)
 	handle("POST /v1/jobs/parse", h.jobsParse)
 	handle("GET /v1/job/{id}", h.jobGet)
@@ -35,6 +37,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/job/{id}/allocations", h.jobAllocations)
 	handle("GET /v1/job/{id}/evaluations", h.jobEvaluations)
 	handle("GET /v1/job/{id}/summary", h.jobSummary)
+	handle("GET /v1/job/{id}/deployment", h.jobLatestDeployment)
+	handle("GET /v1/job/{id}/deployments", h.jobDeployments)
 	handle("PUT /v1/job/{id}/plan", h.jobPlan)
 	handle("POST /v1/job/{id}/plan", h.jobPlan)
 
@@ -87,8 +91,6 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 // PUT, POST and DELETE, so a Nomad tool gets a clear error rather than a 404 or, worse,
 // a silently wrong answer. README.md's compatibility table lists them.
 var unsupportedEndpoints = []struct{ pattern, feature string }{
-	{"/v1/job/{id}/deployments", "deployments"},
-	{"/v1/job/{id}/deployment", "deployments"},
 	{"/v1/deployments", "deployments"},
 	{"/v1/deployment/", "deployments"},
 	{"/v1/job/{id}/versions", "job versions"},
@@ -102,7 +104,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/job/{id}/evaluate", "forced job evaluation"},
 	{"/v1/job/{id}/action", "task actions"},
 	{"/v1/job/{id}/actions", "task actions"},
-	{"/v1/validate/job", "job validation over HTTP (drover job run validates on the server)"},
 	{"/v1/allocation/{id}/services", "services"},
 	{"/v1/allocation/{id}/checks", "service checks"},
 	{"/v1/evaluations/count", "evaluation counts"},

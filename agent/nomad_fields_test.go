@@ -399,7 +399,6 @@ func TestNomadServerSideDefaults(t *testing.T) {
 	registerNode(t, a, "n1")
 	job := &nomad.Job{
 		ID:         new("defaults"),
-		Type:       new("batch"),
 		Reschedule: &nomad.ReschedulePolicy{Attempts: new(4), Interval: new(2 * time.Hour)},
 		Migrate:    &nomad.MigrateStrategy{MaxParallel: new(3)},
 		TaskGroups: []*nomad.TaskGroup{{
@@ -422,12 +421,12 @@ func TestNomadServerSideDefaults(t *testing.T) {
 	if tg.Count == nil || *tg.Count != 1 {
 		t.Errorf("Count = %v; want 1 (Nomad's default for a null count)", show(reflect.ValueOf(tg.Count)))
 	}
-	wantRestart := nomad.RestartPolicy{Attempts: new(5), Interval: new(24 * time.Hour), Delay: new(15 * time.Second), Mode: new("fail")}
+	wantRestart := nomad.RestartPolicy{Attempts: new(5), Interval: new(30 * time.Minute), Delay: new(15 * time.Second), Mode: new("fail")}
 	if tg.RestartPolicy == nil || !reflect.DeepEqual(*tg.RestartPolicy, wantRestart) {
 		t.Errorf("RestartPolicy = %s; want %s", show(reflect.ValueOf(tg.RestartPolicy)), show(reflect.ValueOf(wantRestart)))
 	}
 	wantResched := nomad.ReschedulePolicy{Attempts: new(4), Interval: new(2 * time.Hour), Delay: new(11 * time.Second),
-		DelayFunction: new("constant"), MaxDelay: new(time.Duration(0)), Unlimited: new(false)}
+		DelayFunction: new("exponential"), MaxDelay: new(time.Hour), Unlimited: new(false)}
 	if tg.ReschedulePolicy == nil || !reflect.DeepEqual(*tg.ReschedulePolicy, wantResched) {
 		t.Errorf("ReschedulePolicy = %s; want %s", show(reflect.ValueOf(tg.ReschedulePolicy)), show(reflect.ValueOf(wantResched)))
 	}
@@ -436,11 +435,43 @@ func TestNomadServerSideDefaults(t *testing.T) {
 	if tg.Migrate == nil || !reflect.DeepEqual(*tg.Migrate, wantMigrate) {
 		t.Errorf("Migrate = %s; want %s", show(reflect.ValueOf(tg.Migrate)), show(reflect.ValueOf(wantMigrate)))
 	}
+	// Only service jobs migrate, as in Nomad.
+	job.ID, job.Type = new("defaults-batch"), new("batch")
+	if _, _, err := c.Jobs().Register(job, nil); err == nil || !strings.Contains(err.Error(), `job type "batch" does not allow a migrate block`) {
+		t.Errorf("batch job with migrate: %v", err)
+	}
 	if ev := waitEval(t, c, resp.EvalID); ev.Status != "complete" {
 		t.Fatalf("eval = %+v", ev)
 	}
 	allocs, _, err := c.Jobs().Allocations("defaults", false, nil)
 	if err != nil || len(allocs) != 1 {
 		t.Fatalf("allocations = %d, %v; want the one a null count means", len(allocs), err)
+	}
+}
+
+// TestNomadJobValidate drives PUT /v1/validate/job with Nomad's client, as
+// `nomad job validate` does: a valid job has no problems; an invalid one
+// and one asking for something Drover does not support list them, with
+// 200, so Nomad's CLI prints them.
+func TestNomadJobValidate(t *testing.T) {
+	_, c := startServerAgent(t)
+	ok, _, err := c.Jobs().Validate(baseProbeJob("valid"), nil)
+	if err != nil || ok.Error != "" || len(ok.ValidationErrors) != 0 || !ok.DriverConfigValidated {
+		t.Fatalf("valid job: %+v, %v", ok, err)
+	}
+	bad := baseProbeJob("bad")
+	bad.TaskGroups[0].Tasks[0].Config = map[string]any{"run_for": "soon"}
+	bad.Periodic = &nomad.PeriodicConfig{Spec: new("@yearly")}
+	resp, _, err := c.Jobs().Validate(bad, nil)
+	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "Job.Periodic: Drover does not support periodic jobs") {
+		t.Fatalf("unsupported field: %+v, %v", resp, err)
+	}
+	bad.Periodic = nil
+	resp, _, err = c.Jobs().Validate(bad, nil)
+	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "TaskGroups[0].Tasks[0].Config.run_for") {
+		t.Fatalf("bad driver config: %+v, %v", resp, err)
+	}
+	if jobs, _, err := c.Jobs().List(nil); err != nil || len(jobs) != 0 {
+		t.Fatalf("validation registered something: %v, %v", jobs, err)
 	}
 }

@@ -54,6 +54,17 @@ func (c *Client) PlanJob(ctx context.Context, job *structs.Job, diff bool, w *Wr
 	return &out, wm, nil
 }
 
+// ValidateJob checks job as registering it would, writing nothing; the
+// job's problems are in the response's ValidationErrors.
+func (c *Client) ValidateJob(ctx context.Context, job *structs.Job, w *WriteOptions) (*structs.JobValidateResponse, error) {
+	req := &structs.JobValidateHTTPRequest{Job: job}
+	var out structs.JobValidateResponse
+	if _, err := c.write(ctx, http.MethodPut, "/v1/validate/job", nil, w, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // withParam returns a copy of q with one more query parameter.
 func withParam(q *QueryOptions, key, value string) *QueryOptions {
 	var c QueryOptions

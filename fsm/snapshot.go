@@ -105,7 +105,7 @@ func (s *fsmSnapshot) Release() {}
 // Restore replaces the state with the snapshot read from rc. The snapshot
 // is loaded into a fresh store and fully verified first; on any error the
 // current state is left untouched. On success the old store is abandoned,
-// which wakes blocking queries so they re-run on the new one.
+// which wakes blocking queries so they answer from the new one at once.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer metrics.MeasureSince(metricKey(metricRestore), time.Now())
 	defer rc.Close()

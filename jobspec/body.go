@@ -23,7 +23,7 @@ type bodySpec struct {
 var nomadOnly = map[string][]string{
 	"file": {"variables"},
 	"job": {"node_pool", "update", "multiregion", "spread", "affinity", "periodic", "parameterized",
-		"ui", "vault", "consul", "vault_token", "consul_token", "id"},
+		"ui", "vault", "consul", "vault_token", "consul_token", "id", "group_selection"},
 	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk", "update", "network",
 		"service", "shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
 		"max_client_disconnect", "scaling", "consul", "prevent_reschedule_on_lost", "vault"},
@@ -32,7 +32,10 @@ var nomadOnly = map[string][]string{
 		"scaling", "secret", "identity", "action", "schedule"},
 	"resources": {"memory_max", "network", "device", "numa", "secrets", "iops"},
 	"restart":   {"render_templates"},
-	"variable":  {"validation", "sensitive", "nullable"},
+	// Nomad's parser reads these two and then drops them; Drover refuses
+	// them rather than doing the same.
+	"constraint": {"is_set", "is_not_set"},
+	"variable":   {"validation", "sensitive", "nullable"},
 }
 
 // content checks b against spec, reporting every argument and block it
@@ -76,7 +79,7 @@ func (d *decoder) unsupported(rng hcl.Range, kind, name string, spec *bodySpec) 
 	if spec.what == "file" {
 		where = "at the top level of a job file"
 	}
-	if contains(nomadOnly[spec.what], name) {
+	if contains(nomadOnly[spec.what], name) || kind == "block" && name == "dynamic" {
 		summary := "Unsupported argument"
 		if kind == "block" {
 			summary = "Unsupported block type"
@@ -343,9 +346,14 @@ func (d *decoder) freeformBody(b *hclsyntax.Body) map[string]any {
 		out[a.Name] = g
 	}
 	for _, blk := range b.Blocks {
+		if blk.Type == "dynamic" {
+			d.add(diagAt(blk.TypeRange, "Unsupported block type",
+				`Drover does not support the "dynamic" block in a task config`))
+			continue
+		}
 		if len(blk.Labels) > 0 {
 			d.add(diagAt(blk.LabelRanges[0], "Unsupported block label",
-				"blocks inside a task config take no labels; write %s { ... }", blk.Type))
+				"Drover does not support labeled blocks in a task config; write %s { ... }", blk.Type))
 			continue
 		}
 		if _, isAttr := b.Attributes[blk.Type]; isAttr {

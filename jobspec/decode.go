@@ -1,6 +1,8 @@
 package jobspec
 
 import (
+	"strings"
+
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -16,7 +18,7 @@ type decoder struct {
 var (
 	jobSpec = &bodySpec{what: "job",
 		attrs:  []string{"name", "type", "priority", "datacenters", "region", "namespace", "all_at_once", "meta"},
-		blocks: []string{"group", "constraint", "meta", "reschedule", "migrate"}}
+		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate"}}
 	groupSpec = &bodySpec{what: "group",
 		attrs:  []string{"count", "meta"},
 		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta"}}
@@ -47,6 +49,7 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	attrs, blocks := d.content(blk.Body, jobSpec)
 	d.str(attrs, "name", &job.Name)
 	d.str(attrs, "type", &job.Type)
+	d.jobType(attrs, job.Type)
 	d.integer(attrs, "priority", &job.Priority)
 	d.strList(attrs, "datacenters", &job.Datacenters)
 	d.str(attrs, "region", &job.Region)
@@ -67,8 +70,17 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	if b := d.single(blocks["migrate"], "job"); b != nil {
 		migrate = d.migrate(b, structs.DefaultMigrateStrategy())
 	}
-	if len(blocks["group"]) == 0 {
+	if len(blocks["group"]) == 0 && len(blocks["task"]) == 0 {
 		d.add(diagAt(blk.OpenBraceRange, "Missing group", "a job needs at least one group block"))
+	}
+	// A task written directly in the job is a group of its own, named
+	// after the task, placed before the other groups (as in Nomad).
+	for _, tb := range blocks["task"] {
+		if t := d.task(tb); t != nil {
+			tg := &structs.TaskGroup{Name: t.Name, Count: 1, Tasks: []*structs.Task{t},
+				ReschedulePolicy: copyResched(resched), Migrate: copyMigrate(migrate)}
+			job.TaskGroups = append(job.TaskGroups, tg)
+		}
 	}
 	for _, gb := range blocks["group"] {
 		if tg := d.group(gb, jobType, resched, migrate); tg != nil {
@@ -76,6 +88,21 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 		}
 	}
 	return job
+}
+
+// jobTypes are the job types Nomad has; Drover runs the first three.
+var (
+	jobTypes       = []string{structs.JobTypeService, structs.JobTypeBatch, structs.JobTypeSystem}
+	nomadOnlyTypes = []string{"sysbatch"}
+)
+
+// jobType refuses a job type Nomad has and Drover does not run; any other
+// value is left for the server to validate.
+func (d *decoder) jobType(attrs map[string]*hclsyntax.Attribute, typ string) {
+	if contains(nomadOnlyTypes, typ) {
+		d.add(diagAt(attrs["type"].Expr.Range(), "Unsupported job type",
+			"Drover does not support the %q job type; use one of %s", typ, strings.Join(jobTypes, ", ")))
+	}
 }
 
 // group decodes a group block; jobResched and jobMigrate are the job-level
@@ -244,7 +271,9 @@ func (d *decoder) constraint(blk *hclsyntax.Block) *structs.Constraint {
 		return &structs.Constraint{Operand: structs.ConstraintDistinctHosts}
 	}
 	if len(attrs) == 0 {
-		d.add(diagAt(blk.TypeRange, "Empty constraint", "a constraint needs an attribute and a value, or distinct_hosts = true"))
+		if len(blk.Body.Attributes) == 0 { // else each was reported already
+			d.add(diagAt(blk.TypeRange, "Empty constraint", "a constraint needs an attribute and a value, or distinct_hosts = true"))
+		}
 		return nil
 	}
 	if c.Operand == "" {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/drover-project/drover/internal/textdist"
 	"github.com/hashicorp/hcl/v2"
 )
 
@@ -99,30 +100,9 @@ func diagAt(rng hcl.Range, summary, format string, args ...any) *hcl.Diagnostic 
 func suggest(name string, candidates []string) string {
 	best, bestDist := "", 3
 	for _, c := range candidates {
-		if d := editDistance(name, c); d < bestDist {
+		if d := textdist.Distance(name, c); d < bestDist {
 			best, bestDist = c, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -21,7 +22,7 @@ import (
 // under Terraform's (and Nomad's) names, plus try and can. Built once;
 // the map and the functions are read only.
 var functions = sync.OnceValue(func() map[string]function.Function {
-	return map[string]function.Function{
+	fns := map[string]function.Function{
 		"abs": stdlib.AbsoluteFunc, "ceil": stdlib.CeilFunc, "floor": stdlib.FloorFunc,
 		"log": stdlib.LogFunc, "max": stdlib.MaxFunc, "min": stdlib.MinFunc,
 		"parseint": stdlib.ParseIntFunc, "pow": stdlib.PowFunc, "signum": stdlib.SignumFunc,
@@ -30,7 +31,8 @@ var functions = sync.OnceValue(func() map[string]function.Function {
 		"indent": stdlib.IndentFunc, "join": stdlib.JoinFunc, "lower": stdlib.LowerFunc,
 		"regex": stdlib.RegexFunc, "regexall": stdlib.RegexAllFunc, "regex_replace": stdlib.RegexReplaceFunc,
 		"replace": stdlib.ReplaceFunc, "split": stdlib.SplitFunc, "strlen": stdlib.StrlenFunc,
-		"strrev": stdlib.ReverseFunc, "substr": stdlib.SubstrFunc, "title": stdlib.TitleFunc,
+		"strrev": stdlib.ReverseFunc, "reverse": stdlib.ReverseFunc, // a string, as in Nomad
+		"substr": stdlib.SubstrFunc, "title": stdlib.TitleFunc,
 		"trim": stdlib.TrimFunc, "trimprefix": stdlib.TrimPrefixFunc, "trimspace": stdlib.TrimSpaceFunc,
 		"trimsuffix": stdlib.TrimSuffixFunc, "upper": stdlib.UpperFunc,
 
@@ -39,7 +41,7 @@ var functions = sync.OnceValue(func() map[string]function.Function {
 		"concat": stdlib.ConcatFunc, "contains": stdlib.ContainsFunc, "distinct": stdlib.DistinctFunc,
 		"element": stdlib.ElementFunc, "flatten": stdlib.FlattenFunc, "index": stdlib.IndexFunc,
 		"keys": stdlib.KeysFunc, "length": stdlib.LengthFunc, "lookup": stdlib.LookupFunc,
-		"merge": stdlib.MergeFunc, "range": stdlib.RangeFunc, "reverse": stdlib.ReverseListFunc,
+		"merge": stdlib.MergeFunc, "range": stdlib.RangeFunc,
 		"setintersection": stdlib.SetIntersectionFunc, "setproduct": stdlib.SetProductFunc,
 		"setsubtract": stdlib.SetSubtractFunc, "setunion": stdlib.SetUnionFunc,
 		"slice": stdlib.SliceFunc, "sort": stdlib.SortFunc, "values": stdlib.ValuesFunc,
@@ -53,8 +55,15 @@ var functions = sync.OnceValue(func() map[string]function.Function {
 		"tostring": stdlib.MakeToFunc(cty.String), "tolist": stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),
 		"tomap": stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)), "toset": stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
 
-		"try": tryfunc.TryFunc, "can": tryfunc.CanFunc,
+		"try": tryfunc.TryFunc, "can": tryfunc.CanFunc, "convert": typeexpr.ConvertFunc,
+
+		"base64encode": base64EncodeFunc, "base64decode": base64DecodeFunc, "urlencode": urlEncodeFunc,
+		"md5": md5Func, "sha1": sha1Func, "sha256": sha256Func, "sha512": sha512Func,
 	}
+	for _, name := range nomadOnlyFunctions {
+		fns[name] = unsupportedFunc(name)
+	}
+	return fns
 })
 
 // parseTimeRoots are the only variable roots the parser resolves: var.*
@@ -232,6 +241,11 @@ func toBool(v cty.Value, rng hcl.Range, name string) (bool, *hcl.Diagnostic) {
 
 // toDuration converts a string such as "30s" or "1h30m".
 func toDuration(v cty.Value, rng hcl.Range, name string) (time.Duration, *hcl.Diagnostic) {
+	if v.Type() == cty.Number && !v.IsNull() {
+		// Nomad reads a bare number as nanoseconds, a frequent mistake.
+		return 0, diagAt(rng, "Invalid value for "+name,
+			`Drover does not support a duration written as a number (Nomad reads it as nanoseconds); write a string such as "30s"`)
+	}
 	if v.Type() != cty.String || v.IsNull() {
 		return 0, diagAt(rng, "Invalid value for "+name, `a duration string such as "30s" is required; got %s`, typeName(v))
 	}

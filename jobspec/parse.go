@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/drover-project/drover/internal/hcllimit"
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -58,8 +59,15 @@ func Parse(filename string, src []byte, opts *Options) (*structs.Job, error) {
 		}
 		return parseJSON(filename, src)
 	}
+	// hcl's parser is recursive: bound nesting before it sees the text.
+	if diags := hcllimit.HCL(filename, src); diags.HasErrors() {
+		return nil, errorFromHCL(diags)
+	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
+		return nil, errorFromHCL(diags)
+	}
+	if diags := unsupportedCalls(file.Body.(*hclsyntax.Body)); diags.HasErrors() {
 		return nil, errorFromHCL(diags)
 	}
 	d := &decoder{ev: &evaluator{src: src, ctx: &hcl.EvalContext{Functions: functions()}}}
@@ -199,6 +207,9 @@ func cliValue(raw string, typ cty.Type) (cty.Value, error) {
 	if typ.IsPrimitiveType() || typ == cty.DynamicPseudoType {
 		return convert.Convert(cty.StringVal(raw), typ)
 	}
+	if diags := hcllimit.Expression("-var", []byte(raw)); diags.HasErrors() {
+		return cty.NilVal, errors.New(diags[0].Detail)
+	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "-var", hcl.InitialPos)
 	if diags.HasErrors() {
 		return cty.NilVal, errors.New(diags[0].Detail)
@@ -216,6 +227,10 @@ func (d *decoder) varFile(path string, declared map[string]*variable) {
 	if err != nil {
 		d.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Failed to read variable file",
 			Detail: fmt.Sprintf("%s: %s", path, errText(err))})
+		return
+	}
+	if diags := hcllimit.HCL(path, src); diags.HasErrors() {
+		d.diags = append(d.diags, diags...)
 		return
 	}
 	file, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)

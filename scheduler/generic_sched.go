@@ -82,7 +82,9 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 	ctx.initJobAllocs(allocs)
 	s.resetOutcome(job)
 
-	r := &reconciler{job: job, batch: s.batch, now: now, evalID: s.eval.ID, node: ctx.nodeOrNil}
+	st := newStack(ctx, s.batch, dropFixed)
+	r := &reconciler{job: job, batch: s.batch, now: now, evalID: s.eval.ID, node: ctx.nodeOrNil,
+		fits: func(a *structs.Allocation) bool { return ctx.fitsOwnNode(st, a) }}
 	res := r.reconcile(allocs)
 	s.logger.Debug("reconciled", "place", len(res.places), "stop", len(res.stops),
 		"in_place", len(res.inplace), "reschedule_later", len(res.later), "migrations_deferred", res.deferred)
@@ -98,7 +100,7 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 	for _, a := range res.inplace {
 		ctx.appendUpdate(inPlaceCopy(a, job, now))
 	}
-	s.place(ctx, res.places)
+	s.place(ctx, st, res.places)
 	if ctx.err != nil {
 		return false, false, ctx.err
 	}
@@ -125,7 +127,7 @@ func (s *genericScheduler) resetOutcome(job *structs.Job) {
 // drop only nodes that fail fixed checks; afterwards usage only grows and
 // they drop exhausted nodes too. After one placement of a group fails, the
 // group's other placements fail at once and count as coalesced failures.
-func (s *genericScheduler) place(ctx *evalContext, places []placeRequest) {
+func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequest) {
 	if len(places) == 0 {
 		return
 	}
@@ -137,7 +139,6 @@ func (s *genericScheduler) place(ctx *evalContext, places []placeRequest) {
 		return 1
 	}
 	slices.SortStableFunc(places, func(a, b placeRequest) int { return cmp.Compare(first(a), first(b)) })
-	st := newStack(ctx, s.batch, dropFixed)
 	for _, p := range places {
 		g, ok := ctx.groupIdx[p.group]
 		if !ok {
@@ -274,6 +275,15 @@ func inPlaceCopy(a *structs.Allocation, job *structs.Job, now time.Time) *struct
 	c.JobVersion = job.Version
 	c.ModifyTime = now.UnixNano()
 	return c
+}
+
+// fitsOwnNode reports whether a's node passes the drivers and constraints
+// of a's group in the evaluation's job (st's checks, whose verdicts are
+// cached per node).
+func (c *evalContext) fitsOwnNode(st *stack, a *structs.Allocation) bool {
+	g, own := c.ownGroup(a)
+	n := c.node(a.NodeID)
+	return own && n != nil && st.feasibleOn(c.job.TaskGroups[g], g, n)
 }
 
 // nodeOrNil returns the node with the given ID, or nil when it is gone.

@@ -163,7 +163,7 @@ func TestAnnotatePlan(t *testing.T) {
 	j.TaskGroups[0].Count = 3
 	job := addJob(t, h, j)
 	running(t, h, job, nodes, 2)
-	job = updateJob(t, h, job, func(j *structs.Job) { j.TaskGroups[0].Count = 4; j.Meta = map[string]string{"v": "2"} })
+	job = updateJob(t, h, job, func(j *structs.Job) { j.TaskGroups[0].Count = 4; j.Priority = 60 })
 	e := mock.Eval(job)
 	e.AnnotatePlan = true
 	if err := h.Process(e); err != nil {

@@ -96,6 +96,9 @@ type reconciler struct {
 	now    time.Time
 	evalID string
 	node   func(id string) *structs.Node // nil when the node is gone
+	// fits reports whether a live allocation's node passes the job's
+	// drivers and constraints for its group; nil means it does.
+	fits   func(a *structs.Allocation) bool
 	result *reconcileResult
 }
 
@@ -193,11 +196,13 @@ func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocatio
 			}
 			// A batch allocation that finished before it was stopped
 			// still counts: its work is done.
-			if r.batch && a.ClientStatus == structs.AllocClientStatusComplete {
+			if r.batch && a.ClientStatus == structs.AllocClientStatusComplete && !r.olderBatchWork(a) {
 				gs.held = append(gs.held, a)
 			}
 		case a.ClientTerminalStatus():
-			r.classifyTerminal(&gs, a, policy, add)
+			if !r.olderBatchWork(a) {
+				r.classifyTerminal(&gs, a, policy, add)
+			}
 		case r.lost(a):
 			add(slot{alloc: a, kind: slotLost})
 		case a.DesiredTransition.ShouldMigrate():
@@ -207,6 +212,14 @@ func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocatio
 		}
 	}
 	return gs
+}
+
+// olderBatchWork reports whether a is a finished allocation of an older
+// version of a batch job. As in Nomad, it neither counts nor is replaced:
+// a new version of a batch job runs all of its work again.
+func (r *reconciler) olderBatchWork(a *structs.Allocation) bool {
+	return r.batch && r.job != nil && a.Job != nil && a.TerminalStatus() &&
+		(a.Job.Version < r.job.Version || a.Job.CreateIndex < r.job.CreateIndex)
 }
 
 // classifyTerminal handles allocations the client has finished with.
@@ -394,17 +407,36 @@ func (r *reconciler) carry(group string, tg *structs.TaskGroup, s slot, du *stru
 		}
 		du.Ignore++
 	case slotKeep:
-		switch {
-		case a.Job == nil || a.Job.JobModifyIndex == r.job.JobModifyIndex:
-			du.Ignore++
-		case needsDestructiveUpdate(a.Job, r.job, group, r.node(a.NodeID)):
-			r.result.places = append(r.result.places, placeRequest{group: group, name: a.Name, prev: a, stopPrev: descUpdating})
-			du.DestructiveUpdate++
-		default:
-			r.result.inplace = append(r.result.inplace, a)
-			du.InPlaceUpdate++
-		}
+		r.update(group, a, du)
 	}
+}
+
+// update moves a live allocation to the job's current version: not at all
+// when it runs it already, in place when nothing destructive changed
+// (destructiveChange) and its node still takes the group, else by a
+// replacement.
+func (r *reconciler) update(group string, a *structs.Allocation, du *structs.DesiredUpdates) {
+	switch {
+	case a.Job == nil || a.Job.JobModifyIndex == r.job.JobModifyIndex:
+		du.Ignore++
+	case destructiveChange(a.Job, r.job, group) != "" || !r.staysOn(a):
+		r.result.places = append(r.result.places, placeRequest{group: group, name: a.Name, prev: a, stopPrev: descUpdating})
+		du.DestructiveUpdate++
+	default:
+		r.result.inplace = append(r.result.inplace, a)
+		du.InPlaceUpdate++
+	}
+}
+
+// staysOn reports whether a's node can keep it under the job's current
+// version: the node exists, is in the job's datacenters and passes the
+// group's drivers and constraints.
+func (r *reconciler) staysOn(a *structs.Allocation) bool {
+	n := r.node(a.NodeID)
+	if n == nil || !inDatacenters(n.Datacenter, r.job.Datacenters) {
+		return false
+	}
+	return r.fits == nil || r.fits(a)
 }
 
 func (r *reconciler) stop(a *structs.Allocation, desc, clientStatus string, du *structs.DesiredUpdates) {

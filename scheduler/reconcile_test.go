@@ -292,11 +292,49 @@ func TestBatchCompleteNeverReplaced(t *testing.T) {
 	if len(h.Plans) != 0 {
 		t.Fatalf("batch job with complete allocs submitted %d plans: %v", len(h.Plans), PlanAllocs(h.Plans[0]))
 	}
-	// Even after a job update, completed work is not redone.
-	job = updateJob(t, h, job, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Env["X"] = "1" })
+}
+
+// TestBatchNewVersionRunsAgain: as in Nomad, the finished allocations of
+// an older version of a batch job neither count nor are replaced, so a
+// new version (even one that changes nothing the tasks see) runs the
+// whole group again; allocations still running are updated as usual.
+func TestBatchNewVersionRunsAgain(t *testing.T) {
+	h := testHarness(t)
+	nodes := mockNodes(t, h, 2)
+	j := mock.BatchJob()
+	j.TaskGroups[0].Count = 3
+	job := addJob(t, h, j)
+	allocs := running(t, h, job, nodes, 3)
+	var upd []*structs.Allocation
+	for i, a := range allocs[:2] {
+		c := a.Copy()
+		c.ClientStatus = []string{structs.AllocClientStatusComplete, structs.AllocClientStatusFailed}[i]
+		upd = append(upd, c)
+	}
+	if err := h.State.UpdateAllocsFromClient(h.NextIndex(), upd, nil); err != nil {
+		t.Fatal(err)
+	}
+	job = updateJob(t, h, job, func(j *structs.Job) { j.Priority = 60 })
 	process(t, h, job, structs.EvalTriggerJobRegister)
-	if len(h.Plans) != 0 {
-		t.Fatalf("job update re-ran complete batch allocs")
+
+	live, _ := jobAllocs(t, h, job)
+	var fresh, inPlace []string
+	for _, a := range live {
+		switch {
+		case a.ID == allocs[2].ID:
+			inPlace = append(inPlace, a.Name)
+		case a.PreviousAllocation != "":
+			t.Fatalf("%s replaces %s; want a fresh run", a.Name, a.PreviousAllocation)
+		default:
+			fresh = append(fresh, a.Name)
+		}
+	}
+	slices.Sort(fresh)
+	if len(inPlace) != 1 || !slices.Equal(fresh, []string{allocs[0].Name, allocs[1].Name}) {
+		t.Fatalf("fresh %v, in place %v", fresh, inPlace)
+	}
+	if stops := stopsIn(h); len(stops) != 0 {
+		t.Fatalf("stopped %d allocations", len(stops))
 	}
 }
 

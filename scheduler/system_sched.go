@@ -117,9 +117,11 @@ func (s *systemScheduler) reconcileNode(ctx *evalContext, st *stack, n *nodeInfo
 				have = a
 			}
 		}
-		// Updates wait until the node takes new work again.
+		// Updates wait until the node takes new work again. The node
+		// passed the group's checks above, so only what changed decides
+		// between in place and a replacement.
 		if have != nil && have.Job != nil && have.Job.JobModifyIndex != job.JobModifyIndex && node.Ready() {
-			if !needsDestructiveUpdate(have.Job, job, tg.Name, node) {
+			if destructiveChange(have.Job, job, tg.Name) == "" {
 				ctx.appendUpdate(inPlaceCopy(have, job, ctx.now))
 				continue
 			}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/drover-project/drover/scheduler/mock"
 	"github.com/drover-project/drover/structs"
@@ -137,9 +138,20 @@ func TestSystemScheduler(t *testing.T) {
 		{
 			name: "in-place update keeps allocs",
 			then: func(t *testing.T, h *Harness, job *structs.Job, nodes []*structs.Node) (*structs.Job, string) {
+				return updateJob(t, h, job, func(j *structs.Job) {
+					j.TaskGroups[0].Tasks[0].KillTimeout = time.Minute
+					j.TaskGroups[0].Constraints = []*structs.Constraint{{LTarget: "${attr.arch}", RTarget: "amd64", Operand: "="}}
+				}), structs.EvalTriggerJobRegister
+			},
+			wantNodes: func(n []*structs.Node) []*structs.Node { return n },
+		},
+		{
+			name: "env change replaces on the same node",
+			then: func(t *testing.T, h *Harness, job *structs.Job, nodes []*structs.Node) (*structs.Job, string) {
 				return updateJob(t, h, job, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Env["V"] = "2" }), structs.EvalTriggerJobRegister
 			},
 			wantNodes: func(n []*structs.Node) []*structs.Node { return n },
+			wantDesc:  map[int]string{0: descUpdating, 1: descUpdating, 2: descUpdating, 3: descUpdating, 4: descUpdating, 5: descUpdating},
 		},
 		{
 			name: "destructive update replaces on the same node",

@@ -1,64 +1,95 @@
 package scheduler
 
 import (
-	"slices"
+	"maps"
+	"reflect"
 
 	"github.com/drover-project/drover/structs"
 )
 
-// needsDestructiveUpdate reports whether an allocation of group name,
-// placed on node with job version old, must be stopped and placed again to
-// run job version new. Only what placement depends on forces that: the set
-// of tasks, a task's driver or resources, any constraint (job, group or
-// task), or a datacenter change that leaves the node outside the job.
-// Everything else (env, meta, task config, kill timeout, policies, ...) is
-// updated in place: same node, same allocation ID, new job.
-func needsDestructiveUpdate(old, new *structs.Job, name string, node *structs.Node) bool {
-	a, b := old.LookupTaskGroup(name), new.LookupTaskGroup(name)
-	if a == nil || b == nil {
-		return true
-	}
-	if !slices.Equal(old.Datacenters, new.Datacenters) &&
-		(node == nil || !inDatacenters(node.Datacenter, new.Datacenters)) {
-		return true
-	}
-	if !constraintsEqual(old.Constraints, new.Constraints) || !constraintsEqual(a.Constraints, b.Constraints) {
-		return true
-	}
-	if len(a.Tasks) != len(b.Tasks) {
-		return true
+// An allocation of an older job version moves to the new one in one of two
+// ways. An in-place update keeps it running: same node, same ID, the new
+// job attached. A destructive update stops it and places a replacement,
+// which starts the tasks again from the new job. The rule is Nomad's
+// (its scheduler's tasksUpdated), over the fields Drover models: a change
+// is destructive when the process could not be the same one afterwards,
+// and that is decided by destructiveChange alone. Everything else is in
+// place: count, priority, restart/reschedule/migrate policies, kill timeout
+// and signal, leader, and datacenters and constraints as long as the
+// allocation's node still satisfies them (the schedulers check that, since
+// they see the node).
+
+// destructiveChange returns what differs between group's tasks in old and
+// new such that an allocation of old must be replaced to run new, or ""
+// when an in-place update will do:
+//   - the group: it is gone, or its number of tasks or their names differ;
+//   - a task's driver, user, driver config or env block;
+//   - the meta a task sees: the job's, group's and task's merged, since it
+//     reaches the task as NOMAD_META_* (so a job-level meta change is
+//     destructive too, unless every task overrides the key);
+//   - a task's resources: cpu, cores, memory, disk.
+func destructiveChange(old, new *structs.Job, group string) string {
+	a, b := old.LookupTaskGroup(group), new.LookupTaskGroup(group)
+	switch {
+	case a == nil || b == nil:
+		return "task group"
+	case len(a.Tasks) != len(b.Tasks):
+		return "number of tasks"
 	}
 	for _, at := range a.Tasks {
-		bt := findTask(b, at.Name)
-		if bt == nil || at.Driver != bt.Driver || !resourcesEqual(at.Resources, bt.Resources) ||
-			!constraintsEqual(at.Constraints, bt.Constraints) {
-			return true
+		bt := b.LookupTask(at.Name)
+		if bt == nil {
+			return "task " + at.Name + " removed"
+		}
+		if what := taskChange(at, bt); what != "" {
+			return "task " + at.Name + " " + what
+		}
+		if !maps.Equal(old.CombinedTaskMeta(group, at.Name), new.CombinedTaskMeta(group, at.Name)) {
+			return "task " + at.Name + " meta"
 		}
 	}
-	return false
+	return ""
 }
 
-func findTask(tg *structs.TaskGroup, name string) *structs.Task {
-	for _, t := range tg.Tasks {
-		if t.Name == name {
-			return t
-		}
+// taskChange compares what a task is started with, meta aside.
+func taskChange(a, b *structs.Task) string {
+	switch {
+	case a.Driver != b.Driver:
+		return "driver"
+	case a.User != b.User:
+		return "user"
+	case !configEqual(a.Config, b.Config):
+		return "config"
+	case !maps.Equal(a.Env, b.Env):
+		return "env"
 	}
-	return nil
+	return resourcesChange(a.Resources, b.Resources)
 }
 
-func resourcesEqual(a, b *structs.Resources) bool {
-	if a == nil || b == nil {
-		return a == b
+// resourcesChange compares every resource Drover asks for; nil reads as
+// zero.
+func resourcesChange(a, b *structs.Resources) string {
+	var x, y structs.Resources
+	if a != nil {
+		x = *a
 	}
-	return *a == *b
+	if b != nil {
+		y = *b
+	}
+	switch {
+	case x.CPU != y.CPU:
+		return "cpu"
+	case x.Cores != y.Cores:
+		return "cores"
+	case x.MemoryMB != y.MemoryMB:
+		return "memory"
+	case x.DiskMB != y.DiskMB:
+		return "disk"
+	}
+	return ""
 }
 
-func constraintsEqual(a, b []*structs.Constraint) bool {
-	return slices.EqualFunc(a, b, func(x, y *structs.Constraint) bool {
-		if x == nil || y == nil {
-			return x == y
-		}
-		return *x == *y
-	})
+// configEqual compares two driver configs; nil and empty are equal.
+func configEqual(a, b map[string]any) bool {
+	return maps.EqualFunc(a, b, func(x, y any) bool { return reflect.DeepEqual(x, y) })
 }

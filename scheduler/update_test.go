@@ -14,26 +14,36 @@ func TestJobUpdateInPlaceOrDestructive(t *testing.T) {
 		edit        func(j *structs.Job)
 		destructive bool
 	}{
-		{"env", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Env["NEW"] = "1" }, false},
-		{"task meta", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Meta = map[string]string{"a": "b"} }, false},
-		{"group meta", func(j *structs.Job) { j.TaskGroups[0].Meta = map[string]string{"a": "b"} }, false},
-		{"job meta", func(j *structs.Job) { j.Meta = map[string]string{"a": "b"} }, false},
-		{"task config", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config["run_for"] = "20s" }, false},
+		{"env", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Env["NEW"] = "1" }, true},
+		{"task meta", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Meta = map[string]string{"a": "b"} }, true},
+		{"group meta", func(j *structs.Job) { j.TaskGroups[0].Meta = map[string]string{"a": "b"} }, true},
+		{"job meta", func(j *structs.Job) { j.Meta = map[string]string{"a": "b"} }, true},
+		{"task config", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config["run_for"] = "20s" }, true},
+		{"user", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].User = "nobody" }, true},
 		{"kill timeout", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].KillTimeout = time.Minute }, false},
+		{"kill signal", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].KillSignal = "SIGINT" }, false},
+		{"leader", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Leader = true }, false},
 		{"restart policy", func(j *structs.Job) { j.TaskGroups[0].RestartPolicy.Attempts = 9 }, false},
+		{"reschedule policy", func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy.Attempts = 9 }, false},
 		{"datacenters still include the node", func(j *structs.Job) { j.Datacenters = []string{"dc1", "dc2"} }, false},
 		{"priority", func(j *structs.Job) { j.Priority = 70 }, false},
 		{"driver", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Driver = "raw_exec" }, true},
 		{"cpu", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.CPU = 600 }, true},
+		{"cores", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.Cores = 1 }, true},
 		{"memory", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.MemoryMB = 300 }, true},
-		{"job constraint", func(j *structs.Job) {
+		{"disk", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.DiskMB = 500 }, true},
+		{"job constraint the node satisfies", func(j *structs.Job) {
 			j.Constraints = append(j.Constraints, &structs.Constraint{LTarget: "${attr.arch}", RTarget: "amd64", Operand: "="})
-		}, true},
-		{"group constraint", func(j *structs.Job) {
+		}, false},
+		{"group constraint the node satisfies", func(j *structs.Job) {
 			j.TaskGroups[0].Constraints = []*structs.Constraint{{LTarget: "${attr.arch}", RTarget: "amd64", Operand: "="}}
-		}, true},
-		{"task constraint", func(j *structs.Job) {
+		}, false},
+		{"task constraint the node satisfies", func(j *structs.Job) {
 			j.TaskGroups[0].Tasks[0].Constraints = []*structs.Constraint{{LTarget: "${attr.arch}", RTarget: "amd64", Operand: "="}}
+		}, false},
+		{"group constraint the node fails", func(j *structs.Job) {
+			j.Datacenters = []string{"dc1", "dc1-new"}
+			j.TaskGroups[0].Constraints = []*structs.Constraint{{LTarget: "${node.datacenter}", RTarget: "dc1-new", Operand: "="}}
 		}, true},
 		{"task added", func(j *structs.Job) {
 			t2 := j.TaskGroups[0].Tasks[0].Copy()
@@ -98,14 +108,6 @@ func TestJobUpdateInPlaceOrDestructive(t *testing.T) {
 	}
 }
 
-func TestNeedsDestructiveUpdateMissingGroup(t *testing.T) {
-	a, b := mock.Job(), mock.Job()
-	b.TaskGroups[0].Name = "other"
-	if !needsDestructiveUpdate(a, b, "web", mock.Node()) {
-		t.Fatal("a group missing from the new job must be destructive")
-	}
-}
-
 func TestDestructiveUpdateOnFullCluster(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -152,6 +154,91 @@ func TestDestructiveUpdateOnFullCluster(t *testing.T) {
 			}
 			if tc.wantFail && (e.FailedTGAllocs["web"].DimensionExhausted["cpu"] == 0 || e.BlockedEval == "") {
 				t.Fatalf("failure metric %+v blocked %q", e.FailedTGAllocs["web"], e.BlockedEval)
+			}
+		})
+	}
+}
+
+// TestDestructiveChange is the rule itself, field by field: what changes
+// between two versions of a group decides in place ("") or destructive.
+func TestDestructiveChange(t *testing.T) {
+	two := func(j *structs.Job) {
+		side := j.TaskGroups[0].Tasks[0].Copy()
+		side.Name = "side"
+		j.TaskGroups[0].Tasks = append(j.TaskGroups[0].Tasks, side)
+	}
+	cases := []struct {
+		name string
+		base func(j *structs.Job) // applied to both versions; may be nil
+		edit func(j *structs.Job) // applied to the new version
+		want string
+	}{
+		{"nothing", nil, func(*structs.Job) {}, ""},
+		{"count", nil, func(j *structs.Job) { j.TaskGroups[0].Count = 99 }, ""},
+		{"priority", nil, func(j *structs.Job) { j.Priority = 90 }, ""},
+		{"all at once", nil, func(j *structs.Job) { j.AllAtOnce = true }, ""},
+		{"datacenters", nil, func(j *structs.Job) { j.Datacenters = []string{"dc9"} }, ""},
+		{"job constraints", nil, func(j *structs.Job) { j.Constraints = nil }, ""},
+		{"group constraints", nil, func(j *structs.Job) {
+			j.TaskGroups[0].Constraints = []*structs.Constraint{{LTarget: "${attr.arch}", RTarget: "arm64"}}
+		}, ""},
+		{"task constraints", nil, func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Constraints = []*structs.Constraint{{LTarget: "${attr.arch}", RTarget: "arm64"}}
+		}, ""},
+		{"restart policy", nil, func(j *structs.Job) { j.TaskGroups[0].RestartPolicy.Mode = structs.RestartPolicyModeDelay }, ""},
+		{"reschedule policy", nil, func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy = nil }, ""},
+		{"migrate", nil, func(j *structs.Job) { j.TaskGroups[0].Migrate.MaxParallel = 3 }, ""},
+		{"kill timeout", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].KillTimeout = time.Hour }, ""},
+		{"kill signal", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].KillSignal = "SIGUSR1" }, ""},
+		{"leader", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Leader = true }, ""},
+		{"env nil and empty", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Env = nil },
+			func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Env = map[string]string{} }, ""},
+		{"config nil and empty", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config = nil },
+			func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config = map[string]any{} }, ""},
+		{"tasks reordered", two, func(j *structs.Job) {
+			ts := j.TaskGroups[0].Tasks
+			ts[0], ts[1] = ts[1], ts[0]
+		}, ""},
+		{"job meta every task overrides", func(j *structs.Job) {
+			j.Meta = map[string]string{"owner": "a"}
+			j.TaskGroups[0].Tasks[0].Meta = map[string]string{"owner": "task"}
+		}, func(j *structs.Job) { j.Meta["owner"] = "b" }, ""},
+		{"meta moved from job to group", func(j *structs.Job) { j.Meta = map[string]string{"owner": "a"} },
+			func(j *structs.Job) {
+				j.Meta = nil
+				j.TaskGroups[0].Meta = map[string]string{"owner": "a"}
+			}, ""},
+
+		{"group removed", nil, func(j *structs.Job) { j.TaskGroups[0].Name = "other" }, "task group"},
+		{"task added", nil, two, "number of tasks"},
+		{"task renamed", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Name = "api" }, "task web removed"},
+		{"driver", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Driver = "raw_exec" }, "task web driver"},
+		{"user", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].User = "nobody" }, "task web user"},
+		{"config value", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config["run_for"] = "1s" }, "task web config"},
+		{"config args", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config["args"] = []any{"a"} },
+			func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config["args"] = []any{"a", "b"} }, "task web config"},
+		{"config key added", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config["exit_code"] = 1 }, "task web config"},
+		{"env value", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Env["PORT"] = "9090" }, "task web env"},
+		{"env removed", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Env = nil }, "task web env"},
+		{"task meta", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Meta = map[string]string{"a": "b"} }, "task web meta"},
+		{"group meta", nil, func(j *structs.Job) { j.TaskGroups[0].Meta = map[string]string{"a": "b"} }, "task web meta"},
+		{"job meta", nil, func(j *structs.Job) { j.Meta = map[string]string{"a": "b"} }, "task web meta"},
+		{"cpu", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.CPU++ }, "task web cpu"},
+		{"cores", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.Cores = 2 }, "task web cores"},
+		{"memory", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.MemoryMB++ }, "task web memory"},
+		{"disk", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.DiskMB = 100 }, "task web disk"},
+		{"second task's env", two, func(j *structs.Job) { j.TaskGroups[0].Tasks[1].Env["X"] = "1" }, "task side env"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			old := mock.Job()
+			if tc.base != nil {
+				tc.base(old)
+			}
+			new := old.Copy()
+			tc.edit(new)
+			if got := destructiveChange(old, new, "web"); got != tc.want {
+				t.Fatalf("destructiveChange = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -52,6 +52,19 @@ type Config struct {
 	// not valid; use 0.
 	BindAddr string
 	RPCPort  int
+	// RPCMaxConnsPerClient bounds the connections one IP address may hold
+	// open on the RPC port (Nomad's limits.rpc_max_conns_per_client); a
+	// connection beyond it is closed at once. 0 means
+	// DefaultRPCMaxConnsPerClient; negative means no limit.
+	RPCMaxConnsPerClient int
+	// RPCHandshakeTimeout bounds how long a new connection may take to
+	// send its protocol byte and, for RPC, its first yamux frame (Nomad's
+	// limits.rpc_handshake_timeout). 0 means DefaultRPCHandshakeTimeout.
+	RPCHandshakeTimeout time.Duration
+	// RPCMaxMessageBytes bounds one RPC request header or body; a longer
+	// one is refused and its stream closed. 0 means
+	// DefaultRPCMaxMessageBytes.
+	RPCMaxMessageBytes int
 	// AdvertiseAddr is the host:port other servers and clients use; default
 	// the bound address, with 127.0.0.1 in place of an unspecified IP.
 	AdvertiseAddr string
@@ -169,6 +182,7 @@ func (c *Config) withDefaults() *Config {
 	if out.Logger == nil {
 		out.Logger = hclog.NewNullLogger()
 	}
+	out.withRPCLimitDefaults()
 	if out.RaftTimeoutScale <= 0 {
 		out.RaftTimeoutScale = 1
 	}
@@ -228,4 +242,17 @@ func (c *Config) advertiseAddr(bound net.Addr) (string, error) {
 		ip = net.IPv4(127, 0, 0, 1)
 	}
 	return net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port)), nil
+}
+
+// withRPCLimitDefaults fills in the RPC port's limits (rpc_limits.go).
+func (c *Config) withRPCLimitDefaults() {
+	if c.RPCMaxConnsPerClient == 0 {
+		c.RPCMaxConnsPerClient = DefaultRPCMaxConnsPerClient
+	} // negative: no limit (connLimiter)
+	if c.RPCHandshakeTimeout <= 0 {
+		c.RPCHandshakeTimeout = DefaultRPCHandshakeTimeout
+	}
+	if c.RPCMaxMessageBytes <= 0 {
+		c.RPCMaxMessageBytes = DefaultRPCMaxMessageBytes
+	}
 }

@@ -110,6 +110,9 @@ func TestJobRegisterErrors(t *testing.T) {
 	huge.Meta = map[string]string{"blob": strings.Repeat("x", structs.MaxJobSize)}
 	nullGroup := mock.Job()
 	nullGroup.TaskGroups = append(nullGroup.TaskGroups, nil)
+	retyped := existing.Copy()
+	retyped.Type = structs.JobTypeBatch
+	retyped.TaskGroups[0].Migrate = nil // only service jobs take one
 
 	tests := []struct {
 		name string
@@ -123,6 +126,7 @@ func TestJobRegisterErrors(t *testing.T) {
 		{"enforce index on new job", &structs.JobRegisterRequest{Job: mock.Job(), EnforceIndex: true, JobModifyIndex: 5}, structs.ErrCodeConflict},
 		{"enforce 0 on existing job", &structs.JobRegisterRequest{Job: existing.Copy(), EnforceIndex: true}, structs.ErrCodeConflict},
 		{"enforce stale index", &structs.JobRegisterRequest{Job: existing.Copy(), EnforceIndex: true, JobModifyIndex: first.JobModifyIndex - 1}, structs.ErrCodeConflict},
+		{"type change", &structs.JobRegisterRequest{Job: retyped}, structs.ErrCodeInvalid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,9 +138,27 @@ func TestJobRegisterErrors(t *testing.T) {
 		})
 	}
 
+	t.Run("type change names the field", func(t *testing.T) {
+		for _, call := range []struct {
+			method     string
+			args, resp any
+		}{
+			{"Job.Register", &structs.JobRegisterRequest{Job: retyped}, &structs.JobRegisterResponse{}},
+			{"Job.Plan", &structs.JobPlanRequest{Job: retyped}, &structs.JobPlanResponse{}},
+		} {
+			err := s.RPC(call.method, call.args, call.resp)
+			var v *structs.ValidationError
+			if !errors.As(err, &v) || len(v.Errors) != 1 || v.Errors[0].Field != "Type" {
+				t.Fatalf("%s of a type change: %v", call.method, err)
+			}
+		}
+	})
+
 	t.Run("enforce current index", func(t *testing.T) {
 		var resp structs.JobRegisterResponse
-		req := &structs.JobRegisterRequest{Job: existing.Copy(), EnforceIndex: true, JobModifyIndex: first.JobModifyIndex}
+		changed := existing.Copy()
+		changed.Priority = 70 // an unchanged spec would write nothing
+		req := &structs.JobRegisterRequest{Job: changed, EnforceIndex: true, JobModifyIndex: first.JobModifyIndex}
 		if err := s.RPC("Job.Register", req, &resp); err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,13 @@ type Job struct {
 // validates the job, creates the pending evaluation, and writes both in
 // one Raft entry. With EnforceIndex the write only happens if the stored
 // job's JobModifyIndex equals args.JobModifyIndex (0: the job must not
-// exist); otherwise it fails with code conflict.
+// exist); otherwise it fails with code conflict. An update may not change
+// the job's type (a *structs.ValidationError, as Nomad refuses it).
+//
+// A job whose spec equals the stored one (Job.SpecChanged, after
+// canonicalization) is not written again, as in Nomad: its version and
+// indexes stay, the reply carries the stored JobModifyIndex, and only the
+// evaluation is written (registerUnchanged).
 func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegisterResponse) error {
 	if done, err := j.srv.forward("Job.Register", args, args, reply); done {
 		return err
@@ -47,9 +53,15 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 		return err
 	}
 
-	st := j.srv.fsm.State()
+	existing, err := storedJob(j.srv.fsm.State(), job)
+	if err != nil {
+		return err
+	}
+	if err := checkJobUpdate(existing, job); err != nil {
+		return err
+	}
 	if args.EnforceIndex {
-		if err := checkJobModifyIndex(st, job, args.JobModifyIndex); err != nil {
+		if err := checkJobModifyIndex(existing, args.JobModifyIndex); err != nil {
 			return err
 		}
 	}
@@ -69,6 +81,15 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if len(buf) > structs.MaxJobSize {
 		return structs.NewError(structs.ErrCodeTooLarge, "job is %d bytes encoded; the limit is %d", len(buf), structs.MaxJobSize)
 	}
+	if existing != nil {
+		same, err := sameSpec(existing, buf)
+		if err != nil {
+			return err
+		}
+		if same {
+			return j.registerUnchanged(existing, eval, reply)
+		}
+	}
 	index, _, err := j.srv.raftApplyEncoded(buf)
 	if err != nil {
 		return err
@@ -80,6 +101,55 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if stored, err := j.srv.fsm.State().JobByID(nil, job.Namespace, job.ID); err == nil {
 		reply.JobModifyIndex = stored.JobModifyIndex
 	}
+	reply.Index = index
+	return nil
+}
+
+// storedJob returns the leader's copy of the job, or nil when there is
+// none.
+func storedJob(st *state.StateStore, job *structs.Job) (*structs.Job, error) {
+	existing, err := st.JobByID(nil, job.Namespace, job.ID)
+	if errors.Is(err, structs.ErrNotFound) {
+		return nil, nil
+	}
+	return existing, err
+}
+
+// checkJobUpdate refuses the update Nomad refuses: a change of the job's
+// type, even of a stopped job (purge it first).
+func checkJobUpdate(existing, job *structs.Job) error {
+	if existing == nil || existing.Type == job.Type {
+		return nil
+	}
+	return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Type",
+		Message: fmt.Sprintf("cannot update job from type %q to %q", existing.Type, job.Type)}}}
+}
+
+// sameSpec reports whether the job in the encoded register entry buf has
+// the spec of existing. It compares the job as the FSM will decode it from
+// buf, so that values which differ only in their Go type before encoding
+// (a []string the store holds as []any) compare equal.
+func sameSpec(existing *structs.Job, buf []byte) (bool, error) {
+	var entry structs.JobRegisterRequest
+	if err := structs.Decode(buf[1:], &entry); err != nil {
+		return false, fmt.Errorf("decoding the register entry: %w", err)
+	}
+	return !existing.SpecChanged(entry.Job), nil
+}
+
+// registerUnchanged answers a registration of the stored spec: the job is
+// left as it is and only the evaluation is written (one Raft entry), which
+// re-checks the job's allocations against the same version.
+func (j *Job) registerUnchanged(stored *structs.Job, eval *structs.Evaluation, reply *structs.JobRegisterResponse) error {
+	eval.JobModifyIndex = stored.JobModifyIndex
+	index, _, err := j.srv.raftApply(structs.EvalUpdateRequestType,
+		&structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}})
+	if err != nil {
+		return err
+	}
+	reply.EvalID = eval.ID
+	reply.EvalCreateIndex = index
+	reply.JobModifyIndex = stored.JobModifyIndex
 	reply.Index = index
 	return nil
 }
@@ -105,18 +175,16 @@ func checkJobShape(job *structs.Job) error {
 	return nil
 }
 
-// checkJobModifyIndex implements EnforceIndex against the leader's state.
-func checkJobModifyIndex(st *state.StateStore, job *structs.Job, want uint64) error {
-	existing, err := st.JobByID(nil, job.Namespace, job.ID)
+// checkJobModifyIndex implements EnforceIndex against the leader's copy
+// of the job (nil: there is none).
+func checkJobModifyIndex(existing *structs.Job, want uint64) error {
 	switch {
-	case errors.Is(err, structs.ErrNotFound):
+	case existing == nil:
 		if want != 0 {
 			return structs.NewError(structs.ErrCodeConflict,
 				"enforcing job modify index %d: job does not exist", want)
 		}
 		return nil
-	case err != nil:
-		return err
 	case want == 0:
 		return structs.NewError(structs.ErrCodeConflict,
 			"enforcing job modify index 0: job already exists with job modify index %d", existing.JobModifyIndex)

@@ -2,7 +2,7 @@ package server
 
 import (
 	"errors"
-	"reflect"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,7 +17,8 @@ import (
 // records the plan instead of submitting it. The reply says what would be
 // placed, stopped and updated per group (Annotations), what could not be
 // placed (FailedTGAllocs), and which evaluations would follow. Nothing is
-// written.
+// written. A job whose spec equals the stored one is planned as
+// Register would treat it: no new version, so nothing is updated.
 func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse) error {
 	s := j.srv
 	if done, err := s.forward("Job.Plan", args, args, reply); done {
@@ -35,6 +36,12 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	if err := validateJob(job); err != nil {
 		return err
 	}
+	// In the form the store would hold it, for the comparison with the
+	// stored job (see sameSpec) and the scheduler's.
+	job, err := storedForm(job)
+	if err != nil {
+		return err
+	}
 
 	snap, err := s.fsm.State().Snapshot()
 	if err != nil {
@@ -45,6 +52,9 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	case errors.Is(err, structs.ErrNotFound):
 		existing = nil
 	case err != nil:
+		return err
+	}
+	if err := checkJobUpdate(existing, job); err != nil {
 		return err
 	}
 	if args.Diff {
@@ -59,9 +69,13 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	}
 	index++
 	now := time.Now()
-	job.SubmitTime = now.UnixNano()
-	if err := snap.UpsertJob(index, job, nil); err != nil {
-		return err
+	if existing == nil || existing.SpecChanged(job) {
+		job.SubmitTime = now.UnixNano()
+		if err := snap.UpsertJob(index, job, nil); err != nil {
+			return err
+		}
+	} else {
+		job = existing
 	}
 	eval := structs.NewEval(job, structs.EvalTriggerJobRegister, now)
 	eval.AnnotatePlan = true
@@ -180,7 +194,7 @@ func jobDiff(existing, job *structs.Job) *structs.JobDiff {
 		d.Type = "Added"
 	case job.Stop && !existing.Stop:
 		d.Type = "Deleted"
-	case reflect.DeepEqual(specOf(existing), specOf(job)):
+	case !existing.SpecChanged(job):
 		d.Type = "None"
 	default:
 		d.Type = "Edited"
@@ -188,10 +202,16 @@ func jobDiff(existing, job *structs.Job) *structs.JobDiff {
 	return d
 }
 
-// specOf is a copy of job without the fields the servers set.
-func specOf(job *structs.Job) *structs.Job {
-	c := job.Copy()
-	c.Status, c.StatusDescription, c.Stable, c.Version, c.SubmitTime = "", "", false, 0, 0
-	c.CreateIndex, c.ModifyIndex, c.JobModifyIndex = 0, 0, 0
-	return c
+// storedForm returns job as the store would hold it: encoded and decoded
+// again, as every Raft entry is.
+func storedForm(job *structs.Job) (*structs.Job, error) {
+	buf, err := structs.Encode(structs.JobRegisterRequestType, job)
+	if err != nil {
+		return nil, structs.NewError(structs.ErrCodeInvalid, "job cannot be encoded: %v", err)
+	}
+	var out structs.Job
+	if err := structs.Decode(buf[1:], &out); err != nil {
+		return nil, fmt.Errorf("decoding the encoded job: %w", err)
+	}
+	return &out, nil
 }

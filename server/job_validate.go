@@ -48,3 +48,20 @@ func validateJob(job *structs.Job) error {
 	}
 	return nil
 }
+
+// Validate checks a job as Register would (canonicalized, then validated
+// with each task's driver config) and writes nothing. Problems with the
+// job are the reply, not an error, as in Nomad; any server answers.
+func (j *Job) Validate(args *structs.JobValidateRequest, reply *structs.JobValidateResponse) error {
+	if args.Job == nil {
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Job", Message: "missing job"}}}
+	}
+	reply.DriverConfigValidated = true
+	err := checkJobShape(args.Job)
+	if err == nil {
+		job := args.Job.Copy()
+		job.Canonicalize()
+		err = validateJob(job)
+	}
+	return reply.SetProblems(err)
+}

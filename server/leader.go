@@ -111,7 +111,7 @@ func (s *Server) leaderLoop(stopCh, doneCh chan struct{}) {
 		case done := <-s.restoredCh:
 			// The state was replaced by an operator snapshot: leader
 			// components rebuild from it (pending evals, blocked evals,
-			// heartbeat timers).
+			// heartbeat timers), and every job is evaluated again.
 			s.logger.Info("restarting leader components after a snapshot restore")
 			s.revokeLeadership(established)
 			established = nil
@@ -124,6 +124,8 @@ func (s *Server) leaderLoop(stopCh, doneCh chan struct{}) {
 				s.revokeLeadership(established)
 				established = nil
 				_ = s.raft.LeadershipTransfer()
+			} else if err := s.reevaluateRestored(); err != nil {
+				s.logger.Error("re-evaluating jobs after snapshot restore failed", "error", err)
 			}
 			close(done)
 		}

@@ -19,10 +19,6 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// firstByteTimeout bounds how long an accepted connection may take to send
-// its protocol byte.
-const firstByteTimeout = 10 * time.Second
-
 // errLayerClosed is returned by raftLayer.Accept after Close.
 var errLayerClosed = errors.New("raft stream layer closed")
 
@@ -48,51 +44,69 @@ func (s *Server) listen() {
 			continue
 		}
 		b.Reset()
+		// Counted before anything is read: an address at its limit gets
+		// no goroutine and no buffer.
+		release, ip, ok := s.rpcConns.acquire(conn)
+		if !ok {
+			conn.Close()
+			if log, n := s.rpcConns.logRefusal(time.Now()); log {
+				s.logger.Warn("too many RPC connections from one address; closing the new one",
+					"remote", ip, "limit", s.rpcConns.max, "refused_since_last_line", n)
+			}
+			continue
+		}
 		if !s.trackConn(conn) {
+			release()
 			conn.Close()
 			return
 		}
+		deadline := time.Now().Add(s.config.RPCHandshakeTimeout)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.handleConn(conn)
+			s.handleConn(conn, deadline, release)
 		}()
 	}
 }
 
-// handleConn reads the protocol byte and dispatches the connection.
-func (s *Server) handleConn(conn net.Conn) {
+// handleConn reads the handshake (the protocol byte and, for RPC, the
+// first yamux frame header) before deadline and dispatches the
+// connection; release gives back its place in the per-address count once
+// the connection is done.
+func (s *Server) handleConn(conn net.Conn, deadline time.Time, release func()) {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 		tc.SetKeepAlive(true)
 	}
-	var buf [1]byte
-	conn.SetReadDeadline(time.Now().Add(firstByteTimeout))
-	if _, err := io.ReadFull(conn, buf[:]); err != nil {
+	proto, hc, err := readHandshake(conn, deadline)
+	if err != nil {
 		if !s.isShutdown() && !errors.Is(err, io.EOF) {
-			s.logger.Debug("failed to read protocol byte", "remote", conn.RemoteAddr(), "error", err)
+			s.logger.Debug("RPC handshake failed; closing the connection", "remote", conn.RemoteAddr(), "error", err)
 		}
 		s.untrackConn(conn)
 		conn.Close()
+		release()
 		return
 	}
-	conn.SetReadDeadline(time.Time{})
 
-	switch buf[0] {
+	switch proto {
 	case pool.ProtocolRPC:
-		s.serveMux(conn)
+		s.serveMux(hc)
 		s.untrackConn(conn)
+		release()
 	case pool.ProtocolRaft:
 		// Raft's transport owns the connection from here; it stays tracked
-		// so Shutdown closes it.
-		if err := s.raftLayer.handoff(conn); err != nil {
+		// so Shutdown closes it, and counted until the transport closes it.
+		if err := s.raftLayer.handoff(&releaseConn{Conn: conn, release: release}); err != nil {
 			s.untrackConn(conn)
 			conn.Close()
+			release()
 		}
 	default:
-		s.logger.Warn("unknown protocol byte", "byte", buf[0], "remote", conn.RemoteAddr())
+		s.logger.Warn("unknown protocol byte", "byte", proto, "remote", conn.RemoteAddr())
 		s.untrackConn(conn)
 		conn.Close()
+		release()
 	}
 }
 
@@ -116,6 +130,7 @@ func (s *Server) serveMux(conn net.Conn) {
 		go func() {
 			defer s.wg.Done()
 			codec := msgpackrpc.NewCodec(stream, structs.MsgpackHandle)
+			codec.SetReadLimit(s.config.RPCMaxMessageBytes)
 			s.serveRPC(codec) // returns when the stream closes; closes the codec
 		}()
 	}

@@ -19,7 +19,9 @@ import (
 // arriving while a Raft write of earlier ones is in flight are gathered and
 // written together (group commit), so many clients cost few entries. An
 // allocation that fails for the first time gets an evaluation of its job
-// (trigger alloc-failure) in the same entry, so its reschedule policy runs.
+// (trigger alloc-failure) in the same entry, so its reschedule policy runs;
+// so does a service or system allocation reported complete or lost while
+// the servers want it running (see finishedAllocEval).
 func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.GenericResponse) error {
 	s := n.srv
 	if len(args.Alloc) == 0 {
@@ -54,10 +56,7 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 	now := time.Now()
 	var evals []*structs.Evaluation
 	for _, a := range updates {
-		if a.ClientStatus != structs.AllocClientStatusFailed {
-			continue
-		}
-		if e := failedAllocEval(st, a.ID, now); e != nil {
+		if e := finishedAllocEval(st, a, now); e != nil {
 			evals = append(evals, e)
 		}
 	}
@@ -69,11 +68,26 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 	return nil
 }
 
-// failedAllocEval returns the evaluation for an allocation the client
-// reports failed, or nil if none is needed (unknown, already finished,
-// stopped by the servers, or its job is gone or stopped).
-func failedAllocEval(st *state.StateStore, allocID string, now time.Time) *structs.Evaluation {
-	prev, err := st.AllocByID(nil, allocID)
+// finishedAllocEval returns the evaluation for an allocation the client
+// reports finished while the servers still want it running, or nil if none
+// is needed (not finished, unknown, already finished, stopped by the
+// servers, or its job is gone or stopped). A failed allocation gets one
+// for its reschedule policy (trigger alloc-failure), of any job type. A
+// service or system allocation that the client reports complete or lost
+// without the servers having stopped it gets one too (trigger alloc-stop):
+// it no longer counts and needs a replacement. That is what a client
+// reports after a snapshot restore brought back, as running, allocations
+// it had already stopped. A batch allocation that completed is done.
+func finishedAllocEval(st *state.StateStore, update *structs.Allocation, now time.Time) *structs.Evaluation {
+	trigger := structs.EvalTriggerRetryFailedAlloc
+	switch update.ClientStatus {
+	case structs.AllocClientStatusFailed:
+	case structs.AllocClientStatusComplete, structs.AllocClientStatusLost:
+		trigger = structs.EvalTriggerAllocStop
+	default:
+		return nil
+	}
+	prev, err := st.AllocByID(nil, update.ID)
 	if err != nil || prev.ClientTerminalStatus() || prev.ServerTerminalStatus() {
 		return nil
 	}
@@ -81,7 +95,10 @@ func failedAllocEval(st *state.StateStore, allocID string, now time.Time) *struc
 	if err != nil || job.Stopped() {
 		return nil
 	}
-	return structs.NewEval(job, structs.EvalTriggerRetryFailedAlloc, now)
+	if trigger == structs.EvalTriggerAllocStop && job.Type == structs.JobTypeBatch {
+		return nil
+	}
+	return structs.NewEval(job, trigger, now)
 }
 
 // allocUpdateBatcher group-commits client allocation updates: the first

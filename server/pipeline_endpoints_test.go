@@ -210,8 +210,29 @@ func TestJobPlanDryRun(t *testing.T) {
 	if same.Diff.Type != "None" || same.JobModifyIndex != reg.JobModifyIndex {
 		t.Fatalf("unchanged job plan: diff %+v, job modify index %d want %d", same.Diff, same.JobModifyIndex, reg.JobModifyIndex)
 	}
-	if du := same.Annotations.DesiredTGUpdates["web"]; du == nil || du.Place != 0 || du.Stop != 0 || du.DestructiveUpdate != 0 {
-		t.Fatalf("unchanged job annotations %+v", du)
+	if du := same.Annotations.DesiredTGUpdates["web"]; du == nil || *du != (structs.DesiredUpdates{Ignore: 5}) {
+		t.Fatalf("unchanged job annotations %+v, want 5 ignored and nothing else", du)
+	}
+	// A Go-typed config value the store holds as []any is the same spec.
+	typed := job.Copy()
+	typed.TaskGroups[0].Tasks[0].Config["args"] = []string{"+%s", "--utc"}
+	if same := plan(typed); same.Diff.Type != "None" || same.Annotations.DesiredTGUpdates["web"].Ignore != 5 {
+		t.Fatalf("unchanged job with typed config: diff %+v annotations %+v", same.Diff, same.Annotations.DesiredTGUpdates["web"])
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(j *structs.Job)
+		want structs.DesiredUpdates
+	}{
+		{"kill timeout", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].KillTimeout = time.Minute }, structs.DesiredUpdates{InPlaceUpdate: 5}},
+		{"env", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Env["NEW"] = "1" }, structs.DesiredUpdates{DestructiveUpdate: 5}},
+		{"args", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config["args"] = []any{"+%F"} }, structs.DesiredUpdates{DestructiveUpdate: 5}},
+	} {
+		edited := job.Copy()
+		tc.edit(edited)
+		if du := plan(edited).Annotations.DesiredTGUpdates["web"]; du == nil || *du != tc.want {
+			t.Fatalf("%s change annotations %+v, want %+v", tc.name, du, tc.want)
+		}
 	}
 
 	bigger := job.Copy()

@@ -43,6 +43,11 @@ func loadNodeID(cfg *Config) (string, error) {
 		if id == "" {
 			return "", fmt.Errorf("node ID file %s is empty", path)
 		}
+		// The file holds a UUID written by this function: anything else
+		// is damage, and a changed ID would make this a new Raft server.
+		if !isUUID(id) {
+			return "", fmt.Errorf("node ID file %s is damaged: %q is not a UUID", path, id)
+		}
 		return id, nil
 	case !errors.Is(err, os.ErrNotExist):
 		return "", fmt.Errorf("read node ID: %w", err)
@@ -111,6 +116,9 @@ func (s *Server) setupRaft() error {
 		dir := filepath.Join(s.config.DataDir, raftDirName)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create raft dir: %w", err)
+		}
+		if err := checkRaftDir(dir); err != nil {
+			return fmt.Errorf("%w; restore the data directory from a backup, or move it aside to start this server empty (it then catches up from its peers)", err)
 		}
 		store, err := raftboltdb.New(raftboltdb.Options{
 			Path:   filepath.Join(dir, raftDBName),

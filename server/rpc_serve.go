@@ -7,6 +7,9 @@ import (
 	"net/rpc"
 	"reflect"
 	"sync"
+
+	"github.com/drover-project/drover/internal/msgpackrpc"
+	"github.com/drover-project/drover/structs"
 )
 
 // The RPC server. Remote calls speak net/rpc's protocol (a request
@@ -30,6 +33,9 @@ type rpcMethod struct {
 	fn        reflect.Value
 	argType   reflect.Type // Args
 	replyType reflect.Type // Reply
+	// maxBody, when not 0, bounds the request body instead of the
+	// server's message bound (rpcBodyLimits).
+	maxBody int
 }
 
 var errorType = reflect.TypeFor[error]()
@@ -50,7 +56,8 @@ func rpcMethods(receivers map[string]any) (map[string]*rpcMethod, error) {
 				mt.In(0).Kind() != reflect.Pointer || mt.In(1).Kind() != reflect.Pointer {
 				return nil, fmt.Errorf("RPC method %s.%s is %s, want func(*Args, *Reply) error", name, t.Method(i).Name, mt)
 			}
-			out[name+"."+t.Method(i).Name] = &rpcMethod{fn: m, argType: mt.In(0).Elem(), replyType: mt.In(1).Elem()}
+			full := name + "." + t.Method(i).Name
+			out[full] = &rpcMethod{fn: m, argType: mt.In(0).Elem(), replyType: mt.In(1).Elem(), maxBody: rpcBodyLimits[full]}
 		}
 	}
 	return out, nil
@@ -71,26 +78,46 @@ type rpcStream struct {
 	calls   sync.WaitGroup
 }
 
+// readLimiter is a codec that bounds the messages it reads
+// (msgpackrpc.Codec).
+type readLimiter interface {
+	SetReadLimit(int)
+	ReadLimit() int
+}
+
 // serveRPC serves the requests of one stream until it fails or closes,
-// waits for the calls in progress to answer, and closes the codec.
+// waits for the calls in progress to answer, and closes the codec. A
+// message over the codec's read limit (msgpackrpc.ErrMessageTooLarge)
+// ends the stream: a body is answered with a too_large error first.
 func (s *Server) serveRPC(codec rpc.ServerCodec) {
 	st := &rpcStream{codec: codec}
+	lim, _ := codec.(readLimiter)
 	for {
 		c := &rpcCall{stream: st}
 		if err := codec.ReadRequestHeader(&c.req); err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			switch {
+			case errors.Is(err, msgpackrpc.ErrMessageTooLarge):
+				s.logger.Warn("rpc: request header over the size limit; closing the stream", "limit", lim.ReadLimit())
+			case !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF):
 				s.logger.Debug("rpc: reading a request header failed", "error", err)
 			}
 			break
 		}
 		c.method = s.remoteMethods[c.req.ServiceMethod]
 		if c.method == nil {
-			_ = codec.ReadRequestBody(nil) // discard it
+			if err := codec.ReadRequestBody(nil); errors.Is(err, msgpackrpc.ErrMessageTooLarge) {
+				s.tooLarge(st, &c.req, lim.ReadLimit())
+				break
+			}
 			st.respond(&c.req, nil, "rpc: can't find method "+c.req.ServiceMethod)
 			continue
 		}
 		c.args = reflect.New(c.method.argType)
-		if err := codec.ReadRequestBody(c.args.Interface()); err != nil {
+		if err := s.readBody(codec, lim, c); err != nil {
+			if errors.Is(err, msgpackrpc.ErrMessageTooLarge) {
+				s.tooLarge(st, &c.req, max(c.method.maxBody, lim.ReadLimit()))
+				break
+			}
 			st.respond(&c.req, nil, "rpc: decoding the request of "+c.req.ServiceMethod+": "+err.Error())
 			continue
 		}
@@ -99,6 +126,29 @@ func (s *Server) serveRPC(codec rpc.ServerCodec) {
 	}
 	st.calls.Wait()
 	codec.Close()
+}
+
+// readBody decodes c's request body, under the method's own bound when it
+// has one.
+func (s *Server) readBody(codec rpc.ServerCodec, lim readLimiter, c *rpcCall) error {
+	if c.method.maxBody == 0 || lim == nil {
+		return codec.ReadRequestBody(c.args.Interface())
+	}
+	base := lim.ReadLimit()
+	lim.SetReadLimit(c.method.maxBody)
+	defer lim.SetReadLimit(base)
+	return codec.ReadRequestBody(c.args.Interface())
+}
+
+// tooLarge answers a request whose body is over the limit with a typed
+// too_large error; the caller then closes the stream, whose unread rest
+// cannot be followed.
+func (s *Server) tooLarge(st *rpcStream, req *rpc.Request, limit int) {
+	s.logger.Warn("rpc: request body over the size limit; closing the stream",
+		"method", req.ServiceMethod, "limit", limit)
+	err := structs.NewError(structs.ErrCodeTooLarge, "the request body of %s is larger than %d bytes; the stream is closed",
+		req.ServiceMethod, limit)
+	st.respond(req, nil, err.Error())
 }
 
 // serve runs the call and answers it.

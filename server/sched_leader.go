@@ -337,8 +337,22 @@ func (s *Server) pipelineStats(ctx context.Context) {
 // job by earlier evaluations (the broker hands out one per job at a time):
 // the worker never schedules the job on state that misses its own
 // placements.
+//
+// An evaluation that blocked evals released (still blocked in state: the
+// worker writes its new status) waits for the leader's latest index: the
+// capacity change that released it is applied at or below that index, and
+// so is every plan committed by the evaluations of its batch that went out
+// before it (see evalbroker.EnqueueAll). A worker on a lagging follower
+// would otherwise schedule it on a snapshot without the freed capacity
+// (and block it again), or without a higher-priority job's placement in
+// that capacity.
 func evalWaitIndex(st *state.StateStore, eval *structs.Evaluation) uint64 {
 	index := max(eval.ModifyIndex, eval.CreateIndex)
+	if stored, err := st.EvalByID(nil, eval.ID); err == nil && stored.Status == structs.EvalStatusBlocked {
+		if latest, err := st.LatestIndex(); err == nil {
+			index = max(index, latest)
+		}
+	}
 	if eval.JobID == "" {
 		return index
 	}

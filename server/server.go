@@ -71,6 +71,8 @@ type Server struct {
 
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{} // accepted connections; nil once shut down; guarded by connsMu
+	// rpcConns counts open connections per remote address (rpc_limits.go).
+	rpcConns *connLimiter
 
 	// leaderChange wakes requests waiting for a leader (see forward).
 	leaderChange changeSignal
@@ -118,6 +120,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		restoredCh:     make(chan chan struct{}),
 		members:        newMemberTable(),
 		conns:          make(map[net.Conn]struct{}),
+		rpcConns:       newConnLimiter(config.RPCMaxConnsPerClient),
 		shutdownCh:     make(chan struct{}),
 	}
 	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())

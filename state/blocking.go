@@ -17,10 +17,12 @@ type QueryFn func(ws memdb.WatchSet, s *StateStore) (index uint64, err error)
 // BlockingQuery runs fn against the live store. If minIndex is 0 or fn
 // returns an index above minIndex it returns at once. Otherwise it waits
 // until something fn read changes, the store is replaced by an FSM restore,
-// or timeout passes, and runs fn again (on the replacement store after a
-// restore). It returns fn's error, ctx.Err() if ctx ends first, or nil when
-// the data moved past minIndex or the timeout expired; in every nil case
-// the last run of fn has filled the caller's results. timeout <= 0 means
+// or timeout passes, and runs fn again. After a restore it runs fn once on
+// the replacement store and returns, whatever the index: the state may
+// have gone back below minIndex, and the caller must hear of it now. It
+// returns fn's error, ctx.Err() if ctx ends first, or nil when the data
+// moved past minIndex, the store was replaced or the timeout expired; in
+// every nil case the last run of fn has filled the caller's results. timeout <= 0 means
 // no timeout; it counts from the call.
 //
 // Thousands of clients each hold one of these (Node.GetClientAllocs), so a
@@ -69,7 +71,17 @@ func (s *StateStore) BlockingQuery(ctx context.Context, minIndex uint64, timeout
 		case waitCanceled:
 			return ctx.Err()
 		}
-		store = store.current()
+		if next := store.current(); next != store {
+			// A restore replaced the state: answer from the new one at
+			// once, whatever its index (it may well be below minIndex:
+			// the state went back). A caller waiting for a change would
+			// otherwise sit out its timeout, unaware that what it knows
+			// is no longer the servers' state.
+			clear(ws)
+			ws.Add(next.AbandonCh())
+			_, err := fn(ws, next)
+			return err
+		}
 	}
 }
 

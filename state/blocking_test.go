@@ -65,6 +65,17 @@ func TestBlockingQuery(t *testing.T) {
 				return next
 			},
 		},
+		{
+			// The restored state is older than what the caller has seen:
+			// it hears of it at once, not at its timeout.
+			name: "answers a restore below min at once", minIndex: 5, timeout: time.Hour, wantRuns: 2, wantFound: true,
+			act: func(t *testing.T, s *StateStore, node *structs.Node) *StateStore {
+				next := testStore(t)
+				must(t, next.UpsertNode(3, node, nil))
+				s.Abandon(next)
+				return next
+			},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

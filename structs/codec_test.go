@@ -54,7 +54,7 @@ var wireTypes = []any{
 	new(DesiredUpdates), new(PlanResult), new(PlanRequest), new(PlanResponse),
 	new(NodeClientAllocsResponse), new(AllocsGetRequest), new(AllocsGetResponse),
 	new(AllocStopRequest), new(AllocStopResponse), new(JobSummaryResponse), new(JobPlanRequest),
-	new(JobPlanResponse), new(JobDiff), new(SnapshotSaveResponse), new(SnapshotRestoreRequest),
+	new(JobPlanResponse), new(JobValidateRequest), new(JobValidateResponse), new(JobDiff), new(SnapshotSaveResponse), new(SnapshotRestoreRequest),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded
@@ -63,7 +63,7 @@ var wireTypes = []any{
 var notWireTypes = map[string]bool{
 	"Error": true, "FieldError": true, "ValidationError": true, "NodeUsage": true,
 	"ComparableResources": true, "NamespacedID": true, "JobRegisterHTTPRequest": true,
-	"JobPlanHTTPRequest": true, "JobsParseHTTPRequest": true, "DrainSpec": true,
+	"JobPlanHTTPRequest": true, "JobValidateHTTPRequest": true, "JobsParseHTTPRequest": true, "DrainSpec": true,
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,

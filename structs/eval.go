@@ -31,6 +31,7 @@ const (
 	EvalTriggerMaxDisconnect     = "max-disconnect-timeout"
 	EvalTriggerReconnect         = "reconnect"
 	EvalTriggerNodeDown          = "node-down"
+	EvalTriggerSnapshotRestore   = "snapshot-restore" // every job, after an operator snapshot restore
 	CoreJobEvalGC                = "eval-gc"
 	CoreJobNodeGC                = "node-gc"
 	CoreJobJobGC                 = "job-gc"

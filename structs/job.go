@@ -2,6 +2,7 @@ package structs
 
 import (
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -43,6 +44,19 @@ const (
 	MaxKillTimeout        = 24 * time.Hour
 	DefaultMigrateMaxPar  = 1
 	maxConstraintsPerList = 100
+)
+
+// Upper bounds of one task's resource asks. They are far beyond any
+// machine (16.7 million MHz is 4,000 cores at 4.2 GHz; 64 TiB of memory;
+// 1 PiB of disk) and small enough that no sum the scheduler forms can
+// overflow an int: a job's whole ask, MaxGroupsPerJob groups of
+// MaxGroupCount allocations of MaxTasksPerGroup tasks, stays below 2^57.
+// An ask that wrapped around when summed would fit any node.
+const (
+	MaxTaskCPU      = 1 << 24 // MHz
+	MaxTaskCores    = 1 << 14
+	MaxTaskMemoryMB = 1 << 26
+	MaxTaskDiskMB   = 1 << 30
 )
 
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
@@ -279,6 +293,54 @@ func (j *Job) LookupTaskGroup(name string) *TaskGroup {
 	return nil
 }
 
+// SpecChanged reports whether new differs from j in anything the user
+// wrote, as Nomad's Job.SpecChanged does: the fields the servers set
+// (Status, StatusDescription, Stable, Version, SubmitTime and the three
+// indexes) are ignored, everything else must be deeply equal. Both jobs
+// should be canonicalized and in the form the store holds (decoded from
+// msgpack), or equal values of different Go types (a []string against a
+// []any) count as changes.
+func (j *Job) SpecChanged(new *Job) bool {
+	if j == nil || new == nil {
+		return j != new
+	}
+	c := *new
+	c.Status, c.StatusDescription, c.Stable = j.Status, j.StatusDescription, j.Stable
+	c.Version, c.SubmitTime = j.Version, j.SubmitTime
+	c.CreateIndex, c.ModifyIndex, c.JobModifyIndex = j.CreateIndex, j.ModifyIndex, j.JobModifyIndex
+	return !reflect.DeepEqual(j, &c)
+}
+
+// CombinedTaskMeta returns the meta a task of the group sees: the job's,
+// the group's and the task's merged, a later level winning over an earlier
+// one. It is what reaches the task as NOMAD_META_*. A group or task the
+// job does not have contributes nothing.
+func (j *Job) CombinedTaskMeta(group, task string) map[string]string {
+	m := maps.Clone(j.Meta)
+	if m == nil {
+		m = map[string]string{}
+	}
+	tg := j.LookupTaskGroup(group)
+	if tg == nil {
+		return m
+	}
+	maps.Copy(m, tg.Meta)
+	if t := tg.LookupTask(task); t != nil {
+		maps.Copy(m, t.Meta)
+	}
+	return m
+}
+
+// LookupTask returns the named task or nil.
+func (tg *TaskGroup) LookupTask(name string) *Task {
+	for _, t := range tg.Tasks {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
 // NamespacedID identifies the job within the cluster.
 func (j *Job) NamespacedID() NamespacedID { return NamespacedID{Namespace: j.Namespace, ID: j.ID} }
 
@@ -480,8 +542,12 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 			v.add(join(rsp, "Interval"), "must be positive when Attempts is set")
 		}
 	}
-	if m := tg.Migrate; m != nil && m.MaxParallel < 0 {
-		v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
+	if m := tg.Migrate; m != nil {
+		if jobType != JobTypeService {
+			v.add(join(p, "Migrate"), "job type %q does not allow a migrate block (only service jobs migrate)", jobType)
+		} else if m.MaxParallel < 0 {
+			v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
+		}
 	}
 	switch {
 	case len(tg.Tasks) == 0:
@@ -529,6 +595,7 @@ func (t *Task) validate(v *validator, p string) {
 		if r.DiskMB < 0 {
 			v.add(join(rp, "DiskMB"), "must not be negative")
 		}
+		validateResourceBounds(v, rp, r)
 	}
 	if t.KillTimeout < 0 || t.KillTimeout > MaxKillTimeout {
 		v.add(join(p, "KillTimeout"), "must be between 0 and %s", MaxKillTimeout)
@@ -540,6 +607,24 @@ func (t *Task) validate(v *validator, p string) {
 	}
 	validateConstraints(v, join(p, "Constraints"), t.Constraints)
 	validateMeta(v, join(p, "Meta"), t.Meta)
+}
+
+// validateResourceBounds checks a task's asks against the Max* bounds.
+func validateResourceBounds(v *validator, rp string, r *Resources) {
+	for _, b := range []struct {
+		field    string
+		val, max int
+		unit     string
+	}{
+		{"CPU", r.CPU, MaxTaskCPU, " MHz"},
+		{"Cores", r.Cores, MaxTaskCores, ""},
+		{"MemoryMB", r.MemoryMB, MaxTaskMemoryMB, " MB"},
+		{"DiskMB", r.DiskMB, MaxTaskDiskMB, " MB"},
+	} {
+		if b.val > b.max {
+			v.add(join(rp, b.field), "must be at most %d%s; got %d", b.max, b.unit, b.val)
+		}
+	}
 }
 
 func validateConstraints(v *validator, p string, cs []*Constraint) {

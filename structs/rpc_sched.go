@@ -1,6 +1,10 @@
 package structs
 
-import "time"
+import (
+	"errors"
+	"strings"
+	"time"
+)
 
 // RPC types for the scheduling pipeline (eval broker, plan queue), the
 // client agent (heartbeats, allocation watch and updates) and the user
@@ -32,6 +36,7 @@ import "time"
 //	Job.Evaluations       JobSpecificRequest -> EvalListResponse
 //	Job.Summary           JobSpecificRequest -> JobSummaryResponse
 //	Job.Plan              JobPlanRequest -> JobPlanResponse
+//	Job.Validate          JobValidateRequest -> JobValidateResponse (any server; writes nothing)
 //	System.GarbageCollect GenericRequest -> GenericResponse
 
 // EvalDequeueRequest asks the leader's broker for an evaluation.
@@ -145,4 +150,38 @@ type JobDiff struct {
 	Fields     []any
 	Objects    []any
 	TaskGroups []any
+}
+
+// JobValidateRequest asks a server to check a job as registering it would,
+// without writing anything.
+type JobValidateRequest struct {
+	Job *Job
+	WriteRequest
+}
+
+// JobValidateResponse is Nomad's answer to a job validation: the problems
+// found, one per entry, and all of them in Error. No problem means the job
+// would be accepted.
+type JobValidateResponse struct {
+	// DriverConfigValidated is true: servers check each task's config
+	// against its driver's schema.
+	DriverConfigValidated bool
+	ValidationErrors      []string
+	Error                 string
+	Warnings              string
+}
+
+// SetProblems lists err's problems in r when err is a *ValidationError and
+// returns nil; any other error is returned as it is.
+func (r *JobValidateResponse) SetProblems(err error) error {
+	var v *ValidationError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &v):
+		return err
+	}
+	r.ValidationErrors = v.Messages()
+	r.Error = strings.Join(r.ValidationErrors, "\n")
+	return nil
 }

@@ -21,6 +21,16 @@ type JobPlanHTTPRequest struct {
 	SecretID  string
 }
 
+// JobValidateHTTPRequest is the body of PUT|POST /v1/validate/job,
+// decoded by jobspec.DecodeAPIRequest as JobRegisterHTTPRequest is.
+type JobValidateHTTPRequest struct {
+	Job *Job
+	// Region, Namespace and SecretID: see JobRegisterHTTPRequest.
+	Region    string
+	Namespace string
+	SecretID  string
+}
+
 // JobsParseHTTPRequest is the body of PUT|POST /v1/jobs/parse: an HCL job
 // file to turn into the API's JSON job.
 type JobsParseHTTPRequest struct {

@@ -97,11 +97,14 @@ func (c *Client) watchAllocs() {
 
 // diffAllocs compares the servers' map with what the client knows: it
 // returns the IDs to fetch (new or modified) and the runners to remove.
+// An allocation listed at a lower AllocModifyIndex than the client knows
+// is fetched too: the servers' state went back (an operator snapshot
+// restore), and runAllocs tells them what the client really runs.
 func (c *Client) diffAllocs(server structs.AllocIndexes) (pull, removed []string) {
 	c.allocMu.Lock()
 	defer c.allocMu.Unlock()
 	for _, a := range server { // sorted by ID
-		if known, ok := c.known[a.ID]; !ok || a.AllocModifyIndex > known {
+		if known, ok := c.known[a.ID]; !ok || a.AllocModifyIndex != known {
 			pull = append(pull, a.ID)
 		}
 	}
@@ -172,7 +175,13 @@ func (c *Client) fetchAllocs(ids []string, index uint64) ([]*structs.Allocation,
 	return out, nil
 }
 
-// runAllocs starts, updates and removes runners.
+// runAllocs starts, updates and removes runners. A runner whose
+// allocation comes back older than the client knew it (the servers'
+// state went back) also re-sends its state: the restored allocation may
+// say running while the client has stopped it (the servers then replace
+// it), or carry a stale status. An allocation the servers list that the
+// client does not run is started, as any new one: the restored state
+// wants it running here.
 func (c *Client) runAllocs(allocs []*structs.Allocation, removed []string) {
 	for _, id := range removed {
 		c.allocMu.Lock()
@@ -189,10 +198,16 @@ func (c *Client) runAllocs(allocs []*structs.Allocation, removed []string) {
 	for _, a := range allocs {
 		c.allocMu.Lock()
 		ar := c.runners[a.ID]
+		prev, seen := c.known[a.ID]
 		c.known[a.ID] = a.AllocModifyIndex
 		c.allocMu.Unlock()
 		if ar != nil {
 			ar.Update(a)
+			if seen && a.AllocModifyIndex < prev {
+				c.logger.Info("the servers' allocation went back; re-sending its state",
+					"alloc_id", a.ID, "alloc_modify_index", a.AllocModifyIndex, "known_index", prev)
+				c.updates.add(ar.Alloc())
+			}
 			continue
 		}
 		if a.ServerTerminalStatus() || a.ClientTerminalStatus() {

@@ -19,7 +19,11 @@ func agentCommands() []*command {
 // runAgent starts an agent and runs until SIGINT or SIGTERM, then shuts
 // down cleanly; a second signal during shutdown exits at once with 1.
 func runAgent(e *env, args []string) int {
-	cfg, err := agent.LoadConfig(args, e.stderr)
+	fs := newFlagSet(e, "agent", "[options]",
+		"Run a Drover agent: a server (-server), a client (-client), or both in one process\n"+
+			"with -dev. Settings come from the defaults, then each -config file in order, then the\n"+
+			"flags given; see README.md's Configuration section.")
+	cfg, err := agent.LoadConfigFlags(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

@@ -13,7 +13,9 @@
 // every read, short (8-character) IDs unless -verbose, and unique ID
 // prefixes accepted wherever an ID is (an ambiguous prefix lists the
 // matches and fails). Exit code 0 means success and 1 any error, except
-// job run (2: some allocations could not be placed) and job plan (1: the
+// job run (2: some allocations could not be placed; 1 also when a service
+// job's allocation failed or did not start, as Nomad's failed deployment;
+// monitor_allocs.go follows the placed allocations) and job plan (1: the
 // plan would create or destroy allocations; 255: error).
 //
 // Each command group lives in its own file (agent.go, status.go,

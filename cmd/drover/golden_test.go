@@ -148,6 +148,12 @@ func TestCLIGolden(t *testing.T) {
 	registered := structs.JobRegisterResponse{EvalID: evalID, EvalCreateIndex: 10, JobModifyIndex: 10}
 	nodeStubs := []*structs.NodeListStub{nodes[0].Stub(), nodes[1].Stub()}
 	jobsRoute := prefixed(jobStubs, func(j *structs.JobListStub) string { return j.ID })
+	pendingAllocs := make([]*structs.Allocation, len(allocs))
+	for i, a := range allocs {
+		pendingAllocs[i] = withStatus(a, "pending")
+		pendingAllocs[i].TaskStates = structs.TaskStates{}
+	}
+	restarting, startFailed := startFailureAllocs(allocs)
 
 	cases := []struct {
 		name     string
@@ -160,6 +166,13 @@ func TestCLIGolden(t *testing.T) {
 			"PUT /v1/jobs":                                  registered,
 			"GET /v1/evaluation/" + evalID:                  sequence(10, pending, complete),
 			"GET /v1/evaluation/" + evalID + "/allocations": sequence(10, []any{}, stubs(allocs)),
+			"GET /v1/job/web/allocations":                   sequence(20, stubs(pendingAllocs), stubs(allocs)),
+		}},
+		{name: "job_run_start_failure", args: []string{"job", "run", "testdata/web.nomad.hcl"}, wantCode: 1, routes: map[string]any{
+			"PUT /v1/jobs":                                  registered,
+			"GET /v1/evaluation/" + evalID:                  sequence(10, complete),
+			"GET /v1/evaluation/" + evalID + "/allocations": stubs(pendingAllocs),
+			"GET /v1/job/web/allocations":                   sequence(20, stubs(pendingAllocs), stubs(restarting), stubs(startFailed)),
 		}},
 		{name: "job_run_placement_failure", args: []string{"job", "run", "testdata/web.nomad.hcl"}, wantCode: 2, routes: map[string]any{
 			"PUT /v1/jobs":                                  registered,
@@ -178,6 +191,12 @@ func TestCLIGolden(t *testing.T) {
 			"GET /v1/job/web":             job,
 			"GET /v1/job/web/summary":     structs.JobSummary{JobID: "web", Summary: map[string]structs.TaskGroupSummary{"web": {Running: 3}}},
 			"GET /v1/job/web/allocations": stubs(allocs),
+		}},
+		{name: "job_status_task_failure", args: []string{"job", "status", "web"}, routes: map[string]any{
+			"GET /v1/jobs":                jobsRoute,
+			"GET /v1/job/web":             job,
+			"GET /v1/job/web/summary":     structs.JobSummary{JobID: "web", Summary: map[string]structs.TaskGroupSummary{"web": {Running: 2, Failed: 1}}},
+			"GET /v1/job/web/allocations": stubs(startFailed),
 		}},
 		{name: "job_status_ambiguous", args: []string{"job", "status", "we"}, wantCode: 1,
 			routes: map[string]any{"GET /v1/jobs": jobsRoute}},
@@ -268,8 +287,8 @@ func TestCLIGolden(t *testing.T) {
 		}},
 		{name: "server_members", args: []string{"server", "members"}, routes: map[string]any{
 			"GET /v1/agent/members": structs.AgentMembersResponse{Members: []*structs.AgentMember{
-				{Name: "s2.global", Addr: "10.0.0.2", Port: 4647, Status: "alive", Tags: map[string]string{"leader": "false", "build": "0.1.0", "dc": "dc1", "region": "global"}},
-				{Name: "s1.global", Addr: "10.0.0.1", Port: 4647, Status: "alive", Tags: map[string]string{"leader": "true", "build": "0.1.0", "dc": "dc1", "region": "global"}},
+				{Name: "s2.global", Addr: "10.0.0.2", Port: 4647, Status: "alive", Tags: map[string]string{"leader": "false", "raft_vsn": "3", "build": "0.1.0", "dc": "dc1", "region": "global"}},
+				{Name: "s1.global", Addr: "10.0.0.1", Port: 4647, Status: "alive", Tags: map[string]string{"leader": "true", "raft_vsn": "3", "build": "0.1.0", "dc": "dc1", "region": "global"}},
 			}},
 		}},
 		{name: "system_gc", args: []string{"system", "gc"}, routes: map[string]any{"PUT /v1/system/gc": struct{}{}}},
@@ -300,6 +319,33 @@ func logRoute(log string) http.HandlerFunc {
 			q.Get("origin"), q.Get("offset"), q.Get("follow"))
 		_, _ = io.WriteString(w, log)
 	}
+}
+
+// startFailureAllocs returns allocs with the first one's task failing to
+// start: restarting after a Driver Failure, then failed.
+func startFailureAllocs(allocs []*structs.Allocation) (restarting, failed []*structs.Allocation) {
+	events := []*structs.TaskEvent{
+		{Type: structs.TaskReceived, Time: ago(2 * time.Second), DisplayMessage: "Task received by client"},
+		{Type: structs.TaskSetup, Time: ago(2 * time.Second), DisplayMessage: "Building Task Directory"},
+		{Type: structs.TaskDriverFailure, Time: ago(2 * time.Second),
+			DisplayMessage: "Failed to start task: fork/exec /bin/nope: no such file or directory",
+			DriverError:    "fork/exec /bin/nope: no such file or directory"},
+		{Type: structs.TaskRestarting, Time: ago(2 * time.Second), DisplayMessage: "Task restarting in 1s"},
+	}
+	a := withStatus(allocs[0], "pending")
+	a.TaskStates = structs.NewTaskStates(map[string]*structs.TaskState{"server": {State: "pending", Restarts: 1, Events: events}})
+	restarting = []*structs.Allocation{a, allocs[1], allocs[2]}
+	events = append(events,
+		&structs.TaskEvent{Type: structs.TaskDriverFailure, Time: ago(time.Second),
+			DisplayMessage: "Failed to start task: fork/exec /bin/nope: no such file or directory",
+			DriverError:    "fork/exec /bin/nope: no such file or directory"},
+		&structs.TaskEvent{Type: structs.TaskNotRestarting, Time: ago(time.Second), FailsTask: true,
+			DisplayMessage: `Exceeded allowed attempts 1 in interval 30m0s and mode is "fail"`})
+	f := withStatus(allocs[0], "failed")
+	f.ClientDescription = "Failed tasks"
+	f.TaskStates = structs.NewTaskStates(map[string]*structs.TaskState{"server": {State: "dead", Failed: true, Restarts: 1, Events: events}})
+	failed = []*structs.Allocation{f, allocs[1], allocs[2]}
+	return restarting, failed
 }
 
 func withStatus(a *structs.Allocation, clientStatus string) *structs.Allocation {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,5 +167,102 @@ func TestCLIAgainstDevAgent(t *testing.T) {
 	}
 	if code, out, errOut := cli(addr, "job", "stop", "-purge", "-detach", "hello"); code != 0 {
 		t.Fatalf("job stop -purge: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestCLIReportsTaskStartFailure: a task whose command cannot start is
+// visible at every step: job run prints the task's Driver Failure while it
+// follows the allocation (exit 0 for a batch job, as Nomad's job run; 1
+// for a service job, as Nomad's failed deployment), job status lists the
+// failure under the allocations, and alloc status shows the events.
+func TestCLIReportsTaskStartFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent and runs processes")
+	}
+	addr := startCLIAgent(t)
+	dir := t.TempDir()
+	const spec = `job %q {
+  type = %q
+  group "g" {
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/nonexistent/drover-cli-test" }
+    }
+  }
+}
+`
+	const reason = "fork/exec /nonexistent/drover-cli-test: no such file or directory"
+	for _, tc := range []struct {
+		job, typ string
+		code     int
+		want     []string
+	}{
+		{"nostart", "batch", exitOK, []string{`task "t": Driver Failure: `, "could not start a task; see drover alloc status "}},
+		{"nostartsvc", "service", exitError, []string{`task "t": Driver Failure: `, `task "t": Not Restarting: `,
+			`status "failed"`, "1 of 1 allocation failed; see drover alloc status "}},
+	} {
+		path := filepath.Join(dir, tc.job+".nomad.hcl")
+		if err := os.WriteFile(path, fmt.Appendf(nil, spec, tc.job, tc.typ), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := cli(addr, "job", "run", path)
+		if code != tc.code || !strings.Contains(out, reason) {
+			t.Fatalf("job run %s: exit %d, want %d\n%s%s", tc.job, code, tc.code, out, errOut)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(out, want) {
+				t.Fatalf("job run %s output lacks %q:\n%s", tc.job, want, out)
+			}
+		}
+	}
+
+	waitFor(t, "the batch allocation to fail", 20*time.Second, func() bool {
+		_, out, _ := cli(addr, "job", "status", "nostart")
+		return strings.Contains(out, "failed")
+	})
+	code, out, errOut := cli(addr, "job", "status", "nostart")
+	if code != 0 || !strings.Contains(out, "Task Failures") || !strings.Contains(out, "Driver Failure") ||
+		!strings.Contains(out, reason) {
+		t.Fatalf("job status: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = cli(addr, "job", "status", "-json", "nostart")
+	var status struct {
+		Allocations []*structs.AllocListStub
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &status) != nil || len(status.Allocations) == 0 {
+		t.Fatalf("job status -json: %d %s", code, out)
+	}
+	code, out, errOut = cli(addr, "alloc", "status", status.Allocations[0].ID[:8])
+	if code != 0 || !strings.Contains(out, "Client Status       = failed") || !strings.Contains(out, "Recent Events:") ||
+		!strings.Contains(out, "Driver Failure") || !strings.Contains(out, reason) {
+		t.Fatalf("alloc status: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// The job `drover job init` writes places in full on a single-node dev
+// agent, the one `make run` starts.
+func TestJobInitPlacesOnDevAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent and runs processes")
+	}
+	addr := startCLIAgent(t)
+	file := filepath.Join(t.TempDir(), "example.nomad.hcl")
+	if code, out, errOut := cli(addr, "job", "init", file); code != 0 || !strings.Contains(out, file) {
+		t.Fatalf("job init: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := cli(addr, "job", "run", file)
+	if code != 0 || !strings.Contains(out, `Allocation "`) || strings.Contains(out, "could not be placed") {
+		t.Fatalf("job run of the example: exit %d\n%s%s", code, out, errOut)
+	}
+	waitFor(t, "the example's allocation to run", 30*time.Second, func() bool {
+		_, out, _ := cli(addr, "job", "status", "example")
+		return strings.Contains(out, "running")
+	})
+	if code, out, errOut := cli(addr, "job", "stop", "-purge", "example"); code != 0 {
+		t.Fatalf("job stop: exit %d\n%s%s", code, out, errOut)
 	}
 }

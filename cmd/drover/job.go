@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ func jobCommands() []*command {
 		{name: "job status", synopsis: "List jobs, or show one job with its allocations", run: runJobStatus},
 		{name: "job stop", synopsis: "Stop a job (and with -purge remove it)", run: runJobStop},
 		{name: "job plan", synopsis: "Dry run: show what submitting a job file would change", run: runJobPlan},
+		{name: "job validate", synopsis: "Check a job file as the servers would, without submitting it", run: runJobValidate},
 		{name: "job inspect", synopsis: "Print a registered job as JSON", run: runJobInspect},
 		{name: "job init", synopsis: "Write an example job file", run: runJobInit},
 	}
@@ -69,6 +71,47 @@ func (f *jobFileFlags) parse(e *env, path string) (*structs.Job, int, bool) {
 	return job, exitOK, true
 }
 
+// parseArgs parses the flags and the one job file argument of a command
+// that reads a job file; problems are printed and code returned.
+func (f *jobFileFlags) parseArgs(e *env, fs *flag.FlagSet, args []string) (*structs.Job, int, bool) {
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return nil, code, false
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return nil, exitError, false
+	}
+	return f.parse(e, fs.Arg(0))
+}
+
+func runJobValidate(e *env, args []string) int {
+	var af apiFlags
+	var jf jobFileFlags
+	fs := newFlagSet(e, "job validate", "[options] <file>",
+		"Check a job file (HCL or JSON) as the servers would when it is submitted: its syntax here,\n"+
+			"then its fields, defaults and driver configs on a server. Nothing is submitted.\n\n"+
+			"Exit codes: 0 valid, 1 invalid or error.")
+	af.register(fs, e)
+	jf.register(fs)
+	job, code, ok := jf.parseArgs(e, fs, args)
+	if !ok {
+		return code
+	}
+	resp, err := af.client().ValidateJob(context.Background(), job, nil)
+	if err != nil {
+		return errorf(e, "validating job: %v", err)
+	}
+	if len(resp.ValidationErrors) > 0 {
+		fmt.Fprintln(e.stderr, "Job validation errors:")
+		for _, msg := range resp.ValidationErrors {
+			fmt.Fprintf(e.stderr, "  * %s\n", msg)
+		}
+		return exitError
+	}
+	fmt.Fprintln(e.stdout, "Job validation successful")
+	return exitOK
+}
+
 func runJobRun(e *env, args []string) int {
 	var af apiFlags
 	var jf jobFileFlags
@@ -76,20 +119,14 @@ func runJobRun(e *env, args []string) int {
 	var checkIndex string
 	fs := newFlagSet(e, "job run", "[options] <file>",
 		"Submit a job file (HCL or JSON) and monitor the evaluation it creates.\n\n"+
-			"Exit codes: 0 everything was placed, 1 error, 2 some allocations could not be placed.")
+			"Then follow the placed allocations until their tasks start, printing why a task could not start.\n\n"+
+			"Exit codes: 0 everything was placed, 1 error (or a service job's allocation failed), 2 some allocations could not be placed.")
 	af.register(fs, e)
 	jf.register(fs)
 	fs.BoolVar(&detach, "detach", false, "return once the job is registered, without monitoring")
 	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
 	fs.StringVar(&checkIndex, "check-index", "", "register only if the job's modify index is this (0: only if it does not exist)")
-	if code, ok := parseFlags(fs, args, 1); !ok {
-		return code
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitError
-	}
-	job, code, ok := jf.parse(e, fs.Arg(0))
+	job, code, ok := jf.parseArgs(e, fs, args)
 	if !ok {
 		return code
 	}
@@ -121,7 +158,7 @@ func runJobRun(e *env, args []string) int {
 		}
 		return exitOK
 	}
-	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
+	return (&evalMonitor{e: e, c: c, verbose: verbose}).runJob(ctx, resp.EvalID, job, allocFollowTimeout)
 }
 
 // resolveJob finds a job by ID or unique prefix.
@@ -223,6 +260,7 @@ func runJobStatus(e *env, args []string) int {
 		return exitOK
 	}
 	allocTable(e, e.stdout, allocs, verbose, true)
+	taskFailureTable(e, e.stdout, allocs, verbose)
 	return exitOK
 }
 
@@ -328,6 +366,12 @@ func runJobInspect(e *env, args []string) int {
 	return printJSON(e, map[string]any{"Job": job})
 }
 
+// exampleJob is the commented job `drover job init` writes. It must place
+// in full on a single-node dev agent (TestJobInitPlacesOnDevAgent).
+//
+//go:embed example.nomad.hcl
+var exampleJob string
+
 func runJobInit(e *env, args []string) int {
 	fs := newFlagSet(e, "job init", "[options] [file]",
 		"Write a commented example job file (default "+jobspec.ExampleFileName+").")
@@ -345,7 +389,7 @@ func runJobInit(e *env, args []string) int {
 	if err != nil {
 		return errorf(e, "writing %s: %v", path, err)
 	}
-	if _, err := f.WriteString(jobspec.ExampleJob); err != nil {
+	if _, err := f.WriteString(exampleJob); err != nil {
 		f.Close()
 		return errorf(e, "writing %s: %v", path, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent"
+	"github.com/drover-project/drover/internal/textdist"
 )
 
 // env is everything a command touches outside its arguments, so tests can
@@ -126,14 +127,74 @@ func run(args []string, e *env) int {
 			}
 			if n < len(args) {
 				fmt.Fprintf(e.stderr, "Unknown command: drover %s\n\n", strings.Join(args, " "))
+				didYouMean(e.stderr, group, args[n], table)
 			}
 			usage(e.stderr, table, group)
 			return 1
 		}
 	}
 	fmt.Fprintf(e.stderr, "Unknown command: %s\n\n", args[0])
+	didYouMean(e.stderr, "", args[0], table)
 	usage(e.stderr, table, "")
 	return 1
+}
+
+// didYouMean prints the command closest to a mistyped word, if one is
+// close: typed is the word after group ("" for the top level).
+func didYouMean(w io.Writer, group, typed string, table []*command) {
+	if best := closest(typed, nextWords(table, group)); best != "" {
+		name := best
+		if group != "" {
+			name = group + " " + best
+		}
+		fmt.Fprintf(w, "Did you mean %q?\n\n", "drover "+name)
+	}
+}
+
+// nextWords lists, once each, the words that can follow group ("" for
+// the first word of every command).
+func nextWords(table []*command, group string) []string {
+	var words []string
+	seen := map[string]bool{}
+	for _, c := range table {
+		rest := c.name
+		if group != "" {
+			var ok bool
+			if rest, ok = strings.CutPrefix(c.name, group+" "); !ok {
+				continue
+			}
+		}
+		word, _, _ := strings.Cut(rest, " ")
+		if !seen[word] {
+			seen[word] = true
+			words = append(words, word)
+		}
+	}
+	return words
+}
+
+// closest returns the candidate nearest to typed: the only one typed is a
+// prefix of (at least 2 letters typed), else the one at the smallest edit
+// distance (a swap of two neighbours counts as one edit) if that is at
+// most 2 and less than half of typed's length, rounded up. Ties go to the
+// first candidate; "" when none is close.
+func closest(typed string, candidates []string) string {
+	var prefixed []string
+	for _, c := range candidates {
+		if len(typed) >= 2 && strings.HasPrefix(c, typed) {
+			prefixed = append(prefixed, c)
+		}
+	}
+	if len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	best, bestD := "", min(2, (len(typed)+1)/2)+1
+	for _, c := range candidates {
+		if d := textdist.Distance(typed, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
 }
 
 func isHelpFlag(s string) bool {

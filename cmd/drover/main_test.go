@@ -76,6 +76,14 @@ func TestDispatch(t *testing.T) {
 		{name: "command help", args: []string{"status", "-h"}, wantCode: 0, wantStderr: "-address"},
 		{name: "bad flag", args: []string{"status", "-bogus"}, wantCode: 1, wantStderr: "flag provided but not defined"},
 		{name: "agent help", args: []string{"agent", "-h"}, wantCode: 0, wantStderr: "-bootstrap-expect"},
+		{name: "agent help is formatted like other verbs", args: []string{"agent", "-h"}, wantCode: 0,
+			wantStderr: "Usage: drover agent [options]\n\nRun a Drover agent"},
+		{name: "agent help lists options", args: []string{"agent", "-help"}, wantCode: 0, wantStderr: "\n\nOptions:\n\n  -bind"},
+		{name: "misspelled verb", args: []string{"stauts"}, wantCode: 1, wantStderr: "Did you mean \"drover status\"?"},
+		{name: "misspelled subcommand", args: []string{"job", "stauts", "web"}, wantCode: 1,
+			wantStderr: "Unknown command: drover job stauts web\n\nDid you mean \"drover job status\"?"},
+		{name: "misspelled nested subcommand", args: []string{"operator", "raft", "list-peer"}, wantCode: 1,
+			wantStderr: "Did you mean \"drover operator raft list-peers\"?"},
 		{name: "agent bad config", args: []string{"agent", "-server"}, wantCode: 1, wantStderr: "data_dir is required"},
 		{name: "agent bad flag value", args: []string{"agent", "-dev", "-http-port", "x"}, wantCode: 1, wantStderr: "invalid value"},
 		{name: "remove-peer needs a target", args: []string{"operator", "raft", "remove-peer"}, wantCode: 1,
@@ -192,5 +200,66 @@ func TestRaftListPeers(t *testing.T) {
 		"server-two.global  9c1d                                  10.0.0.22:4647  follower  false  3\n"
 	if out.String() != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+func TestClosestCommand(t *testing.T) {
+	top := nextWords(commands(), "")
+	cases := []struct{ typed, want string }{
+		{"stauts", "status"}, // swapped letters
+		{"statu", "status"},  // unique prefix
+		{"jbo", "job"},       // one swap
+		{"nod", "node"},      // unique prefix
+		{"alloc", "alloc"},   // exact
+		{"no", "node"},       // unique two-letter prefix
+		{"s", ""},            // one letter: too short to guess
+		{"frobnicate", ""},   // nothing close
+		{"xyz", ""},          // distance 3
+		{"evl", "eval"},      // one insertion
+		{"sytsem", "system"}, // swap
+		{"oprator", "operator"},
+	}
+	for _, tc := range cases {
+		if got := closest(tc.typed, top); got != tc.want {
+			t.Errorf("closest(%q) = %q; want %q", tc.typed, got, tc.want)
+		}
+	}
+	// An unknown word gets no suggestion, only the usage.
+	e, _, errOut := testEnv(nil)
+	if code := run([]string{"frobnicate"}, e); code != 1 || strings.Contains(errOut.String(), "Did you mean") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestStatusJSON(t *testing.T) {
+	ts := fakeAgent(t, map[string]any{
+		"GET /v1/status/leader": "10.0.0.1:4647",
+		"GET /v1/status/peers":  []string{"10.0.0.1:4647", "10.0.0.2:4647"},
+	})
+	e, out, errOut := testEnv(nil)
+	if code := run([]string{"status", "-json", "-address", ts.URL}, e); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Leader string
+		Peers  []string
+	}
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil || got.Leader != "10.0.0.1:4647" || len(got.Peers) != 2 {
+		t.Fatalf("status -json = %q (%v)", out, err)
+	}
+}
+
+func TestRaftListPeersJSON(t *testing.T) {
+	want := structs.RaftConfigurationResponse{Index: 5, Servers: []*structs.RaftServer{
+		{ID: "0b4a2f6e", Node: "s1.global", Address: "10.0.0.1:4647", Leader: true, Voter: true, RaftProtocol: "3"}}}
+	ts := fakeAgent(t, map[string]any{"GET /v1/operator/raft/configuration": want})
+	e, out, errOut := testEnv(nil)
+	if code := run([]string{"operator", "raft", "list-peers", "-json", "-address", ts.URL}, e); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got structs.RaftConfigurationResponse
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil || got.Index != 5 || len(got.Servers) != 1 ||
+		*got.Servers[0] != *want.Servers[0] {
+		t.Fatalf("list-peers -json = %q (%v)", out, err)
 	}
 }

@@ -37,7 +37,7 @@ func runServerMembers(e *env, args []string) int {
 		if leader == "" {
 			leader = "false"
 		}
-		t.row(m.Name, m.Addr, fmt.Sprint(m.Port), m.Status, leader, "3", m.Tags["build"], m.Tags["dc"], m.Tags["region"])
+		t.row(m.Name, m.Addr, fmt.Sprint(m.Port), m.Status, leader, m.Tags["raft_vsn"], m.Tags["build"], m.Tags["dc"], m.Tags["region"])
 	}
 	t.flush()
 	return exitOK

@@ -30,6 +30,10 @@ type evalMonitor struct {
 	e       *env
 	c       *api.Client
 	verbose bool
+
+	// placed lists the allocations the followed evaluations created to
+	// run, in the order they were printed (job run follows them).
+	placed []*structs.AllocListStub
 }
 
 // monitor follows evalID until it is terminal and returns the exit code:
@@ -79,6 +83,9 @@ func (m *evalMonitor) monitor(ctx context.Context, evalID string) int {
 			verb := "modified"
 			if a.EvalID == evalID {
 				verb = "created"
+				if a.DesiredStatus == structs.AllocDesiredStatusRun {
+					m.placed = append(m.placed, a)
+				}
 			}
 			fmt.Fprintf(out, "    Allocation %q %s: node %q, group %q\n",
 				shortID(a.ID, m.verbose), verb, shortID(a.NodeID, m.verbose), a.TaskGroup)

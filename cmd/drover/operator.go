@@ -17,17 +17,21 @@ func operatorCommands() []*command {
 
 func runRaftListPeers(e *env, args []string) int {
 	var af apiFlags
-	var stale bool
+	var stale, asJSON bool
 	fs := newFlagSet(e, "operator raft list-peers", "[options]",
 		"Show the servers in the Raft configuration, which is the leader and which vote.")
 	af.register(fs, e)
 	fs.BoolVar(&stale, "stale", false, "let any server answer from its local state")
+	fs.BoolVar(&asJSON, "json", false, "print JSON (the configuration as GET /v1/operator/raft/configuration returns it)")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
 	rc, err := af.client().RaftConfiguration(context.Background(), &api.QueryOptions{AllowStale: stale})
 	if err != nil {
 		return errorf(e, "retrieving the Raft configuration: %v", err)
+	}
+	if asJSON {
+		return printJSON(e, rc)
 	}
 	t := newTable(e.stdout)
 	t.row("Node", "ID", "Address", "State", "Voter", "RaftProtocol")

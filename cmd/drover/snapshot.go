@@ -42,13 +42,14 @@ func runSnapshotSave(e *env, args []string) int {
 		return errorf(e, "creating %s: %v", tmp, err)
 	}
 	stop := progress(e, "Received", size)
-	_, err = io.Copy(f, stop.count(rc))
+	written, err := io.Copy(f, stop.count(rc))
 	stop.done()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	var meta fsm.ArchiveMeta
 	if err == nil {
-		err = verifyFile(tmp)
+		meta, err = readMeta(tmp)
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -57,8 +58,8 @@ func runSnapshotSave(e *env, args []string) int {
 	if err := os.Rename(tmp, path); err != nil {
 		return errorf(e, "saving snapshot: %v", err)
 	}
-	meta, _ := readMeta(path)
-	fmt.Fprintf(e.stdout, "State file written to %s (index %d, %d bytes, SHA-256 %s)\n", path, meta.Index, meta.Size, meta.SHA256)
+	fmt.Fprintf(e.stdout, "State file written to %s: %d bytes (state at index %d, SHA-256 %s)\n",
+		path, written, meta.Index, meta.SHA256)
 	return exitOK
 }
 
@@ -105,11 +106,6 @@ func readMeta(path string) (fsm.ArchiveMeta, error) {
 	defer f.Close()
 	meta, _, err := fsm.ReadArchive(f)
 	return meta, err
-}
-
-func verifyFile(path string) error {
-	_, err := readMeta(path)
-	return err
 }
 
 // progressMeter prints bytes moved once a second on stderr while a long

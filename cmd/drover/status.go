@@ -6,10 +6,18 @@ func statusCommands() []*command {
 	return []*command{{name: "status", synopsis: "Show the cluster leader and Raft peers", run: runStatus}}
 }
 
+// statusJSON is `drover status -json`.
+type statusJSON struct {
+	Leader string
+	Peers  []string
+}
+
 func runStatus(e *env, args []string) int {
 	var af apiFlags
+	var asJSON bool
 	fs := newFlagSet(e, "status", "[options]", "Show the cluster's leader and its Raft peers.")
 	af.register(fs, e)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	if code, ok := parseFlags(fs, args, 0); !ok {
 		return code
 	}
@@ -22,6 +30,12 @@ func runStatus(e *env, args []string) int {
 	peers, err := c.Peers(ctx)
 	if err != nil {
 		return errorf(e, "querying peers: %v", err)
+	}
+	if asJSON {
+		if peers == nil {
+			peers = []string{}
+		}
+		return printJSON(e, statusJSON{Leader: leader, Peers: peers})
 	}
 	if leader == "" {
 		leader = "(none)"

@@ -22,6 +22,12 @@ const (
 	maxPooledBuf = 1 << 20
 )
 
+// ErrMessageTooLarge is returned by a read when the message is longer
+// than the limit set with SetReadLimit. The message is not consumed: the
+// stream cannot go on and the caller should close the codec; what was
+// gathered of it is released.
+var ErrMessageTooLarge = errors.New("msgpackrpc: message larger than the read limit")
+
 // Codec is an rpc.ServerCodec and an rpc.ClientCodec over one connection
 // (a yamux stream, say). As net/rpc requires, one goroutine reads (header,
 // then body, then the next header) while any number may write; each write
@@ -32,9 +38,10 @@ type Codec struct {
 	closed atomic.Bool
 
 	// Read side: used by one goroutine at a time.
-	br  *bufio.Reader
-	dec *codec.Decoder // bytes decoder, made by the first body read
-	sc  msgpackread.Scanner
+	br    *bufio.Reader
+	dec   *codec.Decoder // bytes decoder, made by the first body read
+	sc    msgpackread.Scanner
+	limit int // longest message read, in bytes; 0: no limit
 
 	wmu sync.Mutex
 	enc *codec.Encoder // guarded by wmu; made by the first write
@@ -51,6 +58,16 @@ var (
 func NewCodec(conn io.ReadWriteCloser, h *codec.MsgpackHandle) *Codec {
 	return &Codec{conn: conn, h: h, br: bufio.NewReaderSize(conn, readBufSize)}
 }
+
+// SetReadLimit bounds the length of each message (a header or a body)
+// read from now on; 0 removes the bound. A longer message fails the read
+// with ErrMessageTooLarge once limit bytes of it have arrived, so no more
+// than about limit bytes are held for it. It may be called between reads
+// (from the reading goroutine) to give one body a different bound.
+func (c *Codec) SetReadLimit(limit int) { c.limit = limit }
+
+// ReadLimit returns the bound set with SetReadLimit.
+func (c *Codec) ReadLimit() int { return c.limit }
 
 // ReadRequestHeader reads the next request's header. It returns io.EOF
 // when the connection ends cleanly before it.
@@ -127,9 +144,13 @@ func (c *Codec) readItem() (item, error) {
 		return item{}, err
 	}
 	if done {
+		if c.limit > 0 && c.sc.End() > c.limit {
+			return item{}, ErrMessageTooLarge
+		}
 		return item{b: buf[:c.sc.End()], discard: c.sc.End()}, nil
 	}
-	// Longer than what is buffered: gather it.
+	// Longer than what is buffered: gather it, up to the limit. Only
+	// messages longer than the read buffer pay for the check.
 	spill := getBuf()
 	b := append((*spill)[:0], buf...)
 	c.br.Discard(len(buf))
@@ -152,11 +173,23 @@ func (c *Codec) readItem() (item, error) {
 			return item{}, err
 		}
 		if done {
+			if c.limit > 0 && c.sc.End() > c.limit {
+				*spill = b
+				putBuf(spill) // kept only if small; a large one goes to the collector
+				return item{}, ErrMessageTooLarge
+			}
 			c.br.Discard(c.sc.End() - start)
 			*spill = b
 			return item{b: b[:c.sc.End()], spill: spill}, nil
 		}
 		c.br.Discard(len(buf))
+		if c.limit > 0 && len(b) > c.limit {
+			// Not done with more than limit bytes gathered: the message is
+			// longer still.
+			*spill = b
+			putBuf(spill)
+			return item{}, ErrMessageTooLarge
+		}
 	}
 }
 

@@ -25,8 +25,10 @@
 //   - Unblock and UnblockNode are coalesced: they record the capacity change
 //     and return at once; after Config.CoalesceWindow every change recorded
 //     meanwhile is applied together and the released evaluations are handed
-//     to the Enqueuer in one EnqueueAll call. Each evaluation is released at
-//     most once however many changes match it.
+//     to the Enqueuer in one EnqueueAll call (the eval broker hands such a
+//     batch out one priority level at a time, so the highest priority gets
+//     the capacity first). Each evaluation is released at most once however
+//     many changes match it.
 //   - No missed unblock: the tracker remembers, per class and per node, the
 //     index of the last capacity change. Block (or Reblock) of an evaluation
 //     whose SnapshotIndex is older than a matching change releases it at

@@ -36,6 +36,7 @@ func (b *Broker) Ack(evalID, token string) error {
 		delete(b.requeue, token)
 		b.enqueueNewLocked(again, "")
 	}
+	b.leftLocked(evalID)
 	return nil
 }
 

@@ -49,6 +49,7 @@ type Broker struct {
 	delayAt    time.Time                        // due time delayTimer was set for
 	delayGen   uint64                           // invalidates stale delayTimer callbacks
 	waiters    []*waiter                        // blocked Dequeue callers, FIFO
+	gates      map[string][]*gate               // eval ID -> gates whose open level holds it
 }
 
 // New returns a disabled broker. It fails only on an invalid config.
@@ -76,6 +77,7 @@ func (b *Broker) resetLocked() {
 	b.unack = map[string]*delivery{}
 	b.requeue = map[string]*structs.Evaluation{}
 	b.delayed = nil
+	b.gates = map[string][]*gate{}
 }
 
 // Enabled reports whether the broker accepts evaluations.
@@ -124,13 +126,15 @@ func (b *Broker) Enqueue(eval *structs.Evaluation) {
 // EnqueueAll adds evaluations, each with an optional delivery token (""
 // for none). An evaluation outstanding under the given token is enqueued
 // again when that delivery is acked; see the package documentation.
-// It satisfies blockedevals.Enqueuer.
+// A batch of several priorities is handed out one priority level at a
+// time, highest first (see gate). It satisfies blockedevals.Enqueuer.
 func (b *Broker) EnqueueAll(evals map[*structs.Evaluation]string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for eval, token := range evals {
-		b.enqueueNewLocked(eval, token)
+	if !b.enabled {
+		return
 	}
+	b.enqueueBatchLocked(evals)
 }
 
 // enqueueNewLocked admits an evaluation from outside the broker.
@@ -203,6 +207,11 @@ func (b *Broker) releaseJobLocked(key jobKey, evalID string) {
 		}
 	}
 	b.enqueueLocked(waiting[newest], waiting[newest].Type)
+	for i, e := range waiting {
+		if i != newest {
+			b.leftLocked(e.ID)
+		}
+	}
 }
 
 // newestIndex returns the position of the newest evaluation: highest

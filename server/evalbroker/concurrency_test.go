@@ -148,8 +148,10 @@ func TestDisableFlushesAndWakesWaiters(t *testing.T) {
 
 // TestNoLostWakeup: a waiter woken for one queue that takes an eval from
 // another must pass the wake-up on, or the first eval is stranded while a
-// waiter for it sleeps. Both evals arrive under one lock, so the
-// two-type waiter always takes the higher-priority batch eval.
+// waiter for it sleeps. Both evals arrive in one batch, so the two-type
+// waiter always takes the higher-priority batch eval; the service eval is
+// gated behind it (see gate) and its release on the ack must wake the
+// service-only waiter.
 func TestNoLostWakeup(t *testing.T) {
 	for i := range 50 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
@@ -164,9 +166,11 @@ func TestNoLostWakeup(t *testing.T) {
 				res  <-chan dequeueResult
 				eval *structs.Evaluation
 			}{{both, bat}, {serviceOnly, svc}} {
-				if r := recv(t, want.res); r.eval != want.eval || r.err != nil {
+				r := recv(t, want.res)
+				if r.eval != want.eval || r.err != nil {
 					t.Fatalf("dequeue = %+v, want %s", r, want.eval.ID)
 				}
+				mustAck(t, b, r.eval, r.token)
 			}
 		})
 	}

@@ -18,6 +18,14 @@
 //     Blocked callers are woken longest-waiting first, except that callers
 //     in the leader's own process (DequeueLocal) go before remote ones: an
 //     idle leader worker needs no Raft catch-up and no plan RPC.
+//   - EnqueueAll takes a batch (the blocked evaluations one capacity change
+//     released) and hands it out one priority level at a time, across
+//     scheduler types: a lower level is enqueued only once every
+//     evaluation of the level above has left the broker (acked, or
+//     superseded). A worker acks after its plan is committed, so a
+//     lower-priority evaluation is scheduled only after the higher ones
+//     took what they could, and the plan applier refuses it that capacity.
+//     A batch of one priority is enqueued at once.
 //   - At most one evaluation per job (namespace + job ID) is outstanding
 //     (ready, unacked, waiting for redelivery or in the failed queue). Later
 //     ones wait. When the outstanding one is acked, only the newest waiter

@@ -29,7 +29,10 @@ type Stats struct {
 	TotalPending    int
 	TotalWaiting    int // held until WaitUntil or a nack delay passes
 	TotalCancelable int // superseded, not yet taken by Cancelable
-	ByScheduler     map[string]SchedulerStats
+	// TotalGated waits in a released batch for the higher priorities
+	// before it to be acked (see EnqueueAll).
+	TotalGated  int
+	ByScheduler map[string]SchedulerStats
 }
 
 // Stats returns current counts. It walks the job pending set, so call it
@@ -40,6 +43,7 @@ func (b *Broker) Stats() Stats {
 	s := Stats{
 		TotalWaiting:    len(b.delayed),
 		TotalCancelable: len(b.cancelable),
+		TotalGated:      b.gatedCountLocked(),
 		ByScheduler:     map[string]SchedulerStats{},
 	}
 	for name, q := range b.ready {

@@ -200,7 +200,9 @@ func (ar *AllocRunner) Run() {
 func (ar *AllocRunner) DoneCh() <-chan struct{} { return ar.doneCh }
 
 // Update takes a newer server version of the allocation. A desired status
-// of stop or evict kills the tasks.
+// of stop or evict kills the tasks. A newer job version is an in-place
+// update: the tasks keep running, and their kill timeout and signal and
+// the restart policy come from the new version from now on.
 func (ar *AllocRunner) Update(a *structs.Allocation) {
 	ar.mu.Lock()
 	if a.Job == nil {
@@ -210,9 +212,26 @@ func (ar *AllocRunner) Update(a *structs.Allocation) {
 	}
 	ar.alloc = a
 	ar.mu.Unlock()
+	ar.updateTasks(a)
 	ar.saveAlloc()
 	if a.ServerTerminalStatus() {
 		ar.killAll(ReasonAllocStopped)
+	}
+}
+
+// updateTasks hands each task runner its task and group from a's job.
+func (ar *AllocRunner) updateTasks(a *structs.Allocation) {
+	if a.Job == nil {
+		return
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
+		return
+	}
+	for name, tr := range ar.tasks {
+		if t := tg.LookupTask(name); t != nil {
+			tr.setLatest(tg, t)
+		}
 	}
 }
 

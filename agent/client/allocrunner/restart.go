@@ -45,6 +45,14 @@ func newRestartTracker(p *structs.RestartPolicy, jobType string) *restartTracker
 	return &restartTracker{policy: *p, batch: jobType == structs.JobTypeBatch, now: time.Now, jitterF: rand.Float64}
 }
 
+// setPolicy replaces the policy (an in-place update), keeping the count
+// of restarts in the current interval; nil keeps the policy.
+func (r *restartTracker) setPolicy(p *structs.RestartPolicy) {
+	if p != nil {
+		r.policy = *p
+	}
+}
+
 // afterExit decides what follows an exit (res) or a failed start (startErr).
 func (r *restartTracker) afterExit(res *driver.ExitResult, startErr error) decision {
 	if startErr != nil && errors.Is(startErr, driver.ErrUnrecoverable) {

@@ -65,3 +65,24 @@ func TestRestartTracker(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartTrackerSetPolicy: an in-place update's policy applies to the
+// next exit and keeps the restarts already counted in the interval.
+func TestRestartTrackerSetPolicy(t *testing.T) {
+	fail := &driver.ExitResult{ExitCode: 1}
+	now := time.Unix(1000, 0)
+	r := newRestartTracker(&structs.RestartPolicy{Attempts: 1, Interval: time.Minute, Delay: time.Second, Mode: "fail"}, structs.JobTypeService)
+	r.now = func() time.Time { return now }
+	r.jitterF = func() float64 { return 0 }
+	if d := r.afterExit(fail, nil); !d.restart {
+		t.Fatalf("first failure: %+v", d)
+	}
+	r.setPolicy(&structs.RestartPolicy{Attempts: 2, Interval: time.Minute, Delay: 3 * time.Second, Mode: "fail"})
+	if d := r.afterExit(fail, nil); !d.restart || d.delay != 3*time.Second {
+		t.Fatalf("second failure under the new policy: %+v", d)
+	}
+	r.setPolicy(nil)
+	if d := r.afterExit(fail, nil); !d.failed {
+		t.Fatalf("third failure (two attempts used): %+v", d)
+	}
+}

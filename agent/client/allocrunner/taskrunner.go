@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -43,8 +44,13 @@ type taskRunner struct {
 	detachOnce sync.Once
 	doneCh     chan struct{} // closed when run returns
 
-	mu         sync.Mutex
-	state      *structs.TaskState  // guarded by mu
+	mu    sync.Mutex
+	state *structs.TaskState // guarded by mu
+	// latest is the group and task of the allocation's newest job version
+	// (in-place updates replace it); guarded by mu. What the task is
+	// started with (task, tg) cannot change in place, but its kill timeout
+	// and signal and the group's restart policy can, and are read here.
+	latest     taskSpec
 	killReason string              // guarded by mu; set before killCh closes
 	saved      *driver.HandleState // handle of the running task; guarded by mu
 
@@ -71,7 +77,7 @@ func (tr *taskRunner) handleState() *driver.HandleState {
 func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, td *allocdir.TaskDir,
 	restored *clientstate.TaskRunnerState) *taskRunner {
 	tr := &taskRunner{
-		ar: ar, task: task, tg: tg, taskDir: td,
+		ar: ar, task: task, tg: tg, taskDir: td, latest: taskSpec{tg: tg, task: task},
 		logger:   ar.logger.With("task", task.Name),
 		restart:  newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
 		killCh:   make(chan struct{}),
@@ -87,6 +93,25 @@ func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, t
 		tr.state = restored.State.Copy()
 	}
 	return tr
+}
+
+// taskSpec is a task with its group, from one job version.
+type taskSpec struct {
+	tg   *structs.TaskGroup
+	task *structs.Task
+}
+
+// setLatest takes the task and group of an in-place update.
+func (tr *taskRunner) setLatest(tg *structs.TaskGroup, task *structs.Task) {
+	tr.mu.Lock()
+	tr.latest = taskSpec{tg: tg, task: task}
+	tr.mu.Unlock()
+}
+
+func (tr *taskRunner) latestSpec() taskSpec {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.latest
 }
 
 func jobType(a *structs.Allocation) string {
@@ -139,12 +164,57 @@ func newEvent(typ, display string) *structs.TaskEvent {
 	return &structs.TaskEvent{Type: typ, Time: time.Now().UnixNano(), DisplayMessage: display}
 }
 
+// fillDetails sets an event's Details from its fields, under the keys
+// Nomad's client uses (Nomad's TaskEvent setters write both), so tools
+// that read Details see what Nomad would show. An event that already has
+// Details keeps them.
+func fillDetails(ev *structs.TaskEvent) {
+	if ev.Details != nil {
+		return
+	}
+	d := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	switch ev.Type {
+	case structs.TaskSetupFailure:
+		set("setup_error", ev.Message)
+	case structs.TaskFailedValidate:
+		set("validation_error", ev.Message)
+	case structs.TaskTerminated:
+		d["exit_code"] = strconv.Itoa(ev.ExitCode)
+		d["signal"] = strconv.Itoa(ev.Signal)
+		set("exit_message", ev.Message)
+	default:
+		set("message", ev.Message)
+	}
+	set("driver_error", ev.DriverError)
+	set("kill_error", ev.KillError)
+	set("kill_reason", ev.KillReason)
+	set("restart_reason", ev.RestartReason)
+	if ev.FailsTask {
+		d["fails_task"] = "true"
+	}
+	if ev.KillTimeout != 0 {
+		d["kill_timeout"] = ev.KillTimeout.String()
+	}
+	if ev.StartDelay != 0 {
+		d["start_delay"] = strconv.FormatInt(ev.StartDelay, 10)
+	}
+	ev.Details = d
+}
+
 // update applies fn and appends events to the task state, saves it with
 // the current handle state, and tells the alloc runner.
 func (tr *taskRunner) update(fn func(ts *structs.TaskState), events ...*structs.TaskEvent) {
 	tr.mu.Lock()
 	if fn != nil {
 		fn(tr.state)
+	}
+	for _, ev := range events {
+		fillDetails(ev)
 	}
 	tr.state.Events = append(tr.state.Events, events...)
 	if n := len(tr.state.Events); n > maxTaskEvents {
@@ -407,6 +477,7 @@ func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
 			ev.DisplayMessage += ", Exit Message: " + res.Err.Error()
 		}
 	}
+	tr.restart.setPolicy(tr.latestSpec().tg.RestartPolicy)
 	d := tr.restart.afterExit(res, startErr)
 	if !d.restart {
 		if !d.failed {
@@ -449,16 +520,18 @@ func (tr *taskRunner) killedEvent() *structs.TaskEvent {
 	return ev
 }
 
-// stop kills a running task with its kill signal and timeout.
+// stop kills a running task with the kill signal and timeout of the
+// latest job version.
 func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
-	timeout := tr.task.KillTimeout
+	task := tr.latestSpec().task
+	timeout := task.KillTimeout
 	if timeout <= 0 {
 		timeout = structs.DefaultKillTimeout
 	}
 	if max := tr.ar.cfg.MaxKillTimeout; max > 0 && timeout > max {
 		timeout = max
 	}
-	sig := tr.task.KillSignal
+	sig := task.KillSignal
 	if sig == "" {
 		sig = driverspec.DefaultKillSignal
 	}

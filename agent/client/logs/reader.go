@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -14,12 +13,16 @@ const followPoll = 100 * time.Millisecond
 
 // Reader streams the files of a rotated series in order. Create one with
 // NewReader; it is safe to Close from another goroutine while Read blocks.
+// It opens only regular files inside dir (confine.go): a log file, or the
+// log directory, replaced by a symlink leading out is an error, never
+// followed.
 type Reader struct {
 	dir, base string
 	follow    bool
 	done      func() bool
 
 	mu      sync.Mutex
+	root    *os.Root // dir once it exists; guarded by mu
 	f       *os.File // guarded by mu
 	index   int      // guarded by mu
 	closed  bool     // guarded by mu
@@ -34,8 +37,9 @@ type Reader struct {
 // current end.
 func NewReader(dir, base string, offset int64, follow bool, done func() bool) (*Reader, error) {
 	r := &Reader{dir: dir, base: base, follow: follow, done: done, index: -1, closeCh: make(chan struct{})}
-	idx, err := Indexes(dir, base)
+	idx, err := r.indexesLocked()
 	if err != nil {
+		r.Close()
 		return nil, err
 	}
 	if len(idx) == 0 {
@@ -48,8 +52,8 @@ func NewReader(dir, base string, offset int64, follow bool, done func() bool) (*
 	sizes := make([]int64, len(idx))
 	var total int64
 	for i, n := range idx {
-		st, err := os.Stat(filepath.Join(dir, FileName(base, n)))
-		if err == nil {
+		st, err := r.root.Lstat(FileName(base, n))
+		if err == nil && st.Mode().IsRegular() {
 			sizes[i] = st.Size()
 		}
 		total += sizes[i]
@@ -70,12 +74,14 @@ func NewReader(dir, base string, offset int64, follow bool, done func() bool) (*
 		start -= sizes[i]
 		i++
 	}
-	f, err := os.Open(filepath.Join(dir, FileName(base, idx[i])))
+	f, err := openLog(r.root, FileName(base, idx[i]), os.O_RDONLY)
 	if err != nil {
+		r.Close()
 		return nil, err
 	}
 	if _, err := f.Seek(start, io.SeekStart); err != nil {
 		f.Close()
+		r.Close()
 		return nil, err
 	}
 	r.f, r.index = f, idx[i]
@@ -139,7 +145,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 // if there is one. A newer file means the current one is complete; any
 // bytes of it not yet read are read first by the caller's next Read.
 func (r *Reader) advanceLocked() (bool, error) {
-	idx, err := Indexes(r.dir, r.base)
+	idx, err := r.indexesLocked()
 	if err != nil {
 		return false, err
 	}
@@ -161,7 +167,7 @@ func (r *Reader) advanceLocked() (bool, error) {
 			}
 		}
 	}
-	f, err := os.Open(filepath.Join(r.dir, FileName(r.base, next)))
+	f, err := openLog(r.root, FileName(r.base, next), os.O_RDONLY)
 	if err != nil {
 		if os.IsNotExist(err) {
 			// Purged between listing and opening; look again next time.
@@ -190,8 +196,27 @@ func (r *Reader) Close() error {
 	}
 	r.closed = true
 	close(r.closeCh)
+	if r.root != nil {
+		r.root.Close()
+	}
 	if r.f != nil {
 		return r.f.Close()
 	}
 	return nil
+}
+
+// indexesLocked lists the series in dir, opening dir first if it was not
+// there before; a dir that does not exist yet holds no files.
+func (r *Reader) indexesLocked() ([]int, error) {
+	if r.root == nil {
+		root, err := openDir(r.dir)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.root = root
+	}
+	return indexesIn(r.root, r.base)
 }

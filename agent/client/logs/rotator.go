@@ -3,7 +3,6 @@ package logs
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,9 +16,11 @@ const (
 )
 
 // Rotator is an io.WriteCloser over <dir>/<base>.<n>. It is safe for
-// concurrent use.
+// concurrent use. Its files are opened inside dir (confine.go): it never
+// writes through a symlink leading out of dir.
 type Rotator struct {
 	dir, base string
+	root      *os.Root // dir, held open; nil after Close; guarded by mu
 	maxFiles  int
 	maxSize   int64
 
@@ -41,15 +42,21 @@ func NewRotator(dir, base string, maxFiles int, maxSize int64) (*Rotator, error)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	r := &Rotator{dir: dir, base: base, maxFiles: maxFiles, maxSize: maxSize}
-	idx, err := Indexes(dir, base)
+	root, err := openDir(dir)
 	if err != nil {
+		return nil, err
+	}
+	r := &Rotator{dir: dir, base: base, root: root, maxFiles: maxFiles, maxSize: maxSize}
+	idx, err := indexesIn(root, base)
+	if err != nil {
+		root.Close()
 		return nil, err
 	}
 	if len(idx) > 0 {
 		r.index = idx[len(idx)-1]
 	}
 	if err := r.openLocked(); err != nil {
+		root.Close()
 		return nil, err
 	}
 	return r, nil
@@ -67,6 +74,11 @@ func Indexes(dir, base string) ([]int, error) {
 		}
 		return nil, err
 	}
+	return indexesOf(entries, base), nil
+}
+
+// indexesOf picks the indexes of a series' files from directory entries.
+func indexesOf(entries []os.DirEntry, base string) []int {
 	var out []int
 	prefix := base + "."
 	for _, e := range entries {
@@ -81,11 +93,11 @@ func Indexes(dir, base string) ([]int, error) {
 		out = append(out, n)
 	}
 	sort.Ints(out)
-	return out, nil
+	return out
 }
 
 func (r *Rotator) openLocked() error {
-	f, err := os.OpenFile(filepath.Join(r.dir, FileName(r.base, r.index)), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := openLog(r.root, FileName(r.base, r.index), os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return err
 	}
@@ -139,13 +151,13 @@ func (r *Rotator) rotateLocked() error {
 		return err
 	}
 	// Purge the oldest files beyond the count.
-	idx, err := Indexes(r.dir, r.base)
+	idx, err := indexesIn(r.root, r.base)
 	if err != nil {
 		return nil // the write can go on; purging is retried next rotation
 	}
 	for _, n := range idx {
 		if n <= r.index-r.maxFiles {
-			_ = os.Remove(filepath.Join(r.dir, FileName(r.base, n)))
+			_ = r.root.Remove(FileName(r.base, n))
 		}
 	}
 	return nil
@@ -155,6 +167,10 @@ func (r *Rotator) rotateLocked() error {
 func (r *Rotator) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.root != nil {
+		r.root.Close()
+		r.root = nil
+	}
 	if r.f == nil {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/drover-project/drover/agent/client/driver"
+	"github.com/drover-project/drover/internal/boltcheck"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -47,6 +48,10 @@ var ErrLocked = errors.New("client state file is in use by another process")
 func Open(path string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
+	}
+	// bbolt crashes on a file cut short; refuse it by name instead.
+	if err := boltcheck.Check(path); err != nil {
+		return nil, fmt.Errorf("opening client state: %w", err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, NoFreelistSync: true})
 	if err != nil {

@@ -1,0 +1,292 @@
+package jobspec
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// Nomad's documented defaults, written out here rather than taken from
+// structs, so that the corpus is compared with what Nomad means and not
+// with what Drover already does.
+
+// nomadRestart is the restart block a group gets in Nomad: two attempts in
+// 30 minutes for service and system jobs, three in 24 hours for batch
+// jobs, 15s apart, then fail.
+func nomadRestart(jobType string) *structs.RestartPolicy {
+	if jobType == structs.JobTypeBatch {
+		return &structs.RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
+	}
+	return &structs.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"}
+}
+
+// nomadReschedule is the reschedule block a group gets in Nomad: unlimited
+// with an exponential delay from 30s up to 1h for service jobs, one
+// attempt a day 5s later for batch jobs. System jobs are never
+// rescheduled (Nomad leaves the policy out; Drover writes an empty one,
+// which means the same).
+func nomadReschedule(jobType string) *structs.ReschedulePolicy {
+	switch jobType {
+	case structs.JobTypeBatch:
+		return &structs.ReschedulePolicy{Attempts: 1, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: "constant"}
+	case structs.JobTypeSystem:
+		return &structs.ReschedulePolicy{}
+	}
+	return &structs.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true}
+}
+
+// nomadMigrate is the migrate block of a service group in Nomad; batch and
+// system groups have none.
+func nomadMigrate(jobType string) *structs.MigrateStrategy {
+	if jobType != structs.JobTypeService {
+		return nil
+	}
+	return &structs.MigrateStrategy{MaxParallel: 1, HealthCheck: "checks", MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute}
+}
+
+// nomadJob is a job with Nomad's job-level defaults: region "global",
+// namespace "default", priority 50, name = ID, datacenters ["*"].
+func nomadJob(id, jobType string, groups ...*structs.TaskGroup) *structs.Job {
+	for _, tg := range groups {
+		if tg.RestartPolicy == nil {
+			tg.RestartPolicy = nomadRestart(jobType)
+		}
+		if tg.ReschedulePolicy == nil {
+			tg.ReschedulePolicy = nomadReschedule(jobType)
+		}
+		if tg.Migrate == nil {
+			tg.Migrate = nomadMigrate(jobType)
+		}
+	}
+	return &structs.Job{Region: "global", Namespace: "default", ID: id, Name: id, Type: jobType,
+		Priority: 50, Datacenters: []string{"*"}, TaskGroups: groups}
+}
+
+// nomadGroup is a group of count tasks (Nomad's default count is 1).
+func nomadGroup(name string, count int, tasks ...*structs.Task) *structs.TaskGroup {
+	return &structs.TaskGroup{Name: name, Count: count, Tasks: tasks}
+}
+
+// nomadTask is a task with Nomad's defaults: kill_timeout 5s and, without
+// a resources block, 100 MHz and 300 MB.
+func nomadTask(name, driver string, config map[string]any) *structs.Task {
+	return &structs.Task{Name: name, Driver: driver, Config: config, KillTimeout: 5 * time.Second,
+		Resources: &structs.Resources{CPU: 100, MemoryMB: 300}}
+}
+
+func withResources(t *structs.Task, cpu, memoryMB int) *structs.Task {
+	t.Resources = &structs.Resources{CPU: cpu, MemoryMB: memoryMB}
+	return t
+}
+
+// linux is the constraint most of Nomad's e2e jobs carry; the operator
+// defaults to "=".
+func linux() *structs.Constraint {
+	return &structs.Constraint{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}
+}
+
+func args(a ...any) []any { return a }
+
+// TestNomadCorpusMeaning checks, field by field, that accepted corpus files
+// mean what they mean in Nomad once defaults are applied. Each expected
+// job is written from reading the file and Nomad's documentation.
+func TestNomadCorpusMeaning(t *testing.T) {
+	cases := map[string]func() *structs.Job{
+		"e2e-rescheduling-default": func() *structs.Job {
+			g := nomadGroup("t", 3, nomadTask("t", "raw_exec", map[string]any{
+				"command": "bash", "args": args("-c", "lol 5000")}))
+			// restart sets attempts, delay and mode; interval keeps the default.
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 30 * time.Minute, Delay: 0, Mode: "fail"}
+			j := nomadJob("test", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-rescheduling-fail": func() *structs.Job {
+			g := nomadGroup("t2", 3, nomadTask("t2", "raw_exec", map[string]any{
+				"command": "bash", "args": args("-c", "lol 5000")}))
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 30 * time.Minute, Delay: 0, Mode: "fail"}
+			// attempts, interval and unlimited set; delay, delay_function
+			// and max_delay keep the service defaults.
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 2, Interval: 5 * time.Minute,
+				Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: false}
+			j := nomadJob("test2", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-rescheduling-success": func() *structs.Job {
+			g := nomadGroup("t3", 3, nomadTask("t3", "raw_exec", map[string]any{
+				"command": "bash",
+				// ${NOMAD_ALLOC_ID} is left for the client.
+				"args": args("-c", "a=`cksum <<< \"${NOMAD_ALLOC_ID}\"| cut -d ' ' -f1`; if ! (( a % 2 )); then sleep 5000; else exit -1; fi")}))
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 30 * time.Minute, Delay: 0, Mode: "fail"}
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Delay: 5 * time.Second, DelayFunction: "constant",
+				MaxDelay: time.Hour, Unlimited: true}
+			j := nomadJob("test3", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-norescheduling-system": func() *structs.Job {
+			g := nomadGroup("t", 1, nomadTask("t", "raw_exec", map[string]any{
+				"command": "bash", "args": args("-c", "lol 5000")}))
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 30 * time.Minute, Delay: 0, Mode: "fail"}
+			j := nomadJob("test", "system", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-clientstate-sleeper": func() *structs.Job {
+			// A task directly in the job is a group of its own.
+			j := nomadJob("sleeper", "service", nomadGroup("sleeper", 1, nomadTask("sleeper", "raw_exec", map[string]any{
+				"command": "/bin/bash", "args": args("-c", "echo $$ >> pid && sleep 999999")})))
+			j.Datacenters = []string{"dc1"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-clientstate-restarter": func() *structs.Job {
+			g := nomadGroup("restarter", 1, nomadTask("restarter", "raw_exec", map[string]any{
+				"command": "/bin/bash", "args": args("-c", "echo $$ >> pid && sleep 1 && exit 99")}))
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 100, Interval: 30 * time.Minute, Delay: 3 * time.Second, Mode: "fail"}
+			j := nomadJob("restarter", "service", g)
+			j.Datacenters = []string{"dc1"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"jobspec2-kill-signal": func() *structs.Job {
+			task := nomadTask("bar", "docker", map[string]any{"image": "hashicorp/image"})
+			task.KillSignal = "SIGQUIT"
+			return nomadJob("foo", "service", nomadGroup("bar", 1, task))
+		},
+		"e2e-eval-priority-thirteen": func() *structs.Job {
+			j := nomadJob("networking", "service", nomadGroup("bridged", 1, nomadTask("sleep", "docker", map[string]any{
+				"image": "busybox:1", "command": "/bin/sleep", "args": args("300")})))
+			j.Priority = 13
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-example-env": func() *structs.Job {
+			task := withResources(nomadTask("task", "raw_exec", map[string]any{"command": "env"}), 10, 10)
+			task.User = "nobody"
+			g := nomadGroup("group", 1, task)
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 0, Interval: 24 * time.Hour,
+				Delay: 5 * time.Second, DelayFunction: "constant", Unlimited: false}
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
+			j := nomadJob("env", "batch", g)
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-rawexec-oomadj": func() *structs.Job {
+			g := nomadGroup("group", 1, nomadTask("cat", "raw_exec", map[string]any{
+				"command": "cat", "args": args("/proc/self/oom_score_adj")}))
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 0, Interval: 24 * time.Hour,
+				Delay: 5 * time.Second, DelayFunction: "constant", Unlimited: false}
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
+			j := nomadJob("oomadj", "batch", g)
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-jobsubmissions-xyz": func() *structs.Job {
+			// X, Y and Z come from corpusVars; a number and a bool become
+			// text inside a string template.
+			j := nomadJob("xyz", "batch", nomadGroup("group", 1, withResources(nomadTask("task", "raw_exec", map[string]any{
+				"command": "echo", "args": args("X x-value, Y 3, Z true")}), 10, 16)))
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-system-job0": func() *structs.Job {
+			task := nomadTask("system_task", "docker", map[string]any{
+				"image": "busybox:1", "command": "/bin/sh", "args": args("-c", "sleep 15000")})
+			task.Env = map[string]string{"version": "1"}
+			g := nomadGroup("system_job_group", 1, task)
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 10, Interval: time.Minute, Delay: 2 * time.Second, Mode: "delay"}
+			j := nomadJob("system_job", "system", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-taskevents-completed-leader": func() *structs.Job {
+			leader := nomadTask("leader", "raw_exec", map[string]any{"command": "sleep", "args": args("1")})
+			leader.Leader = true
+			g := nomadGroup("completed_leader", 1,
+				nomadTask("completed_leader", "raw_exec", map[string]any{"command": "sleep", "args": args("1000")}),
+				leader)
+			// Only attempts is set: the batch defaults fill in the rest.
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
+			j := nomadJob("completed_leader", "batch", g)
+			j.Datacenters = []string{"dc1"}
+			return j
+		},
+		"e2e-disconnected-lost-simple": func() *structs.Job {
+			g := nomadGroup("group", 2, withResources(nomadTask("task", "docker", map[string]any{
+				"image": "busybox:1", "command": "httpd", "args": args("-v", "-f", "-p", "8001", "-h", "/var/www")}), 128, 128))
+			// operator = "distinct_hosts" with value "true" is kept as
+			// written, as Nomad keeps it.
+			g.Constraints = []*structs.Constraint{linux(), {Operand: "distinct_hosts", RTarget: "true"}}
+			j := nomadJob("lost_simple", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			return j
+		},
+		"command-fmt-job-in": func() *structs.Job {
+			j := nomadJob("job1", "service", nomadGroup("group1", 1, withResources(
+				nomadTask("task1", "exec", map[string]any{"command": "/bin/sleep"}), 1000, 512)))
+			j.Datacenters = []string{"dc1"}
+			return j
+		},
+		"demo-digitalocean-bench": func() *structs.Job {
+			j := nomadJob("bench", "service", nomadGroup("cache", 10000, withResources(
+				nomadTask("redis", "docker", map[string]any{"image": "redis"}), 100, 100)))
+			j.Datacenters = []string{"nyc3"}
+			return j
+		},
+		"jobspec-reschedule-job": func() *structs.Job {
+			// A job-level reschedule block reaches every group, over the
+			// batch defaults; setting attempts makes it limited.
+			g := nomadGroup("bar", 3, nomadTask("bar", "raw_exec", map[string]any{
+				"command": "bash", "args": args("-c", "echo hi")}))
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 15, Interval: 30 * time.Minute,
+				Delay: 10 * time.Second, DelayFunction: "constant"}
+			j := nomadJob("foo", "batch", g)
+			j.Datacenters = []string{"dc1"}
+			return j
+		},
+		"jobspec-resources-cores": func() *structs.Job {
+			// With cores, Nomad leaves cpu unset rather than defaulting it.
+			task := nomadTask("task", "docker", nil)
+			task.Resources = &structs.Resources{Cores: 4, MemoryMB: 128}
+			return nomadJob("cores-test", "service", nomadGroup("group", 5, task))
+		},
+		"jobspec-task-nested-config": func() *structs.Job {
+			// A block inside config is a list of maps under its name, as
+			// Nomad's HCL1-compatible decoding has it.
+			return nomadJob("foo", "service", nomadGroup("bar", 1, nomadTask("bar", "docker", map[string]any{
+				"image": "hashicorp/image", "port_map": []any{map[string]any{"db": 1234}}})))
+		},
+		"e2e-namespace-a": func() *structs.Job {
+			j := nomadJob("namespace_a", "service", nomadGroup("group", 1, withResources(nomadTask("task", "raw_exec", map[string]any{
+				"command": "/bin/sh", "args": args("-c", "sleep 300")}), 256, 128)))
+			j.Namespace = "NamespaceA"
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join("testdata", "nomad", name+".nomad.hcl")
+			got, err := ParseFile(file, &Options{Vars: corpusVars[name+".nomad.hcl"]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Canonicalize()
+			if w := want(); !reflect.DeepEqual(got, w) {
+				t.Errorf("parsed job differs from Nomad's meaning\n got %s\nwant %s", mustJSON(t, got), mustJSON(t, w))
+			}
+		})
+	}
+}
