@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 )
@@ -9,12 +8,6 @@ import (
 // maxConfigFuzzInput bounds the config files the target tries; real ones
 // are a few hundred bytes.
 const maxConfigFuzzInput = 64 << 10
-
-// maxConfigFuzzNesting skips inputs nested deeper than this: HCL's parser
-// recurses per level and overflows the stack on deep enough input (see
-// jobspec's maxFuzzNesting; the fix is being made in branch h-limits).
-// TODO(h-limits): drop this skip once the depth pre-scan lands.
-const maxConfigFuzzNesting = 1000
 
 // FuzzParseConfig feeds arbitrary bytes to the agent's config file reader,
 // as HCL and as JSON, onto the default config, then validates the result.
@@ -30,8 +23,11 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("server {\n  heartbeat_grace = \"10s\"\n  min_heartbeat_ttl = \"5s\"\n  job_gc_interval = \"5m\"\n"+
 		"  eval_gc_threshold = \"1h\"\n  job_gc_threshold = \"4h\"\n  node_gc_threshold = \"24h\"\n}\nenable_debug = true\n"), false)
 	f.Add([]byte("client {\n  meta {\n    a = \"${1+1}\"\n    b = 2\n  }\n}\n"), false)
+	// Nesting that overflowed the parser's stack before internal/hcllimit.
+	f.Add([]byte("client { servers = "+strings.Repeat("[", 60000)+" }"), false)
+	f.Add([]byte(`{"client": `+strings.Repeat(`{"a": `, 10000)+`1`+strings.Repeat("}", 10000)+`}`), true)
 	f.Fuzz(func(t *testing.T, data []byte, asJSON bool) {
-		if len(data) > maxConfigFuzzInput || configNesting(data) > maxConfigFuzzNesting {
+		if len(data) > maxConfigFuzzInput {
 			t.Skip()
 		}
 		name := "agent.hcl"
@@ -49,21 +45,6 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		_ = c1.Validate()
 	})
-}
-
-// configNesting is the deepest nesting of ( [ { in src, counting brackets
-// in strings too (an over-count only skips more inputs).
-func configNesting(src []byte) int {
-	depth, deepest := 0, 0
-	for _, c := range src {
-		if bytes.IndexByte([]byte("([{"), c) >= 0 {
-			depth++
-			deepest = max(deepest, depth)
-		} else if bytes.IndexByte([]byte(")]}"), c) >= 0 {
-			depth = max(depth-1, 0)
-		}
-	}
-	return deepest
 }
 
 // Found by FuzzParseConfig: gohcl reports unknown arguments in map order,

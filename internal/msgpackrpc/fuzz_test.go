@@ -6,6 +6,7 @@ import (
 	"net/rpc"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/drover-project/drover/state/mock"
@@ -53,6 +54,10 @@ const maxRPCFuzzInput = 64 << 10
 // and go-msgpack caps the collections it makes from one.
 const maxRPCFuzzAlloc = 64 << 20
 
+// fuzzReadLimit is the message bound the target sets on half its inputs
+// (the first byte's second bit): small, so that fuzz inputs cross it.
+const fuzzReadLimit = 8 << 10
+
 // streamConn is a connection whose reads come from a fixed stream and
 // whose writes are dropped.
 type streamConn struct{ r io.Reader }
@@ -64,7 +69,8 @@ func (c streamConn) Close() error                { return nil }
 // FuzzCodecRead reads arbitrary bytes as an RPC stream, as a server
 // (request headers and bodies, each body decoded into the argument type
 // of the method its header names) when the first byte is even, else as a
-// client (response headers and bodies). It must never panic, must stop at
+// client (response headers and bodies); with a message bound
+// (SetReadLimit) when its second bit is set. It must never panic, must stop at
 // the first error, and must not allocate more than maxRPCFuzzAlloc.
 // Headers it reads agree with the generic net-rpc-msgpackrpc codec's.
 func FuzzCodecRead(f *testing.F) {
@@ -76,13 +82,17 @@ func FuzzCodecRead(f *testing.F) {
 			t.Skip()
 		}
 		server, stream := data[0]%2 == 0, data[1:]
+		limit := 0 // as the client pool reads
+		if data[0]&2 != 0 {
+			limit = fuzzReadLimit // as a server reads, with a small bound
+		}
 		var alloc uint64
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		if server {
-			readRequests(t, stream)
+			readRequests(t, stream, limit)
 		} else {
-			readResponses(t, stream)
+			readResponses(t, stream, limit)
 		}
 		runtime.ReadMemStats(&after)
 		alloc = after.TotalAlloc - before.TotalAlloc
@@ -97,8 +107,9 @@ func FuzzCodecRead(f *testing.F) {
 
 // readRequests reads requests from stream until an error, as a server's
 // read loop does; each message uses at least one byte, so the loop ends.
-func readRequests(t *testing.T, stream []byte) {
+func readRequests(t *testing.T, stream []byte, limit int) {
 	c := NewCodec(streamConn{bytes.NewReader(stream)}, structs.MsgpackHandle)
+	c.SetReadLimit(limit)
 	for range len(stream) + 1 {
 		var req rpc.Request
 		if err := c.ReadRequestHeader(&req); err != nil {
@@ -115,8 +126,9 @@ func readRequests(t *testing.T, stream []byte) {
 	t.Fatal("more messages than bytes")
 }
 
-func readResponses(t *testing.T, stream []byte) {
+func readResponses(t *testing.T, stream []byte, limit int) {
 	c := NewCodec(streamConn{bytes.NewReader(stream)}, structs.MsgpackHandle)
+	c.SetReadLimit(limit)
 	for range len(stream) + 1 {
 		var resp rpc.Response
 		if err := c.ReadResponseHeader(&resp); err != nil {
@@ -183,7 +195,16 @@ func rpcSeeds(f *testing.F) [][]byte {
 		all.Write(buf.Bytes())
 		seeds = append(seeds, append([]byte{0}, buf.Bytes()...))
 	}
-	seeds = append(seeds, append([]byte{0}, all.Bytes()...))
+	seeds = append(seeds, append([]byte{0}, all.Bytes()...), append([]byte{2}, all.Bytes()...))
+	// A request over fuzzReadLimit.
+	big := job.Copy()
+	big.Meta = map[string]string{"pad": strings.Repeat("x", 2*fuzzReadLimit)}
+	var bigBuf bytes.Buffer
+	if err := NewCodec(writeConn{&bigBuf}, structs.MsgpackHandle).WriteRequest(
+		&rpc.Request{ServiceMethod: "Job.Register", Seq: 9}, &structs.JobRegisterRequest{Job: big}); err != nil {
+		f.Fatal(err)
+	}
+	seeds = append(seeds, append([]byte{0}, bigBuf.Bytes()...), append([]byte{2}, bigBuf.Bytes()...))
 	all.Reset()
 	for i, r := range responses {
 		var buf bytes.Buffer
@@ -194,7 +215,7 @@ func rpcSeeds(f *testing.F) [][]byte {
 		all.Write(buf.Bytes())
 		seeds = append(seeds, append([]byte{1}, buf.Bytes()...))
 	}
-	return append(seeds, append([]byte{1}, all.Bytes()...))
+	return append(seeds, append([]byte{1}, all.Bytes()...), append([]byte{3}, all.Bytes()...))
 }
 
 // writeConn collects writes; reads end at once.
