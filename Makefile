@@ -5,7 +5,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/drover-project/drover/version.GitCommit=$(VERSION)
 
-.PHONY: all build test test-short lint fmt vet generate check-generated run cluster cluster-tls cluster-stop bench clean
+.PHONY: all build test test-short lint fmt vet generate check-generated run cluster cluster-tls cluster-stop bench clean fuzz
 
 all: build
 
@@ -60,6 +60,28 @@ bench:
 
 clean:
 	rm -rf bin .cluster
+
+# Fuzzing (docs/security.md): each target explores for FUZZTIME, one
+# worker at a time. `make test` already runs every target's seeds and
+# regression inputs (testdata/fuzz/); a failure found here is written there.
+# FUZZMINIMIZE bounds the shrinking of each input that finds new coverage
+# (go test's default, 60s per input, would use a short run up on it).
+FUZZTIME     ?= 30s
+FUZZPARALLEL ?= 1
+FUZZMINIMIZE ?= 200x
+FUZZ_TARGETS := \
+	./jobspec/:FuzzDecodeAPIJob ./jobspec/:FuzzParseJSON ./jobspec/:FuzzParseHCL \
+	./agent/:FuzzParseConfig \
+	./structs/:FuzzDecodeWire ./internal/msgpackrpc/:FuzzCodecRead \
+	./fsm/:FuzzApply ./fsm/:FuzzRestore
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) \
+			-fuzzminimizetime $(FUZZMINIMIZE) -parallel $(FUZZPARALLEL) $$pkg; \
+	done
 
 # Whole-cluster scale scenarios (drover sim + drover bench): bench-scenarios,
 # bench-scenario SCENARIO=...; not part of make test.

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -271,7 +273,8 @@ func (fc *fileConfig) apply(c *Config) error {
 			if c.Client.Meta == nil {
 				c.Client.Meta = map[string]string{}
 			}
-			for name, attr := range cl.Meta.Attrs {
+			for _, name := range slices.Sorted(maps.Keys(cl.Meta.Attrs)) { // the first error in name order
+				attr := cl.Meta.Attrs[name]
 				var v string
 				if diags := gohcl.DecodeExpression(attr.Expr, nil, &v); diags.HasErrors() {
 					return diagError(diags)
@@ -348,8 +351,20 @@ func applyDurations(settings []durationSetting) error {
 }
 
 // diagError renders HCL diagnostics as "file:line:col: summary; detail",
-// one per line.
+// one per line, in file order (gohcl reports unknown arguments in map
+// order).
 func diagError(diags hcl.Diagnostics) error {
+	diags = slices.Clone(diags)
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case a.Filename != b.Filename:
+			return a.Filename < b.Filename
+		}
+		return a.Start.Byte < b.Start.Byte
+	})
 	var lines []string
 	for _, d := range diags {
 		if d.Severity != hcl.DiagError {

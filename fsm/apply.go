@@ -18,7 +18,9 @@ import (
 func (f *FSM) applyNodeRegister(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricNodeRegister), time.Now())
 	var req structs.NodeRegisterRequest
-	f.decodeLocked(buf, &req, structs.NodeRegisterRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.NodeRegisterRequestType, index); err != nil {
+		return err, nil
+	}
 	if req.Node == nil {
 		return structs.NewError(structs.ErrCodeInvalid, "node register entry without a node"), nil
 	}
@@ -34,7 +36,9 @@ func (f *FSM) applyNodeRegister(b *state.Batch, buf []byte, index uint64) (any, 
 func (f *FSM) applyNodeDeregister(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricNodeDeregister), time.Now())
 	var req structs.NodeDeregisterRequest
-	f.decodeLocked(buf, &req, structs.NodeDeregisterRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.NodeDeregisterRequestType, index); err != nil {
+		return err, nil
+	}
 	if err := b.DeleteNodes(index, req.NodeIDs); err != nil {
 		f.logger.Error("node deregister failed", "node_ids", req.NodeIDs, "error", err)
 		return nil, err
@@ -45,7 +49,9 @@ func (f *FSM) applyNodeDeregister(b *state.Batch, buf []byte, index uint64) (any
 func (f *FSM) applyNodeUpdateStatus(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricNodeUpdateStatus), time.Now())
 	var req structs.NodeUpdateStatusRequest
-	f.decodeLocked(buf, &req, structs.NodeUpdateStatusRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.NodeUpdateStatusRequestType, index); err != nil {
+		return err, nil
+	}
 	if err := b.UpdateNodeStatus(index, req.NodeID, req.Status, req.UpdatedAt, req.NodeEvent, req.CreateEvals); err != nil {
 		f.logger.Error("node status update failed", "node_id", req.NodeID, "error", err)
 		return nil, err
@@ -58,7 +64,9 @@ func (f *FSM) applyNodeUpdateStatus(b *state.Batch, buf []byte, index uint64) (a
 func (f *FSM) applyNodeUpdateDrain(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricNodeUpdateDrain), time.Now())
 	var req structs.NodeUpdateDrainRequest
-	f.decodeLocked(buf, &req, structs.NodeUpdateDrainRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.NodeUpdateDrainRequestType, index); err != nil {
+		return err, nil
+	}
 	if err := b.UpdateNodeDrain(index, &req); err != nil {
 		f.logger.Error("node drain update failed", "node_id", req.NodeID, "error", err)
 		return nil, err
@@ -71,7 +79,9 @@ func (f *FSM) applyNodeUpdateDrain(b *state.Batch, buf []byte, index uint64) (an
 func (f *FSM) applyNodeUpdateEligibility(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricNodeUpdateEligibility), time.Now())
 	var req structs.NodeUpdateEligibilityRequest
-	f.decodeLocked(buf, &req, structs.NodeUpdateEligibilityRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.NodeUpdateEligibilityRequestType, index); err != nil {
+		return err, nil
+	}
 	if err := b.UpdateNodeEligibility(index, &req); err != nil {
 		f.logger.Error("node eligibility update failed", "node_id", req.NodeID, "error", err)
 		return nil, err
@@ -84,7 +94,9 @@ func (f *FSM) applyNodeUpdateEligibility(b *state.Batch, buf []byte, index uint6
 func (f *FSM) applyJobRegister(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricJobRegister), time.Now())
 	var req structs.JobRegisterRequest
-	f.decodeLocked(buf, &req, structs.JobRegisterRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.JobRegisterRequestType, index); err != nil {
+		return err, nil
+	}
 	if req.Job == nil {
 		return structs.NewError(structs.ErrCodeInvalid, "job register entry without a job"), nil
 	}
@@ -130,7 +142,9 @@ func checkJobModifyIndex(b *state.Batch, job *structs.Job, want uint64) error {
 func (f *FSM) applyJobDeregister(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricJobDeregister), time.Now())
 	var req structs.JobDeregisterRequest
-	f.decodeLocked(buf, &req, structs.JobDeregisterRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.JobDeregisterRequestType, index); err != nil {
+		return err, nil
+	}
 	ns := req.RequestNamespace()
 	if err := b.DeregisterJob(index, ns, req.JobID, req.Purge, req.SubmitTime, req.Eval); err != nil {
 		f.logger.Error("job deregister failed", "job_id", req.JobID, "namespace", ns, "error", err)
@@ -145,7 +159,9 @@ func (f *FSM) applyJobDeregister(b *state.Batch, buf []byte, index uint64) (any,
 func (f *FSM) applyEvalUpdate(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricEvalUpdate), time.Now())
 	var req structs.EvalUpdateRequest
-	f.decodeLocked(buf, &req, structs.EvalUpdateRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.EvalUpdateRequestType, index); err != nil {
+		return err, nil
+	}
 	if err := b.UpsertEvals(index, req.Evals); err != nil {
 		f.logger.Error("eval update failed", "error", err)
 		return nil, err
@@ -157,7 +173,9 @@ func (f *FSM) applyEvalUpdate(b *state.Batch, buf []byte, index uint64) (any, er
 func (f *FSM) applyEvalDelete(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricEvalDelete), time.Now())
 	var req structs.EvalDeleteRequest
-	f.decodeLocked(buf, &req, structs.EvalDeleteRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.EvalDeleteRequestType, index); err != nil {
+		return err, nil
+	}
 	if err := b.DeleteEvalsAndAllocs(index, req.Evals, req.Allocs); err != nil {
 		f.logger.Error("eval delete failed", "error", err)
 		return nil, err
@@ -168,7 +186,9 @@ func (f *FSM) applyEvalDelete(b *state.Batch, buf []byte, index uint64) (any, er
 func (f *FSM) applyAllocClientUpdate(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricAllocClientUpdate), time.Now())
 	var req structs.AllocUpdateRequest
-	f.decodeLocked(buf, &req, structs.AllocClientUpdateRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.AllocClientUpdateRequestType, index); err != nil {
+		return err, nil
+	}
 	// Nodes on which an update finishes an allocation that was still live.
 	var freed nodeSet
 	for _, upd := range req.Alloc {
@@ -191,7 +211,9 @@ func (f *FSM) applyAllocClientUpdate(b *state.Batch, buf []byte, index uint64) (
 func (f *FSM) applyPlanResults(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricApplyPlanResults), time.Now())
 	var req structs.ApplyPlanResultsRequest
-	f.decodeLocked(buf, &req, structs.ApplyPlanResultsRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.ApplyPlanResultsRequestType, index); err != nil {
+		return err, nil
+	}
 	// Nodes on which the plan stops an allocation that was still live.
 	var freed nodeSet
 	for _, stop := range req.AllocsStopped {
@@ -211,7 +233,9 @@ func (f *FSM) applyPlanResults(b *state.Batch, buf []byte, index uint64) (any, e
 func (f *FSM) applyAllocDesiredTransition(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricAllocTransition), time.Now())
 	var req structs.AllocUpdateDesiredTransitionRequest
-	f.decodeLocked(buf, &req, structs.AllocUpdateDesiredTransitionRequestType, index)
+	if err := f.decodeLocked(buf, &req, structs.AllocUpdateDesiredTransitionRequestType, index); err != nil {
+		return err, nil
+	}
 	if err := b.UpdateAllocsDesiredTransition(index, req.Allocs, req.UpdatedAt, req.Evals); err != nil {
 		f.logger.Error("alloc desired transition update failed", "error", err)
 		return nil, err

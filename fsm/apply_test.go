@@ -393,8 +393,6 @@ func TestApplyUnknownType(t *testing.T) {
 	}{
 		{"ignore flag set", []byte{byte(unknown | structs.IgnoreUnknownTypeFlag), 0x80}, false},
 		{"no ignore flag", []byte{byte(unknown), 0x80}, true},
-		{"empty entry", nil, true},
-		{"known type, undecodable body", []byte{byte(structs.JobRegisterRequestType), 0xc1}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -413,6 +411,36 @@ func TestApplyUnknownType(t *testing.T) {
 			}
 			if latest, _ := f.State().LatestIndex(); latest != 0 {
 				t.Fatal("an unknown entry changed the state")
+			}
+		})
+	}
+}
+
+// A malformed entry is refused with an invalid-input error and writes
+// nothing; it does not stop the server (found by FuzzApply: a panic here
+// stops every server, and again at each replay).
+func TestApplyMalformedEntry(t *testing.T) {
+	cases := []struct {
+		name string
+		data []byte
+	}{
+		{"empty entry", nil},
+		{"known type, undecodable body", []byte{byte(structs.JobRegisterRequestType), 0xc1}},
+		{"known type, no body", []byte{byte(structs.JobRegisterRequestType)}},
+		{"known type, truncated body", []byte{byte(structs.NodeRegisterRequestType), 0x81, 0xa4, 'N', 'o', 'd', 'e', 0xde}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, hooks := testFSM(t)
+			res := f.Apply(&raft.Log{Index: 7, Data: tc.data})
+			if err, ok := res.(error); !ok || structs.CodeOf(err) != structs.ErrCodeInvalid {
+				t.Fatalf("Apply returned %v; want an invalid-input error", res)
+			}
+			if latest, _ := f.State().LatestIndex(); latest != 0 {
+				t.Fatal("a malformed entry changed the state")
+			}
+			if calls := hooks.take(); len(calls) != 0 {
+				t.Fatalf("hooks fired: %v", calls)
 			}
 		})
 	}

@@ -123,9 +123,11 @@ func metricKey(name string) []string { return []string{"drover", "fsm", name} }
 
 // Apply applies one committed entry. It returns nil, or the error (typed,
 // see structs.Error) when the store refused the write; nothing is written
-// then. An entry of unknown type is skipped when it carries
-// structs.IgnoreUnknownTypeFlag and otherwise panics: a server that cannot
-// apply the log must stop rather than diverge.
+// then. An entry that is empty or whose body does not decode is refused
+// with an invalid-input error (see decodeLocked). An entry of unknown type
+// is skipped when it carries structs.IgnoreUnknownTypeFlag and otherwise
+// panics: a server too old for the log must stop rather than diverge from
+// the newer servers, which apply it. That is the one panic.
 func (f *FSM) Apply(log *raft.Log) any {
 	return f.ApplyBatch([]*raft.Log{log})[0]
 }
@@ -188,7 +190,9 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return nil, nil
 	}
 	if len(log.Data) == 0 {
-		panic(fmt.Sprintf("fsm: empty log entry at index %d", log.Index))
+		// Refused like an undecodable entry (see decodeLocked).
+		f.logger.Error("refusing an empty entry", "index", log.Index)
+		return structs.NewError(structs.ErrCodeInvalid, "fsm: empty log entry at index %d", log.Index), nil
 	}
 	buf := log.Data
 	msgType := structs.MessageType(buf[0])
@@ -240,12 +244,22 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 	panic(fmt.Sprintf("fsm: unknown message type %d at index %d and no ignore flag: this server is too old for the log", uint8(msgType), log.Index))
 }
 
-// decodeLocked reads an entry body with the FSM's reused decoder; a body
-// that does not decode means the log is corrupt or written by an
-// incompatible server, so it panics like an unknown type.
-func (f *FSM) decodeLocked(buf []byte, out any, t structs.MessageType, index uint64) {
+// decodeLocked reads an entry body with the FSM's reused decoder. A body
+// that does not decode, or holds a null element in a list the store walks
+// (see checkNulls), is refused with an invalid-input error and writes
+// nothing: a corrupt entry, or a bug in the server that wrote it. It does
+// not panic: every server decodes the same bytes the same way, so all of
+// them refuse the entry alike and stay in step, whereas a panic would stop
+// every server of the cluster, and again each time it replays the log.
+func (f *FSM) decodeLocked(buf []byte, out any, t structs.MessageType, index uint64) error {
 	f.dec.ResetBytes(buf)
 	if err := f.dec.Decode(out); err != nil {
-		panic(fmt.Sprintf("fsm: decoding %s entry at index %d: %v", t, index, err))
+		f.logger.Error("refusing an entry that does not decode", "msg_type", t.String(), "index", index, "error", err)
+		return structs.NewError(structs.ErrCodeInvalid, "fsm: decoding %s entry at index %d: %v", t, index, err)
 	}
+	if err := checkNulls(out); err != nil {
+		f.logger.Error("refusing an entry with a null element", "msg_type", t.String(), "index", index, "error", err)
+		return err
+	}
+	return nil
 }

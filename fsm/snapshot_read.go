@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -208,11 +209,7 @@ func readFrames(br *bufio.Reader, tr *trailerReader, bufs *sync.Pool, work, orde
 			return corrupt("frame %d is %d bytes, more than %d", seq, n, maxFrameLen)
 		}
 		data := bufs.Get().(*[]byte)
-		if uint64(cap(*data)) < n {
-			*data = make([]byte, n)
-		}
-		*data = (*data)[:n]
-		if _, err := io.ReadFull(br, *data); err != nil {
+		if err := readFrame(br, data, int(n)); err != nil {
 			return readFailed(err, "reading frame %d", seq)
 		}
 		f := &frame{seq: seq, data: data, done: make(chan struct{})}
@@ -250,6 +247,29 @@ func readFrames(br *bufio.Reader, tr *trailerReader, bufs *sync.Pool, work, orde
 	case <-quit:
 		return errQuit
 	}
+}
+
+// frameReadStep is how much of a frame is read (and room made for) at a
+// time: a frame's length is trusted only as far as its bytes arrive, so a
+// damaged length costs at most one step of memory, not maxFrameLen.
+// Writers' frames (frameTargetLen and a little) take one step.
+const frameReadStep = 4 << 20
+
+// readFrame reads the n bytes of a frame into *data, reusing its storage.
+func readFrame(r io.Reader, data *[]byte, n int) error {
+	b := (*data)[:0]
+	for len(b) < n {
+		step := min(n-len(b), frameReadStep)
+		b = slices.Grow(b, step)
+		got, err := io.ReadFull(r, b[len(b):len(b)+step])
+		b = b[:len(b)+got]
+		if err != nil {
+			*data = b
+			return err
+		}
+	}
+	*data = b
+	return nil
 }
 
 // recTotal marks the pseudo-record carrying the end marker's count; it
@@ -298,6 +318,9 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			return nil, fmt.Errorf("record %d: unknown type %d", i+1, d.t)
 		}
 		if err := dec.Decode(d.v); err != nil {
+			return nil, fmt.Errorf("record %d (type %d): %v", i+1, d.t, err)
+		}
+		if err := recordNulls(d.v); err != nil {
 			return nil, fmt.Errorf("record %d (type %d): %v", i+1, d.t, err)
 		}
 	}

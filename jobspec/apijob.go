@@ -240,14 +240,16 @@ func objectAt(obj map[string]any, key string) map[string]any {
 }
 
 // lookupKey finds key in obj as encoding/json would: the exact name, else
-// one equal without regard to case. It returns the key as written.
+// one equal without regard to case (the first in sorted order, so that
+// the answer does not depend on map order; checkJSONFields refuses an
+// object holding two such keys). It returns the key as written.
 func lookupKey(obj map[string]any, key string) (string, any, bool) {
 	if v, ok := obj[key]; ok {
 		return key, v, true
 	}
-	for k, v := range obj {
+	for _, k := range sortedKeys(obj) {
 		if strings.EqualFold(k, key) {
-			return k, v, true
+			return k, obj[k], true
 		}
 	}
 	return "", nil, false

@@ -76,8 +76,8 @@ func parseJSON(filename string, src []byte) (*structs.Job, error) {
 // wrappedJob reports whether top is {"Job": {...}} (the key matched
 // without regard to case, as encoding/json does).
 func wrappedJob(top map[string]any) (string, any, bool) {
-	for k, v := range top {
-		if strings.EqualFold(k, "Job") {
+	for _, k := range sortedKeys(top) {
+		if v := top[k]; strings.EqualFold(k, "Job") {
 			if _, isObj := v.(map[string]any); isObj {
 				return k, v, true
 			}
@@ -124,6 +124,7 @@ func checkJSONFields(path string, v any, t reflect.Type, errs *[]structs.FieldEr
 		if !ok || t == reflect.TypeFor[time.Time]() {
 			return // a type mismatch is reported by the decoder
 		}
+		seen := map[string]string{} // field name -> the key that set it
 		for _, k := range sortedKeys(obj) {
 			f, found := jsonField(t, k)
 			if !found {
@@ -132,6 +133,14 @@ func checkJSONFields(path string, v any, t reflect.Type, errs *[]structs.FieldEr
 				}
 				continue
 			}
+			// Keys match fields without regard to case, so two keys
+			// may name one field; which would win is not obvious.
+			if prev, dup := seen[f.Name]; dup {
+				*errs = append(*errs, structs.FieldError{Field: joinPath(path, k),
+					Message: fmt.Sprintf("duplicate of %q (field names match without regard to case)", prev)})
+				continue
+			}
+			seen[f.Name] = k
 			checkJSONFields(joinPath(path, f.Name), obj[k], f.Type, errs)
 		}
 	case reflect.Slice:

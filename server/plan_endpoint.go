@@ -31,6 +31,11 @@ func (p *Plan) Submit(args *structs.PlanRequest, reply *structs.PlanResponse) er
 	if args.Plan == nil {
 		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Plan", Message: "missing plan"}}}
 	}
+	if !p.inproc {
+		if err := checkPlanShape(args.Plan); err != nil {
+			return err
+		}
+	}
 	result, err := s.submitPlan(s.shutdownCtx, args.Plan)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -356,6 +357,8 @@ func (n NamespacedID) String() string { return n.Namespace + "/" + n.ID }
 
 // Canonicalize fills in defaults for fields the user left unset, as Nomad
 // does on registration. It mutates j; call it on a fresh or copied job.
+// Null task groups and tasks (JSON can hold them) are left for Validate
+// to report.
 func (j *Job) Canonicalize() {
 	if j.Namespace == "" {
 		j.Namespace = DefaultNamespace
@@ -376,7 +379,9 @@ func (j *Job) Canonicalize() {
 		j.Datacenters = []string{"*"}
 	}
 	for _, tg := range j.TaskGroups {
-		tg.canonicalize(j)
+		if tg != nil {
+			tg.canonicalize(j)
+		}
 	}
 }
 
@@ -391,6 +396,9 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 		tg.Migrate = DefaultMigrateStrategy()
 	}
 	for _, t := range tg.Tasks {
+		if t == nil {
+			continue
+		}
 		if t.Resources == nil {
 			t.Resources = &Resources{}
 		}
@@ -592,7 +600,7 @@ func (t *Task) validate(v *validator, p string) {
 	if t.KillTimeout < 0 || t.KillTimeout > MaxKillTimeout {
 		v.add(join(p, "KillTimeout"), "must be between 0 and %s", MaxKillTimeout)
 	}
-	for k := range t.Env {
+	for _, k := range slices.Sorted(maps.Keys(t.Env)) { // errors in a stable order
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			v.add(join(p, "Env"), "invalid variable name %q", k)
 		}
@@ -660,7 +668,7 @@ func validateConstraints(v *validator, p string, cs []*Constraint) {
 }
 
 func validateMeta(v *validator, p string, m map[string]string) {
-	for k := range m {
+	for _, k := range slices.Sorted(maps.Keys(m)) { // errors in a stable order
 		if k == "" || strings.ContainsRune(k, 0) {
 			v.add(p, "invalid key %q", k)
 		}

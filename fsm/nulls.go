@@ -1,0 +1,94 @@
+package fsm
+
+import (
+	"strconv"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// checkNulls refuses an entry that holds a null element in one of the
+// lists the store walks (evaluations, allocations, task groups, tasks).
+// Servers never write such an entry; one in the log means a bug or
+// damage, and the store would dereference it and panic on every server.
+// Refused, it writes nothing, on every server alike.
+func checkNulls(req any) error {
+	var errs nullErrs
+	switch r := req.(type) {
+	case *structs.NodeRegisterRequest:
+		nulls(&errs, "CreateEvals", r.CreateEvals)
+	case *structs.NodeUpdateStatusRequest:
+		nulls(&errs, "CreateEvals", r.CreateEvals)
+	case *structs.NodeUpdateDrainRequest:
+		nulls(&errs, "CreateEvals", r.CreateEvals)
+	case *structs.NodeUpdateEligibilityRequest:
+		nulls(&errs, "CreateEvals", r.CreateEvals)
+	case *structs.JobRegisterRequest:
+		jobNulls(&errs, "Job", r.Job)
+	case *structs.EvalUpdateRequest:
+		nulls(&errs, "Evals", r.Evals)
+	case *structs.AllocUpdateRequest:
+		nulls(&errs, "Alloc", r.Alloc)
+		nulls(&errs, "Evals", r.Evals)
+	case *structs.ApplyPlanResultsRequest:
+		jobNulls(&errs, "Job", r.Job)
+		nulls(&errs, "AllocsStopped", r.AllocsStopped)
+		nulls(&errs, "AllocsUpdated", r.AllocsUpdated)
+		for i, a := range r.AllocsUpdated {
+			if a != nil {
+				jobNulls(&errs, "AllocsUpdated["+strconv.Itoa(i)+"].Job", a.Job)
+			}
+		}
+		nulls(&errs, "AllocGroups", r.AllocGroups)
+		nulls(&errs, "Evals", r.Evals)
+	case *structs.AllocUpdateDesiredTransitionRequest:
+		nulls(&errs, "Evals", r.Evals)
+	}
+	return errs.err()
+}
+
+// recordNulls is checkNulls for a snapshot record: a job whose task
+// groups or tasks hold a null is refused, as Apply refuses it, rather than
+// restored for the scheduler and the API to trip over.
+func recordNulls(v any) error {
+	var errs nullErrs
+	if job, ok := v.(*structs.Job); ok {
+		jobNulls(&errs, "Job", job)
+	}
+	return errs.err()
+}
+
+// jobNulls checks a job's task groups and their tasks; a null job is the
+// caller's to judge.
+func jobNulls(errs *nullErrs, path string, job *structs.Job) {
+	if job == nil {
+		return
+	}
+	nulls(errs, path+".TaskGroups", job.TaskGroups)
+	for i, tg := range job.TaskGroups {
+		if tg != nil {
+			nulls(errs, path+".TaskGroups["+strconv.Itoa(i)+"].Tasks", tg.Tasks)
+		}
+	}
+}
+
+// nullErrs records the first null found.
+type nullErrs struct{ first string }
+
+func nulls[T any](errs *nullErrs, path string, list []*T) {
+	if errs.first != "" {
+		return
+	}
+	for i, p := range list {
+		if p == nil {
+			errs.first = path + "[" + strconv.Itoa(i) + "]"
+			return
+		}
+	}
+}
+
+func (e *nullErrs) err() error {
+	if e.first == "" {
+		return nil
+	}
+	return structs.NewError(structs.ErrCodeInvalid, "entry holds a null element at %s", e.first)
+}
