@@ -5,11 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/drover-project/drover/agent"
 )
 
 // TestCLIACL runs the acl verbs against a dev agent (server and client)
@@ -21,32 +18,7 @@ func TestCLIACL(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte("acl {\n  enabled = true\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e, _, errOut := testEnv(nil)
-	sig := make(chan os.Signal, 2)
-	e.signals = func() (<-chan os.Signal, func()) { return sig, func() {} }
-	started := make(chan *agent.Agent, 1)
-	e.agentStarted = func(a *agent.Agent) { started <- a }
-	done := make(chan int, 1)
-	go func() {
-		done <- run([]string{"agent", "-dev", "-config", cfgFile, "-http-port", "0", "-rpc-port", "0", "-log-level", "error", "-node", "acl"}, e)
-	}()
-	var a *agent.Agent
-	select {
-	case a = <-started:
-	case code := <-done:
-		t.Fatalf("agent exited with %d: %s", code, errOut)
-	case <-time.After(20 * time.Second):
-		t.Fatal("agent did not start")
-	}
-	t.Cleanup(func() {
-		sig <- syscall.SIGINT
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Error("agent did not stop")
-		}
-	})
-	addr := a.HTTPURL()
+	addr := runDevAgent(t, "acl", "-config", cfgFile)
 
 	var out, stderr string
 	var code int

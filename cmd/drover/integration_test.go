@@ -19,15 +19,29 @@ import (
 // node is ready. The agent is stopped with a signal when the test ends.
 func startCLIAgent(t *testing.T) string {
 	t.Helper()
+	addr := runDevAgent(t, "cli2")
+	waitFor(t, "a ready node", 30*time.Second, func() bool {
+		code, out, _ := cli(addr, "node", "status")
+		return code == 0 && strings.Contains(out, "ready")
+	})
+	return addr
+}
+
+// runDevAgent runs `drover agent -dev` in-process with the node name and
+// any extra flags, and returns its HTTP address once it has started (not
+// waiting for a leader or a node). It is stopped with a signal when the
+// test ends.
+func runDevAgent(t *testing.T, node string, extra ...string) string {
+	t.Helper()
 	e, _, errOut := testEnv(nil)
 	sig := make(chan os.Signal, 2)
 	e.signals = func() (<-chan os.Signal, func()) { return sig, func() {} }
 	started := make(chan *agent.Agent, 1)
 	e.agentStarted = func(a *agent.Agent) { started <- a }
 	done := make(chan int, 1)
-	go func() {
-		done <- run([]string{"agent", "-dev", "-http-port", "0", "-rpc-port", "0", "-log-level", "error", "-node", "cli2"}, e)
-	}()
+	args := append([]string{"agent", "-dev"}, extra...)
+	args = append(args, "-http-port", "0", "-rpc-port", "0", "-log-level", "error", "-node", node)
+	go func() { done <- run(args, e) }()
 	var a *agent.Agent
 	select {
 	case a = <-started:
@@ -44,12 +58,7 @@ func startCLIAgent(t *testing.T) string {
 			t.Error("agent did not stop")
 		}
 	})
-	addr := a.HTTPURL()
-	waitFor(t, "a ready node", 30*time.Second, func() bool {
-		code, out, _ := cli(addr, "node", "status")
-		return code == 0 && strings.Contains(out, "ready")
-	})
-	return addr
+	return a.HTTPURL()
 }
 
 // cli runs one command against the agent at addr.
