@@ -32,9 +32,19 @@ func aclCluster(t *testing.T) (leader int, urls []string) {
 
 func nomadClient(t *testing.T, url, secret string) *nomad.Client {
 	t.Helper()
+	return nomadTLSClient(t, url, secret, nil)
+}
+
+// nomadTLSClient is Nomad's Go client of the agent at url, sending the
+// token secret, with tlsConf's CA and certificate when it is set.
+func nomadTLSClient(t *testing.T, url, secret string, tlsConf *nomad.TLSConfig) *nomad.Client {
+	t.Helper()
 	cfg := nomad.DefaultConfig()
 	cfg.Address = url
 	cfg.SecretID = secret
+	if tlsConf != nil {
+		cfg.TLSConfig = tlsConf
+	}
 	c, err := nomad.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)

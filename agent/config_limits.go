@@ -39,8 +39,9 @@ func DefaultLimits() LimitsConfig {
 }
 
 // fileLimits is the file form of the limits block. Nomad's
-// https_handshake_timeout is not listed: Drover has no TLS, and gohcl
-// refuses it as an unsupported argument with its position.
+// https_handshake_timeout is not listed (gohcl refuses it as an
+// unsupported argument with its position): net/http bounds an HTTPS
+// handshake by the smallest of the API's read and write timeouts.
 type fileLimits struct {
 	HTTPMaxConnsPerClient      *int      `hcl:"http_max_conns_per_client,optional"`
 	HTTPMaxConnsPerClientRange hcl.Range `hcl:"http_max_conns_per_client,attr_value_range"`

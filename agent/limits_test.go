@@ -3,9 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/server/rpctest"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -124,28 +123,8 @@ func TestAgentRPCConnLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Shutdown()
-	var held []net.Conn
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	for range 2 {
-		c, err := net.Dial("tcp", a.RPCAddr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, c)
-	}
-	extra, err := net.Dial("tcp", a.RPCAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer extra.Close()
-	extra.SetReadDeadline(time.Now().Add(2 * time.Second))
-	if _, err := extra.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-		t.Fatalf("third connection: %v, want it closed (EOF)", err)
-	}
+	closeAll := rpctest.FillConnLimit(t, a.RPCAddr(), "127.0.0.1", 2)
+	closeAll()
 }
 
 // TestLogsDoNotFollowTaskSymlink: a task replaces its stdout log with a

@@ -47,6 +47,19 @@ func (t TLSConfig) IsZero() bool { return t == TLSConfig{} }
 
 // HTTPClient returns an HTTP client with this TLS configuration.
 func (t TLSConfig) HTTPClient() (*http.Client, error) {
+	conf, err := t.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = conf
+	return &http.Client{Transport: tr}, nil
+}
+
+// ClientConfig returns the crypto/tls client configuration: the CA's
+// pool as roots, the client certificate loaded. An error names the flag
+// whose file could not be used.
+func (t TLSConfig) ClientConfig() (*tls.Config, error) {
 	conf := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.Insecure}
 	if t.CACert != "" {
 		pem, err := os.ReadFile(t.CACert)
@@ -67,12 +80,14 @@ func (t TLSConfig) HTTPClient() (*http.Client, error) {
 		}
 		conf.Certificates = []tls.Certificate{cert}
 	case t.ClientCert != "" || t.ClientKey != "":
-		return nil, errors.New("-client-cert and -client-key go together")
+		return nil, ErrClientCertWithoutKey
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = conf
-	return &http.Client{Transport: tr}, nil
+	return conf, nil
 }
+
+// ErrClientCertWithoutKey: only one of -client-cert and -client-key was
+// given.
+var ErrClientCertWithoutKey = errors.New("-client-cert and -client-key go together")
 
 // FailingClient is an HTTP client whose every request fails with err: a
 // client whose TLS could not be set up reports why on first use.

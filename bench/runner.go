@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,8 +52,12 @@ type Config struct {
 	// Addresses are the HTTP API addresses of the cluster's agents; job
 	// writes and watches are spread over them.
 	Addresses []string
-	Scenario  Scenario
-	Region    string
+	// TLS, if set, is the client side of HTTPS (https:// addresses): the
+	// CA to check the agents against and the certificate to present to
+	// agents with verify_https_client.
+	TLS      *tls.Config
+	Scenario Scenario
+	Region   string
 	// Datacenter the jobs run in (default dc1).
 	Datacenter string
 	// NodePrefix selects the nodes to wait for (ID prefix; "" all).
@@ -182,10 +187,16 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg}
-	hc := &http.Client{Transport: &http.Transport{
+	tr := &http.Transport{
 		Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: maxConnsPerAgent,
 		MaxConnsPerHost: maxConnsPerAgent, IdleConnTimeout: 90 * time.Second,
-	}}
+	}
+	if cfg.TLS != nil {
+		// HTTP/1.1 over the same pooled connections as plain HTTP (a set
+		// TLSClientConfig leaves HTTP/2 off), so the two differ by TLS only.
+		tr.TLSClientConfig = cfg.TLS.Clone()
+	}
+	hc := &http.Client{Transport: tr}
 	for _, addr := range cfg.Addresses {
 		c, err := nomad.NewClient(&nomad.Config{Address: addr, Region: cfg.Region, HttpClient: hc})
 		if err != nil {
@@ -205,6 +216,14 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	}
 	stopProgress := r.runProgress()
 	defer stopProgress()
+
+	// Every agent answers before anything starts: a wrong address, scheme
+	// or certificate is an error at once, not a wait for the nodes.
+	for i, c := range r.clients {
+		if _, err := r.agentSelf(ctx, c); err != nil {
+			return nil, fmt.Errorf("bench: agent %s: %w", cfg.Addresses[i], err)
+		}
+	}
 
 	if cfg.StartNodes != nil {
 		r.setProgress(func() string { return fmt.Sprintf("%s: starting %d simulated nodes", sc.Name, sc.Nodes.Count) })

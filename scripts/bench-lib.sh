@@ -4,6 +4,10 @@
 # BASE+10i+1 and RPC BASE+10i+2; PIDS holds the running servers.
 
 PIDS=()
+# SCHEME is the servers' HTTP scheme (https with TLS); CURL_TLS holds
+# curl's --cacert, --cert and --key for them then.
+SCHEME=http
+CURL_TLS=()
 
 # bench_stop_servers interrupts every server in PIDS and waits for it.
 bench_stop_servers() {
@@ -12,7 +16,7 @@ bench_stop_servers() {
   PIDS=()
 }
 
-http() { echo "http://127.0.0.1:$((BASE + 10 * $1 + 1))"; }
+http() { echo "$SCHEME://127.0.0.1:$((BASE + 10 * $1 + 1))"; }
 rpc() { echo "127.0.0.1:$((BASE + 10 * $1 + 2))"; }
 
 # bench_wait_leader WHAT DIR: wait up to 30 s for server 1 to name a
@@ -21,7 +25,7 @@ rpc() { echo "127.0.0.1:$((BASE + 10 * $1 + 2))"; }
 bench_wait_leader() {
   leader=""
   for _ in $(seq 1 150); do
-    leader=$(curl -fsS "$(http 1)/v1/status/leader" 2>/dev/null || true)
+    leader=$(curl -fsS "${CURL_TLS[@]}" "$(http 1)/v1/status/leader" 2>/dev/null || true)
     if echo "$leader" | grep -q ':'; then return 0; fi
     leader=""
     sleep 0.2

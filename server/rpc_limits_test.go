@@ -1,19 +1,12 @@
 package server
 
 import (
-	"errors"
-	"io"
 	"net"
-	"net/rpc"
-	"runtime"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/yamux"
-
-	"github.com/drover-project/drover/internal/msgpackread"
-	"github.com/drover-project/drover/internal/msgpackrpc"
 	"github.com/drover-project/drover/server/pool"
+	"github.com/drover-project/drover/server/rpctest"
 	"github.com/drover-project/drover/state/mock"
 	"github.com/drover-project/drover/structs"
 )
@@ -33,49 +26,6 @@ func limitServer(t *testing.T, cfg Config) *Server {
 	return s
 }
 
-// rpcConn is one client connection: its TCP connection and yamux session.
-type rpcConn struct {
-	tcp  net.Conn
-	sess *yamux.Session
-}
-
-func dialRPC(t *testing.T, addr string) *rpcConn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Write([]byte{pool.ProtocolRPC}); err != nil {
-		t.Fatal(err)
-	}
-	sess, err := yamux.Client(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sess.Close() })
-	return &rpcConn{tcp: c, sess: sess}
-}
-
-// call makes one Status.Leader call on a new stream.
-func (c *rpcConn) call() error {
-	st, err := c.sess.Open()
-	if err != nil {
-		return err
-	}
-	cl := rpc.NewClientWithCodec(msgpackrpc.NewCodec(st, structs.MsgpackHandle))
-	defer cl.Close()
-	var leader string
-	return cl.Call("Status.Leader", &structs.GenericRequest{}, &leader)
-}
-
-// waitClosed reports whether the server closes c within d.
-func waitClosed(c net.Conn, d time.Duration) bool {
-	c.SetReadDeadline(time.Now().Add(d))
-	var b [1]byte
-	_, err := c.Read(b[:])
-	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
-}
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -93,10 +43,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestRPCConnLimitPerAddress(t *testing.T) {
 	s := limitServer(t, Config{})
 	addr := s.RPCAddr()
-	conns := make([]*rpcConn, DefaultRPCMaxConnsPerClient)
+	conns := make([]*rpctest.Conn, DefaultRPCMaxConnsPerClient)
 	for i := range conns {
-		conns[i] = dialRPC(t, addr)
-		if err := conns[i].call(); err != nil {
+		conns[i] = rpctest.Dial(t, addr, nil)
+		if err := conns[i].Ping(); err != nil {
 			t.Fatalf("connection %d: %v", i+1, err)
 		}
 	}
@@ -109,15 +59,15 @@ func TestRPCConnLimitPerAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer extra.Close()
-	if !waitClosed(extra, 2*time.Second) {
+	if !rpctest.WaitClosed(extra, 2*time.Second) {
 		t.Fatal("connection 101 was not closed")
 	}
 
-	conns[0].sess.Close()
+	conns[0].Sess.Close()
 	waitFor(t, "a closed connection to be released", func() bool {
 		return s.rpcConns.open("127.0.0.1") == DefaultRPCMaxConnsPerClient-1
 	})
-	if err := dialRPC(t, addr).call(); err != nil {
+	if err := rpctest.Dial(t, addr, nil).Ping(); err != nil {
 		t.Fatalf("a new connection after one closed: %v", err)
 	}
 }
@@ -139,7 +89,7 @@ func TestRPCHandshakeTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if !waitClosed(c, 5*time.Second) {
+		if !rpctest.WaitClosed(c, 5*time.Second) {
 			t.Fatalf("%s: connection not closed", name)
 		}
 		if time.Since(start) > 4*time.Second {
@@ -149,12 +99,12 @@ func TestRPCHandshakeTimeout(t *testing.T) {
 	}
 	waitFor(t, "refused connections to be released", func() bool { return s.rpcConns.open("127.0.0.1") == 0 })
 
-	c := dialRPC(t, addr)
-	if err := c.call(); err != nil {
+	c := rpctest.Dial(t, addr, nil)
+	if err := c.Ping(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * timeout)
-	if err := c.call(); err != nil {
+	if err := c.Ping(); err != nil {
 		t.Fatalf("an established session idle past the handshake timeout: %v", err)
 	}
 }
@@ -166,67 +116,24 @@ func TestRPCHandshakeTimeout(t *testing.T) {
 func TestRPCMessageTooLarge(t *testing.T) {
 	const limit = 16 << 20
 	s := limitServer(t, Config{RPCMaxMessageBytes: limit})
-	c := dialRPC(t, s.RPCAddr())
-	if err := c.call(); err != nil {
+	c := rpctest.Dial(t, s.RPCAddr(), nil)
+	if err := c.Ping(); err != nil {
 		t.Fatal(err)
 	}
-	base := heapAfterGC()
+	base := rpctest.HeapAfterGC()
 
-	st, err := c.sess.Open()
-	if err != nil {
-		t.Fatal(err)
+	if err := c.SendOversized(t); structs.CodeOf(err) != structs.ErrCodeTooLarge {
+		t.Fatalf("answer error %v, want code too_large", err)
 	}
-	hdr := msgpackrpc.AppendRequestHeader(nil, &rpc.Request{ServiceMethod: "Status.Leader", Seq: 1})
-	hdr = append(hdr, 0xdb, 0x30, 0x00, 0x00, 0x00) // str32 of 768 MiB
-	writeErr := make(chan error, 1)
-	go func() {
-		if _, err := st.Write(hdr); err != nil {
-			writeErr <- err
-			return
-		}
-		chunk := make([]byte, 64<<10)
-		for {
-			if _, err := st.Write(chunk); err != nil {
-				writeErr <- err
-				return
-			}
-		}
-	}()
-
-	// The answer: a typed too_large error, then the end of the stream.
-	st.SetReadDeadline(time.Now().Add(30 * time.Second))
-	buf, err := io.ReadAll(io.LimitReader(st, 1<<20))
-	if err != nil {
-		t.Fatalf("reading the answer: %v", err)
-	}
-	r := msgpackread.NewReader(buf)
-	h, err := msgpackrpc.ReadResponseHeader(&r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := structs.DecodeRPCError(string(h.Error)); structs.CodeOf(got) != structs.ErrCodeTooLarge {
-		t.Fatalf("answer error %q, want code too_large", h.Error)
-	}
-	st.Close()
-	<-writeErr
-
-	if err := c.call(); err != nil {
+	if err := c.Ping(); err != nil {
 		t.Fatalf("the session after a refused stream: %v", err)
 	}
-	after := heapAfterGC()
+	after := rpctest.HeapAfterGC()
 	t.Logf("heap after GC: %.1f MiB before the message, %.1f MiB after it was refused (limit %d MiB)",
 		float64(base)/(1<<20), float64(after)/(1<<20), limit>>20)
 	if after > base+limit/2 {
 		t.Fatalf("heap %d MiB after the refused message, %d MiB before: not released", after>>20, base>>20)
 	}
-}
-
-func heapAfterGC() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // TestLegitimateMessagesFit: the largest requests a server receives in

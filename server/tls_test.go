@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"errors"
-	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"github.com/drover-project/drover/internal/tlsutil/tlstest"
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/server/pool"
+	"github.com/drover-project/drover/server/rpctest"
 	"github.com/drover-project/drover/server/testcluster"
 	"github.com/drover-project/drover/state/mock"
 	"github.com/drover-project/drover/structs"
@@ -26,20 +25,6 @@ func tlsCluster(t *testing.T) (*tlstest.CA, *testcluster.Cluster, *server.Server
 	})
 	leader := c.WaitForLeader(t, 15*time.Second)
 	return ca, c, leader
-}
-
-// tlsPool is an RPC pool presenting a certificate for role.
-func tlsPool(t *testing.T, ca *tlstest.CA, role tlsutil.Role) *pool.Pool {
-	p := pool.New(pool.Config{TLS: ca.Config(t, role, "global", nil).OutgoingRPC(), DialTimeout: 5 * time.Second})
-	t.Cleanup(func() { p.Shutdown() })
-	return p
-}
-
-func wantDenied(t *testing.T, what string, err error) {
-	t.Helper()
-	if structs.CodeOf(err) != structs.ErrCodePermissionDenied {
-		t.Fatalf("%s: err = %v, want permission_denied", what, err)
-	}
 }
 
 // A TLS cluster forms, elects, and forwards over TLS (a write sent to a
@@ -59,52 +44,13 @@ func TestTLSClusterForwards(t *testing.T) {
 func TestTLSServerWithoutServerCertCannotJoin(t *testing.T) {
 	ca, c, leader := tlsCluster(t)
 
-	// What the stranger's announce looks like on the wire.
-	p := tlsPool(t, ca, tlsutil.RoleClient)
-	var members structs.ServerMembersResponse
-	err := p.RPC(leader.RPCAddr(), "Status.Announce", &structs.ServerAnnounceRequest{Member: structs.ServerMember{
-		ID: "stranger", Name: "stranger", RPCAddr: "127.0.0.1:1", Region: "global", Status: server.MemberStatusAlive}}, &members)
-	wantDenied(t, "announce with a client certificate", err)
-
-	// Raft: the handshake succeeds (the CA signed the certificate), then
-	// the server closes the connection on the Raft byte.
-	conn, err := net.DialTimeout("tcp", leader.RPCAddr(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	tc, err := pool.DialTLS(conn, ca.Config(t, tlsutil.RoleClient, "global", nil).OutgoingRPC(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tc.Write([]byte{pool.ProtocolRaft}); err != nil {
-		t.Fatal(err)
-	}
-	tc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := tc.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-		t.Fatalf("raft over a client certificate: read %v, want the connection closed", err)
-	}
+	// What the outsider's announce and Raft connection look like on the wire.
+	rpctest.WantDenied(t, "announce with a client certificate", rpctest.Announce(rpctest.Pool(t, ca, tlsutil.RoleClient), leader.RPCAddr()))
+	rpctest.WantRaftRefused(t, leader.RPCAddr(), ca.Config(t, tlsutil.RoleClient, "global", nil).OutgoingRPC())
 
 	// A whole server with a client certificate, joining the cluster.
-	cfg := &server.Config{Name: "stranger", DataDir: t.TempDir(), BindAddr: "127.0.0.1", BootstrapExpect: 0,
-		RetryJoin: []string{leader.RPCAddr()}, RetryInterval: 50 * time.Millisecond, RaftTimeoutScale: 0.25,
-		TLS: ca.Config(t, tlsutil.RoleClient, "global", nil)}
-	stranger, err := server.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stranger.Shutdown()
-	time.Sleep(time.Second) // twenty announce rounds
-	for _, s := range c.Servers() {
-		for _, m := range s.Members() {
-			if m.RPCAddr == stranger.RPCAddr() {
-				t.Fatalf("%s lists the stranger as a member", s.RPCAddr())
-			}
-		}
-		if ids := raftIDs(t, s); len(ids) != 3 {
-			t.Fatalf("%s: raft configuration %v, want the three servers", s.RPCAddr(), ids)
-		}
-	}
+	outsider := testcluster.StartOutsider(t, []string{leader.RPCAddr()}, ca.Config(t, tlsutil.RoleClient, "global", nil))
+	testcluster.RequireNeverJoins(t, c.Servers(), outsider, 3, time.Second)
 }
 
 // A client certificate reaches the client calls and the user calls, never
@@ -113,13 +59,9 @@ func TestTLSServerWithoutServerCertCannotJoin(t *testing.T) {
 func TestTLSClientCertRoles(t *testing.T) {
 	ca, c, leader := tlsCluster(t)
 	addr := leader.RPCAddr()
-	cp := tlsPool(t, ca, tlsutil.RoleClient)
+	cp := rpctest.Pool(t, ca, tlsutil.RoleClient)
 
-	var deq structs.EvalDequeueResponse
-	wantDenied(t, "Eval.Dequeue", cp.RPC(addr, "Eval.Dequeue", &structs.EvalDequeueRequest{
-		Schedulers: []string{structs.JobTypeService}, Timeout: time.Millisecond}, &deq))
-	var plan structs.PlanResponse
-	wantDenied(t, "Plan.Submit", cp.RPC(addr, "Plan.Submit", &structs.PlanRequest{Plan: &structs.Plan{EvalID: "x"}}, &plan))
+	rpctest.WantServerOnlyRefused(t, cp, addr)
 
 	node := mock.Node()
 	var reg structs.NodeUpdateResponse
@@ -132,18 +74,14 @@ func TestTLSClientCertRoles(t *testing.T) {
 	}
 	beat := &structs.NodeUpdateStatusRequest{NodeID: node.ID, SecretID: node.SecretID, Status: structs.NodeStatusReady}
 	beat.Forwarded = true
-	wantDenied(t, "a forwarded request from a client", cp.RPC(addr, "Node.UpdateStatus", beat, &reg))
+	rpctest.WantDenied(t, "a forwarded request from a client", cp.RPC(addr, "Node.UpdateStatus", beat, &reg))
 
 	// A client certificate is not a node's identity: through a follower
 	// (forwarded to the leader over TLS), a heartbeat or an allocation
 	// update without the node's secret is refused and writes nothing.
 	f := follower(t, c)
 	before, _ := leader.State().LatestIndex()
-	wrong := &structs.NodeUpdateStatusRequest{NodeID: node.ID, SecretID: "wrong", Status: structs.NodeStatusDown}
-	wantDenied(t, "heartbeat with a wrong secret", cp.RPC(f.RPCAddr(), "Node.UpdateStatus", wrong, &reg))
-	upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: "a", ClientStatus: structs.AllocClientStatusComplete}},
-		NodeSecrets: map[string]string{node.ID: "wrong"}}
-	wantDenied(t, "allocation update with a wrong secret", cp.RPC(f.RPCAddr(), "Node.UpdateAlloc", upd, &structs.GenericResponse{}))
+	rpctest.WantNodeCallsRefused(t, cp, f.RPCAddr(), node.ID, "a")
 	if after, _ := leader.State().LatestIndex(); after != before {
 		t.Fatalf("refused node calls wrote: index %d -> %d", before, after)
 	}
@@ -152,9 +90,9 @@ func TestTLSClientCertRoles(t *testing.T) {
 		t.Fatalf("heartbeat with the secret, through a follower: %v", err)
 	}
 
-	cli := tlsPool(t, ca, tlsutil.RoleCLI)
+	cli := rpctest.Pool(t, ca, tlsutil.RoleCLI)
 	beat.Forwarded = false
-	wantDenied(t, "Node.UpdateStatus with a cli certificate", cli.RPC(addr, "Node.UpdateStatus", beat, &reg))
+	rpctest.WantDenied(t, "Node.UpdateStatus with a cli certificate", cli.RPC(addr, "Node.UpdateStatus", beat, &reg))
 	if err := cli.RPC(addr, "Status.Leader", &structs.GenericRequest{}, &leaderAddr); err != nil {
 		t.Fatalf("Status.Leader with a cli certificate: %v", err)
 	}
@@ -171,13 +109,13 @@ func TestTLSPlaintextMismatch(t *testing.T) {
 	defer plain.Shutdown()
 	var leaderAddr string
 	err := plain.RPC(leader.RPCAddr(), "Status.Leader", &structs.GenericRequest{}, &leaderAddr)
-	wantDenied(t, "plaintext client of a TLS server", err)
+	rpctest.WantDenied(t, "plaintext client of a TLS server", err)
 	if !strings.Contains(err.Error(), "requires TLS") {
 		t.Fatalf("plaintext client of a TLS server: %v, want it to say TLS is required", err)
 	}
 
 	plainServer := schedServer(t, 0)
-	tp := tlsPool(t, ca, tlsutil.RoleClient)
+	tp := rpctest.Pool(t, ca, tlsutil.RoleClient)
 	err = tp.RPC(plainServer.RPCAddr(), "Status.Leader", &structs.GenericRequest{}, &leaderAddr)
 	var notSent *pool.NotSentError
 	var hs *pool.TLSHandshakeError
@@ -186,7 +124,7 @@ func TestTLSPlaintextMismatch(t *testing.T) {
 	}
 
 	other := tlstest.NewCA(t)
-	op := tlsPool(t, other, tlsutil.RoleServer)
+	op := rpctest.Pool(t, other, tlsutil.RoleServer)
 	if err := op.RPC(leader.RPCAddr(), "Status.Leader", &structs.GenericRequest{}, &leaderAddr); !errors.As(err, &hs) {
 		t.Fatalf("certificate of another CA: %v, want a TLS handshake failure", err)
 	}

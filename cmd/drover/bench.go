@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math"
@@ -69,12 +70,14 @@ func runBench(e *env, args []string) int {
 		verify      bool
 		jsonOut     string
 		summarize   bool
+		httpTLS     api.TLSConfig
 	)
 	fs := newFlagSet(e, "bench", "-scenario <name> [options]",
 		"Run a benchmark scenario against a cluster through the HTTP API (Nomad's Go client, so a\n"+
 			"Nomad cluster works too), with nodes from a simulator started in this process (-sim-servers)\n"+
 			"or from a `drover sim` already running, and print what it measured.")
-	fs.Var(&addrs, "address", "agent HTTP address(es), comma-separated; repeatable (default env DROVER_ADDR, then NOMAD_ADDR)")
+	fs.Var(&addrs, "address", "agent HTTP address(es), http:// or https://, comma-separated; repeatable (default env DROVER_ADDR, then NOMAD_ADDR)")
+	registerTLSFlags(fs, e, &httpTLS)
 	fs.StringVar(&scenario, "scenario", "", "scenario to run (see -list)")
 	fs.BoolVar(&list, "list", false, "list the scenarios and exit")
 	fs.BoolVar(&mdHeader, "markdown-header", false, "print the header of the -markdown-out table and exit")
@@ -175,6 +178,12 @@ func runBench(e *env, args []string) int {
 	if sc.KillLeaderAfter > 0 && len(addrs) < 2 {
 		return usagef(e, "killing the leader needs the HTTP addresses of at least two servers (-address)")
 	}
+	var httpsConf *tls.Config
+	if !httpTLS.IsZero() {
+		if httpsConf, err = httpTLS.ClientConfig(); err != nil {
+			return usagef(e, "%v", err)
+		}
+	}
 	if !useSim.set {
 		useSim.value = len(sf.servers) > 0
 	}
@@ -187,7 +196,7 @@ func runBench(e *env, args []string) int {
 		progress = e.stderr
 	}
 	cfg := &bench.Config{
-		Addresses: addrs, Scenario: sc, Region: sf.region, NodePrefix: sim.NodeListPrefix(sf.target, sf.idPrefix),
+		Addresses: addrs, TLS: httpsConf, Scenario: sc, Region: sf.region, NodePrefix: sim.NodeListPrefix(sf.target, sf.idPrefix),
 		RunFor: taskRunFor, Concurrency: concurrency, Stale: stale, Timeout: timeout, Duration: duration,
 		ServerPIDs: serverPIDs, DataDirs: dataDirs, Cleanup: cleanup,
 		Progress: progress, InPlace: isTerminal(progress), PerfOut: perfOut,

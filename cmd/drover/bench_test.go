@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/drover-project/drover/agent"
 	"github.com/drover-project/drover/bench"
+	"github.com/drover-project/drover/internal/tlsutil"
+	"github.com/drover-project/drover/internal/tlsutil/tlstest"
 )
 
 // startServerAgent runs `drover agent -server` (no client) in-process on
@@ -128,6 +131,61 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Fatalf("jobs left after the run (exit %d):\n%s", code, listing)
 	}
 	t.Logf("bench run took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestBenchOverTLS runs a small burst through `drover bench` against a
+// server whose RPC port and HTTP API are TLS with client certificates
+// required: the API clients present a cli certificate over https
+// (-ca-cert, -client-cert, -client-key), the simulator a client
+// certificate (-tls-*). Without its certificate the bench is refused.
+func TestBenchOverTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server and simulated nodes")
+	}
+	ca := tlstest.NewCA(t)
+	srvCert, srvKey := ca.Cert(t, tlsutil.RoleServer, "global", "server")
+	cliCert, cliKey := ca.Cert(t, tlsutil.RoleCLI, "global", "cli")
+	nodeCert, nodeKey := ca.Cert(t, tlsutil.RoleClient, "global", "client")
+	conf := filepath.Join(t.TempDir(), "tls.hcl")
+	block := fmt.Sprintf("tls {\n  http = true\n  rpc = true\n  ca_file = %q\n  cert_file = %q\n  key_file = %q\n"+
+		"  verify_server_hostname = true\n  verify_https_client = true\n}\n", ca.CAFile, srvCert, srvKey)
+	if err := os.WriteFile(conf, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := runServerAgent(t, "-bootstrap-expect", "1", "-node", "bench-tls", "-config", conf)
+	waitFor(t, "a leader", 20*time.Second, func() bool { return a.Server().IsLeader() })
+	if !strings.HasPrefix(a.HTTPURL(), "https://") {
+		t.Fatalf("HTTP URL %s, want https", a.HTTPURL())
+	}
+	args := []string{"bench", "-scenario", "burst", "-nodes", "10", "-count", "20",
+		"-address", a.HTTPURL(), "-ca-cert", ca.CAFile,
+		"-sim-servers", a.RPCAddr(), "-tls-ca-file", ca.CAFile, "-tls-cert-file", nodeCert, "-tls-key-file", nodeKey,
+		"-report-delay", "20ms", "-update-interval", "50ms", "-timeout", "30s", "-id-prefix", "tls", "-json"}
+
+	e, out, errOut := testEnv(nil)
+	if code := run(append(args, "-client-cert", cliCert, "-client-key", cliKey), e); code != 0 {
+		t.Fatalf("bench over TLS exited %d: %s\n%s", code, errOut, out)
+	}
+	var res struct {
+		Placed  int      `json:"placed"`
+		Running int      `json:"running"`
+		Errors  []string `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
+		t.Fatalf("bench output is not JSON: %v\n%s", err, out)
+	}
+	if res.Placed != 20 || res.Running != 20 || len(res.Errors) != 0 {
+		t.Fatalf("result over TLS: %+v", res)
+	}
+
+	// The agent wants a client certificate (verify_https_client): the
+	// bench says so at once.
+	e, out, errOut = testEnv(nil)
+	code := run(append(args, "-id-prefix", "tls-nocert"), e)
+	t.Logf("without a client certificate: exit %d: %s", code, strings.TrimSpace(errOut.String()))
+	if code == 0 || !strings.Contains(errOut.String(), "certificate") {
+		t.Fatalf("bench without a client certificate: exit %d: %s\n%s", code, errOut, out)
+	}
 }
 
 // TestBenchLeaderKill runs a small place scenario through `drover bench`
@@ -277,6 +335,8 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "-scenario", "c1m-small-kill", "-address", "http://a,http://b"}, 1, "needs -server-pids"},
 		{[]string{"bench", "-scenario", "burst", "-kill-leader-after", "1s", "-address", "http://a", "-server-pids", "1"}, 1, "at least two servers"},
 		{[]string{"bench", "stray"}, 1, "takes no arguments"},
+		{[]string{"bench", "-scenario", "burst", "-client-cert", "c.pem"}, 1, "-client-cert and -client-key go together"},
+		{[]string{"bench", "-scenario", "burst", "-ca-cert", "/nonexistent/ca.pem"}, 1, "reading the CA certificate"},
 		{[]string{"bench", "-summarize"}, 1, "needs result files"},
 		{[]string{"bench", "-summarize", "/nonexistent/a.json"}, 1, "reading a result"},
 		{[]string{"sim", "-nodes", "0", "-servers", "127.0.0.1:1"}, 1, "nodes must be positive"},

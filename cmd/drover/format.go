@@ -38,16 +38,23 @@ func (f *apiFlags) register(fs *flag.FlagSet, e *env) {
 		"agent HTTP address, http:// or https:// (env DROVER_ADDR, then NOMAD_ADDR)")
 	fs.StringVar(&f.token, "token", api.TokenFromEnv(e.getenv),
 		"ACL secret sent as X-Nomad-Token (env DROVER_TOKEN, then NOMAD_TOKEN)")
-	f.tls = api.TLSConfigFromEnv(e.getenv)
-	fs.StringVar(&f.tls.CACert, "ca-cert", f.tls.CACert,
+	registerTLSFlags(fs, e, &f.tls)
+}
+
+// registerTLSFlags adds Nomad's HTTPS flags (-ca-cert, -client-cert,
+// -client-key, -tls-server-name, -tls-skip-verify) to fs, defaulting to
+// their environment variables.
+func registerTLSFlags(fs *flag.FlagSet, e *env, t *api.TLSConfig) {
+	*t = api.TLSConfigFromEnv(e.getenv)
+	fs.StringVar(&t.CACert, "ca-cert", t.CACert,
 		"PEM file of the CA that signed the agent's HTTPS certificate (env DROVER_CACERT, then NOMAD_CACERT)")
-	fs.StringVar(&f.tls.ClientCert, "client-cert", f.tls.ClientCert,
+	fs.StringVar(&t.ClientCert, "client-cert", t.ClientCert,
 		"PEM client certificate to present over HTTPS (env DROVER_CLIENT_CERT, then NOMAD_CLIENT_CERT)")
-	fs.StringVar(&f.tls.ClientKey, "client-key", f.tls.ClientKey,
+	fs.StringVar(&t.ClientKey, "client-key", t.ClientKey,
 		"PEM key of -client-cert (env DROVER_CLIENT_KEY, then NOMAD_CLIENT_KEY)")
-	fs.StringVar(&f.tls.ServerName, "tls-server-name", f.tls.ServerName,
+	fs.StringVar(&t.ServerName, "tls-server-name", t.ServerName,
 		"name to check in the agent's certificate instead of the address's host (env DROVER_TLS_SERVER_NAME, then NOMAD_TLS_SERVER_NAME)")
-	fs.BoolVar(&f.tls.Insecure, "tls-skip-verify", f.tls.Insecure,
+	fs.BoolVar(&t.Insecure, "tls-skip-verify", t.Insecure,
 		"do not check the agent's certificate; for testing only (env DROVER_SKIP_VERIFY, then NOMAD_SKIP_VERIFY)")
 }
 
