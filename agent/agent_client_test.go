@@ -59,30 +59,14 @@ func rawExecJob(id, jobType, script string) *structs.Job {
 // complete on the servers with its output in the task's log.
 func TestDevAgentRunsRawExecBatchJob(t *testing.T) {
 	a := startDevClientAgent(t)
-	srv, c := a.Server(), a.Client()
+	c := a.Client()
 	if c == nil {
 		t.Fatal("dev agent has no client")
 	}
-	pollUntil(t, "node ready", 15*time.Second, func() bool {
-		var resp structs.SingleNodeResponse
-		err := srv.RPC("Node.GetNode", &structs.NodeSpecificRequest{NodeID: c.NodeID()}, &resp)
-		return err == nil && resp.Node != nil && resp.Node.Status == structs.NodeStatusReady
-	})
-
-	job := rawExecJob("hello", structs.JobTypeBatch, "echo hi from $NOMAD_TASK_NAME; exit 0")
-	var reg structs.JobRegisterResponse
-	if err := srv.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &reg); err != nil {
-		t.Fatalf("register: %v", err)
+	alloc := runBatchOnDevAgent(t, a, "hello", "echo hi from $NOMAD_TASK_NAME; exit 0")
+	if alloc.ClientStatus != structs.AllocClientStatusComplete {
+		t.Fatalf("allocation %s", alloc.ClientStatus)
 	}
-	var alloc *structs.Allocation
-	pollUntil(t, "allocation complete on the servers", 20*time.Second, func() bool {
-		allocs, err := srv.State().AllocsByJob(nil, structs.DefaultNamespace, "hello")
-		if err != nil || len(allocs) != 1 {
-			return false
-		}
-		alloc = allocs[0]
-		return alloc.ClientStatus == structs.AllocClientStatusComplete
-	})
 	if alloc.NodeID != c.NodeID() {
 		t.Fatalf("placed on %s, want %s", alloc.NodeID, c.NodeID())
 	}
@@ -216,4 +200,32 @@ func TestClientOnlyAgentOverTCP(t *testing.T) {
 	if leader != srv.RPCAddr() {
 		t.Fatalf("leader through the client = %q, want %q", leader, srv.RPCAddr())
 	}
+}
+
+// runBatchOnDevAgent waits for the dev agent's own node to be ready,
+// registers a one-task raw_exec batch job running script, and returns its
+// allocation once the servers see it terminal.
+func runBatchOnDevAgent(t *testing.T, a *Agent, id, script string) *structs.Allocation {
+	t.Helper()
+	srv, c := a.Server(), a.Client()
+	pollUntil(t, "node ready", 15*time.Second, func() bool {
+		var resp structs.SingleNodeResponse
+		err := srv.RPC("Node.GetNode", &structs.NodeSpecificRequest{NodeID: c.NodeID()}, &resp)
+		return err == nil && resp.Node != nil && resp.Node.Status == structs.NodeStatusReady
+	})
+	job := rawExecJob(id, structs.JobTypeBatch, script)
+	var reg structs.JobRegisterResponse
+	if err := srv.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &reg); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	var alloc *structs.Allocation
+	pollUntil(t, "allocation finished on the servers", 20*time.Second, func() bool {
+		allocs, err := srv.State().AllocsByJob(nil, structs.DefaultNamespace, id)
+		if err != nil || len(allocs) != 1 {
+			return false
+		}
+		alloc = allocs[0]
+		return alloc.ClientTerminalStatus()
+	})
+	return alloc
 }

@@ -112,26 +112,8 @@ func TestAgentRelativeDataDirRunsRawExec(t *testing.T) {
 			t.Errorf("Shutdown: %v", err)
 		}
 	})
-	srv, c := a.Server(), a.Client()
-	pollUntil(t, "node ready", 15*time.Second, func() bool {
-		var resp structs.SingleNodeResponse
-		err := srv.RPC("Node.GetNode", &structs.NodeSpecificRequest{NodeID: c.NodeID()}, &resp)
-		return err == nil && resp.Node != nil && resp.Node.Status == structs.NodeStatusReady
-	})
-	job := rawExecJob("rel", structs.JobTypeBatch, "echo ran in $PWD; exit 0")
-	var reg structs.JobRegisterResponse
-	if err := srv.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &reg); err != nil {
-		t.Fatalf("register: %v", err)
-	}
-	var alloc *structs.Allocation
-	pollUntil(t, "allocation finished", 20*time.Second, func() bool {
-		allocs, err := srv.State().AllocsByJob(nil, structs.DefaultNamespace, "rel")
-		if err != nil || len(allocs) != 1 {
-			return false
-		}
-		alloc = allocs[0]
-		return alloc.ClientTerminalStatus()
-	})
+	c := a.Client()
+	alloc := runBatchOnDevAgent(t, a, "rel", "echo ran in $PWD; exit 0")
 	ts := alloc.TaskStates.MustMap()["t"]
 	if alloc.ClientStatus != structs.AllocClientStatusComplete {
 		t.Fatalf("allocation %s; task events: %+v", alloc.ClientStatus, eventsOf(ts))
