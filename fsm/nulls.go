@@ -34,7 +34,9 @@ func checkNulls(req any) error {
 		nulls(&errs, "AllocsStopped", r.AllocsStopped)
 		nulls(&errs, "AllocsUpdated", r.AllocsUpdated)
 		for i, a := range r.AllocsUpdated {
-			if a != nil {
+			if a != nil && jobHasNull(a.Job) {
+				// Named only when found: this runs for every allocation
+				// of every plan on every server.
 				jobNulls(&errs, "AllocsUpdated["+strconv.Itoa(i)+"].Job", a.Job)
 			}
 		}
@@ -69,6 +71,25 @@ func jobNulls(errs *nullErrs, path string, job *structs.Job) {
 			nulls(errs, path+".TaskGroups["+strconv.Itoa(i)+"].Tasks", tg.Tasks)
 		}
 	}
+}
+
+// jobHasNull reports, without building any name, whether job's task
+// groups or tasks hold a null.
+func jobHasNull(job *structs.Job) bool {
+	if job == nil {
+		return false
+	}
+	for _, tg := range job.TaskGroups {
+		if tg == nil {
+			return true
+		}
+		for _, t := range tg.Tasks {
+			if t == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nullErrs records the first null found.
