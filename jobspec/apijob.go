@@ -82,6 +82,12 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 	jobResched := takeObject(path, job, "Reschedule", reflect.TypeFor[structs.ReschedulePolicy](), errs)
 	jobMigrate := takeObject(path, job, "Migrate", reflect.TypeFor[structs.MigrateStrategy](), errs)
 
+	// The type's defaults, as JSON, once per job; only read below (the
+	// values they lend to the groups are scalars).
+	defRestart := toJSONObject(structs.DefaultRestartPolicy(jobType))
+	defResched := toJSONObject(structs.DefaultReschedulePolicy(jobType))
+	defMigrate := toJSONObject(structs.DefaultMigrateStrategy())
+
 	_, groups, _ := lookupKey(job, "TaskGroups")
 	list, _ := groups.([]any)
 	for _, g := range list {
@@ -95,18 +101,18 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 			}
 			tg[key] = json.Number("1")
 		}
-		restart := toJSONObject(structs.DefaultRestartPolicy(jobType))
+		restart := defRestart
 		if rp := objectAt(tg, "RestartPolicy"); rp != nil {
 			fillNulls(rp, restart)
 			restart = rp
 		}
 		if rs := overlay(jobResched, objectAt(tg, "ReschedulePolicy")); rs != nil {
 			limitedByAttempts(rs)
-			fillNulls(rs, toJSONObject(structs.DefaultReschedulePolicy(jobType)))
+			fillNulls(rs, defResched)
 			setKey(tg, "ReschedulePolicy", rs)
 		}
 		if m := overlay(jobMigrate, objectAt(tg, "Migrate")); m != nil {
-			fillNulls(m, toJSONObject(structs.DefaultMigrateStrategy()))
+			fillNulls(m, defMigrate)
 			setKey(tg, "Migrate", m)
 		}
 		dropIfDefault(tg, "Update", nomadDefaultUpdate)
