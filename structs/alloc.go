@@ -82,6 +82,10 @@ type AllocatedMemoryResources struct {
 // AllocatedSharedResources are shared by the group's tasks.
 type AllocatedSharedResources struct {
 	DiskMB int64
+	// Networks are the group's networks as granted (ports with values).
+	Networks []*NetworkResource `json:",omitempty"`
+	// Ports are every port given to the allocation, by label.
+	Ports []AllocatedPortMapping `json:",omitempty"`
 }
 
 // Comparable sums the allocation's resources into one vector.

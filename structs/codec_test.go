@@ -25,6 +25,9 @@ import (
 // with random content below.
 var wireTypes = []any{
 	// Raft entries and what they carry.
+	// Networks and ports (structs/network.go).
+	new(NetworkResource), new(DNSConfig), new(Port), new(AllocatedPortMapping),
+	new(NodeNetworkResource), new(NodeNetworkAddress), new(NodeReservedNetworkResources),
 	new(NodeRegisterRequest), new(NodeDeregisterRequest), new(NodeUpdateStatusRequest),
 	new(NodeUpdateDrainRequest), new(NodeUpdateEligibilityRequest), new(JobRegisterRequest),
 	new(JobDeregisterRequest), new(EvalUpdateRequest), new(EvalDeleteRequest),

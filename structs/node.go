@@ -49,6 +49,12 @@ type NodeResources struct {
 	Cpu    NodeCpuResources
 	Memory NodeMemoryResources
 	Disk   NodeDiskResources
+	// NodeNetworks are the interfaces and addresses the client offers.
+	NodeNetworks []*NodeNetworkResource `json:",omitempty"`
+	// MinDynamicPort and MaxDynamicPort bound the dynamic ports given out
+	// (0 means Nomad's defaults, 20000-32000).
+	MinDynamicPort int `json:",omitempty"`
+	MaxDynamicPort int `json:",omitempty"`
 }
 
 // NodeCpuResources: CpuShares is total MHz across cores.
@@ -69,9 +75,10 @@ type NodeDiskResources struct {
 
 // NodeReservedResources is held back from scheduling for the OS and agent.
 type NodeReservedResources struct {
-	Cpu    NodeReservedCpuResources
-	Memory NodeReservedMemoryResources
-	Disk   NodeReservedDiskResources
+	Cpu      NodeReservedCpuResources
+	Memory   NodeReservedMemoryResources
+	Disk     NodeReservedDiskResources
+	Networks NodeReservedNetworkResources `json:",omitempty"`
 }
 
 // NodeReservedCpuResources in MHz.
