@@ -148,6 +148,8 @@ func errorResponse(err error) (int, string) {
 		return http.StatusNotImplemented, msg
 	case structs.ErrCodePermissionDenied, structs.ErrCodeTokenNotFound:
 		return http.StatusForbidden, msg
+	case structs.ErrCodeDiskFull:
+		return http.StatusInsufficientStorage, msg
 	}
 	return http.StatusInternalServerError, msg
 }

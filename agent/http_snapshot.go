@@ -4,10 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 
+	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -45,29 +45,29 @@ func archiveDigest(body []byte) string {
 	return "sha-256=" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
-// PUT /v1/operator/snapshot: restore the archive in the body. A damaged
-// archive is refused (400) before anything changes.
+// PUT /v1/operator/snapshot: restore the archive in the body. The body
+// goes to the leader in chunks as it is read (server.RestoreSnapshot), and
+// the leader writes it to disk; no agent holds it in memory. A damaged
+// archive is refused (400) before anything changes; one over 4 GiB gets
+// 400 too.
 func (h *httpAPI) snapshotRestore(w http.ResponseWriter, r *http.Request) (any, error) {
-	var args structs.SnapshotRestoreRequest
-	if err := h.parseWrite(r, &args.WriteRequest); err != nil {
+	var args structs.WriteRequest
+	if err := h.parseWrite(r, &args); err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSnapshotBytes))
+	body := http.MaxBytesReader(w, r.Body, maxSnapshotBytes)
+	index, err := server.RestoreSnapshot(h.srv.RPC, body, args)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return nil, structs.NewError(structs.ErrCodeTooLarge, "snapshot larger than %d bytes", maxSnapshotBytes)
 		}
+		var se *structs.Error
+		if errors.As(err, &se) {
+			return nil, err
+		}
 		return nil, badRequest("reading snapshot: %v", err)
 	}
-	if len(body) == 0 {
-		return nil, badRequest("the request body must be a snapshot archive")
-	}
-	args.Archive = body
-	var out structs.GenericResponse
-	if err := h.srv.RPC("Operator.SnapshotRestore", &args, &out); err != nil {
-		return nil, err
-	}
-	setIndex(w, out.Index)
+	setIndex(w, index)
 	return nil, nil
 }

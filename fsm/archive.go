@@ -117,6 +117,58 @@ func VerifyArchive(r io.Reader) (ArchiveMeta, []byte, *state.StateStore, error) 
 	return meta, body, store, nil
 }
 
+// VerifyArchiveAt is VerifyArchive over an archive of size bytes in r (a
+// file), without holding it in memory: it reads the header, hashes the
+// snapshot stream, then parses it into a scratch store. It returns the
+// metadata and the stream's offset in r; the stream is
+// io.NewSectionReader(r, offset, meta.Size).
+func VerifyArchiveAt(r io.ReaderAt, size int64) (ArchiveMeta, int64, error) {
+	hr := &countingReader{r: io.NewSectionReader(r, 0, size)}
+	br := bufio.NewReaderSize(hr, maxArchiveMetaLine+len(archiveMagic)+1)
+	magic := make([]byte, len(archiveMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != archiveMagic {
+		return ArchiveMeta{}, 0, fmt.Errorf("%w: not a Drover snapshot archive", ErrCorruptSnapshot)
+	}
+	line, err := readLine(br, maxArchiveMetaLine)
+	if err != nil {
+		return ArchiveMeta{}, 0, fmt.Errorf("%w: metadata: %v", ErrCorruptSnapshot, err)
+	}
+	var meta ArchiveMeta
+	if err := json.Unmarshal(line, &meta); err != nil {
+		return ArchiveMeta{}, 0, fmt.Errorf("%w: metadata: %v", ErrCorruptSnapshot, err)
+	}
+	if meta.Size < 0 {
+		return ArchiveMeta{}, 0, fmt.Errorf("%w: negative size", ErrCorruptSnapshot)
+	}
+	offset := hr.n - int64(br.Buffered())
+	if got := size - offset; got != meta.Size {
+		return ArchiveMeta{}, 0, fmt.Errorf("%w: %d bytes of snapshot, metadata says %d", ErrCorruptSnapshot, got, meta.Size)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(r, offset, meta.Size)); err != nil {
+		return ArchiveMeta{}, 0, err
+	}
+	if hex.EncodeToString(h.Sum(nil)) != meta.SHA256 {
+		return ArchiveMeta{}, 0, fmt.Errorf("%w: SHA-256 mismatch", ErrCorruptSnapshot)
+	}
+	if _, err := ReadSnapshot(io.NewSectionReader(r, offset, meta.Size)); err != nil {
+		return ArchiveMeta{}, 0, err
+	}
+	return meta, offset, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
 func readLine(br *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	for {

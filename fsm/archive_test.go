@@ -50,6 +50,18 @@ func TestArchiveRoundTrip(t *testing.T) {
 	if len(got) != len(want) || meta.Index != 59 {
 		t.Fatalf("restored %d jobs at index %d, want %d at 59", len(got), meta.Index, len(want))
 	}
+	// From a file-like ReaderAt: the same metadata, and the stream's
+	// offset points at the snapshot stream.
+	metaAt, off, err := VerifyArchiveAt(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if metaAt != meta || off+meta.Size != int64(len(data)) {
+		t.Fatalf("VerifyArchiveAt = %+v at %d, want %+v ending at %d", metaAt, off, meta, len(data))
+	}
+	if _, err := ReadSnapshot(bytes.NewReader(data[off:])); err != nil {
+		t.Fatalf("stream at the offset: %v", err)
+	}
 }
 
 func TestArchiveRefusesDamage(t *testing.T) {
@@ -68,6 +80,9 @@ func TestArchiveRefusesDamage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if _, _, _, err := VerifyArchive(bytes.NewReader(damaged)); !errors.Is(err, ErrCorruptSnapshot) {
 				t.Fatalf("err = %v, want ErrCorruptSnapshot", err)
+			}
+			if _, _, err := VerifyArchiveAt(bytes.NewReader(damaged), int64(len(damaged))); !errors.Is(err, ErrCorruptSnapshot) {
+				t.Fatalf("VerifyArchiveAt: err = %v, want ErrCorruptSnapshot", err)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"sort"
 	"testing"
 	"time"
@@ -49,8 +50,7 @@ func TestOperatorSnapshotSaveRestoreConverges(t *testing.T) {
 	// A damaged archive is refused and changes nothing.
 	damaged := append([]byte(nil), saved.Archive...)
 	damaged[len(damaged)/2] ^= 0xff
-	var resp structs.GenericResponse
-	err := follower(t, c).RPC("Operator.SnapshotRestore", &structs.SnapshotRestoreRequest{Archive: damaged}, &resp)
+	_, err := server.RestoreSnapshot(follower(t, c).RPC, bytes.NewReader(damaged), structs.WriteRequest{})
 	if structs.CodeOf(err) != structs.ErrCodeInvalid {
 		t.Fatalf("damaged archive: err = %v, want code invalid", err)
 	}
@@ -59,7 +59,7 @@ func TestOperatorSnapshotSaveRestoreConverges(t *testing.T) {
 	}
 
 	// The real archive, restored through a follower, reaches every server.
-	if err := follower(t, c).RPC("Operator.SnapshotRestore", &structs.SnapshotRestoreRequest{Archive: saved.Archive}, &resp); err != nil {
+	if _, err := server.RestoreSnapshot(follower(t, c).RPC, bytes.NewReader(saved.Archive), structs.WriteRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "[a b c]"
@@ -99,8 +99,7 @@ func TestSnapshotRestoreRestartsLeaderComponents(t *testing.T) {
 	if err := s.RPC("Job.Deregister", &structs.JobDeregisterRequest{JobID: "web", Purge: true}, &dereg); err != nil {
 		t.Fatal(err)
 	}
-	var resp structs.GenericResponse
-	if err := s.RPC("Operator.SnapshotRestore", &structs.SnapshotRestoreRequest{Archive: saved.Archive}, &resp); err != nil {
+	if _, err := server.RestoreSnapshot(s.RPC, bytes.NewReader(saved.Archive), structs.WriteRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	dequeue := func(timeout time.Duration) *structs.EvalDequeueResponse {
@@ -122,7 +121,7 @@ func TestSnapshotRestoreRestartsLeaderComponents(t *testing.T) {
 	if got.Eval.ID != reg.EvalID {
 		t.Fatalf("dequeued eval %s (%s), want the restored registration eval %s", got.Eval.ID, got.Eval.TriggeredBy, reg.EvalID)
 	}
-	if err := s.RPC("Eval.Ack", &structs.EvalAckRequest{EvalID: got.Eval.ID, Token: got.Token}, &resp); err != nil {
+	if err := s.RPC("Eval.Ack", &structs.EvalAckRequest{EvalID: got.Eval.ID, Token: got.Token}, &structs.GenericResponse{}); err != nil {
 		t.Fatal(err)
 	}
 	if next := dequeue(300 * time.Millisecond); next.Eval != nil {

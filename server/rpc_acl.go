@@ -106,6 +106,7 @@ var rpcACLRules = map[string]aclRule{
 	"Operator.RaftGetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
 	"Operator.RaftRemovePeer":       {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
 	"Operator.SnapshotSave":         {allow: management},
+	"Operator.SnapshotUpload":       {allow: management},
 	"Operator.SnapshotRestore":      {allow: management},
 
 	// ACL endpoints: bootstrap is open (it works once); reads of a

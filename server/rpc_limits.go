@@ -36,17 +36,12 @@ const (
 	// about 90,000 placements at once) while bounding what one stream can
 	// make the server hold. Answers the server sends are not bounded.
 	DefaultRPCMaxMessageBytes = 64 << 20
-	// maxSnapshotRPCBytes bounds the body of Operator.SnapshotRestore,
-	// which carries a whole state archive when a follower forwards an
-	// upload (the HTTP API's own bound, maxSnapshotBytes in agent).
-	maxSnapshotRPCBytes = 4 << 30
 )
 
 // rpcBodyLimits lists the methods whose request bodies may be longer
-// than the server's message bound, with their own bound.
-var rpcBodyLimits = map[string]int{
-	"Operator.SnapshotRestore": maxSnapshotRPCBytes,
-}
+// than the server's message bound, with their own bound. None is: a
+// snapshot to restore arrives in chunks (Operator.SnapshotUpload).
+var rpcBodyLimits = map[string]int{}
 
 // yamuxHeaderSize is the size of a yamux frame header; its first byte is
 // the protocol version, 0.

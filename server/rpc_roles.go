@@ -82,6 +82,7 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Operator.RaftGetConfiguration": accessAny,
 	"Operator.RaftRemovePeer":       accessAny,
 	"Operator.SnapshotSave":         accessAny,
+	"Operator.SnapshotUpload":       accessAny,
 	"Operator.SnapshotRestore":      accessAny,
 	"ACL.Bootstrap":                 accessAny,
 	"ACL.UpsertPolicies":            accessAny,

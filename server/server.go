@@ -76,7 +76,10 @@ type Server struct {
 	planQueue    *planqueue.Queue
 	heartbeats   *heartbeat.Heartbeater
 	allocUpdates *allocUpdateBatcher
-	workers      []*worker.Worker // fixed after start
+	// snapshotUploads are operator snapshot uploads in progress, on
+	// the leader (snapshot_uploads.go).
+	snapshotUploads *snapshotUploads
+	workers         []*worker.Worker // fixed after start
 
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{} // accepted connections; nil once shut down; guarded by connsMu
@@ -151,6 +154,7 @@ func (s *Server) start() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.allocUpdates = &allocUpdateBatcher{s: s}
+	s.snapshotUploads = newSnapshotUploads(s.config.DataDir)
 	s.leaderHooks = append(s.builtinLeaderHooks(), s.config.LeaderHooks...)
 	var err error
 	s.fsm, err = fsm.New(fsm.Config{Logger: s.logger, Hooks: &fsmHooks{s: s, next: s.config.FSMHooks}})
@@ -238,6 +242,9 @@ func (s *Server) Shutdown() error {
 	s.wg.Wait()
 	if s.rpcWorkers != nil {
 		s.rpcWorkers.stop()
+	}
+	if s.snapshotUploads != nil {
+		s.snapshotUploads.closeAll()
 	}
 	if s.raftStore != nil {
 		if err := s.raftStore.Close(); err != nil {

@@ -27,6 +27,10 @@ func codecBenchCases() []codecBenchCase {
 			func() any { return new(NodeRegisterRequest) }},
 		{"AllocClientUpdate100", AllocClientUpdateRequestType, fixtureAllocUpdates(100),
 			func() any { return new(AllocUpdateRequest) }},
+		// As a simulator sends it (an RPC, never a Raft entry): the
+		// secrets of the 100 nodes the updates are on.
+		{"AllocClientUpdate100Secrets", AllocClientUpdateRequestType, fixtureAllocUpdatesWithSecrets(100),
+			func() any { return new(AllocUpdateRequest) }},
 	}
 }
 
@@ -67,5 +71,16 @@ func BenchmarkCodec(b *testing.B) {
 func groupedPlanResults(n int) *ApplyPlanResultsRequest {
 	req := fixturePlanResults(n)
 	req.Compact()
+	return req
+}
+
+// fixtureAllocUpdatesWithSecrets is fixtureAllocUpdates(n) with the
+// secret of each allocation's node, as agent/sim batches them.
+func fixtureAllocUpdatesWithSecrets(n int) *AllocUpdateRequest {
+	req := fixtureAllocUpdates(n)
+	req.NodeSecrets = make(map[string]string, n)
+	for i, a := range req.Alloc {
+		req.NodeSecrets[a.NodeID] = fixtureID("s", i)
+	}
 	return req
 }

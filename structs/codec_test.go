@@ -57,7 +57,7 @@ var wireTypes = []any{
 	new(DesiredUpdates), new(PlanResult), new(PlanRequest), new(PlanResponse),
 	new(NodeClientAllocsResponse), new(AllocsGetRequest), new(AllocsGetResponse),
 	new(AllocStopRequest), new(AllocStopResponse), new(JobSummaryResponse), new(JobPlanRequest),
-	new(JobPlanResponse), new(JobValidateRequest), new(JobValidateResponse), new(JobDiff), new(SnapshotSaveResponse), new(SnapshotRestoreRequest),
+	new(JobPlanResponse), new(JobValidateRequest), new(JobValidateResponse), new(JobDiff), new(SnapshotSaveResponse), new(SnapshotRestoreRequest), new(SnapshotUploadRequest), new(SnapshotUploadResponse),
 	// ACLs.
 	new(ACLPolicy), new(ACLPolicyListStub), new(ACLToken), new(ACLTokenListStub), new(ACLClusterSecret),
 	new(ACLPolicyUpsertRequest), new(ACLPolicyDeleteRequest), new(ACLPolicySpecificRequest),

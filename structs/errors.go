@@ -44,6 +44,9 @@ const (
 	ErrCodeTokenNotFound ErrorCode = "token_not_found"
 	// ErrCodeInternal: anything else.
 	ErrCodeInternal ErrorCode = "internal"
+	// ErrCodeDiskFull: a server could not write because its file system
+	// is full (or over quota); nothing was acknowledged. HTTP 507.
+	ErrCodeDiskFull ErrorCode = "disk_full"
 )
 
 var knownCodes = map[ErrorCode]bool{
@@ -53,6 +56,7 @@ var knownCodes = map[ErrorCode]bool{
 	ErrCodeTokenMismatch: true, ErrCodeUnsupported: true,
 	ErrCodeShutdown: true, ErrCodeInternal: true,
 	ErrCodePermissionDenied: true, ErrCodeTokenNotFound: true,
+	ErrCodeDiskFull: true,
 }
 
 // Error is an error with a code. It survives an RPC round trip: Error()

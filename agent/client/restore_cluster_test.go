@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"testing"
@@ -114,7 +115,9 @@ func TestRealClusterSnapshotRestoreConverges(t *testing.T) {
 	}
 	restore := func(archive []byte) {
 		t.Helper()
-		rpc("Operator.SnapshotRestore", &structs.SnapshotRestoreRequest{Archive: archive}, &structs.GenericResponse{})
+		if _, err := server.RestoreSnapshot(cluster.WaitForLeader(t, 10*time.Second).RPC, bytes.NewReader(archive), structs.WriteRequest{}); err != nil {
+			t.Fatalf("restoring: %v", err)
+		}
 	}
 	// converged waits until job runs exactly want allocations on the
 	// client, the same ones the servers list as running, and no
