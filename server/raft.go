@@ -131,7 +131,8 @@ func (s *Server) setupRaft() error {
 			return fmt.Errorf("open raft log store: %w", err)
 		}
 		s.raftStore = store
-		logStore, stableStore = store, store
+		logStore = watchedLogStore{LogStore: store, w: &s.disk}
+		stableStore = watchedStableStore{StableStore: store, w: &s.disk}
 		snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, raftSnapshotsKept, s.logger.Named("raft_snapshots"))
 		if err != nil {
 			return fmt.Errorf("open raft snapshot store: %w", err)
@@ -209,16 +210,25 @@ func (s *Server) raftApplyEncoded(buf []byte) (index uint64, resp any, err error
 // still buffered in raft's apply channel (BatchApplyCh) when raft shuts
 // down is never answered, and a caller waiting on it (the plan applier,
 // the leader loop's barrier, both waited for by Shutdown) would hang the
-// shutdown. Errors are mapped with raftError.
+// shutdown. Errors are mapped with raftError; a failure while this
+// server's disk is full is disk_full.
 func (s *Server) waitFuture(f raft.Future) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			return raftError(err)
+		if err == nil {
+			return nil
 		}
-		return nil
+		rerr := raftError(err)
+		if structs.CodeOf(rerr) == structs.ErrCodeInternal {
+			// raft's log cache reports a failed append as text: the
+			// cause is in the disk watch.
+			if cause := s.disk.full(); cause != nil {
+				return diskFullError(cause)
+			}
+		}
+		return rerr
 	case <-s.shutdownCh:
 		return structs.ErrShutdown
 	}
@@ -239,6 +249,10 @@ func raftError(err error) error {
 		return structs.ErrShutdown
 	case errors.Is(err, raft.ErrEnqueueTimeout):
 		return structs.NewError(structs.ErrCodeInternal, "timed out enqueuing the write")
+	case isDiskFull(err):
+		// The leader could not append the entry to its log and steps
+		// down; nothing was committed.
+		return diskFullError(err)
 	}
 	return structs.NewError(structs.ErrCodeInternal, "raft: %v", err)
 }

@@ -162,6 +162,9 @@ func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (
 			if s.isShutdown() {
 				return true, structs.ErrShutdown
 			}
+			if cause := s.disk.full(); cause != nil {
+				return true, diskFullError(cause)
+			}
 			return true, structs.ErrNoLeader
 		}
 	}

@@ -79,7 +79,10 @@ type Server struct {
 	// snapshotUploads are operator snapshot uploads in progress, on
 	// the leader (snapshot_uploads.go).
 	snapshotUploads *snapshotUploads
-	workers         []*worker.Worker // fixed after start
+	// disk remembers a Raft log write that failed for lack of space
+	// (disk_watch.go).
+	disk    diskWatch
+	workers []*worker.Worker // fixed after start
 
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{} // accepted connections; nil once shut down; guarded by connsMu

@@ -45,6 +45,10 @@ type Codec struct {
 
 	wmu sync.Mutex
 	enc *codec.Encoder // guarded by wmu; made by the first write
+	// encIdle is what enc points at between writes (guarded by wmu): never
+	// a pooled buffer, which the encoder would keep reachable after it went
+	// back to the pool and was grown by its next user.
+	encIdle []byte
 }
 
 var (
@@ -247,7 +251,9 @@ func (c *Codec) write(hdr []byte, body any) error {
 		} else {
 			c.enc.ResetBytes(encoded)
 		}
-		if err := c.enc.Encode(body); err != nil {
+		err := c.enc.Encode(body)
+		c.enc.ResetBytes(&c.encIdle) // keep no pointer to the pooled buffer
+		if err != nil {
 			return err
 		}
 		*out = append(append((*out)[:0], hdr...), *encoded...)

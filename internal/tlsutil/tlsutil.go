@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // Domain is the last label of the names agents' certificates carry:
@@ -65,19 +67,34 @@ func Name(role Role, region string) string {
 }
 
 // Configurator holds the loaded certificates of one agent and hands out
-// tls.Configs. It is safe for concurrent use.
+// tls.Configs. It is safe for concurrent use. Reload swaps in new
+// certificates and a new CA from the files: every tls.Config it handed out
+// reads the current ones through callbacks, so connections made after a
+// reload use them, and connections already open are left as they are (as
+// Nomad's SIGHUP).
 type Configurator struct {
-	cfg    Config
+	cfg    Config // the enable and verify flags never change after New
 	region string
-	cert   tls.Certificate
-	pool   *x509.CertPool
 
 	serverName string // server.<region>.drover
 	clientName string
 	cliName    string
 
+	reloadMu sync.Mutex             // serializes Reload
+	cur      atomic.Pointer[loaded] // the certificates in use
+
+	// The configurations handed out: shells whose callbacks read cur.
 	// Built once; shared by every connection (never modified).
-	incomingRPC, outgoingRPC *tls.Config
+	incomingRPC, outgoingRPC, incomingHTTP, outgoingHTTP *tls.Config
+}
+
+// loaded is one reading of the CA, certificate and key files, with the
+// server-side configurations built on them.
+type loaded struct {
+	files                     [3]string // CAFile, CertFile, KeyFile
+	cert                      tls.Certificate
+	pool                      *x509.CertPool
+	incomingRPC, incomingHTTP *tls.Config
 }
 
 // New loads the CA, certificate and key that cfg names. It returns nil
@@ -86,11 +103,33 @@ func New(cfg Config, region string) (*Configurator, error) {
 	if !cfg.EnableRPC && !cfg.EnableHTTP {
 		return nil, nil
 	}
-	if cfg.CAFile == "" || cfg.CertFile == "" || cfg.KeyFile == "" {
-		return nil, errors.New("tls: ca_file, cert_file and key_file are required when http or rpc is true")
-	}
 	if region == "" {
 		region = "global"
+	}
+	c := &Configurator{
+		cfg: cfg, region: region,
+		serverName: Name(RoleServer, region),
+		clientName: Name(RoleClient, region),
+		cliName:    Name(RoleCLI, region),
+	}
+	l, err := c.load(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.cur.Store(l)
+	c.incomingRPC = &tls.Config{MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return c.cur.Load().incomingRPC, nil }}
+	c.incomingHTTP = &tls.Config{MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return c.cur.Load().incomingHTTP, nil }}
+	c.outgoingRPC = c.newOutgoing(c.serverName, c.cfg.VerifyServerHostname)
+	c.outgoingHTTP = c.newOutgoing("", false)
+	return c, nil
+}
+
+// load reads cfg's files.
+func (c *Configurator) load(cfg Config) (*loaded, error) {
+	if cfg.CAFile == "" || cfg.CertFile == "" || cfg.KeyFile == "" {
+		return nil, errors.New("tls: ca_file, cert_file and key_file are required when http or rpc is true")
 	}
 	pem, err := os.ReadFile(cfg.CAFile)
 	if err != nil {
@@ -104,14 +143,61 @@ func New(cfg Config, region string) (*Configurator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls: cert_file and key_file: %w", err)
 	}
-	c := &Configurator{
-		cfg: cfg, region: region, cert: cert, pool: pool,
-		serverName: Name(RoleServer, region),
-		clientName: Name(RoleClient, region),
-		cliName:    Name(RoleCLI, region),
+	l := &loaded{files: [3]string{cfg.CAFile, cfg.CertFile, cfg.KeyFile}, cert: cert, pool: pool}
+	l.incomingRPC = &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+		ClientCAs:    pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
 	}
-	c.incomingRPC, c.outgoingRPC = c.newIncomingRPC(), c.newOutgoingRPC()
-	return c, nil
+	l.incomingHTTP = &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+		ClientCAs:    pool,
+		ClientAuth:   tls.NoClientCert,
+	}
+	if cfg.VerifyHTTPSClient {
+		l.incomingHTTP.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return l, nil
+}
+
+// Reload reads the CA, certificate and key files of cfg (the agent's tls
+// block read again) and uses them for new connections. Only the files may
+// change: turning http or rpc TLS on or off, or a verify setting, needs a
+// restart. On an error the certificates in use stay.
+func (c *Configurator) Reload(cfg Config) error {
+	if c == nil {
+		if cfg.EnableRPC || cfg.EnableHTTP {
+			return errors.New("tls: TLS was off when the agent started; turning it on needs a restart")
+		}
+		return nil
+	}
+	if cfg.EnableRPC != c.cfg.EnableRPC || cfg.EnableHTTP != c.cfg.EnableHTTP ||
+		cfg.VerifyServerHostname != c.cfg.VerifyServerHostname || cfg.VerifyHTTPSClient != c.cfg.VerifyHTTPSClient {
+		return errors.New("tls: a reload changes only ca_file, cert_file and key_file (and the files' contents); changing http, rpc, verify_server_hostname or verify_https_client needs a restart")
+	}
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
+	l, err := c.load(cfg)
+	if err != nil {
+		return err
+	}
+	c.cur.Store(l)
+	return nil
+}
+
+// Certificate returns the leaf certificate in use (after the last reload).
+func (c *Configurator) Certificate() *x509.Certificate {
+	cert := c.cur.Load().cert
+	if cert.Leaf != nil {
+		return cert.Leaf
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return nil
+	}
+	return leaf
 }
 
 // RPC reports whether the RPC port is TLS (nil-safe).
@@ -133,39 +219,44 @@ func (c *Configurator) Region() string { return c.region }
 // Nomad's RPC always is). It is shared: do not modify it.
 func (c *Configurator) IncomingRPC() *tls.Config { return c.incomingRPC }
 
-func (c *Configurator) newIncomingRPC() *tls.Config {
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{c.cert},
-		ClientCAs:    c.pool,
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-	}
-}
-
 // OutgoingRPC is the dialing side (the RPC pool, Raft): it presents this
 // agent's certificate and checks the server's against the CA and, with
 // verify_server_hostname, that it names server.<region>.drover. It is
 // shared: do not modify it.
 func (c *Configurator) OutgoingRPC() *tls.Config { return c.outgoingRPC }
 
-func (c *Configurator) newOutgoingRPC() *tls.Config {
-	conf := &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{c.cert},
-		RootCAs:      c.pool,
-		ServerName:   c.serverName,
+// IncomingHTTP is the HTTPS server's configuration: with
+// verify_https_client the client must present a certificate signed by
+// the CA. It is shared: do not modify it.
+func (c *Configurator) IncomingHTTP() *tls.Config { return c.incomingHTTP }
+
+// OutgoingHTTP is what an agent uses to call another agent's HTTPS API
+// (the CA, this agent's certificate as the client one). It is shared: do
+// not modify it.
+func (c *Configurator) OutgoingHTTP() *tls.Config { return c.outgoingHTTP }
+
+// newOutgoing is a dialing configuration that presents the current
+// certificate and checks the peer's chain against the current CA (and,
+// with checkName, that the leaf names name). Go's own verification is
+// off because it would use a fixed RootCAs; VerifyConnection does it with
+// the CA in use at handshake time.
+func (c *Configurator) newOutgoing(name string, checkName bool) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		ServerName: name,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return &c.cur.Load().cert, nil
+		},
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return c.verifyPeer(cs, name, checkName)
+		},
 	}
-	if !c.cfg.VerifyServerHostname {
-		// The chain is still checked, against the CA, without a name (the
-		// address dialed is an IP the certificate need not carry).
-		conf.InsecureSkipVerify = true
-		conf.VerifyConnection = c.verifyChain
-	}
-	return conf
 }
 
-// verifyChain checks the peer's certificate chain against the CA only.
-func (c *Configurator) verifyChain(cs tls.ConnectionState) error {
+// verifyPeer checks a server's certificate chain against the current CA
+// and, with checkName, that it names name.
+func (c *Configurator) verifyPeer(cs tls.ConnectionState, name string, checkName bool) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("tls: the server presented no certificate")
 	}
@@ -173,36 +264,14 @@ func (c *Configurator) verifyChain(cs tls.ConnectionState) error {
 	for _, ic := range cs.PeerCertificates[1:] {
 		inter.AddCert(ic)
 	}
-	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
-		Roots: c.pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
+	opts := x509.VerifyOptions{
+		Roots: c.cur.Load().pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if checkName {
+		opts.DNSName = name
+	}
+	_, err := cs.PeerCertificates[0].Verify(opts)
 	return err
-}
-
-// IncomingHTTP is the HTTPS server's configuration: with
-// verify_https_client the client must present a certificate signed by
-// the CA.
-func (c *Configurator) IncomingHTTP() *tls.Config {
-	conf := &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{c.cert},
-		ClientCAs:    c.pool,
-		ClientAuth:   tls.NoClientCert,
-	}
-	if c.cfg.VerifyHTTPSClient {
-		conf.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return conf
-}
-
-// OutgoingHTTP is what an agent uses to call another agent's HTTPS API
-// (the CA, this agent's certificate as the client one).
-func (c *Configurator) OutgoingHTTP() *tls.Config {
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{c.cert},
-		RootCAs:      c.pool,
-	}
 }
 
 // PeerRole reads the role of a verified peer from its leaf certificate's
