@@ -314,6 +314,19 @@ func (a *Agent) Client() *client.Client { return a.client }
 // Config returns the agent's configuration; callers must not modify it.
 func (a *Agent) Config() *Config { return a.config }
 
+// Reload applies what may change in a running agent from cfg, its
+// configuration read again (on SIGHUP, as Nomad): the tls block's CA,
+// certificate and key files, used for every connection made from then on.
+// Anything else that differs needs a restart and is left as it is.
+func (a *Agent) Reload(cfg *Config) error {
+	if err := a.tls.Reload(cfg.TLS); err != nil {
+		return err
+	}
+	a.config.TLS.CAFile, a.config.TLS.CertFile, a.config.TLS.KeyFile = cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile
+	a.config.TLS.RPCUpgradeMode = cfg.TLS.RPCUpgradeMode
+	return nil
+}
+
 // Shutdown stops the HTTP API (waiting briefly for in-flight requests),
 // then the client (its tasks keep running, except in -dev), then the
 // server, and removes a dev data dir. It is idempotent and

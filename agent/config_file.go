@@ -57,6 +57,7 @@ type fileTLS struct {
 	KeyFile              *string `hcl:"key_file,optional"`
 	VerifyServerHostname *bool   `hcl:"verify_server_hostname,optional"`
 	VerifyHTTPSClient    *bool   `hcl:"verify_https_client,optional"`
+	RPCUpgradeMode       *bool   `hcl:"rpc_upgrade_mode,optional"`
 }
 
 type filePorts struct {
@@ -291,6 +292,7 @@ func (fc *fileConfig) apply(c *Config) error {
 		setString(&c.TLS.KeyFile, t.KeyFile)
 		setBool(&c.TLS.VerifyServerHostname, t.VerifyServerHostname)
 		setBool(&c.TLS.VerifyHTTPSClient, t.VerifyHTTPSClient)
+		setBool(&c.TLS.RPCUpgradeMode, t.RPCUpgradeMode)
 	}
 	for _, p := range fc.Plugins {
 		if !knownPlugins[p.Name] {

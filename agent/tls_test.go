@@ -134,11 +134,19 @@ func TestTLSConfigBlock(t *testing.T) {
 	}
 
 	bad := filepath.Join(dir, "bad.hcl")
-	if err := os.WriteFile(bad, []byte("tls {\n  rpc_upgrade_mode = true\n}\n"), 0o600); err != nil {
+	if err := os.WriteFile(bad, []byte("tls {\n  tls_min_version = \"tls13\"\n}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := LoadConfigFile(DefaultConfig(), bad); err == nil || !strings.Contains(err.Error(), "rpc_upgrade_mode") {
-		t.Fatalf("rpc_upgrade_mode: %v, want an error naming it", err)
+	if err := LoadConfigFile(DefaultConfig(), bad); err == nil || !strings.Contains(err.Error(), "tls_min_version") {
+		t.Fatalf("tls_min_version: %v, want an error naming it", err)
+	}
+	upgrade := filepath.Join(dir, "upgrade.hcl")
+	if err := os.WriteFile(upgrade, []byte("tls {\n  rpc_upgrade_mode = true\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ucfg := DefaultConfig()
+	if err := LoadConfigFile(ucfg, upgrade); err != nil || !ucfg.TLS.RPCUpgradeMode {
+		t.Fatalf("rpc_upgrade_mode: %v, %+v", err, ucfg.TLS)
 	}
 
 	missing := DevConfig()

@@ -153,6 +153,11 @@ const plaintextRefusalWindow = 10 * time.Second
 // to be told that TLS is required, for a short while; a plaintext Raft
 // connection is closed. ok=false: close the connection.
 func (s *Server) unwrapTLS(conn net.Conn, proto byte, deadline time.Time) (net.Conn, byte, connRole, bool) {
+	if proto != pool.ProtocolTLS && s.tls.RPCUpgradeMode() {
+		// rpc_upgrade_mode: plaintext is still served, unchecked, while
+		// the cluster moves to TLS.
+		return conn, proto, connTrusted, true
+	}
 	if proto != pool.ProtocolTLS {
 		s.logger.Warn("refusing a plaintext connection: this server requires TLS on its RPC port (tls { rpc = true })",
 			"remote", conn.RemoteAddr(), "protocol_byte", proto)

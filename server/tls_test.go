@@ -148,3 +148,36 @@ func TestTLSWithoutVerifyServerHostname(t *testing.T) {
 		t.Fatalf("Eval.Dequeue without verify_server_hostname: %v", err)
 	}
 }
+
+// rpc_upgrade_mode: a TLS server also serves plaintext connections while
+// a cluster moves to TLS, and stops taking new ones when a reload turns
+// the mode off.
+func TestTLSUpgradeMode(t *testing.T) {
+	ca := tlstest.NewCA(t)
+	certFile, keyFile := ca.Cert(t, tlsutil.RoleServer, "global", "upgrading")
+	tcfg := tlsutil.Config{EnableRPC: true, CAFile: ca.CAFile, CertFile: certFile, KeyFile: keyFile,
+		VerifyServerHostname: true, RPCUpgradeMode: true}
+	conf, err := tlsutil.New(tcfg, "global")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.NewTestCluster(t, 1, func(i int, cfg *server.Config) { cfg.TLS = conf })
+	leader := c.WaitForLeader(t, 15*time.Second)
+	var leaderAddr string
+	plainCall := func() error {
+		p := pool.New(pool.Config{DialTimeout: 5 * time.Second})
+		defer p.Shutdown()
+		return p.RPC(leader.RPCAddr(), "Status.Leader", &structs.GenericRequest{}, &leaderAddr)
+	}
+	if err := plainCall(); err != nil {
+		t.Fatalf("plaintext call in upgrade mode: %v", err)
+	}
+	if err := rpctest.Pool(t, ca, tlsutil.RoleClient).RPC(leader.RPCAddr(), "Status.Leader", &structs.GenericRequest{}, &leaderAddr); err != nil {
+		t.Fatalf("TLS call in upgrade mode: %v", err)
+	}
+	tcfg.RPCUpgradeMode = false
+	if err := conf.Reload(tcfg); err != nil {
+		t.Fatal(err)
+	}
+	rpctest.WantDenied(t, "plaintext call after upgrade mode ends", plainCall())
+}

@@ -50,7 +50,32 @@ func runAgent(e *env, args []string) int {
 		e.agentStarted(a)
 	}
 
+	if e.hangups != nil {
+		hup, stopHup := e.hangups()
+		defer stopHup()
+		go reloadOnHangup(e, hup, args, a)
+	}
 	return awaitShutdown(e, sigCh, a.Shutdown)
+}
+
+// reloadOnHangup reads the agent's configuration again (the same files
+// and flags) on each SIGHUP and applies what may change while it runs:
+// the TLS certificate, key and CA files (Agent.Reload). It returns when
+// hup is closed or stops delivering.
+func reloadOnHangup(e *env, hup <-chan os.Signal, args []string, a *agent.Agent) {
+	for range hup {
+		fmt.Fprintln(e.stdout, "==> Caught signal: hangup; reloading the configuration")
+		fs := newFlagSet(e, "agent", "[options]", "")
+		cfg, err := agent.LoadConfigFlags(fs, args)
+		if err == nil {
+			err = a.Reload(cfg)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "==> Reload failed (the configuration in use stays): %v\n", err)
+			continue
+		}
+		fmt.Fprintln(e.stdout, "==> Reloaded the TLS certificates")
+	}
 }
 
 // awaitShutdown waits for a signal, then runs shutdown. A second signal

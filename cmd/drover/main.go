@@ -30,6 +30,9 @@ type env struct {
 	// signals returns a channel of shutdown signals and a function that
 	// stops delivery.
 	signals func() (<-chan os.Signal, func())
+	// hangups returns a channel of reload signals (SIGHUP) and a function
+	// that stops delivery.
+	hangups func() (<-chan os.Signal, func())
 	// agentStarted, if set, is called once `drover agent` is running.
 	agentStarted func(*agent.Agent)
 }
@@ -46,6 +49,11 @@ func osEnv() *env {
 		signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 2)
 			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+			return ch, func() { signal.Stop(ch) }
+		},
+		hangups: func() (<-chan os.Signal, func()) {
+			ch := make(chan os.Signal, 1)
+			signal.Notify(ch, syscall.SIGHUP)
 			return ch, func() { signal.Stop(ch) }
 		},
 	}

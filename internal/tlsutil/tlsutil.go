@@ -32,6 +32,11 @@ type Config struct {
 	// VerifyHTTPSClient requires HTTPS clients to present a certificate
 	// signed by the CA.
 	VerifyHTTPSClient bool
+	// RPCUpgradeMode (rpc_upgrade_mode, with rpc): the RPC port takes
+	// plaintext connections as well as TLS ones, with no role checks on
+	// them, while a cluster moves to TLS; this agent's own connections
+	// use TLS. It may change on a reload.
+	RPCUpgradeMode bool
 }
 
 // Role is what a peer's certificate makes it.
@@ -82,6 +87,7 @@ type Configurator struct {
 
 	reloadMu sync.Mutex             // serializes Reload
 	cur      atomic.Pointer[loaded] // the certificates in use
+	upgrade  atomic.Bool            // rpc_upgrade_mode, as last loaded
 
 	// The configurations handed out: shells whose callbacks read cur.
 	// Built once; shared by every connection (never modified).
@@ -117,6 +123,7 @@ func New(cfg Config, region string) (*Configurator, error) {
 		return nil, err
 	}
 	c.cur.Store(l)
+	c.upgrade.Store(cfg.RPCUpgradeMode)
 	c.incomingRPC = &tls.Config{MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return c.cur.Load().incomingRPC, nil }}
 	c.incomingHTTP = &tls.Config{MinVersion: tls.VersionTLS12,
@@ -163,9 +170,9 @@ func (c *Configurator) load(cfg Config) (*loaded, error) {
 }
 
 // Reload reads the CA, certificate and key files of cfg (the agent's tls
-// block read again) and uses them for new connections. Only the files may
-// change: turning http or rpc TLS on or off, or a verify setting, needs a
-// restart. On an error the certificates in use stay.
+// block read again) and uses them for new connections. Only the files and
+// rpc_upgrade_mode may change: turning http or rpc TLS on or off, or a
+// verify setting, needs a restart. On an error nothing changes.
 func (c *Configurator) Reload(cfg Config) error {
 	if c == nil {
 		if cfg.EnableRPC || cfg.EnableHTTP {
@@ -175,7 +182,7 @@ func (c *Configurator) Reload(cfg Config) error {
 	}
 	if cfg.EnableRPC != c.cfg.EnableRPC || cfg.EnableHTTP != c.cfg.EnableHTTP ||
 		cfg.VerifyServerHostname != c.cfg.VerifyServerHostname || cfg.VerifyHTTPSClient != c.cfg.VerifyHTTPSClient {
-		return errors.New("tls: a reload changes only ca_file, cert_file and key_file (and the files' contents); changing http, rpc, verify_server_hostname or verify_https_client needs a restart")
+		return errors.New("tls: a reload changes only ca_file, cert_file, key_file (and the files' contents) and rpc_upgrade_mode; changing http, rpc, verify_server_hostname or verify_https_client needs a restart")
 	}
 	c.reloadMu.Lock()
 	defer c.reloadMu.Unlock()
@@ -184,8 +191,13 @@ func (c *Configurator) Reload(cfg Config) error {
 		return err
 	}
 	c.cur.Store(l)
+	c.upgrade.Store(cfg.RPCUpgradeMode)
 	return nil
 }
+
+// RPCUpgradeMode reports whether the RPC port also takes plaintext
+// connections (rpc_upgrade_mode; nil-safe).
+func (c *Configurator) RPCUpgradeMode() bool { return c != nil && c.upgrade.Load() }
 
 // Certificate returns the leaf certificate in use (after the last reload).
 func (c *Configurator) Certificate() *x509.Certificate {
