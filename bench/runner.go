@@ -55,7 +55,11 @@ type Config struct {
 	// TLS, if set, is the client side of HTTPS (https:// addresses): the
 	// CA to check the agents against and the certificate to present to
 	// agents with verify_https_client.
-	TLS      *tls.Config
+	TLS *tls.Config
+	// Token is the ACL secret sent with every HTTP request (a management
+	// token on a cluster with ACLs: the scenario registers, reads and
+	// purges jobs and reads nodes).
+	Token    string
 	Scenario Scenario
 	Region   string
 	// Datacenter the jobs run in (default dc1).
@@ -198,7 +202,7 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	}
 	hc := &http.Client{Transport: tr}
 	for _, addr := range cfg.Addresses {
-		c, err := nomad.NewClient(&nomad.Config{Address: addr, Region: cfg.Region, HttpClient: hc})
+		c, err := nomad.NewClient(&nomad.Config{Address: addr, Region: cfg.Region, HttpClient: hc, SecretID: cfg.Token})
 		if err != nil {
 			return nil, fmt.Errorf("bench: client for %s: %w", addr, err)
 		}

@@ -28,6 +28,11 @@
 # scripts/bench-repeat.sh, which runs this script:
 #
 #   TLS=1 scripts/bench-repeat.sh -out /tmp/tls c1m-small
+#
+# ACL (1: the servers run with acl { enabled = true }; the script
+# bootstraps the ACL system once the leader is elected and gives the bench
+# the management token; the simulator's nodes authenticate with their
+# node secrets, as client agents do). ACL=1 and TLS=1 combine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-./bin/drover}
@@ -96,6 +101,15 @@ HCL
   echo "==> TLS on: RPC, Raft and HTTP are mutual TLS; CA and certificates in $TLSDIR"
 fi
 
+ACLCONF=""
+if [ "${ACL:-0}" = 1 ]; then
+  ACLCONF=$(mktemp "${TMPDIR:-/tmp}/drover-bench-acl.XXXXXX.hcl")
+  printf 'acl {\n  enabled = true\n}\n' >"$ACLCONF"
+  SERVER_TLS+=(-config "$ACLCONF")
+  echo "==> ACLs on: the bench uses the bootstrap management token"
+fi
+trap 'bench_stop_servers; rm -f "$ROWS" "$CMDS" ${ACLCONF:+"$ACLCONF"}; rm -rf "$RESULTS" ${TLSDIR:+"$TLSDIR"}' EXIT
+
 status=0
 for sc in "${SCENARIOS[@]}"; do
   DIR=$(mktemp -d "${TMPDIR:-/tmp}/drover-bench-$sc.XXXXXX")
@@ -112,10 +126,29 @@ for sc in "${SCENARIOS[@]}"; do
     status=1
     continue
   fi
+  TOKEN_ARGS=()
+  if [ -n "$ACLCONF" ]; then
+    secret=$(curl -fsS "${CURL_TLS[@]}" -X POST "$(http 1)/v1/acl/bootstrap" | sed -n 's/.*"SecretID":"\([^"]*\)".*/\1/p')
+    if [ -z "$secret" ]; then
+      echo "ACL bootstrap failed for $sc" >&2
+      status=1
+      bench_stop_servers
+      continue
+    fi
+    TOKEN_ARGS=(-token "$secret")
+    # Each server resolves tokens from its own state: wait until every
+    # one has the new token.
+    for i in 1 2 3; do
+      for _ in $(seq 100); do
+        curl -fsS "${CURL_TLS[@]}" -H "X-Nomad-Token: $secret" "$(http $i)/v1/acl/token/self" >/dev/null 2>&1 && break
+        sleep 0.1
+      done
+    done
+  fi
   ARGS=(-scenario "$sc" -address "$(http 1),$(http 2),$(http 3)"
     -sim-servers "$(rpc 1),$(rpc 2),$(rpc 3)" -id-prefix "bench-$sc"
     -server-pids "$(IFS=,; echo "${PIDS[*]}")" -data-dirs "$DIR/s1,$DIR/s2,$DIR/s3"
-    -markdown-out "$ROWS" -json-out "$RESULTS/$sc.json" "${BENCH_TLS[@]}")
+    -markdown-out "$ROWS" -json-out "$RESULTS/$sc.json" "${BENCH_TLS[@]}" "${TOKEN_ARGS[@]}")
   [ -n "$PERF" ] && ARGS+=(-perf "$PERF/$sc.perf.data")
   if [ "${sc%-kill}" != "$sc" ] && [ -f "$RESULTS/${sc%-kill}.json" ]; then
     base=$(sed -n 's/^  "placed_seconds": \([0-9.]*\),$/\1/p' "$RESULTS/${sc%-kill}.json")
@@ -123,7 +156,7 @@ for sc in "${SCENARIOS[@]}"; do
   fi
   ARGS+=("${EXTRA[@]}")
   echo "==> $sc: servers ${PIDS[*]} in $DIR"
-  echo "$BIN bench ${ARGS[*]}" | sed "s#$DIR#\$DIR#g; ${TLSDIR:+s#$TLSDIR#\$TLSDIR#g; }s#-server-pids [0-9,]*#-server-pids \$PIDS#; s#-markdown-out [^ ]*##; s#-json-out [^ ]*##" >>"$CMDS"
+  echo "$BIN bench ${ARGS[*]}" | sed "s#$DIR#\$DIR#g; ${TLSDIR:+s#$TLSDIR#\$TLSDIR#g; }s#-server-pids [0-9,]*#-server-pids \$PIDS#; s#-token [^ ]*#-token \$TOKEN#; s#-markdown-out [^ ]*##; s#-json-out [^ ]*##" >>"$CMDS"
   if ! "$BIN" bench "${ARGS[@]}"; then status=1; fi
   if [ -n "$JSONDIR" ] && [ -f "$RESULTS/$sc.json" ]; then
     cp "$RESULTS/$sc.json" "$JSONDIR/$sc-$(date -u +%Y%m%dT%H%M%S.%N).json"

@@ -103,7 +103,8 @@ func (n *simNode) register() error {
 	node := n.node.Copy()
 	node.Status = structs.NodeStatusReady
 	node.StatusUpdatedAt = n.s.clock.Now().Unix()
-	req := &structs.NodeRegisterRequest{Node: node, WriteRequest: structs.WriteRequest{Region: n.s.cfg.Region}}
+	// The node's secret is also its calls' ACL token (as a client agent's).
+	req := &structs.NodeRegisterRequest{Node: node, WriteRequest: structs.WriteRequest{Region: n.s.cfg.Region, AuthToken: node.SecretID}}
 	var resp structs.NodeUpdateResponse
 	err := n.rpc("Node.Register", req, &resp)
 	<-n.s.regSem
@@ -219,7 +220,7 @@ func (n *simNode) heartbeat() (time.Duration, error) {
 	defer func() { <-n.s.hbSem }()
 	req := &structs.NodeUpdateStatusRequest{
 		NodeID: n.node.ID, SecretID: n.node.SecretID, Status: structs.NodeStatusReady, UpdatedAt: n.s.clock.Now().Unix(),
-		WriteRequest: structs.WriteRequest{Region: n.s.cfg.Region},
+		WriteRequest: structs.WriteRequest{Region: n.s.cfg.Region, AuthToken: n.node.SecretID},
 	}
 	var resp structs.NodeUpdateResponse
 	if err := n.rpc("Node.UpdateStatus", req, &resp); err != nil {

@@ -101,7 +101,9 @@ func (u *updateBatcher) send(chunk []queuedUpdate) {
 	req := &structs.AllocUpdateRequest{
 		Alloc:        make([]*structs.Allocation, len(chunk)),
 		NodeSecrets:  make(map[string]string),
-		WriteRequest: structs.WriteRequest{Region: u.s.cfg.Region},
+		// Any of the nodes' secrets authenticates the call with ACLs on;
+		// the servers check each node's secret in NodeSecrets.
+		WriteRequest: structs.WriteRequest{Region: u.s.cfg.Region, AuthToken: chunk[0].node.SecretID},
 	}
 	for i, q := range chunk {
 		req.Alloc[i] = q.alloc

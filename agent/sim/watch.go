@@ -33,6 +33,7 @@ func (n *simNode) watch() {
 	for !n.s.stopping() {
 		req.InlineAllocs = structs.MaxInlineAllocs
 		req.QueryOptions = w.Options(n.s.cfg.Region, n.s.cfg.MaxQueryTime)
+		req.AuthToken = n.node.SecretID
 		err := n.rpc("Node.GetClientAllocs", req, &watchReply)
 		var resp clientAllocs
 		if err == nil {
@@ -200,7 +201,8 @@ func (c *clientAllocs) highestOf(ids []string) uint64 {
 // must come back, else it is an error (retried).
 func (n *simNode) fetch(ids []string, index uint64, reply *rawReply) ([]wireAlloc, error) {
 	req := &structs.AllocsGetRequest{AllocIDs: ids, QueryOptions: structs.QueryOptions{
-		Region: n.s.cfg.Region, MinQueryIndex: index - 1, MaxQueryTime: n.s.cfg.MaxQueryTime, AllowStale: true}}
+		Region: n.s.cfg.Region, MinQueryIndex: index - 1, MaxQueryTime: n.s.cfg.MaxQueryTime, AllowStale: true,
+		AuthToken: n.node.SecretID}}
 	n.s.counters.fetches.Add(1)
 	if err := n.rpc("Alloc.GetAllocs", req, reply); err != nil {
 		return nil, err

@@ -71,6 +71,7 @@ func runBench(e *env, args []string) int {
 		jsonOut     string
 		summarize   bool
 		httpTLS     api.TLSConfig
+		token       string
 	)
 	fs := newFlagSet(e, "bench", "-scenario <name> [options]",
 		"Run a benchmark scenario against a cluster through the HTTP API (Nomad's Go client, so a\n"+
@@ -78,6 +79,8 @@ func runBench(e *env, args []string) int {
 			"or from a `drover sim` already running, and print what it measured.")
 	fs.Var(&addrs, "address", "agent HTTP address(es), http:// or https://, comma-separated; repeatable (default env DROVER_ADDR, then NOMAD_ADDR)")
 	registerTLSFlags(fs, e, &httpTLS)
+	fs.StringVar(&token, "token", api.TokenFromEnv(e.getenv),
+		"ACL secret for the HTTP API, a management token on a cluster with ACLs (env DROVER_TOKEN, then NOMAD_TOKEN)")
 	fs.StringVar(&scenario, "scenario", "", "scenario to run (see -list)")
 	fs.BoolVar(&list, "list", false, "list the scenarios and exit")
 	fs.BoolVar(&mdHeader, "markdown-header", false, "print the header of the -markdown-out table and exit")
@@ -196,7 +199,7 @@ func runBench(e *env, args []string) int {
 		progress = e.stderr
 	}
 	cfg := &bench.Config{
-		Addresses: addrs, TLS: httpsConf, Scenario: sc, Region: sf.region, NodePrefix: sim.NodeListPrefix(sf.target, sf.idPrefix),
+		Addresses: addrs, TLS: httpsConf, Token: token, Scenario: sc, Region: sf.region, NodePrefix: sim.NodeListPrefix(sf.target, sf.idPrefix),
 		RunFor: taskRunFor, Concurrency: concurrency, Stale: stale, Timeout: timeout, Duration: duration,
 		ServerPIDs: serverPIDs, DataDirs: dataDirs, Cleanup: cleanup,
 		Progress: progress, InPlace: isTerminal(progress), PerfOut: perfOut,
