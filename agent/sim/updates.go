@@ -99,8 +99,8 @@ func (u *updateBatcher) send(chunk []queuedUpdate) {
 	first := int(u.next.Add(1))
 	tr := u.s.transports[first%len(u.s.transports)]
 	req := &structs.AllocUpdateRequest{
-		Alloc:        make([]*structs.Allocation, len(chunk)),
-		NodeSecrets:  make(map[string]string),
+		Alloc:       make([]*structs.Allocation, len(chunk)),
+		NodeSecrets: make(map[string]string),
 		// Any of the nodes' secrets authenticates the call with ACLs on;
 		// the servers check each node's secret in NodeSecrets.
 		WriteRequest: structs.WriteRequest{Region: u.s.cfg.Region, AuthToken: chunk[0].node.SecretID},
