@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -178,5 +180,36 @@ func TestACLCluster(t *testing.T) {
 	}
 	if _, _, err := nomadClient(t, urls[leader], reader.SecretID).Jobs().List(nil); statusOf(err) != http.StatusForbidden {
 		t.Fatalf("deleted token: %v, want 403", err)
+	}
+}
+
+// The acl block reads Nomad's token expiration bounds; the other caching
+// and replication settings are refused by name.
+func TestACLConfigBlock(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "acl.hcl")
+	if err := os.WriteFile(file, []byte(`acl {
+  enabled                  = true
+  token_min_expiration_ttl = "30s"
+  token_max_expiration_ttl = "720h"
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if err := LoadConfigFile(cfg, file); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.ACL.Enabled || cfg.ACL.TokenMinExpirationTTL != 30*time.Second || cfg.ACL.TokenMaxExpirationTTL != 720*time.Hour {
+		t.Fatalf("acl = %+v", cfg.ACL)
+	}
+	for attr, val := range map[string]string{"token_ttl": `"30s"`, "replication_token": `"x"`, "token_max_expiration_ttl": `"-1h"`} {
+		bad := filepath.Join(dir, attr+".hcl")
+		if err := os.WriteFile(bad, []byte("acl {\n  "+attr+" = "+val+"\n}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := LoadConfigFile(DefaultConfig(), bad); err == nil || !strings.Contains(err.Error(), attr) {
+			t.Errorf("%s = %s: %v, want an error naming it", attr, val, err)
+		}
 	}
 }

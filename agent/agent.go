@@ -177,9 +177,11 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 			JobGCThreshold:  cfg.Server.JobGCThreshold,
 			NodeGCThreshold: cfg.Server.NodeGCThreshold,
 		},
-		Logger:     root, // the server names its own logger "server"
-		ACLEnabled: cfg.ACL.Enabled,
-		TLS:        a.tls,
+		Logger:                   root, // the server names its own logger "server"
+		ACLEnabled:               cfg.ACL.Enabled,
+		ACLTokenMinExpirationTTL: cfg.ACL.TokenMinExpirationTTL,
+		ACLTokenMaxExpirationTTL: cfg.ACL.TokenMaxExpirationTTL,
+		TLS:                      a.tls,
 	}
 	cfg.Limits.serverRPCLimits(srvCfg)
 	if cfg.serverConfigHook != nil {

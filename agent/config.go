@@ -78,6 +78,11 @@ type ACLConfig struct {
 	// default), nothing is checked: anyone who reaches the HTTP or RPC
 	// port may do everything.
 	Enabled bool
+	// TokenMinExpirationTTL and TokenMaxExpirationTTL bound the lifetime
+	// a new token may be given (token_min_expiration_ttl and
+	// token_max_expiration_ttl; 0: Nomad's defaults, 1m and 24h).
+	TokenMinExpirationTTL time.Duration
+	TokenMaxExpirationTTL time.Duration
 }
 
 // Ports are the agent's listening ports.

@@ -39,11 +39,15 @@ type fileConfig struct {
 	ACL         *fileACL     `hcl:"acl,block"`
 }
 
-// fileACL is Nomad's acl block. Only enabled is supported; Nomad's
-// other settings (token_ttl, policy_ttl, role_ttl, replication_token,
-// token_min/max_expiration_ttl) are errors naming them.
+// fileACL is Nomad's acl block: enabled and the token expiration bounds;
+// Nomad's other settings (token_ttl, policy_ttl, role_ttl,
+// replication_token) are errors naming them.
 type fileACL struct {
-	Enabled *bool `hcl:"enabled,optional"`
+	Enabled       *bool     `hcl:"enabled,optional"`
+	TokenMinTTL   *string   `hcl:"token_min_expiration_ttl,optional"`
+	TokenMinRange hcl.Range `hcl:"token_min_expiration_ttl,attr_value_range"`
+	TokenMaxTTL   *string   `hcl:"token_max_expiration_ttl,optional"`
+	TokenMaxRange hcl.Range `hcl:"token_max_expiration_ttl,attr_value_range"`
 }
 
 // fileTLS is Nomad's tls block (rpc_upgrade_mode, tls_cipher_suites,
@@ -212,6 +216,12 @@ func (fc *fileConfig) apply(c *Config) error {
 	}
 	if a := fc.ACL; a != nil {
 		setBool(&c.ACL.Enabled, a.Enabled)
+		if err := applyDurations([]durationSetting{
+			{"token_min_expiration_ttl", a.TokenMinTTL, a.TokenMinRange, &c.ACL.TokenMinExpirationTTL, true},
+			{"token_max_expiration_ttl", a.TokenMaxTTL, a.TokenMaxRange, &c.ACL.TokenMaxExpirationTTL, true},
+		}); err != nil {
+			return err
+		}
 	}
 	if p := fc.Ports; p != nil {
 		setInt(&c.Ports.HTTP, p.HTTP)

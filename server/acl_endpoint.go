@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"time"
@@ -239,6 +240,9 @@ func (a *ACL) UpsertTokens(args *structs.ACLTokenUpsertRequest, reply *structs.A
 			if in.ExpirationTTL > 0 {
 				tok.ExpirationTime = now.Add(in.ExpirationTTL)
 			}
+			if err := s.checkTokenExpiration(tok.ExpirationTime, now); err != nil {
+				return err
+			}
 			secrets[tok.AccessorID] = secret
 		} else {
 			prev, err := st.ACLTokenByAccessor(nil, tok.AccessorID)
@@ -420,5 +424,36 @@ func (a *ACL) ResolveToken(args *structs.GenericRequest, reply *structs.ACLResol
 	}
 	reply.Index, _ = st.Index(state.TableACLPolicies)
 	s.setQueryMeta(&reply.QueryMeta)
+	return nil
+}
+
+// Nomad's bounds on a new token's lifetime.
+const (
+	DefaultACLTokenMinExpirationTTL = time.Minute
+	DefaultACLTokenMaxExpirationTTL = 24 * time.Hour
+)
+
+// checkTokenExpiration refuses a new token's expiration (from its
+// ExpirationTTL or ExpirationTime) that is closer than the minimum or
+// further than the maximum lifetime; a token without one never expires.
+func (s *Server) checkTokenExpiration(exp, now time.Time) error {
+	if exp.IsZero() {
+		return nil
+	}
+	lo, hi := s.config.ACLTokenMinExpirationTTL, s.config.ACLTokenMaxExpirationTTL
+	if lo <= 0 {
+		lo = DefaultACLTokenMinExpirationTTL
+	}
+	if hi <= 0 {
+		hi = DefaultACLTokenMaxExpirationTTL
+	}
+	switch ttl := exp.Sub(now); {
+	case ttl < lo:
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "ExpirationTTL",
+			Message: fmt.Sprintf("expiration time cannot be less than %s in the future (token_min_expiration_ttl)", lo)}}}
+	case ttl > hi:
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "ExpirationTTL",
+			Message: fmt.Sprintf("expiration time cannot be more than %s in the future (token_max_expiration_ttl)", hi)}}}
+	}
 	return nil
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +144,46 @@ func waitToken(t *testing.T, s *server.Server, secret string) {
 			t.Fatal("token never replicated")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A new token's lifetime is bounded as in Nomad: by default at least a
+// minute and at most a day (token_min_expiration_ttl,
+// token_max_expiration_ttl), whether given as a TTL or an expiry time.
+func TestACLTokenExpirationBounds(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 1, testcluster.WithConfig(func(cfg *server.Config) {
+		cfg.ACLEnabled = true
+		cfg.ACLTokenMaxExpirationTTL = 2 * time.Hour
+	}))
+	leader := c.WaitForLeader(t, 15*time.Second)
+	var boot structs.ACLTokenUpsertResponse
+	if err := leader.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{}, &boot); err != nil {
+		t.Fatal(err)
+	}
+	create := func(tok *structs.ACLToken) error {
+		tok.Type = structs.ACLManagementToken
+		var resp structs.ACLTokenUpsertResponse
+		return leader.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{tok},
+			WriteRequest: structs.WriteRequest{AuthToken: boot.Tokens[0].SecretID}}, &resp)
+	}
+	for _, tc := range []struct {
+		name string
+		tok  *structs.ACLToken
+		ok   bool
+	}{
+		{"no expiry", &structs.ACLToken{}, true},
+		{"ttl 10s, under the default minute", &structs.ACLToken{ExpirationTTL: 10 * time.Second}, false},
+		{"ttl 1h", &structs.ACLToken{ExpirationTTL: time.Hour}, true},
+		{"ttl 3h, over the configured 2h", &structs.ACLToken{ExpirationTTL: 3 * time.Hour}, false},
+		{"expiry time in 30s", &structs.ACLToken{ExpirationTime: time.Now().Add(30 * time.Second)}, false},
+		{"expiry time in 90m", &structs.ACLToken{ExpirationTime: time.Now().Add(90 * time.Minute)}, true},
+	} {
+		err := create(tc.tok)
+		if tc.ok && err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if !tc.ok && (structs.CodeOf(err) != structs.ErrCodeInvalid || !strings.Contains(err.Error(), "expiration time cannot be")) {
+			t.Errorf("%s: %v, want an invalid-input error about the expiration time", tc.name, err)
+		}
 	}
 }

@@ -117,6 +117,12 @@ type Config struct {
 	// every RPC method is checked against its rule (rpc_acl.go). Off,
 	// nothing is checked and no token is read.
 	ACLEnabled bool
+	// ACLTokenMinExpirationTTL and ACLTokenMaxExpirationTTL bound the
+	// lifetime of a new token with an expiration (Nomad's
+	// token_min_expiration_ttl and token_max_expiration_ttl); 0 means
+	// DefaultACLTokenMinExpirationTTL and DefaultACLTokenMaxExpirationTTL.
+	ACLTokenMinExpirationTTL time.Duration
+	ACLTokenMaxExpirationTTL time.Duration
 
 	// RaftTimeoutScale multiplies raft's heartbeat, election and leader
 	// lease timeouts. 0 means 1. Tests use e.g. 0.1 to elect in well under
