@@ -33,6 +33,11 @@
 # bootstraps the ACL system once the leader is elected and gives the bench
 # the management token; the simulator's nodes authenticate with their
 # node secrets, as client agents do). ACL=1 and TLS=1 combine.
+#
+# METRICS_DIR (a directory): after each scenario, before the servers stop,
+# save each server's /v1/metrics there ($sc-s$i-<time>.json): its
+# runtime.malloc_count and runtime.total_gc_runs count the allocations and
+# collections of the run, figures a busy machine does not change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-./bin/drover}
@@ -158,6 +163,15 @@ for sc in "${SCENARIOS[@]}"; do
   echo "==> $sc: servers ${PIDS[*]} in $DIR"
   echo "$BIN bench ${ARGS[*]}" | sed "s#$DIR#\$DIR#g; ${TLSDIR:+s#$TLSDIR#\$TLSDIR#g; }s#-server-pids [0-9,]*#-server-pids \$PIDS#; s#-token [^ ]*#-token \$TOKEN#; s#-markdown-out [^ ]*##; s#-json-out [^ ]*##" >>"$CMDS"
   if ! "$BIN" bench "${ARGS[@]}"; then status=1; fi
+  if [ -n "${METRICS_DIR:-}" ]; then
+    mkdir -p "$METRICS_DIR"
+    stamp=$(date -u +%Y%m%dT%H%M%S.%N)
+    sleep 1.5 # one more runtime-metrics interval
+    for i in 1 2 3; do
+      curl -fsS "${CURL_TLS[@]}" ${TOKEN_ARGS:+-H "X-Nomad-Token: ${TOKEN_ARGS[1]}"} "$(http $i)/v1/metrics" \
+        >"$METRICS_DIR/$sc-s$i-$stamp.json" 2>/dev/null || true
+    done
+  fi
   if [ -n "$JSONDIR" ] && [ -f "$RESULTS/$sc.json" ]; then
     cp "$RESULTS/$sc.json" "$JSONDIR/$sc-$(date -u +%Y%m%dT%H%M%S.%N).json"
   fi

@@ -47,7 +47,7 @@ done
 for round in $(seq 1 "$N"); do
   for i in "${!BIN_LIST[@]}"; do
     echo "==> round $round/$N: ${BIN_LIST[$i]} ($SCENARIO)"
-    BIN=${BIN_LIST[$i]} scripts/bench-cluster.sh -json "$OUT/${LABELS[$i]}" "$SCENARIO" -- "${EXTRA[@]}" |
+    BIN=${BIN_LIST[$i]} METRICS_DIR=$OUT/metrics/${LABELS[$i]} scripts/bench-cluster.sh -json "$OUT/${LABELS[$i]}" "$SCENARIO" -- "${EXTRA[@]}" |
       grep -E '^(Placed|Running|Write -> eval|MISSED|Targets)' || true
   done
 done
@@ -55,3 +55,16 @@ done
 echo
 echo "==> $N run(s) per binary of $SCENARIO; results in $OUT"
 "${BIN_LIST[0]}" bench -summarize "$OUT"/*/*.json
+# Allocation counts per server process (runtime.malloc_count, cumulative
+# over the server's life, and runtime.total_gc_runs), which do not depend
+# on how busy the machine is.
+echo
+echo "==> mallocs and GC runs per server, median over runs (metrics in $OUT/metrics)"
+for d in "$OUT"/metrics/*/; do
+  [ -d "$d" ] || continue
+  for f in "$d"*.json; do
+    m=$(grep -o '"Name":"runtime.malloc_count"[^}]*' "$f" | grep -o '"Value":[0-9.e+]*' | head -1 | cut -d: -f2)
+    g=$(grep -o '"Name":"runtime.total_gc_runs"[^}]*' "$f" | grep -o '"Value":[0-9.e+]*' | head -1 | cut -d: -f2)
+    echo "$(basename "$d") $m $g"
+  done
+done | awk '{k=$1; m[k]=m[k]" "$2; g[k]=g[k]" "$3} END {for (k in m) print k, "mallocs:" m[k], "| gc runs:" g[k]}' | sort

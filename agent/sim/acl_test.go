@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -26,20 +25,10 @@ func TestSimWithACLs(t *testing.T) {
 	}
 	mgmt := boot.Tokens[0].SecretID
 
-	s, err := New(&Config{
+	s := startRegistered(t, &Config{
 		Servers: []string{leader.RPCAddr()}, Nodes: 5, IDPrefix: "acl", Sessions: 1,
 		RetryBase: 20 * time.Millisecond, RetryLimit: 200 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	defer s.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := s.WaitRegistered(ctx); err != nil {
-		t.Fatalf("registering with ACLs on: %v (%s)", err, s.Stats())
-	}
 
 	job := batchJob("acl-job", 5, map[string]any{"run_for": "1h"})
 	var reg structs.JobRegisterResponse

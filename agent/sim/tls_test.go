@@ -23,21 +23,11 @@ func TestSimOverTLS(t *testing.T) {
 		cfg.RaftNoSync = true
 	})
 	leader := c.WaitForLeader(t, 10*time.Second)
-	s, err := New(&Config{
+	s := startRegistered(t, &Config{
 		Servers: []string{leader.RPCAddr()}, Nodes: 5, IDPrefix: "tls", Sessions: 1,
 		TLS:       ca.Config(t, tlsutil.RoleClient, "global", nil).OutgoingRPC(),
 		RetryBase: 20 * time.Millisecond, RetryLimit: 200 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	defer s.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := s.WaitRegistered(ctx); err != nil {
-		t.Fatalf("registering over TLS: %v (%s)", err, s.Stats())
-	}
 	waitUntil(t, "heartbeats over TLS", 5*time.Second, func() (bool, string) {
 		st := s.Stats()
 		return st.Heartbeats > 5 && st.HeartbeatsFailed == 0, st.String()
@@ -46,4 +36,22 @@ func TestSimOverTLS(t *testing.T) {
 	if err != nil || len(ns) != 5 || ns[0].Status != structs.NodeStatusReady {
 		t.Fatalf("nodes %d (%v)", len(ns), err)
 	}
+}
+
+// startRegistered starts a simulator with cfg, stopped when the test
+// ends, and waits until all its nodes have registered.
+func startRegistered(t *testing.T, cfg *Config) *Sim {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := s.WaitRegistered(ctx); err != nil {
+		t.Fatalf("registering: %v (%s)", err, s.Stats())
+	}
+	return s
 }
