@@ -100,6 +100,7 @@ func (h *httpAPI) registerACL(handle func(string, handlerFunc)) {
 		handle(m+" /v1/acl/policy/{name}", h.aclPolicyPut)
 		handle(m+" /v1/acl/token", h.aclTokenCreate)
 		handle(m+" /v1/acl/token/{accessor}", h.aclTokenUpdate)
+		handle(m+" /v1/acl/cluster-secret/rotate", h.aclRotateClusterSecret)
 	}
 	handle("GET /v1/acl/policies", h.aclPolicyList)
 	handle("GET /v1/acl/policy/{name}", h.aclPolicyGet)
@@ -362,4 +363,20 @@ func (h *httpAPI) debugWithACL() http.Handler {
 		}
 		sub.ServeHTTP(w, r)
 	})
+}
+
+// PUT|POST /v1/acl/cluster-secret/rotate (Drover's own): replace the
+// servers' internal credential; the old one is accepted for a minute
+// more. Management tokens only. Answers {"Index": N}.
+func (h *httpAPI) aclRotateClusterSecret(w http.ResponseWriter, r *http.Request) (any, error) {
+	var args structs.ACLClusterSecretRotateRequest
+	if err := h.parseWrite(r, &args.WriteRequest); err != nil {
+		return nil, err
+	}
+	var out structs.GenericResponse
+	if err := h.srv.RPC("ACL.RotateClusterSecret", &args, &out); err != nil {
+		return nil, err
+	}
+	setIndex(w, out.Index)
+	return map[string]uint64{"Index": out.Index}, nil
 }

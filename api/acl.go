@@ -106,3 +106,13 @@ func (c *Client) ACLTokenDelete(ctx context.Context, accessor string) error {
 	_, err := c.write(ctx, http.MethodDelete, "/v1/acl/token/"+url.PathEscape(accessor), nil, nil, nil, nil)
 	return err
 }
+
+// ACLRotateClusterSecret replaces the servers' internal credential
+// (Drover's own endpoint) and returns the Raft index of the change.
+func (c *Client) ACLRotateClusterSecret(ctx context.Context, w *WriteOptions) (uint64, error) {
+	var out struct{ Index uint64 }
+	if _, err := c.write(ctx, http.MethodPost, "/v1/acl/cluster-secret/rotate", nil, w, struct{}{}, &out); err != nil {
+		return 0, err
+	}
+	return out.Index, nil
+}

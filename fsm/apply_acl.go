@@ -48,6 +48,9 @@ func (f *FSM) applyACLClusterSecret(b *state.Batch, buf []byte, index uint64) (a
 	if req.Secret == nil || req.Secret.Secret == "" {
 		return structs.NewError(structs.ErrCodeInvalid, "cluster secret entry without a secret"), nil
 	}
+	if req.Rotate {
+		return nil, b.RotateACLClusterSecret(index, req.Secret)
+	}
 	return nil, b.SetACLClusterSecret(index, req.Secret)
 }
 

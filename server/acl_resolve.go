@@ -37,7 +37,40 @@ type aclCache struct {
 	entries  map[[32]byte]*aclIdentity // guarded by mu
 	expires  map[[32]byte]time.Time    // guarded by mu: entries of tokens with an expiry
 	anon     *aclIdentity              // guarded by mu
-	secret   *structs.ACLClusterSecret // guarded by mu
+}
+
+// clusterSecretCache is the cluster secret as last read from one state
+// store at one index of its table (a rotation moves the index).
+type clusterSecretCache struct {
+	store  *state.StateStore
+	index  uint64
+	secret *structs.ACLClusterSecret // nil: none written yet
+}
+
+// currentClusterSecret returns the stored cluster secret (nil before the
+// leader writes one), read again only when its table changed.
+func (s *Server) currentClusterSecret() *structs.ACLClusterSecret {
+	st := s.fsm.State()
+	idx, _ := st.Index(state.TableACLCluster)
+	if c := s.clusterSecretCache.Load(); c != nil && c.store == st && c.index == idx && c.secret != nil {
+		return c.secret
+	}
+	secret, _ := st.ACLClusterSecret()
+	s.clusterSecretCache.Store(&clusterSecretCache{store: st, index: idx, secret: secret})
+	return secret
+}
+
+// isClusterSecret reports whether secret is the cluster secret, or the
+// one a rotation replaced while it is still accepted.
+func isClusterSecret(c *structs.ACLClusterSecret, secret string, now time.Time) bool {
+	if c == nil {
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) == 1 {
+		return true
+	}
+	return c.Previous != "" && now.UnixNano() < c.PreviousUntil &&
+		subtle.ConstantTimeCompare([]byte(secret), []byte(c.Previous)) == 1
 }
 
 // resolveToken resolves a request's secret on this server's own state.
@@ -56,11 +89,7 @@ func (s *Server) resolveToken(secret string) (*aclIdentity, error) {
 	c.mu.Lock()
 	if c.store != st || c.policies != pIdx || c.tokens != tIdx {
 		c.store, c.policies, c.tokens = st, pIdx, tIdx
-		c.entries, c.expires, c.anon, c.secret = nil, nil, nil, nil
-	}
-	if c.secret == nil {
-		// Written once per cluster; read until it exists.
-		c.secret, _ = st.ACLClusterSecret()
+		c.entries, c.expires, c.anon = nil, nil, nil
 	}
 	if secret == "" {
 		id := c.anon
@@ -77,10 +106,11 @@ func (s *Server) resolveToken(secret string) (*aclIdentity, error) {
 		c.mu.Unlock()
 		return id, nil
 	}
-	if c.secret != nil && subtle.ConstantTimeCompare([]byte(secret), []byte(c.secret.Secret)) == 1 {
-		c.mu.Unlock()
+	c.mu.Unlock()
+	if isClusterSecret(s.currentClusterSecret(), secret, time.Now()) {
 		return internalIdentity, nil
 	}
+	c.mu.Lock()
 	hash := [32]byte(structs.HashSecret(secret))
 	id, ok := c.entries[hash]
 	if ok {
@@ -181,23 +211,41 @@ func (s *Server) clusterSecret() string {
 	if !s.config.ACLEnabled {
 		return ""
 	}
-	c := &s.aclCache
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st := s.fsm.State(); c.secret == nil || c.store != st {
-		secret, _ := st.ACLClusterSecret()
-		if c.store == st {
-			c.secret = secret
-		}
-		if secret == nil {
-			return ""
-		}
-		return secret.Secret
+	if c := s.currentClusterSecret(); c != nil {
+		return c.Secret
 	}
-	if c.secret == nil {
-		return ""
+	return ""
+}
+
+// clusterSecretGrace is how long the secret a rotation replaced is still
+// accepted: calls already made with it, and servers that have not yet
+// applied the rotation, keep working.
+const clusterSecretGrace = time.Minute
+
+// RotateClusterSecret replaces the servers' internal credential (the
+// cluster secret) with a new random one through Raft; the old one is
+// accepted for clusterSecretGrace more (Config.ACLClusterSecretGrace in
+// tests). Management tokens only.
+func (a *ACL) RotateClusterSecret(args *structs.ACLClusterSecretRotateRequest, reply *structs.GenericResponse) error {
+	s := a.srv
+	if !s.config.ACLEnabled {
+		return errACLDisabled
 	}
-	return c.secret.Secret
+	if done, err := s.forward("ACL.RotateClusterSecret", args, args, reply); done {
+		return err
+	}
+	grace := s.config.ACLClusterSecretGrace
+	if grace <= 0 {
+		grace = clusterSecretGrace
+	}
+	req := &structs.ACLClusterSecretRequest{Rotate: true, Secret: &structs.ACLClusterSecret{
+		Secret: structs.GenerateUUID(), PreviousUntil: time.Now().Add(grace).UnixNano()}}
+	index, _, err := s.raftApply(structs.ACLClusterSecretRequestType, req)
+	if err != nil {
+		return err
+	}
+	reply.Index = index
+	return nil
 }
 
 // internalWrite is the WriteRequest of a scheduler-internal call to the

@@ -187,3 +187,89 @@ func TestACLTokenExpirationBounds(t *testing.T) {
 		}
 	}
 }
+
+// Rotating the cluster secret: every server moves to the new one; the
+// old one is still accepted for the grace, then refused; only a
+// management token may rotate it.
+func TestACLRotateClusterSecret(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 3, testcluster.WithConfig(func(cfg *server.Config) {
+		cfg.ACLEnabled = true
+		cfg.ACLClusterSecretGrace = 2 * time.Second
+	}))
+	leader := c.WaitForLeader(t, 15*time.Second)
+	var boot structs.ACLTokenUpsertResponse
+	if err := leader.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{}, &boot); err != nil {
+		t.Fatal(err)
+	}
+	root := boot.Tokens[0].SecretID
+	secretOf := func(s *server.Server) string {
+		cs, _ := s.State().ACLClusterSecret()
+		if cs == nil {
+			return ""
+		}
+		return cs.Secret
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for secretOf(leader) == "" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	old := secretOf(leader)
+	if old == "" {
+		t.Fatal("no cluster secret written")
+	}
+	for _, s := range c.Servers() {
+		deadline := time.Now().Add(10 * time.Second)
+		for secretOf(s) != old && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	var follower *server.Server
+	for _, s := range c.Servers() {
+		if s != leader {
+			follower = s
+		}
+	}
+	internal := func(s *server.Server, secret string) error {
+		var gr structs.GenericResponse
+		return s.RPC("Eval.Ack", &structs.EvalAckRequest{EvalID: "x", Token: "y",
+			WriteRequest: structs.WriteRequest{AuthToken: secret}}, &gr)
+	}
+	if err := internal(follower, old); isDenied(err) {
+		t.Fatalf("the cluster secret refused before any rotation: %v", err)
+	}
+
+	var gr structs.GenericResponse
+	if err := follower.RPC("ACL.RotateClusterSecret", &structs.ACLClusterSecretRotateRequest{}, &gr); !isDenied(err) {
+		t.Fatalf("rotation without a token: %v, want permission denied", err)
+	}
+	waitToken(t, follower, root)
+	if err := follower.RPC("ACL.RotateClusterSecret", &structs.ACLClusterSecretRotateRequest{
+		WriteRequest: structs.WriteRequest{AuthToken: root}}, &gr); err != nil {
+		t.Fatal(err)
+	}
+	var fresh string
+	for _, s := range c.Servers() {
+		deadline := time.Now().Add(10 * time.Second)
+		for secretOf(s) == old && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if got := secretOf(s); got == old || (fresh != "" && got != fresh) {
+			t.Fatalf("server %s holds %q after the rotation", s.RPCAddr(), got)
+		}
+		fresh = secretOf(s)
+	}
+	// Within the grace both are accepted; after it only the new one.
+	if err := internal(follower, old); isDenied(err) {
+		t.Fatalf("the old secret refused within the grace: %v", err)
+	}
+	if err := internal(follower, fresh); isDenied(err) {
+		t.Fatalf("the new secret refused: %v", err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if err := internal(follower, old); !isDenied(err) {
+		t.Fatalf("the old secret after the grace: %v, want permission denied", err)
+	}
+	if err := internal(leader, fresh); isDenied(err) {
+		t.Fatalf("the new secret refused after the grace: %v", err)
+	}
+}

@@ -123,6 +123,9 @@ type Config struct {
 	// DefaultACLTokenMinExpirationTTL and DefaultACLTokenMaxExpirationTTL.
 	ACLTokenMinExpirationTTL time.Duration
 	ACLTokenMaxExpirationTTL time.Duration
+	// ACLClusterSecretGrace is how long the cluster secret a rotation
+	// replaced stays accepted; 0 means a minute (tests shorten it).
+	ACLClusterSecretGrace time.Duration
 
 	// RaftTimeoutScale multiplies raft's heartbeat, election and leader
 	// lease timeouts. 0 means 1. Tests use e.g. 0.1 to elect in well under

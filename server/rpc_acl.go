@@ -123,6 +123,8 @@ var rpcACLRules = map[string]aclRule{
 	"ACL.ListTokens":     {allow: management},
 	"ACL.WhoAmI":         {allow: anyToken},
 	"ACL.ResolveToken":   {allow: anyToken},
+	// Rotating the servers' internal credential: management only.
+	"ACL.RotateClusterSecret": {allow: management},
 }
 
 // checkACLRules fails unless every method has a rule and every rule a

@@ -85,6 +85,7 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Operator.SnapshotUpload":       accessAny,
 	"Operator.SnapshotRestore":      accessAny,
 	"ACL.Bootstrap":                 accessAny,
+	"ACL.RotateClusterSecret":       accessAny,
 	"ACL.UpsertPolicies":            accessAny,
 	"ACL.DeletePolicies":            accessAny,
 	"ACL.GetPolicy":                 accessAny,

@@ -81,8 +81,11 @@ type Server struct {
 	snapshotUploads *snapshotUploads
 	// disk remembers a Raft log write that failed for lack of space
 	// (disk_watch.go).
-	disk    diskWatch
-	workers []*worker.Worker // fixed after start
+	disk diskWatch
+	// clusterSecretCache is the cluster secret as last read
+	// (acl_resolve.go).
+	clusterSecretCache atomic.Pointer[clusterSecretCache]
+	workers            []*worker.Worker // fixed after start
 
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{} // accepted connections; nil once shut down; guarded by connsMu

@@ -219,6 +219,26 @@ func (b *Batch) SetACLClusterSecret(index uint64, secret *structs.ACLClusterSecr
 	return nil
 }
 
+// RotateACLClusterSecret replaces the servers' internal credential with
+// secret.Secret, keeping the one it replaces as Previous (accepted until
+// secret.PreviousUntil). With none stored it writes secret as the first.
+func (b *Batch) RotateACLClusterSecret(index uint64, secret *structs.ACLClusterSecret) error {
+	b.txn.t.begin(index)
+	raw, err := b.txn.first(TableACLCluster, aclClusterKey)
+	if err != nil {
+		return err
+	}
+	next := &structs.ACLClusterSecret{Secret: secret.Secret, CreateIndex: index, ModifyIndex: index}
+	if prev, ok := raw.(*structs.ACLClusterSecret); ok && prev != nil {
+		next.Previous, next.PreviousUntil, next.CreateIndex = prev.Secret, secret.PreviousUntil, prev.CreateIndex
+	}
+	if err := b.txn.insert(TableACLCluster, next); err != nil {
+		return fmt.Errorf("state: rotating the cluster secret: %w", err)
+	}
+	b.txn.t.add(TableACLCluster)
+	return nil
+}
+
 // ACLClusterSecret returns the servers' internal credential, or nil.
 func (s *StateStore) ACLClusterSecret() (*structs.ACLClusterSecret, error) {
 	raw, err := s.db.Txn(false).First(TableACLCluster, IndexID, aclClusterKey)

@@ -141,8 +141,14 @@ func (t *ACLTokenListStub) MarshalJSON() ([]byte, error) {
 // send with the scheduler-internal RPCs (Eval.Dequeue, Plan.Submit...).
 // It is in the state store and snapshots, never in an API answer.
 type ACLClusterSecret struct {
-	Secret      string
-	CreateIndex uint64
+	Secret string
+	// Previous is the secret a rotation replaced, still accepted until
+	// PreviousUntil (Unix nanoseconds) so that calls already on their way
+	// succeed; "" when there was no rotation.
+	Previous      string `codec:",omitempty"`
+	PreviousUntil int64  `codec:",omitempty"`
+	CreateIndex   uint64
+	ModifyIndex   uint64 `codec:",omitempty"`
 }
 
 // ACLPolicyUpsertRequest writes policies (RPC ACL.UpsertPolicies).
@@ -241,8 +247,18 @@ type ACLResolveResponse struct {
 	QueryMeta
 }
 
+// ACLClusterSecretRotateRequest asks for a new cluster secret (RPC
+// ACL.RotateClusterSecret).
+type ACLClusterSecretRotateRequest struct {
+	WriteRequest
+}
+
 // ACLClusterSecretRequest writes the cluster secret (leader only).
 type ACLClusterSecretRequest struct {
 	Secret *ACLClusterSecret
+	// Rotate replaces the stored secret with Secret.Secret, keeping the
+	// old one as Previous until Secret.PreviousUntil; without it the entry
+	// writes the first secret only (a no-op once one exists).
+	Rotate bool `codec:",omitempty"`
 	WriteRequest
 }

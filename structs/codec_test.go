@@ -64,7 +64,7 @@ var wireTypes = []any{
 	new(SingleACLPolicyResponse), new(ACLPolicyListRequest), new(ACLPolicyListResponse),
 	new(ACLTokenUpsertRequest), new(ACLTokenUpsertResponse), new(ACLTokenBootstrapRequest),
 	new(ACLTokenDeleteRequest), new(ACLTokenSpecificRequest), new(SingleACLTokenResponse),
-	new(ACLTokenListRequest), new(ACLTokenListResponse), new(ACLResolveResponse), new(ACLClusterSecretRequest),
+	new(ACLTokenListRequest), new(ACLTokenListResponse), new(ACLResolveResponse), new(ACLClusterSecretRequest), new(ACLClusterSecretRotateRequest),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded

@@ -25,6 +25,7 @@ func aclCommands() []*command {
 		{name: "acl token update", synopsis: "Update an ACL token", run: runACLTokenUpdate},
 		{name: "acl token delete", synopsis: "Delete an ACL token", run: runACLTokenDelete},
 		{name: "acl token self", synopsis: "Show the token in use", run: runACLTokenSelf},
+		{name: "acl cluster-secret rotate", synopsis: "Replace the servers' internal credential", run: runACLRotateClusterSecret},
 	}
 }
 
@@ -359,5 +360,22 @@ func runACLTokenDelete(e *env, args []string) int {
 		return errorf(e, "deleting token: %v", err)
 	}
 	fmt.Fprintf(e.stdout, "Token %s successfully deleted\n", fs.Arg(0))
+	return exitOK
+}
+
+func runACLRotateClusterSecret(e *env, args []string) int {
+	var af apiFlags
+	fs := newFlagSet(e, "acl cluster-secret rotate", "[options]",
+		"Replace the servers' internal credential (the cluster secret their scheduler calls carry)\n"+
+			"with a new random one. The old one is accepted for one minute more. Needs a management token.")
+	af.register(fs, e)
+	if code, ok := parseFlags(fs, args, 0); !ok {
+		return code
+	}
+	index, err := af.client().ACLRotateClusterSecret(context.Background(), nil)
+	if err != nil {
+		return errorf(e, "rotating the cluster secret: %v", err)
+	}
+	fmt.Fprintf(e.stdout, "Rotated the cluster secret at index %d; the old one is accepted for one minute more\n", index)
 	return exitOK
 }
