@@ -65,6 +65,14 @@ var wireTypes = []any{
 	new(ACLTokenUpsertRequest), new(ACLTokenUpsertResponse), new(ACLTokenBootstrapRequest),
 	new(ACLTokenDeleteRequest), new(ACLTokenSpecificRequest), new(SingleACLTokenResponse),
 	new(ACLTokenListRequest), new(ACLTokenListResponse), new(ACLResolveResponse), new(ACLClusterSecretRequest),
+	// Variables and the keyring.
+	new(VariableMetadata), new(VariableEncrypted), new(VariableDecrypted), new(VariablesApplyRequest),
+	new(VariablesApplyResponse), new(VarApplyStateRequest), new(VariablesRekeyRequest),
+	new(VariablesListRequest), new(VariablesListResponse), new(VariablesReadRequest),
+	new(VariablesReadResponse), new(RootKeyMeta), new(RootKey), new(RootKeyMetaUpsertRequest),
+	new(KeyringListRootKeyMetaRequest), new(KeyringListRootKeyMetaResponse),
+	new(KeyringRotateRootKeyRequest), new(KeyringRotateRootKeyResponse),
+	new(KeyringGetRootKeyRequest), new(KeyringGetRootKeyResponse),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded
@@ -78,6 +86,7 @@ var notWireTypes = map[string]bool{
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
 	"AllocIndex": true, // encoded only inside AllocIndexes, a map
+	"VarApplyStateResponse": true, // an FSM result, in-process only
 }
 
 // TestCodecTypesCovered fails when an exported struct type is in neither
