@@ -85,7 +85,7 @@ var notWireTypes = map[string]bool{
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
-	"AllocIndex": true, // encoded only inside AllocIndexes, a map
+	"AllocIndex":            true, // encoded only inside AllocIndexes, a map
 	"VarApplyStateResponse": true, // an FSM result, in-process only
 }
 
