@@ -45,6 +45,8 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Eval.Create":     accessServer,
 	"Eval.Reblock":    accessServer,
 	"Plan.Submit":     accessServer,
+	// A root key's material (keyring.go).
+	"Keyring.Get": accessServer,
 
 	// A client agent's calls for its node (each also needs the node's
 	// secret: node_endpoint.go, node_allocs.go).
@@ -95,6 +97,12 @@ var rpcAccessTable = map[string]rpcAccess{
 	"ACL.WhoAmI":                    accessAny,
 	// Agents resolve a caller's token for their agent-local checks.
 	"ACL.ResolveToken": accessAny,
+	// Variables and the keyring's list and rotate (management tokens).
+	"Variables.Apply":         accessAny,
+	"Variables.Read":          accessAny,
+	"Variables.List":          accessAny,
+	"Keyring.ListRootKeyMeta": accessAny,
+	"Keyring.Rotate":          accessAny,
 }
 
 // connRole is what one connection on the RPC port may do.
