@@ -109,7 +109,10 @@ type ACL struct {
 	namespaces namedRules
 	// variables are the variables path rules by namespace name or glob
 	// (the namespace is chosen as for namespaces, then the path).
-	variables   map[string]*namedRules
+	variables map[string]*namedRules
+	// workloadNS is, for a workload identity's ACL, its namespace, where
+	// it may read services.
+	workloadNS  string
 	hostVolumes namedRules
 	nodePools   namedRules
 	agent       string
@@ -335,4 +338,21 @@ func (a *ACL) AllowVariableSearch(ns string) bool {
 		return len(a.variables) > 0
 	}
 	return a.variablesIn(ns) != nil
+}
+
+// NewWorkload is the ACL of a workload identity in namespace ns: read
+// and list on exactly the variable paths given (no globbing: a '*' in a
+// job name is a character), and reading services in ns. Nothing else.
+func NewWorkload(ns string, paths []string) *ACL {
+	r := &namedRules{exact: make(map[string]capabilitySet, len(paths))}
+	for _, p := range paths {
+		r.exact[p] = capabilitySet{VariablesCapabilityRead: {}, VariablesCapabilityList: {}}
+	}
+	return &ACL{variables: map[string]*namedRules{ns: r}, workloadNS: ns}
+}
+
+// AllowServiceRead reports whether services in ns may be read: read-job
+// in ns, or a workload identity of ns.
+func (a *ACL) AllowServiceRead(ns string) bool {
+	return (a.workloadNS != "" && a.workloadNS == ns) || a.AllowNamespaceOperation(ns, NamespaceCapabilityReadJob)
 }

@@ -269,3 +269,29 @@ namespace "prod-*" {
 		t.Error("management or deny-all")
 	}
 }
+
+func TestWorkloadACL(t *testing.T) {
+	a := NewWorkload("prod", []string{"nomad/jobs/w*b", "nomad/jobs/w*b/g"})
+	cases := []struct {
+		ns, path, capability string
+		want                 bool
+	}{
+		{"prod", "nomad/jobs/w*b", "read", true},
+		{"prod", "nomad/jobs/w*b/g", "list", true},
+		{"prod", "nomad/jobs/web", "read", false}, // '*' is not a glob here
+		{"prod", "nomad/jobs/w*b", "write", false},
+		{"prod", "nomad/jobs/w*b", "destroy", false},
+		{"default", "nomad/jobs/w*b", "read", false},
+	}
+	for _, tc := range cases {
+		if got := a.AllowVariableOperation(tc.ns, tc.path, tc.capability); got != tc.want {
+			t.Errorf("AllowVariableOperation(%q, %q, %q) = %v, want %v", tc.ns, tc.path, tc.capability, got, tc.want)
+		}
+	}
+	if !a.AllowServiceRead("prod") || a.AllowServiceRead("default") || a.AllowNamespaceOperation("prod", "read-job") || a.IsManagement() {
+		t.Error("workload ACL grants the wrong namespace rights")
+	}
+	if DenyAll.AllowServiceRead("default") || !ManagementACL.AllowServiceRead("x") {
+		t.Error("AllowServiceRead")
+	}
+}

@@ -99,6 +99,8 @@ var rpcACLRules = map[string]aclRule{
 	"Alloc.GetAllocs": {class: aclNodeSecret},
 	"Alloc.List":      {allow: nsCap(acl.NamespaceCapabilityReadJob)},
 	"Alloc.Stop":      {allow: allocLifecycle},
+	// A client agent's tasks' workload identities (its node's secret).
+	"Alloc.SignIdentities": {class: aclNodeSecret},
 
 	// Garbage collection and snapshots need a management token, as in
 	// Nomad.

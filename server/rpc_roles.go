@@ -55,6 +55,7 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Node.UpdateAlloc":     accessClient,
 	"Node.GetClientAllocs": accessClient,
 	"Alloc.GetAllocs":      accessClient,
+	"Alloc.SignIdentities": accessClient,
 
 	// User calls (the HTTP API's).
 	"Status.Leader":                 accessAny,

@@ -73,6 +73,7 @@ var wireTypes = []any{
 	new(KeyringListRootKeyMetaRequest), new(KeyringListRootKeyMetaResponse),
 	new(KeyringRotateRootKeyRequest), new(KeyringRotateRootKeyResponse),
 	new(KeyringGetRootKeyRequest), new(KeyringGetRootKeyResponse),
+	new(AllocIdentitiesRequest), new(SignedWorkloadIdentity), new(AllocIdentitiesResponse),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded
@@ -85,8 +86,9 @@ var notWireTypes = map[string]bool{
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
-	"AllocIndex":            true, // encoded only inside AllocIndexes, a map
-	"VarApplyStateResponse": true, // an FSM result, in-process only
+	"AllocIndex":             true, // encoded only inside AllocIndexes, a map
+	"VarApplyStateResponse":  true, // an FSM result, in-process only
+	"WorkloadIdentityClaims": true, // JSON inside a signed token
 }
 
 // TestCodecTypesCovered fails when an exported struct type is in neither

@@ -284,3 +284,44 @@ type KeyringGetRootKeyResponse struct {
 
 // String names a variable for errors.
 func (m *VariableMetadata) String() string { return fmt.Sprintf("%s@%s", m.Path, m.Namespace) }
+
+// Workload identities: a token per task that the servers can verify
+// (server/workload_identity.go), signed with a key derived from the
+// active root key.
+
+// WorkloadIdentityClaims are a workload identity's claims (Nomad's
+// names).
+type WorkloadIdentityClaims struct {
+	Namespace    string `json:"nomad_namespace"`
+	JobID        string `json:"nomad_job_id"`
+	AllocationID string `json:"nomad_allocation_id"`
+	Task         string `json:"nomad_task"`
+	Subject      string `json:"sub"`
+	Audience     string `json:"aud"`
+	IssuedAt     int64  `json:"iat"`
+	NotBefore    int64  `json:"nbf"`
+}
+
+// AllocIdentitiesRequest asks for the workload identities of tasks of an
+// allocation on the calling node (RPC Alloc.SignIdentities), with the
+// node's secret.
+type AllocIdentitiesRequest struct {
+	NodeID   string
+	SecretID string `codec:",omitempty"`
+	AllocID  string
+	Tasks    []string
+	QueryOptions
+}
+
+// SignedWorkloadIdentity is one task's identity token.
+type SignedWorkloadIdentity struct {
+	Task string
+	JWT  string
+}
+
+// AllocIdentitiesResponse answers AllocIdentitiesRequest, one identity
+// per task asked for.
+type AllocIdentitiesResponse struct {
+	Identities []*SignedWorkloadIdentity
+	QueryMeta
+}
