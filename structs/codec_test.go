@@ -73,7 +73,7 @@ var wireTypes = []any{
 	new(KeyringListRootKeyMetaRequest), new(KeyringListRootKeyMetaResponse),
 	new(KeyringRotateRootKeyRequest), new(KeyringRotateRootKeyResponse),
 	new(KeyringGetRootKeyRequest), new(KeyringGetRootKeyResponse),
-	new(AllocIdentitiesRequest), new(SignedWorkloadIdentity), new(AllocIdentitiesResponse),
+	new(AllocIdentitiesRequest), new(SignedWorkloadIdentity), new(AllocIdentitiesResponse), new(WorkloadIdentity),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded
