@@ -3,10 +3,16 @@ package agent
 import (
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	nomad "github.com/hashicorp/nomad/api"
+
+	"github.com/drover-project/drover/agent/client"
+	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/structs"
 )
 
 // waitKeyringHTTP waits until the cluster has an active root key.
@@ -207,5 +213,86 @@ func TestVariablesACL(t *testing.T) {
 	}
 	if _, _, err := user.Keyring().Rotate(nil, nil); statusOf(err) != http.StatusForbidden {
 		t.Errorf("keyring rotate: %v, want 403", err)
+	}
+}
+
+// TestWorkloadIdentityReadsJobVariables: on a dev agent with ACLs on, a
+// task with identity { env = true, file = true } gets its token in
+// NOMAD_TOKEN and secrets/nomad_token (the same token the client's
+// WorkloadToken gives templates), and that token reads its job's
+// variables through the HTTP API with Nomad's client, and nothing else.
+func TestWorkloadIdentityReadsJobVariables(t *testing.T) {
+	cfg := DevConfig()
+	cfg.Ports = Ports{HTTP: 0, RPC: 0}
+	cfg.ACL.Enabled = true
+	cfg.serverConfigHook = func(sc *server.Config) { sc.RaftTimeoutScale = 0.1 }
+	cfg.clientConfigHook = func(cc *client.Config) {
+		cc.RetryBase, cc.RetryLimit = 20*time.Millisecond, 200*time.Millisecond
+		cc.UpdateInterval = 50 * time.Millisecond
+	}
+	a, err := NewAgent(cfg, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown() })
+	srv := a.Server()
+	var boot structs.ACLTokenUpsertResponse
+	pollUntil(t, "bootstrap", 15*time.Second, func() bool {
+		return srv.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{}, &boot) == nil
+	})
+	root := boot.Tokens[0].SecretID
+	mgmt := nomadClient(t, a.HTTPURL(), root)
+	waitKeyringHTTP(t, mgmt)
+	for _, p := range []string{"nomad/jobs/idjob", "nomad/jobs/idjob/g/t", "nomad/jobs/otherjob"} {
+		if _, _, err := mgmt.Variables().Create(&nomad.Variable{Path: p, Items: nomad.VariableItems{"at": p}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := rawExecJob("idjob", structs.JobTypeService, `printf '%s' "$NOMAD_TOKEN" > "$NOMAD_TASK_DIR/env_token"; sleep 60`)
+	job.TaskGroups[0].Tasks[0].Identity = &structs.WorkloadIdentity{Env: true, File: true}
+	var reg structs.JobRegisterResponse
+	if err := srv.RPC("Job.Register", &structs.JobRegisterRequest{Job: job, WriteRequest: structs.WriteRequest{AuthToken: root}}, &reg); err != nil {
+		t.Fatal(err)
+	}
+	var alloc *structs.Allocation
+	taskDir := func() string { return filepath.Join(a.DataDir(), "alloc", alloc.ID, "t") }
+	pollUntil(t, "task wrote its token", 20*time.Second, func() bool {
+		allocs, err := srv.State().AllocsByJob(nil, structs.DefaultNamespace, "idjob")
+		if err != nil || len(allocs) != 1 {
+			return false
+		}
+		alloc = allocs[0]
+		buf, err := os.ReadFile(filepath.Join(taskDir(), "local", "env_token"))
+		return err == nil && len(buf) > 0
+	})
+	envTok, _ := os.ReadFile(filepath.Join(taskDir(), "local", "env_token"))
+	fileTok, err := os.ReadFile(filepath.Join(taskDir(), "secrets", "nomad_token"))
+	if err != nil || string(fileTok) != string(envTok) {
+		t.Fatalf("file token %q (%v), env token %q", fileTok, err, envTok)
+	}
+	tok, err := a.Client().WorkloadToken(alloc.ID, "t")
+	if err != nil || tok != string(envTok) {
+		t.Fatalf("WorkloadToken: %q %v", tok, err)
+	}
+	if _, err := a.Client().WorkloadToken("not-an-alloc", "t"); structs.CodeOf(err) != structs.ErrCodeNotFound {
+		t.Fatalf("WorkloadToken of an unknown allocation: %v", err)
+	}
+
+	task := nomadClient(t, a.HTTPURL(), tok)
+	for _, p := range []string{"nomad/jobs/idjob", "nomad/jobs/idjob/g/t"} {
+		v, _, err := task.Variables().Read(p, nil)
+		if err != nil || v.Items["at"] != p {
+			t.Errorf("identity reads %s: %+v %v", p, v, err)
+		}
+	}
+	if _, _, err := task.Variables().Read("nomad/jobs/otherjob", nil); statusOf(err) != http.StatusForbidden {
+		t.Errorf("identity reads another job's variable: %v", err)
+	}
+	list, _, err := task.Variables().PrefixList("nomad/jobs/", nil)
+	if err != nil || len(list) != 2 {
+		t.Errorf("identity lists %+v %v", list, err)
+	}
+	if _, _, err := task.Jobs().List(nil); statusOf(err) != http.StatusForbidden {
+		t.Errorf("identity lists jobs: %v", err)
 	}
 }
