@@ -66,7 +66,7 @@ func TestWorkloadIdentity(t *testing.T) {
 	for _, p := range append(own, "nomad/jobs/other", base+"/"+group+"/other-task", "app/x") {
 		var ar structs.VariablesApplyResponse
 		if err := s.RPC("Variables.Apply", &structs.VariablesApplyRequest{Op: structs.VarOpSet,
-			Var: &structs.VariableDecrypted{VariableMetadata: structs.VariableMetadata{Path: p}, Items: structs.VariableItems{"path": p}},
+			Var:          &structs.VariableDecrypted{VariableMetadata: structs.VariableMetadata{Path: p}, Items: structs.VariableItems{"path": p}},
 			WriteRequest: structs.WriteRequest{AuthToken: root}}, &ar); err != nil {
 			t.Fatal(err)
 		}
