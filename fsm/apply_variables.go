@@ -1,24 +1,27 @@
 package fsm
 
 import (
+	"errors"
+
 	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
 )
 
 // The variable and keyring entries. A check-and-set conflict writes
-// nothing; its result (a *structs.VarApplyStateResponse) carries the
-// current variable back to the endpoint.
+// nothing; its result, a *structs.VarConflictError, carries the current
+// variable back to the endpoint.
 
 func (f *FSM) applyVarApplyState(b *state.Batch, buf []byte, index uint64) (any, error) {
 	var req structs.VarApplyStateRequest
 	if err := f.decodeLocked(buf, &req, structs.VarApplyStateRequestType, index); err != nil {
 		return err, nil
 	}
-	resp, err := b.ApplyVariable(index, &req)
-	if err != nil {
-		return refusal(err)
+	err := b.ApplyVariable(index, &req)
+	var conflict *structs.VarConflictError
+	if errors.As(err, &conflict) {
+		return conflict, nil
 	}
-	return resp, nil
+	return refusal(err)
 }
 
 func (f *FSM) applyVariablesRekey(b *state.Batch, buf []byte, index uint64) (any, error) {

@@ -13,12 +13,11 @@ func TestApplyVariables(t *testing.T) {
 		t.Fatalf("root key: %v", r)
 	}
 	v := &structs.VariableEncrypted{VariableMetadata: structs.VariableMetadata{Path: "nomad/jobs/web"}, Data: []byte{1, 2}, KeyID: "k1"}
-	r := apply(t, f, 2, structs.VarApplyStateRequestType, &structs.VarApplyStateRequest{Op: structs.VarOpCAS, Var: v})
-	if resp, ok := r.(*structs.VarApplyStateResponse); !ok || resp.Result != structs.VarOpResultOk || resp.Written.ModifyIndex != 2 {
+	if r := apply(t, f, 2, structs.VarApplyStateRequestType, &structs.VarApplyStateRequest{Op: structs.VarOpCAS, Var: v}); r != nil {
 		t.Fatalf("cas create: %#v", r)
 	}
-	r = apply(t, f, 3, structs.VarApplyStateRequestType, &structs.VarApplyStateRequest{Op: structs.VarOpCAS, Var: v})
-	if resp, ok := r.(*structs.VarApplyStateResponse); !ok || resp.Result != structs.VarOpResultConflict || resp.Conflict.ModifyIndex != 2 {
+	r := apply(t, f, 3, structs.VarApplyStateRequestType, &structs.VarApplyStateRequest{Op: structs.VarOpCAS, Var: v})
+	if ce, ok := r.(*structs.VarConflictError); !ok || ce.Conflict.ModifyIndex != 2 {
 		t.Fatalf("second cas create: %#v", r)
 	}
 	rekeyed := *v

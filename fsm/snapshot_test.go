@@ -88,7 +88,7 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 	must(t, store.UpsertRootKeyMeta(next(), &structs.RootKeyMeta{KeyID: "k1", Algorithm: structs.EncryptionAlgorithmAES256GCM, CreateTime: 1}))
 	must(t, store.UpsertRootKeyMeta(next(), &structs.RootKeyMeta{KeyID: "k2", Algorithm: structs.EncryptionAlgorithmAES256GCM, CreateTime: 2}))
 	for i, ns := range []string{"default", "prod", "default"} {
-		_, err := store.ApplyVariable(next(), &structs.VarApplyStateRequest{Op: structs.VarOpSet, Var: &structs.VariableEncrypted{
+		err := store.ApplyVariable(next(), &structs.VarApplyStateRequest{Op: structs.VarOpSet, Var: &structs.VariableEncrypted{
 			VariableMetadata: structs.VariableMetadata{Namespace: ns, Path: fmt.Sprintf("nomad/jobs/j%d", i), CreateTime: 5, ModifyTime: 6},
 			Data:             []byte{1, 2, 3, byte(i)}, KeyID: "k2"}})
 		must(t, err)

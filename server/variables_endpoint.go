@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
@@ -65,17 +66,11 @@ func (v *Variables) Apply(args *structs.VariablesApplyRequest, reply *structs.Va
 		return structs.NewError(structs.ErrCodeInvalid, "unknown variable operation %q (want set, cas, delete or delete-cas)", args.Op)
 	}
 	req.Var.ModifyIndex = expected
-	index, raw, err := s.raftApply(structs.VarApplyStateRequestType, &req)
-	if err != nil {
-		return err
-	}
-	resp, ok := raw.(*structs.VarApplyStateResponse)
-	if !ok {
-		return structs.NewError(structs.ErrCodeInternal, "variable write answered %T", raw)
-	}
-	reply.Op, reply.Result, reply.Index = args.Op, resp.Result, index
-	if resp.Result == structs.VarOpResultConflict {
-		c := resp.Conflict
+	index, _, err := s.raftApply(structs.VarApplyStateRequestType, &req)
+	var conflict *structs.VarConflictError
+	if errors.As(err, &conflict) {
+		reply.Op, reply.Result = args.Op, structs.VarOpResultConflict
+		c := conflict.Conflict
 		if len(c.Data) == 0 {
 			reply.Conflict = &structs.VariableDecrypted{VariableMetadata: c.VariableMetadata}
 			return nil
@@ -83,10 +78,31 @@ func (v *Variables) Apply(args *structs.VariablesApplyRequest, reply *structs.Va
 		reply.Conflict, err = s.decryptVariable(c)
 		return err
 	}
-	if resp.Written != nil {
-		reply.Output = &structs.VariableDecrypted{VariableMetadata: *resp.Written, Items: in.Items}
+	if err != nil {
+		return err
+	}
+	reply.Op, reply.Result, reply.Index = args.Op, structs.VarOpResultOk, index
+	if req.Var.Data != nil {
+		reply.Output = &structs.VariableDecrypted{VariableMetadata: s.writtenMetadata(&in, index), Items: in.Items}
 	}
 	return nil
+}
+
+// writtenMetadata is the metadata of the variable written at index: as
+// stored, or, if a later write has already changed or removed it, as
+// that entry wrote it.
+func (s *Server) writtenMetadata(in *structs.VariableDecrypted, index uint64) structs.VariableMetadata {
+	m := in.VariableMetadata
+	m.CreateIndex, m.ModifyIndex = index, index
+	cur, err := s.fsm.State().VariableByPath(nil, in.Namespace, in.Path)
+	switch {
+	case err != nil:
+	case cur.ModifyIndex == index:
+		return cur.VariableMetadata
+	case cur.CreateIndex <= index:
+		m.CreateIndex, m.CreateTime = cur.CreateIndex, cur.CreateTime
+	}
+	return m
 }
 
 // Read returns one variable, decrypted; Data is nil if there is none.

@@ -13,30 +13,29 @@ import (
 // never sees an item in clear. The root keys' table holds metadata only.
 
 // ApplyVariable performs one variable write: set, check-and-set, delete
-// or check-and-set delete. A failed check writes nothing and answers the
-// conflict with the current variable (one holding only the namespace and
-// path when there is none).
-func (s *StateStore) ApplyVariable(index uint64, req *structs.VarApplyStateRequest) (*structs.VarApplyStateResponse, error) {
+// or check-and-set delete. A failed check writes nothing and returns a
+// *structs.VarConflictError holding the current variable (one with only
+// the namespace and path when there is none).
+func (s *StateStore) ApplyVariable(index uint64, req *structs.VarApplyStateRequest) error {
 	b := s.Batch()
 	defer b.Abort()
-	resp, err := b.ApplyVariable(index, req)
-	if err != nil {
-		return nil, err
+	if err := b.ApplyVariable(index, req); err != nil {
+		return err
 	}
-	return resp, b.Commit()
+	return b.Commit()
 }
 
 // ApplyVariable is StateStore.ApplyVariable within the batch.
-func (b *Batch) ApplyVariable(index uint64, req *structs.VarApplyStateRequest) (*structs.VarApplyStateResponse, error) {
+func (b *Batch) ApplyVariable(index uint64, req *structs.VarApplyStateRequest) error {
 	v := req.Var
 	if v == nil || v.Path == "" {
-		return nil, structs.NewError(structs.ErrCodeInvalid, "variable entry without a variable path")
+		return structs.NewError(structs.ErrCodeInvalid, "variable entry without a variable path")
 	}
 	v.Namespace = defaultNamespace(v.Namespace)
 	b.txn.t.begin(index)
 	raw, err := b.txn.first(TableVariables, v.Namespace, v.Path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var prev *structs.VariableEncrypted
 	if raw != nil {
@@ -45,24 +44,24 @@ func (b *Batch) ApplyVariable(index uint64, req *structs.VarApplyStateRequest) (
 	switch req.Op {
 	case structs.VarOpCAS, structs.VarOpDeleteCAS:
 		if c := casConflict(prev, v); c != nil {
-			return &structs.VarApplyStateResponse{Result: structs.VarOpResultConflict, Conflict: c}, nil
+			return &structs.VarConflictError{Conflict: c}
 		}
 	case structs.VarOpSet, structs.VarOpDelete:
 	default:
-		return nil, structs.NewError(structs.ErrCodeInvalid, "unknown variable operation %q", req.Op)
+		return structs.NewError(structs.ErrCodeInvalid, "unknown variable operation %q", req.Op)
 	}
 	if req.Op == structs.VarOpDelete || req.Op == structs.VarOpDeleteCAS {
 		if prev == nil {
-			return &structs.VarApplyStateResponse{Result: structs.VarOpResultOk}, nil
+			return nil
 		}
 		if err := b.txn.delete(TableVariables, prev); err != nil {
-			return nil, fmt.Errorf("state: deleting variable %s: %w", prev, err)
+			return fmt.Errorf("state: deleting variable %s: %w", prev, err)
 		}
 		b.txn.t.add(TableVariables)
-		return &structs.VarApplyStateResponse{Result: structs.VarOpResultOk}, nil
+		return nil
 	}
 	if len(v.Data) == 0 || v.KeyID == "" {
-		return nil, structs.NewError(structs.ErrCodeInvalid, "variable %s is not encrypted", v)
+		return structs.NewError(structs.ErrCodeInvalid, "variable %s is not encrypted", v)
 	}
 	row := *v
 	row.CreateIndex, row.ModifyIndex = index, index
@@ -70,11 +69,10 @@ func (b *Batch) ApplyVariable(index uint64, req *structs.VarApplyStateRequest) (
 		row.CreateIndex, row.CreateTime = prev.CreateIndex, prev.CreateTime
 	}
 	if err := b.txn.insert(TableVariables, &row); err != nil {
-		return nil, fmt.Errorf("state: inserting variable %s: %w", v, err)
+		return fmt.Errorf("state: inserting variable %s: %w", v, err)
 	}
 	b.txn.t.add(TableVariables)
-	meta := row.VariableMetadata
-	return &structs.VarApplyStateResponse{Result: structs.VarOpResultOk, Written: &meta}, nil
+	return nil
 }
 
 // casConflict returns the conflict of a check-and-set write of v (whose

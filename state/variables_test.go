@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -14,18 +15,37 @@ func encVar(ns, path string, modify uint64) *structs.VariableEncrypted {
 		ModifyIndex: modify, CreateTime: 10, ModifyTime: 20}, Data: []byte("sealed"), KeyID: "k1"}
 }
 
-func applyVar(t *testing.T, s *StateStore, index uint64, op structs.VarOp, v *structs.VariableEncrypted) *structs.VarApplyStateResponse {
+// varResult is what one variable write did: ok, or the conflict.
+type varResult struct {
+	ok       bool
+	conflict *structs.VariableEncrypted
+}
+
+func applyVar(t *testing.T, s *StateStore, index uint64, op structs.VarOp, v *structs.VariableEncrypted) varResult {
 	t.Helper()
-	resp, err := s.ApplyVariable(index, &structs.VarApplyStateRequest{Op: op, Var: v})
+	err := s.ApplyVariable(index, &structs.VarApplyStateRequest{Op: op, Var: v})
+	var ce *structs.VarConflictError
+	if errors.As(err, &ce) {
+		return varResult{conflict: ce.Conflict}
+	}
 	if err != nil {
 		t.Fatalf("apply %s %s: %v", op, v.Path, err)
 	}
-	return resp
+	return varResult{ok: true}
+}
+
+func stored(t *testing.T, s *StateStore, path string) *structs.VariableEncrypted {
+	t.Helper()
+	v, err := s.VariableByPath(nil, "default", path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return v
 }
 
 func TestVariablesSetAndCAS(t *testing.T) {
 	s, _ := NewStateStore()
-	if r := applyVar(t, s, 10, structs.VarOpSet, encVar("", "a/b", 0)); r.Result != structs.VarOpResultOk || r.Written.CreateIndex != 10 {
+	if r := applyVar(t, s, 10, structs.VarOpSet, encVar("", "a/b", 0)); !r.ok || stored(t, s, "a/b").CreateIndex != 10 {
 		t.Fatalf("set: %+v", r)
 	}
 	got, err := s.VariableByPath(nil, "default", "a/b")
@@ -34,43 +54,46 @@ func TestVariablesSetAndCAS(t *testing.T) {
 	}
 	// CAS 0 on an existing variable conflicts with it; nothing written.
 	r := applyVar(t, s, 11, structs.VarOpCAS, encVar("default", "a/b", 0))
-	if r.Result != structs.VarOpResultConflict || r.Conflict.ModifyIndex != 10 {
+	if r.ok || r.conflict.ModifyIndex != 10 {
 		t.Fatalf("cas 0: %+v", r)
 	}
 	// CAS with a stale index conflicts; with the right one it writes,
 	// keeping the create index and time.
-	if r := applyVar(t, s, 12, structs.VarOpCAS, encVar("default", "a/b", 9)); r.Result != structs.VarOpResultConflict {
+	if r := applyVar(t, s, 12, structs.VarOpCAS, encVar("default", "a/b", 9)); r.ok {
 		t.Fatalf("stale cas: %+v", r)
 	}
 	v := encVar("default", "a/b", 10)
 	v.CreateTime = 99
-	if r := applyVar(t, s, 13, structs.VarOpCAS, v); r.Result != structs.VarOpResultOk || r.Written.CreateIndex != 10 || r.Written.ModifyIndex != 13 || r.Written.CreateTime != 10 {
-		t.Fatalf("cas: %+v", r.Written)
+	if r := applyVar(t, s, 13, structs.VarOpCAS, v); !r.ok {
+		t.Fatalf("cas: %+v", r)
+	}
+	if w := stored(t, s, "a/b"); w.CreateIndex != 10 || w.ModifyIndex != 13 || w.CreateTime != 10 {
+		t.Fatalf("after cas: %+v", w)
 	}
 	// CAS on a missing variable with a non-zero index conflicts with an
 	// empty variable naming the path.
-	if r := applyVar(t, s, 14, structs.VarOpCAS, encVar("default", "none", 5)); r.Result != structs.VarOpResultConflict || r.Conflict.Path != "none" || r.Conflict.ModifyIndex != 0 {
+	if r := applyVar(t, s, 14, structs.VarOpCAS, encVar("default", "none", 5)); r.ok || r.conflict.Path != "none" || r.conflict.ModifyIndex != 0 {
 		t.Fatalf("cas missing: %+v", r)
 	}
 	if idx, _ := s.Index(TableVariables); idx != 13 {
 		t.Fatalf("table index %d, want 13 (conflicts write nothing)", idx)
 	}
 	// Delete-CAS with a stale index conflicts; with the right one deletes.
-	if r := applyVar(t, s, 15, structs.VarOpDeleteCAS, encVar("default", "a/b", 10)); r.Result != structs.VarOpResultConflict {
+	if r := applyVar(t, s, 15, structs.VarOpDeleteCAS, encVar("default", "a/b", 10)); r.ok {
 		t.Fatalf("stale delete-cas: %+v", r)
 	}
-	if r := applyVar(t, s, 16, structs.VarOpDeleteCAS, encVar("default", "a/b", 13)); r.Result != structs.VarOpResultOk {
+	if r := applyVar(t, s, 16, structs.VarOpDeleteCAS, encVar("default", "a/b", 13)); !r.ok {
 		t.Fatalf("delete-cas: %+v", r)
 	}
 	if _, err := s.VariableByPath(nil, "default", "a/b"); structs.CodeOf(err) != structs.ErrCodeNotFound {
 		t.Fatalf("after delete: %v", err)
 	}
 	// Deleting a missing variable succeeds, as in Nomad.
-	if r := applyVar(t, s, 17, structs.VarOpDelete, encVar("default", "a/b", 0)); r.Result != structs.VarOpResultOk {
+	if r := applyVar(t, s, 17, structs.VarOpDelete, encVar("default", "a/b", 0)); !r.ok {
 		t.Fatalf("delete missing: %+v", r)
 	}
 	// An unencrypted set is refused.
-	if _, err := s.ApplyVariable(18, &structs.VarApplyStateRequest{Op: structs.VarOpSet, Var: &structs.VariableEncrypted{VariableMetadata: structs.VariableMetadata{Path: "x"}}}); structs.CodeOf(err) != structs.ErrCodeInvalid {
+	if err := s.ApplyVariable(18, &structs.VarApplyStateRequest{Op: structs.VarOpSet, Var: &structs.VariableEncrypted{VariableMetadata: structs.VariableMetadata{Path: "x"}}}); structs.CodeOf(err) != structs.ErrCodeInvalid {
 		t.Fatalf("unencrypted set: %v", err)
 	}
 }

@@ -87,7 +87,7 @@ var notWireTypes = map[string]bool{
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
 	"AllocIndex":             true, // encoded only inside AllocIndexes, a map
-	"VarApplyStateResponse":  true, // an FSM result, in-process only
+	"VarConflictError":       true, // an FSM result, in-process only
 	"WorkloadIdentityClaims": true, // JSON inside a signed token
 }
 

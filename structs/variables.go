@@ -160,12 +160,16 @@ type VarApplyStateRequest struct {
 	WriteRequest
 }
 
-// VarApplyStateResponse is the FSM's result of a VarApplyStateRequest
-// (in-process only): the metadata written, or the conflicting variable.
-type VarApplyStateResponse struct {
-	Result   VarOpResult
+// VarConflictError is the FSM's refusal of a check-and-set variable
+// write or delete (the entry's result, in-process only): nothing was
+// written; Conflict is the variable as stored (only its namespace and
+// path when there is none).
+type VarConflictError struct {
 	Conflict *VariableEncrypted
-	Written  *VariableMetadata
+}
+
+func (e *VarConflictError) Error() string {
+	return fmt.Sprintf("cas error: variable %s is at modify index %d", &e.Conflict.VariableMetadata, e.Conflict.ModifyIndex)
 }
 
 // VariablesRekeyRequest is the Raft entry of one batch of a full
