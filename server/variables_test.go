@@ -254,6 +254,7 @@ func TestKeyringThreeServers(t *testing.T) {
 	}
 	c.Shutdown()
 	scanned := 0
+	holding := map[string]int{} // file name -> servers whose file holds a variable's path
 	for i := 0; i < 3; i++ {
 		dir := c.DataDir(i)
 		// Every server holds every key, fetched from its peers.
@@ -282,13 +283,18 @@ func TestKeyringThreeServers(t *testing.T) {
 			if bytes.Contains(buf, []byte("plaintext-secret-value")) {
 				t.Errorf("%s holds a variable's value in clear", path)
 			}
+			// The control: the paths (metadata, in clear) are there, so
+			// the files scanned do hold the variables.
+			if bytes.Contains(buf, []byte("nomad/jobs/appa")) {
+				holding[filepath.Base(path)]++
+			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if scanned < 6 {
-		t.Fatalf("scanned only %d files", scanned)
+	if scanned < 6 || holding["raft.db"] != 3 || holding["state.bin"] != 3 {
+		t.Fatalf("scanned %d files; files holding variables: %v (want raft.db and a snapshot's state.bin on each server)", scanned, holding)
 	}
 }
