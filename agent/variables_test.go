@@ -155,6 +155,7 @@ func TestVariablesACL(t *testing.T) {
     path "app/*" { capabilities = ["read", "write"] }
     path "app/locked" { capabilities = ["deny"] }
     path "shared/*" { capabilities = ["list"] }
+    path "drop/*" { capabilities = ["write"] }
   }
 }`}, nil); err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestVariablesACL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"app/locked", "shared/x", "other/y"} {
+	for _, p := range []string{"app/locked", "shared/x", "other/y", "drop/box"} {
 		if _, _, err := mgmt.Variables().Create(&nomad.Variable{Path: p, Items: nomad.VariableItems{"k": "v"}}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -194,6 +195,13 @@ func TestVariablesACL(t *testing.T) {
 	}
 	if _, err := user.Variables().Delete("app/db", nil); statusOf(err) != http.StatusForbidden {
 		t.Errorf("delete without destroy: %v, want 403", err)
+	}
+	// A conflict on a path the token may write but not read carries the
+	// variable's metadata without its items (Nomad's conflict-redacted).
+	var conflict nomad.ErrCASConflict
+	_, _, err = user.Variables().CheckedCreate(&nomad.Variable{Path: "drop/box", Items: nomad.VariableItems{"k": "new"}}, nil)
+	if !errors.As(err, &conflict) || conflict.Conflict.ModifyIndex == 0 || len(conflict.Conflict.Items) != 0 {
+		t.Errorf("redacted conflict: %v %+v", err, conflict.Conflict)
 	}
 	// The list shows only what the token may list.
 	list, _, err := user.Variables().List(nil)
