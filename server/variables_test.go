@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/server/rpctest"
 	"github.com/drover-project/drover/server/testcluster"
 	"github.com/drover-project/drover/structs"
 )
@@ -296,5 +299,38 @@ func TestKeyringThreeServers(t *testing.T) {
 	}
 	if scanned < 6 || holding["raft.db"] != 3 || holding["state.bin"] != 3 {
 		t.Fatalf("scanned %d files; files holding variables: %v (want raft.db and a snapshot's state.bin on each server)", scanned, holding)
+	}
+}
+
+// Over TLS with verify_server_hostname, the servers fetch each other's
+// keys (every server decrypts after a rotation), and Keyring.Get, the
+// fetch, is refused to a client and to a cli certificate.
+func TestTLSKeyringServerOnly(t *testing.T) {
+	ca, c, leader := tlsCluster(t)
+	waitKeyring(t, leader)
+	varApply(t, leader, structs.VarOpSet, "nomad/jobs/tls", 0, structs.VariableItems{"k": "v1"})
+	var rot structs.KeyringRotateRootKeyResponse
+	if err := leader.RPC("Keyring.Rotate", &structs.KeyringRotateRootKeyRequest{Full: true}, &rot); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Servers() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if v := varRead(t, s, "nomad/jobs/tls", true); v != nil && v.Items["k"] == "v1" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("server %s does not read the variable", s.RPCAddr())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, role := range []tlsutil.Role{tlsutil.RoleClient, tlsutil.RoleCLI} {
+		var resp structs.KeyringGetRootKeyResponse
+		err := rpctest.Pool(t, ca, role).RPC(leader.RPCAddr(), "Keyring.Get", &structs.KeyringGetRootKeyRequest{KeyID: rot.Key.KeyID}, &resp)
+		rpctest.WantDenied(t, fmt.Sprintf("Keyring.Get with a %v certificate", role), err)
+		if resp.Key != nil {
+			t.Fatalf("key material answered to a %s certificate", role)
+		}
 	}
 }

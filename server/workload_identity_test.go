@@ -99,6 +99,16 @@ func TestWorkloadIdentity(t *testing.T) {
 	if len(lr.Data) != 3 {
 		t.Errorf("identity lists %d variables, want its 3", len(lr.Data))
 	}
+	// Key material is for servers: not for an identity, a node's secret
+	// or no token.
+	active, _ := st.ActiveRootKeyMeta(nil)
+	for _, tok := range []string{wi, node.SecretID, ""} {
+		var kr structs.KeyringGetRootKeyResponse
+		err := s.RPC("Keyring.Get", &structs.KeyringGetRootKeyRequest{KeyID: active.KeyID, QueryOptions: structs.QueryOptions{AuthToken: tok}}, &kr)
+		if err == nil || kr.Key != nil {
+			t.Errorf("Keyring.Get with token %.12q: %v", tok, err)
+		}
+	}
 	// Not an ACL token: no job reads, no self.
 	var jresp structs.SingleJobResponse
 	if err := s.RPC("Job.GetJob", &structs.JobSpecificRequest{JobID: job.ID, QueryOptions: structs.QueryOptions{AuthToken: wi}}, &jresp); !isDenied(err) {
