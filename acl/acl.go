@@ -105,8 +105,14 @@ func globMatch(pattern, name string) bool {
 // ACL is the merged permissions of one token. It is immutable once built
 // and safe for concurrent use.
 type ACL struct {
-	management  bool
-	namespaces  namedRules
+	management bool
+	namespaces namedRules
+	// variables are the variables path rules by namespace name or glob
+	// (the namespace is chosen as for namespaces, then the path).
+	variables map[string]*namedRules
+	// workloadNS is, for a workload identity's ACL, its namespace, where
+	// it may read services.
+	workloadNS  string
 	hostVolumes namedRules
 	nodePools   namedRules
 	agent       string
@@ -134,6 +140,7 @@ func New(management bool, policies []*Policy) *ACL {
 	for _, p := range policies {
 		for _, ns := range p.Namespaces {
 			a.namespaces.add(ns.Name, ns.Capabilities)
+			a.addVariables(ns.Name, ns.Variables)
 		}
 		for _, hv := range p.HostVolumes {
 			a.hostVolumes.add(hv.Name, hv.Capabilities)
@@ -148,6 +155,9 @@ func New(management bool, policies []*Policy) *ACL {
 		a.plugin = maxLevel(a.plugin, p.Plugin)
 	}
 	a.namespaces.sort()
+	for _, r := range a.variables {
+		r.sort()
+	}
 	a.hostVolumes.sort()
 	a.nodePools.sort()
 	return a
@@ -261,4 +271,88 @@ func (a *ACL) AllowAllNamespaces(capability string) bool {
 		}
 	}
 	return true
+}
+
+func (a *ACL) addVariables(ns string, rules []*VariablesPathRule) {
+	if len(rules) == 0 {
+		return
+	}
+	if a.variables == nil {
+		a.variables = map[string]*namedRules{}
+	}
+	r := a.variables[ns]
+	if r == nil {
+		r = &namedRules{}
+		a.variables[ns] = r
+	}
+	for _, p := range rules {
+		r.add(p.PathSpec, p.Capabilities)
+	}
+}
+
+// variablesIn returns the variables rules that apply in namespace ns:
+// those of the rule named ns exactly, else of the most specific
+// namespace glob that matches it (Nomad's choice for namespaces).
+func (a *ACL) variablesIn(ns string) *namedRules {
+	if r, ok := a.variables[ns]; ok {
+		return r
+	}
+	var best *namedRules
+	bestDiff, bestPattern := 0, ""
+	for pattern, r := range a.variables {
+		if !strings.Contains(pattern, "*") || !globMatch(pattern, ns) {
+			continue
+		}
+		diff := len(ns) - len(pattern) + strings.Count(pattern, "*")
+		if best == nil || diff < bestDiff || (diff == bestDiff && pattern < bestPattern) {
+			best, bestDiff, bestPattern = r, diff, pattern
+		}
+	}
+	return best
+}
+
+// AllowVariableOperation reports whether capability (VariablesCapability*)
+// is granted on the variable at path in namespace ns: the path rule of
+// exactly that path, else the most specific matching path glob; deny in
+// it refuses everything.
+func (a *ACL) AllowVariableOperation(ns, path, capability string) bool {
+	if a.management {
+		return true
+	}
+	r := a.variablesIn(ns)
+	if r == nil {
+		return false
+	}
+	caps := r.lookup(path)
+	return caps != nil && !caps.denied() && caps.has(capability)
+}
+
+// AllowVariableSearch reports whether the ACL grants anything at all on
+// variables in namespace ns ("*": in any namespace): what a list needs
+// before its answer is filtered path by path.
+func (a *ACL) AllowVariableSearch(ns string) bool {
+	if a.management {
+		return true
+	}
+	if ns == "*" {
+		return len(a.variables) > 0
+	}
+	return a.variablesIn(ns) != nil
+}
+
+// NewWorkload is the ACL of a workload identity in namespace ns: read
+// and list on exactly the variable paths given (no globbing: a '*' in a
+// job name is a character), and reading services in ns. Nothing else.
+func NewWorkload(ns string, paths []string) *ACL {
+	r := &namedRules{exact: make(map[string]capabilitySet, len(paths))}
+	for _, p := range paths {
+		r.exact[p] = capabilitySet{VariablesCapabilityRead: {}, VariablesCapabilityList: {}}
+	}
+	return &ACL{variables: map[string]*namedRules{ns: r}, workloadNS: ns}
+}
+
+// AllowServiceRead reports whether services in ns may be read: read-job
+// in ns, or a workload identity of ns.
+func (a *ACL) AllowServiceRead(ns string) bool {
+	return (a.workloadNS != "" && a.workloadNS == ns) || a.AllowNamespaceOperation(ns, NamespaceCapabilityReadJob)
 }

@@ -100,6 +100,19 @@ var (
 	}
 )
 
+// Variables capabilities (a namespace's `variables { path "..." { ... } }`),
+// Nomad's names. read implies list, as in Nomad; deny overrides the rest.
+const (
+	VariablesCapabilityDeny    = "deny"
+	VariablesCapabilityRead    = "read"
+	VariablesCapabilityList    = "list"
+	VariablesCapabilityWrite   = "write"
+	VariablesCapabilityDestroy = "destroy"
+)
+
+var variablesCapabilities = []string{VariablesCapabilityDeny, VariablesCapabilityRead,
+	VariablesCapabilityList, VariablesCapabilityWrite, VariablesCapabilityDestroy}
+
 // Names a rule may be keyed by: letters, digits, '-' and the glob '*'
 // (node pools also '_'), at most 128 characters, as in Nomad.
 var (
@@ -127,6 +140,16 @@ type NamespaceRule struct {
 	Name         string
 	Policy       string
 	Capabilities []string
+	// Variables are the rules of the namespace's variables block, by
+	// path or path glob (nil: no block).
+	Variables []*VariablesPathRule
+}
+
+// VariablesPathRule is a `path "<path or glob>" { capabilities = [...] }`
+// block inside a namespace's variables block.
+type VariablesPathRule struct {
+	PathSpec     string
+	Capabilities []string
 }
 
 // NamedRule is a `host_volume` or `node_pool` block, expanded like a
@@ -147,9 +170,7 @@ func (p *Policy) IsEmpty() bool {
 // unsupportedBlocks are parts of Nomad's policy language Drover has no
 // objects for; a policy that uses one is refused by name rather than
 // stored and silently ignored.
-var unsupportedBlocks = map[string]string{
-	"variables": "variables (namespace \"...\" { variables { ... } })",
-}
+var unsupportedBlocks = map[string]string{}
 
 // The policy language's schema. Unknown blocks and attributes are found
 // by hand so that Nomad features Drover lacks get a clear message.
@@ -164,7 +185,9 @@ var (
 		Attributes: []hcl.AttributeSchema{{Name: "policy"}, {Name: "capabilities"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "variables"}},
 	}
-	levelSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "policy"}}}
+	levelSchema     = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "policy"}}}
+	variablesSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "path", LabelNames: []string{"path"}}}}
+	pathSchema      = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "capabilities", Required: true}}}
 )
 
 // Parse reads a policy's rules in Nomad's policy language: HCL, or JSON
@@ -248,7 +271,14 @@ func decodeNamespace(b *hcl.Block) (*NamespaceRule, error) {
 		return nil, unknownOrError(diags)
 	}
 	for _, vb := range content.Blocks {
-		return nil, fmt.Errorf("%s: Drover does not support %s", vb.DefRange, unsupportedBlocks[vb.Type])
+		if r.Variables != nil {
+			return nil, fmt.Errorf("namespace %q: only one variables block is allowed", r.Name)
+		}
+		vars, err := decodeVariables(r.Name, vb)
+		if err != nil {
+			return nil, err
+		}
+		r.Variables = vars
 	}
 	var err error
 	if r.Policy, r.Capabilities, err = decodeAttrs(content); err != nil {
@@ -264,6 +294,53 @@ func decodeNamespace(b *hcl.Block) (*NamespaceRule, error) {
 	}
 	r.Capabilities = append(r.Capabilities, expandNamespacePolicy(r.Policy)...)
 	return r, nil
+}
+
+// decodeVariables reads a namespace's variables block, expanding each
+// path's capabilities as Nomad does (read adds list; deny is alone).
+func decodeVariables(ns string, b *hcl.Block) ([]*VariablesPathRule, error) {
+	content, diags := b.Body.Content(variablesSchema)
+	if diags.HasErrors() {
+		return nil, unknownOrError(diags)
+	}
+	if len(content.Blocks) == 0 {
+		return nil, fmt.Errorf("Invalid variable policy: no variable paths in namespace %s", ns)
+	}
+	out := make([]*VariablesPathRule, 0, len(content.Blocks))
+	for _, pb := range content.Blocks {
+		r := &VariablesPathRule{PathSpec: pb.Labels[0]}
+		if r.PathSpec == "" {
+			return nil, fmt.Errorf("Invalid missing variable path in namespace %s", ns)
+		}
+		if strings.HasPrefix(r.PathSpec, "/") {
+			return nil, fmt.Errorf("Invalid variable path %q in namespace %s: cannot start with a leading '/'", r.PathSpec, ns)
+		}
+		pc, diags := pb.Body.Content(pathSchema)
+		if diags.HasErrors() {
+			return nil, unknownOrError(diags)
+		}
+		if d := gohcl.DecodeExpression(pc.Attributes["capabilities"].Expr, nil, &r.Capabilities); d.HasErrors() {
+			return nil, fmt.Errorf("variables path %q in namespace %s: capabilities: %s", r.PathSpec, ns, d.Error())
+		}
+		for _, c := range r.Capabilities {
+			if !slices.Contains(variablesCapabilities, c) {
+				return nil, fmt.Errorf("Invalid variable capability '%s' in namespace %s", c, ns)
+			}
+		}
+		r.Capabilities = expandVariablesCapabilities(r.Capabilities)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func expandVariablesCapabilities(caps []string) []string {
+	if slices.Contains(caps, VariablesCapabilityDeny) {
+		return []string{VariablesCapabilityDeny}
+	}
+	if slices.Contains(caps, VariablesCapabilityRead) && !slices.Contains(caps, VariablesCapabilityList) {
+		caps = append(caps, VariablesCapabilityList)
+	}
+	return caps
 }
 
 func decodeNamed(b *hcl.Block) (*NamedRule, error) {

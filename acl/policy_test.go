@@ -71,12 +71,36 @@ node_pool "batch_pool" { policy = "read" }`, check: func(t *testing.T, p *Policy
 				t.Errorf("json: %+v", p)
 			}
 		}},
-		{name: "variables refused", rules: `namespace "default" {
+		{name: "variables", rules: `namespace "default" {
   policy = "read"
   variables {
     path "*" { capabilities = ["read"] }
+    path "secret/*" { capabilities = ["deny", "read"] }
   }
-}`, wantErr: "Drover does not support variables"},
+}`, check: func(t *testing.T, p *Policy) {
+			v := p.Namespaces[0].Variables
+			if len(v) != 2 || !slices.Equal(v[0].Capabilities, []string{"read", "list"}) || !slices.Equal(v[1].Capabilities, []string{"deny"}) {
+				t.Errorf("variables: %+v %+v", v[0], v[1])
+			}
+		}},
+		{name: "variables json", rules: `{"namespace": {"default": {"variables": {"path": {"a/*": {"capabilities": ["write"]}}}}}}`, check: func(t *testing.T, p *Policy) {
+			if v := p.Namespaces[0].Variables; len(v) != 1 || v[0].PathSpec != "a/*" || v[0].Capabilities[0] != "write" {
+				t.Errorf("variables json: %+v", p.Namespaces[0])
+			}
+		}},
+		{name: "variables bad capability", rules: `namespace "default" {
+  variables {
+    path "*" { capabilities = ["submit-job"] }
+  }
+}`, wantErr: "Invalid variable capability 'submit-job'"},
+		{name: "variables leading slash", rules: `namespace "default" {
+  variables {
+    path "/a" { capabilities = ["read"] }
+  }
+}`, wantErr: "cannot start with a leading '/'"},
+		{name: "variables without paths", rules: `namespace "default" {
+  variables {}
+}`, wantErr: "no variable paths"},
 		{name: "empty", rules: ``, wantErr: "grants nothing"},
 		{name: "bad level", rules: `namespace "default" { policy = "admin" }`, wantErr: `Invalid namespace policy "admin"`},
 		{name: "scale outside namespace", rules: `node { policy = "scale" }`, wantErr: `Invalid node policy: "scale"`},
@@ -199,5 +223,75 @@ func TestParseBounded(t *testing.T) {
 	deepJSON := strings.Repeat(`{"namespace":`, 200) + "1" + strings.Repeat("}", 200)
 	if _, err := Parse("deep.json", deepJSON); err == nil {
 		t.Fatal("deep JSON policy parsed")
+	}
+}
+
+func TestVariablesPaths(t *testing.T) {
+	a := mustACL(t, `
+namespace "default" {
+  variables {
+    path "*" { capabilities = ["list"] }
+    path "app/*" { capabilities = ["read", "write"] }
+    path "app/secret" { capabilities = ["deny"] }
+  }
+}
+namespace "prod-*" {
+  variables {
+    path "nomad/jobs/*" { capabilities = ["destroy"] }
+  }
+}
+`)
+	cases := []struct {
+		ns, path, capability string
+		want                 bool
+	}{
+		{"default", "x", "list", true},
+		{"default", "x", "read", false},
+		{"default", "app/db", "read", true},
+		{"default", "app/db", "list", true}, // read implies list
+		{"default", "app/db", "write", true},
+		{"default", "app/db", "destroy", false},
+		{"default", "app/secret", "read", false}, // exact deny
+		{"default", "app/secret", "list", false},
+		{"prod-web", "nomad/jobs/web", "destroy", true},
+		{"prod-web", "other", "list", false},
+		{"dev", "x", "list", false}, // no rule for the namespace
+	}
+	for _, tc := range cases {
+		if got := a.AllowVariableOperation(tc.ns, tc.path, tc.capability); got != tc.want {
+			t.Errorf("AllowVariableOperation(%q, %q, %q) = %v, want %v", tc.ns, tc.path, tc.capability, got, tc.want)
+		}
+	}
+	if !a.AllowVariableSearch("prod-x") || a.AllowVariableSearch("dev") || !a.AllowVariableSearch("*") {
+		t.Error("AllowVariableSearch")
+	}
+	if !ManagementACL.AllowVariableOperation("any", "thing", "write") || DenyAll.AllowVariableOperation("default", "x", "list") {
+		t.Error("management or deny-all")
+	}
+}
+
+func TestWorkloadACL(t *testing.T) {
+	a := NewWorkload("prod", []string{"nomad/jobs/w*b", "nomad/jobs/w*b/g"})
+	cases := []struct {
+		ns, path, capability string
+		want                 bool
+	}{
+		{"prod", "nomad/jobs/w*b", "read", true},
+		{"prod", "nomad/jobs/w*b/g", "list", true},
+		{"prod", "nomad/jobs/web", "read", false}, // '*' is not a glob here
+		{"prod", "nomad/jobs/w*b", "write", false},
+		{"prod", "nomad/jobs/w*b", "destroy", false},
+		{"default", "nomad/jobs/w*b", "read", false},
+	}
+	for _, tc := range cases {
+		if got := a.AllowVariableOperation(tc.ns, tc.path, tc.capability); got != tc.want {
+			t.Errorf("AllowVariableOperation(%q, %q, %q) = %v, want %v", tc.ns, tc.path, tc.capability, got, tc.want)
+		}
+	}
+	if !a.AllowServiceRead("prod") || a.AllowServiceRead("default") || a.AllowNamespaceOperation("prod", "read-job") || a.IsManagement() {
+		t.Error("workload ACL grants the wrong namespace rights")
+	}
+	if DenyAll.AllowServiceRead("default") || !ManagementACL.AllowServiceRead("x") {
+		t.Error("AllowServiceRead")
 	}
 }

@@ -75,6 +75,7 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/client/fs/logs/{alloc}", h.clientLogs)
 
 	h.registerACL(handle)
+	h.registerVariables(handle)
 
 	if cfg.EnableDebug {
 		if cfg.ACL.Enabled {
@@ -138,8 +139,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/plugin/", "CSI plugins"},
 	{"/v1/services", "services"},
 	{"/v1/service/", "services"},
-	{"/v1/vars", "variables"},
-	{"/v1/var/", "variables"},
 	{"/v1/event/stream", "the event stream"},
 	{"/v1/search", "search"},
 	{"/v1/search/", "search"},
@@ -151,7 +150,7 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/operator/autopilot/", "autopilot"},
 	{"/v1/operator/scheduler/configuration", "scheduler configuration"},
 	{"/v1/operator/license", "licensing"},
-	{"/v1/operator/keyring/", "the keyring"},
+	{"/v1/operator/keyring/", "this keyring endpoint (Drover lists and rotates root keys only)"},
 	{"/v1/operator/raft/transfer-leadership", "leadership transfer"},
 	{"/v1/agent/join", "joining over HTTP (use retry_join)"},
 	{"/v1/agent/force-leave", "force-leave"},

@@ -173,6 +173,73 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 		{name: "filter expressions refused", method: "GET", target: "/v1/jobs?filter=Status%3D%3D%22running%22",
 			wantCode: 501, wantBody: "Drover does not support filter expressions"},
 		{name: "bad per_page", method: "GET", target: "/v1/jobs?per_page=x", wantCode: 400, wantBody: "Invalid per_page"},
+
+		{name: "vars list", method: "GET", target: "/v1/vars?prefix=nomad/&namespace=prod", rpc: "Variables.List",
+			reply: func(r any) {
+				r.(*structs.VariablesListResponse).Data = []*structs.VariableMetadata{{Namespace: "prod", Path: "nomad/jobs/a", ModifyIndex: 4}}
+			},
+			wantCode: 200, wantBody: `[{"Namespace":"prod","Path":"nomad/jobs/a","CreateIndex":0,"CreateTime":0,"ModifyIndex":4,"ModifyTime":0}]`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.VariablesListRequest); a.Prefix != "nomad/" || a.Namespace != "prod" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "vars list empty", method: "GET", target: "/v1/vars", rpc: "Variables.List", wantCode: 200, wantBody: `[]`},
+		{name: "var get", method: "GET", target: "/v1/var/nomad/jobs/web", rpc: "Variables.Read",
+			reply: func(r any) {
+				r.(*structs.VariablesReadResponse).Data = &structs.VariableDecrypted{VariableMetadata: structs.VariableMetadata{Path: "nomad/jobs/web"}, Items: structs.VariableItems{"k": "v"}}
+			},
+			wantCode: 200, wantBody: `"Items":{"k":"v"}`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.VariablesReadRequest); a.Path != "nomad/jobs/web" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "var get missing", method: "GET", target: "/v1/var/x", rpc: "Variables.Read", wantCode: 404, wantBody: "variable not found"},
+		{name: "var put cas", method: "PUT", target: "/v1/var/a/b?cas=7", body: `{"Items":{"k":"v"}}`, rpc: "Variables.Apply",
+			reply: func(r any) {
+				out := r.(*structs.VariablesApplyResponse)
+				out.Result, out.Output = structs.VarOpResultOk, &structs.VariableDecrypted{VariableMetadata: structs.VariableMetadata{Path: "a/b", ModifyIndex: 9}}
+			},
+			wantCode: 200, wantBody: `"ModifyIndex":9`,
+			check: func(t *testing.T, args any) {
+				a := args.(*structs.VariablesApplyRequest)
+				if a.Op != structs.VarOpCAS || a.Var.ModifyIndex != 7 || a.Var.Path != "a/b" || a.Var.Items["k"] != "v" {
+					t.Fatalf("args = %+v %+v", a, a.Var)
+				}
+			}},
+		{name: "var put conflict", method: "PUT", target: "/v1/var/a?cas=0", body: `{"Items":{"k":"v"}}`, rpc: "Variables.Apply",
+			reply: func(r any) {
+				out := r.(*structs.VariablesApplyResponse)
+				out.Result, out.Conflict = structs.VarOpResultConflict, &structs.VariableDecrypted{VariableMetadata: structs.VariableMetadata{Path: "a", ModifyIndex: 3}}
+			},
+			wantCode: 409, wantBody: `"ModifyIndex":3`},
+		{name: "var put without items", method: "PUT", target: "/v1/var/a", body: `{}`, wantCode: 400, wantBody: "variable missing required Items object"},
+		{name: "var put bad cas", method: "PUT", target: "/v1/var/a?cas=x", body: `{"Items":{"k":"v"}}`, wantCode: 400, wantBody: "can not parse cas"},
+		{name: "var lock refused", method: "PUT", target: "/v1/var/a?lock-acquire", body: `{"Items":{"k":"v"}}`, wantCode: 501, wantBody: "Drover does not support variable locks"},
+		{name: "var lock body refused", method: "PUT", target: "/v1/var/a", body: `{"Items":{"k":"v"},"Lock":{"TTL":"10s"}}`, wantCode: 501, wantBody: "Drover does not support variable locks"},
+		{name: "var delete", method: "DELETE", target: "/v1/var/a?cas=4", rpc: "Variables.Apply",
+			reply:    func(r any) { r.(*structs.VariablesApplyResponse).Result = structs.VarOpResultOk },
+			wantCode: 204,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.VariablesApplyRequest); a.Op != structs.VarOpDeleteCAS || a.Var.ModifyIndex != 4 {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "keyring list", method: "GET", target: "/v1/operator/keyring/keys", rpc: "Keyring.ListRootKeyMeta",
+			reply: func(r any) {
+				r.(*structs.KeyringListRootKeyMetaResponse).Keys = []*structs.RootKeyMeta{{KeyID: "k1", State: "active"}}
+			},
+			wantCode: 200, wantBody: `"KeyID":"k1"`},
+		{name: "keyring rotate", method: "PUT", target: "/v1/operator/keyring/rotate?full=true", rpc: "Keyring.Rotate",
+			reply:    func(r any) { r.(*structs.KeyringRotateRootKeyResponse).Key = &structs.RootKeyMeta{KeyID: "k2"} },
+			wantCode: 200, wantBody: `{"Key":{"KeyID":"k2"`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.KeyringRotateRootKeyRequest); !a.Full {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "keyring delete refused", method: "DELETE", target: "/v1/operator/keyring/key/k1", wantCode: 501, wantBody: "Drover does not support this keyring endpoint"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

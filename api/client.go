@@ -20,6 +20,10 @@ const DefaultAddress = "http://127.0.0.1:4646"
 // maxErrorBody bounds how much of an error response is kept.
 const maxErrorBody = 64 << 10
 
+// maxConflictBody bounds a 409's body, which may hold a whole variable
+// (items up to 64 KiB, JSON-escaped).
+const maxConflictBody = 1 << 20
+
 // AddressFromEnv returns DROVER_ADDR, else NOMAD_ADDR, else
 // DefaultAddress. getenv is os.Getenv outside tests.
 func AddressFromEnv(getenv func(string) string) string {
@@ -224,7 +228,11 @@ func (c *Client) doRaw(ctx context.Context, method, path string, params url.Valu
 		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		limit := int64(maxErrorBody)
+		if resp.StatusCode == http.StatusConflict {
+			limit = maxConflictBody // a variable write's conflict carries the variable
+		}
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
 		resp.Body.Close()
 		return nil, &StatusError{Code: resp.StatusCode, Body: string(msg)}
 	}

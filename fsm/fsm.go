@@ -236,6 +236,12 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyACLTokenBootstrap(b, buf[1:], log.Index)
 	case structs.ACLClusterSecretRequestType:
 		return f.applyACLClusterSecret(b, buf[1:], log.Index)
+	case structs.VarApplyStateRequestType:
+		return f.applyVarApplyState(b, buf[1:], log.Index)
+	case structs.VariablesRekeyRequestType:
+		return f.applyVariablesRekey(b, buf[1:], log.Index)
+	case structs.RootKeyMetaUpsertRequestType:
+		return f.applyRootKeyMetaUpsert(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

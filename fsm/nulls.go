@@ -44,6 +44,8 @@ func checkNulls(req any) error {
 		nulls(&errs, "Evals", r.Evals)
 	case *structs.AllocUpdateDesiredTransitionRequest:
 		nulls(&errs, "Evals", r.Evals)
+	case *structs.VariablesRekeyRequest:
+		nulls(&errs, "Vars", r.Vars)
 	}
 	return errs.err()
 }

@@ -52,6 +52,8 @@ const (
 	recACLPolicy
 	recACLToken
 	recACLCluster
+	recVariable
+	recRootKeyMeta
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

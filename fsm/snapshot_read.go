@@ -309,6 +309,10 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.ACLToken)
 		case recACLCluster:
 			d.v = new(structs.ACLClusterSecret)
+		case recVariable:
+			d.v = new(structs.VariableEncrypted)
+		case recRootKeyMeta:
+			d.v = new(structs.RootKeyMeta)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -375,6 +379,10 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.ACLTokenRestore(v)
 	case *structs.ACLClusterSecret:
 		return in.restore.ACLClusterSecretRestore(v)
+	case *structs.VariableEncrypted:
+		return in.restore.VariableRestore(v)
+	case *structs.RootKeyMeta:
+		return in.restore.RootKeyMetaRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

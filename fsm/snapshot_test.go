@@ -84,6 +84,15 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 						Events: []*structs.TaskEvent{{Type: structs.TaskStarted, Time: 1700000004, Details: map[string]string{"a": "b"}}}}})}}, nil))
 		}
 	}
+	// Two root keys (the second active) and variables in two namespaces.
+	must(t, store.UpsertRootKeyMeta(next(), &structs.RootKeyMeta{KeyID: "k1", Algorithm: structs.EncryptionAlgorithmAES256GCM, CreateTime: 1}))
+	must(t, store.UpsertRootKeyMeta(next(), &structs.RootKeyMeta{KeyID: "k2", Algorithm: structs.EncryptionAlgorithmAES256GCM, CreateTime: 2}))
+	for i, ns := range []string{"default", "prod", "default"} {
+		err := store.ApplyVariable(next(), &structs.VarApplyStateRequest{Op: structs.VarOpSet, Var: &structs.VariableEncrypted{
+			VariableMetadata: structs.VariableMetadata{Namespace: ns, Path: fmt.Sprintf("nomad/jobs/j%d", i), CreateTime: 5, ModifyTime: 6},
+			Data:             []byte{1, 2, 3, byte(i)}, KeyID: "k2"}})
+		must(t, err)
+	}
 	return index
 }
 
@@ -119,6 +128,10 @@ func tables(s *state.StateStore) (map[string]any, error) {
 		err = errors.Join(err, e)
 	}
 	out[state.TableACLCluster] = v9
+	v10, e := s.Variables(nil, "*", "")
+	read(state.TableVariables, v10, e)
+	v11, e := s.RootKeyMetas(nil)
+	read(state.TableRootKeys, v11, e)
 	return out, err
 }
 

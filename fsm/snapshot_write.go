@@ -174,6 +174,26 @@ func appendACLRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	if secret != nil {
 		rows = append(rows, row{t: recACLCluster, v: secret})
 	}
+	return appendVariableRows(snap, rows)
+}
+
+// appendVariableRows adds the variables (encrypted, as stored) and the
+// root keys' metadata (never their material).
+func appendVariableRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
+	vars, err := snap.Variables(nil, "*", "")
+	if err != nil {
+		return nil, err
+	}
+	keys, err := snap.RootKeyMetas(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vars {
+		rows = append(rows, row{t: recVariable, v: v})
+	}
+	for _, k := range keys {
+		rows = append(rows, row{t: recRootKeyMeta, v: k})
+	}
 	return rows, nil
 }
 

@@ -50,7 +50,29 @@ func DecodeAPIJob(path string, v map[string]any) (*structs.Job, error) {
 		}
 		return nil, &structs.ValidationError{Errors: []structs.FieldError{{Field: path, Message: err.Error()}}}
 	}
+	if errs := unsupportedValues(path, job); len(errs) > 0 {
+		return nil, &structs.ValidationError{Errors: errs}
+	}
 	return job, nil
+}
+
+// unsupportedValues refuses, by name, values of modelled fields that ask
+// for what Drover does not do: a named (alternate) workload identity.
+func unsupportedValues(path string, job *structs.Job) []structs.FieldError {
+	var errs []structs.FieldError
+	for i, tg := range job.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		for k, t := range tg.Tasks {
+			if t != nil && t.Identity != nil && t.Identity.Name != "" && t.Identity.Name != structs.WorkloadIdentityDefaultName {
+				errs = append(errs, structs.FieldError{
+					Field:   fmt.Sprintf("%s.TaskGroups[%d].Tasks[%d].Identity.Name", path, i, k),
+					Message: unsupportedPrefix + "named workload identities (only the default identity)"})
+			}
+		}
+	}
+	return errs
 }
 
 // DecodeAPIJobBytes decodes src, a JSON job object, with DecodeAPIJob.

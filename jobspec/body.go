@@ -29,7 +29,8 @@ var nomadOnly = map[string][]string{
 		"max_client_disconnect", "scaling", "consul", "prevent_reschedule_on_lost", "vault"},
 	"task": {"lifecycle", "affinity", "service", "restart", "logs", "artifact", "vault", "consul",
 		"template", "dispatch_payload", "volume_mount", "csi_plugin", "shutdown_delay", "kind",
-		"scaling", "secret", "identity", "action", "schedule"},
+		"scaling", "secret", "action", "schedule"},
+	"identity":  {"aud", "change_mode", "change_signal", "filepath", "service_name", "ttl", "extra_claims"},
 	"resources": {"memory_max", "network", "device", "numa", "secrets", "iops"},
 	"restart":   {"render_templates"},
 	// Nomad's parser reads these two and then drops them; Drover refuses

@@ -24,8 +24,9 @@ var (
 		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta"}}
 	taskSpec = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
-		blocks: []string{"config", "env", "meta", "resources", "constraint"}}
+		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity"}}
 	resourcesSpec  = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "cores", "disk"}}
+	identitySpec   = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
 	constraintSpec = &bodySpec{what: "constraint", attrs: []string{"attribute", "operator", "value",
 		"distinct_hosts", "distinct_property", "regexp", "version", "semver",
 		"set_contains", "set_contains_all", "set_contains_any"}}
@@ -185,7 +186,36 @@ func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
 	if b := d.single(blocks["resources"], "task"); b != nil {
 		t.Resources = d.resources(b)
 	}
+	t.Identity = d.identity(blocks["identity"])
 	return t
+}
+
+// identity decodes a task's default identity block. A named one (an
+// alternate identity in Nomad) is refused by name.
+func (d *decoder) identity(blocks []*hclsyntax.Block) *structs.WorkloadIdentity {
+	var defaults []*hclsyntax.Block
+	for _, b := range blocks {
+		if a := b.Body.Attributes["name"]; a != nil {
+			var name string
+			d.str(map[string]*hclsyntax.Attribute{"name": a}, "name", &name)
+			if name != "" && name != structs.WorkloadIdentityDefaultName {
+				d.add(diagAt(a.NameRange, "Unsupported block type",
+					"Drover does not support named workload identities (identity %q); only the default identity block", name))
+				continue
+			}
+		}
+		defaults = append(defaults, b)
+	}
+	b := d.single(defaults, "task")
+	if b == nil {
+		return nil
+	}
+	id := &structs.WorkloadIdentity{}
+	attrs, _ := d.content(b.Body, identitySpec)
+	d.str(attrs, "name", &id.Name)
+	d.boolean(attrs, "env", &id.Env)
+	d.boolean(attrs, "file", &id.File)
+	return id
 }
 
 func (d *decoder) resources(blk *hclsyntax.Block) *structs.Resources {

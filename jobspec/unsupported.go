@@ -65,8 +65,7 @@ var unsupportedFeatures = map[string]string{
 	"task.kind":            "task kinds (Consul Connect)",
 	"task.scalingpolicies": "task scaling policies",
 	"task.secrets":         "secret blocks",
-	"task.identity":        "workload identities",
-	"task.identities":      "workload identities",
+	"task.identities":      "named workload identities (only the default identity block)",
 	"task.actions":         "task actions",
 	"task.schedule":        "task schedules",
 
@@ -78,6 +77,14 @@ var unsupportedFeatures = map[string]string{
 	"resources.iops":        "IOPS",
 
 	"restartpolicy.rendertemplates": "render_templates (templates)",
+
+	"workloadidentity.audience":     "identity audiences (aud)",
+	"workloadidentity.changemode":   "identity change_mode (identities are not renewed)",
+	"workloadidentity.changesignal": "identity change_signal (identities are not renewed)",
+	"workloadidentity.filepath":     "identity filepath (the file is secrets/nomad_token)",
+	"workloadidentity.servicename":  "service identities",
+	"workloadidentity.ttl":          "identity TTLs (identities are not renewed)",
+	"workloadidentity.extraclaims":  "extra identity claims",
 
 	"jobregisterhttprequest.preservecounts":    "keeping the running counts on job run (-preserve-counts)",
 	"jobregisterhttprequest.preserveresources": "keeping the running resources on job run (-preserve-resources)",

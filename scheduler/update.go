@@ -62,8 +62,19 @@ func taskChange(a, b *structs.Task) string {
 		return "config"
 	case !maps.Equal(a.Env, b.Env):
 		return "env"
+	case identityExposure(a.Identity) != identityExposure(b.Identity):
+		return "identity"
 	}
 	return resourcesChange(a.Resources, b.Resources)
+}
+
+// identityExposure is how a task is handed its workload identity (the
+// environment and the secrets file change with it).
+func identityExposure(id *structs.WorkloadIdentity) [2]bool {
+	if id == nil {
+		return [2]bool{}
+	}
+	return [2]bool{id.Env, id.File}
 }
 
 // resourcesChange compares every resource Drover asks for; nil reads as

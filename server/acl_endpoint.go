@@ -139,6 +139,8 @@ func ownPolicies(id *aclIdentity) (all bool, names []string) {
 	switch {
 	case id.acl.IsManagement():
 		return true, nil
+	case id.claims != nil:
+		return false, nil // a workload identity has no policies
 	case id.token == nil:
 		return false, []string{structs.AnonymousPolicyName}
 	}
@@ -383,8 +385,9 @@ func (a *ACL) WhoAmI(args *structs.GenericRequest, reply *structs.SingleACLToken
 		return err
 	}
 	switch {
-	case id.internal:
-		return structs.ErrPermissionDenied // the cluster secret is no token
+	case id.internal, id.claims != nil:
+		// The cluster secret and workload identities are no ACL tokens.
+		return structs.ErrPermissionDenied
 	case id.token == nil:
 		reply.Token = anonymousToken()
 	default:

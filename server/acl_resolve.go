@@ -21,6 +21,8 @@ type aclIdentity struct {
 	// unknown: a non-empty secret that matches no token (it may be a
 	// node's SecretID, which the node-secret check judges).
 	unknown bool
+	// claims are set for a workload identity (workload_identity.go).
+	claims *structs.WorkloadIdentityClaims
 }
 
 // aclCacheMax bounds the resolution cache; when full it starts over.
@@ -76,6 +78,10 @@ func isClusterSecret(c *structs.ACLClusterSecret, secret string, now time.Time) 
 // resolveToken resolves a request's secret on this server's own state.
 // The empty secret is the anonymous token.
 func (s *Server) resolveToken(secret string) (*aclIdentity, error) {
+	if looksLikeJWT(secret) {
+		// Not cached: its allocation's state decides, on every call.
+		return s.resolveWorkloadIdentity(secret)
+	}
 	st := s.fsm.State()
 	pIdx, err := st.Index(state.TableACLPolicies)
 	if err != nil {

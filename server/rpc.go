@@ -28,15 +28,17 @@ const (
 // decoded from the wire are private to the call.
 func (s *Server) endpoints(inproc bool) map[string]any {
 	return map[string]any{
-		"Status":   &Status{srv: s},
-		"Job":      &Job{srv: s, inproc: inproc},
-		"Node":     &Node{srv: s},
-		"Eval":     &Eval{srv: s},
-		"Plan":     &Plan{srv: s, inproc: inproc},
-		"Alloc":    &Alloc{srv: s},
-		"System":   &System{srv: s},
-		"Operator": &Operator{srv: s},
-		"ACL":      &ACL{srv: s},
+		"Status":    &Status{srv: s},
+		"Job":       &Job{srv: s, inproc: inproc},
+		"Node":      &Node{srv: s},
+		"Eval":      &Eval{srv: s},
+		"Plan":      &Plan{srv: s, inproc: inproc},
+		"Alloc":     &Alloc{srv: s},
+		"System":    &System{srv: s},
+		"Operator":  &Operator{srv: s},
+		"ACL":       &ACL{srv: s},
+		"Variables": &Variables{srv: s},
+		"Keyring":   &Keyring{srv: s},
 	}
 }
 

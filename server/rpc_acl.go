@@ -99,6 +99,8 @@ var rpcACLRules = map[string]aclRule{
 	"Alloc.GetAllocs": {class: aclNodeSecret},
 	"Alloc.List":      {allow: nsCap(acl.NamespaceCapabilityReadJob)},
 	"Alloc.Stop":      {allow: allocLifecycle},
+	// A client agent's tasks' workload identities (its node's secret).
+	"Alloc.SignIdentities": {class: aclNodeSecret},
 
 	// Garbage collection and snapshots need a management token, as in
 	// Nomad.
@@ -125,6 +127,21 @@ var rpcACLRules = map[string]aclRule{
 	"ACL.ResolveToken":   {allow: anyToken},
 	// Rotating the servers' internal credential: management only.
 	"ACL.RotateClusterSecret": {allow: management},
+
+	// Variables: the capabilities of the namespace's variables rules on
+	// the path (workload identities: their job's paths). A list needs a
+	// variables rule in the namespace and shows only the paths it may
+	// list; a conflict's items are shown only to a caller who may read
+	// them.
+	"Variables.Apply": {allow: variableApplyAllowed, filter: variableConflictFilter},
+	"Variables.Read":  {allow: variableReadAllowed},
+	"Variables.List":  {allow: variableListAllowed, filter: variableListFilter},
+
+	// The keyring: management tokens, as in Nomad; a key's material
+	// only to servers.
+	"Keyring.ListRootKeyMeta": {allow: management},
+	"Keyring.Rotate":          {allow: management},
+	"Keyring.Get":             {class: aclServer},
 }
 
 // checkACLRules fails unless every method has a rule and every rule a

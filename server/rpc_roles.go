@@ -45,6 +45,8 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Eval.Create":     accessServer,
 	"Eval.Reblock":    accessServer,
 	"Plan.Submit":     accessServer,
+	// A root key's material (keyring.go).
+	"Keyring.Get": accessServer,
 
 	// A client agent's calls for its node (each also needs the node's
 	// secret: node_endpoint.go, node_allocs.go).
@@ -53,6 +55,7 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Node.UpdateAlloc":     accessClient,
 	"Node.GetClientAllocs": accessClient,
 	"Alloc.GetAllocs":      accessClient,
+	"Alloc.SignIdentities": accessClient,
 
 	// User calls (the HTTP API's).
 	"Status.Leader":                 accessAny,
@@ -97,6 +100,12 @@ var rpcAccessTable = map[string]rpcAccess{
 	"ACL.WhoAmI":                    accessAny,
 	// Agents resolve a caller's token for their agent-local checks.
 	"ACL.ResolveToken": accessAny,
+	// Variables and the keyring's list and rotate (management tokens).
+	"Variables.Apply":         accessAny,
+	"Variables.Read":          accessAny,
+	"Variables.List":          accessAny,
+	"Keyring.ListRootKeyMeta": accessAny,
+	"Keyring.Rotate":          accessAny,
 }
 
 // connRole is what one connection on the RPC port may do.

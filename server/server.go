@@ -51,6 +51,11 @@ type Server struct {
 	// takes TLS connections only (listener.go).
 	tls *tlsutil.Configurator
 
+	// keystore holds this server's root keys' material (keystore.go);
+	// keyFetchMu serialises fetches of a missing key (keyring.go).
+	keystore   *keystore
+	keyFetchMu sync.Mutex
+
 	fsm           *fsm.FSM
 	raft          *raft.Raft
 	raftLayer     *raftLayer
@@ -161,8 +166,11 @@ func (s *Server) start() error {
 	}
 	s.allocUpdates = &allocUpdateBatcher{s: s}
 	s.snapshotUploads = newSnapshotUploads(s.config.DataDir)
-	s.leaderHooks = append(s.builtinLeaderHooks(), s.config.LeaderHooks...)
 	var err error
+	if s.keystore, err = newKeystore(s.config.DataDir, s.logger.Named("keystore")); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.leaderHooks = append(s.builtinLeaderHooks(), s.config.LeaderHooks...)
 	s.fsm, err = fsm.New(fsm.Config{Logger: s.logger, Hooks: &fsmHooks{s: s, next: s.config.FSMHooks}})
 	if err != nil {
 		return fmt.Errorf("server: fsm: %w", err)
@@ -200,7 +208,8 @@ func (s *Server) start() error {
 		}
 	}
 
-	s.wg.Add(4)
+	s.wg.Add(5)
+	go s.replicateKeys()
 	go s.listen()
 	go s.monitorLeadership()
 	go s.joinLoop()

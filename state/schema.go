@@ -26,6 +26,10 @@ const (
 	TableACLPolicies = "acl_policy"
 	TableACLTokens   = "acl_token"
 	TableACLCluster  = "acl_cluster"
+	// TableVariables holds variables, encrypted, by (namespace, path);
+	// TableRootKeys the keyring's metadata by key ID (variables.go).
+	TableVariables = "variables"
+	TableRootKeys  = "root_keys"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -43,7 +47,7 @@ const (
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -234,6 +238,18 @@ func schema() *memdb.DBSchema {
 			Name: TableACLCluster,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.ACLClusterSecret]{get: func(*structs.ACLClusterSecret) string { return aclClusterKey }}},
+			},
+		},
+		TableVariables: {
+			Name: TableVariables,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.VariableEncrypted]{get: func(v *structs.VariableEncrypted) (string, string) { return v.Namespace, v.Path }}},
+			},
+		},
+		TableRootKeys: {
+			Name: TableRootKeys,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.RootKeyMeta]{get: func(k *structs.RootKeyMeta) string { return k.KeyID }}},
 			},
 		},
 		TableAllocs: {

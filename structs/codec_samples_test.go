@@ -96,7 +96,20 @@ func raftSamples() []raftSample {
 			func() any { return new(ACLTokenBootstrapRequest) }},
 		{ACLClusterSecretRequestType, &ACLClusterSecretRequest{Secret: &ACLClusterSecret{Secret: fixtureID("f", 9)}, WriteRequest: wr},
 			func() any { return new(ACLClusterSecretRequest) }},
+		{VarApplyStateRequestType, &VarApplyStateRequest{Op: VarOpCAS, Var: fixtureVariable(), WriteRequest: wr},
+			func() any { return new(VarApplyStateRequest) }},
+		{VariablesRekeyRequestType, &VariablesRekeyRequest{Vars: []*VariableEncrypted{fixtureVariable()}, WriteRequest: wr},
+			func() any { return new(VariablesRekeyRequest) }},
+		{RootKeyMetaUpsertRequestType, &RootKeyMetaUpsertRequest{RootKeyMeta: &RootKeyMeta{KeyID: fixtureID("e", 1),
+			Algorithm: EncryptionAlgorithmAES256GCM, CreateTime: fixtureTime.UnixNano(), State: RootKeyStateActive}, WriteRequest: wr},
+			func() any { return new(RootKeyMetaUpsertRequest) }},
 	}
+}
+
+func fixtureVariable() *VariableEncrypted {
+	return &VariableEncrypted{VariableMetadata: VariableMetadata{Namespace: "default", Path: "nomad/jobs/web",
+		ModifyIndex: 4, CreateTime: fixtureTime.UnixNano(), ModifyTime: fixtureTime.UnixNano()},
+		Data: []byte{9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3}, KeyID: fixtureID("e", 1)}
 }
 
 func fixtureACLPolicy() *ACLPolicy {

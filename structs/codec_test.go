@@ -65,6 +65,15 @@ var wireTypes = []any{
 	new(ACLTokenUpsertRequest), new(ACLTokenUpsertResponse), new(ACLTokenBootstrapRequest),
 	new(ACLTokenDeleteRequest), new(ACLTokenSpecificRequest), new(SingleACLTokenResponse),
 	new(ACLTokenListRequest), new(ACLTokenListResponse), new(ACLResolveResponse), new(ACLClusterSecretRequest), new(ACLClusterSecretRotateRequest),
+	// Variables and the keyring.
+	new(VariableMetadata), new(VariableEncrypted), new(VariableDecrypted), new(VariablesApplyRequest),
+	new(VariablesApplyResponse), new(VarApplyStateRequest), new(VariablesRekeyRequest),
+	new(VariablesListRequest), new(VariablesListResponse), new(VariablesReadRequest),
+	new(VariablesReadResponse), new(RootKeyMeta), new(RootKey), new(RootKeyMetaUpsertRequest),
+	new(KeyringListRootKeyMetaRequest), new(KeyringListRootKeyMetaResponse),
+	new(KeyringRotateRootKeyRequest), new(KeyringRotateRootKeyResponse),
+	new(KeyringGetRootKeyRequest), new(KeyringGetRootKeyResponse),
+	new(AllocIdentitiesRequest), new(SignedWorkloadIdentity), new(AllocIdentitiesResponse), new(WorkloadIdentity),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded
@@ -77,7 +86,9 @@ var notWireTypes = map[string]bool{
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
-	"AllocIndex": true, // encoded only inside AllocIndexes, a map
+	"AllocIndex":             true, // encoded only inside AllocIndexes, a map
+	"VarConflictError":       true, // an FSM result, in-process only
+	"WorkloadIdentityClaims": true, // JSON inside a signed token
 }
 
 // TestCodecTypesCovered fails when an exported struct type is in neither

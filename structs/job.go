@@ -129,6 +129,20 @@ type Task struct {
 	KillTimeout time.Duration
 	KillSignal  string
 	Leader      bool
+	// Identity is the task's default workload identity block: whether
+	// the client hands the task its identity token (NOMAD_TOKEN with Env,
+	// secrets/nomad_token with File). Every task may fetch its identity
+	// for templates whatever this says; nil: the token is not exposed.
+	Identity *WorkloadIdentity `codec:",omitempty"`
+}
+
+// WorkloadIdentity is a task's identity block (Nomad's api.WorkloadIdentity,
+// the parts Drover acts on). Only the default identity exists: Name is ""
+// or "default".
+type WorkloadIdentity struct {
+	Name string
+	Env  bool
+	File bool
 }
 
 // Resources a task asks for. CPU is in MHz, memory in MB.
@@ -607,7 +621,13 @@ func (t *Task) validate(v *validator, p string) {
 	}
 	validateConstraints(v, join(p, "Constraints"), t.Constraints)
 	validateMeta(v, join(p, "Meta"), t.Meta)
+	if id := t.Identity; id != nil && id.Name != "" && id.Name != WorkloadIdentityDefaultName {
+		v.add(join(join(p, "Identity"), "Name"), "Drover does not support named workload identities (only the default identity); got %q", id.Name)
+	}
 }
+
+// WorkloadIdentityDefaultName is the default identity's name.
+const WorkloadIdentityDefaultName = "default"
 
 // validateResourceBounds checks a task's asks against the Max* bounds.
 func validateResourceBounds(v *validator, rp string, r *Resources) {

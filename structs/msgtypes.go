@@ -40,6 +40,12 @@ const (
 	ACLTokenDeleteRequestType
 	ACLTokenBootstrapRequestType
 	ACLClusterSecretRequestType
+	// Variables and the keyring (structs/variables.go), without the
+	// ignore flag: a server that skipped them would serve other
+	// variables than its peers, or lack the active key.
+	VarApplyStateRequestType
+	VariablesRekeyRequestType
+	RootKeyMetaUpsertRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -53,7 +59,8 @@ func (t MessageType) String() string {
 		"EvalUpdate", "EvalDelete", "AllocClientUpdate", "ApplyPlanResults",
 		"AllocUpdateDesiredTransition", "ApplyPlanResultsGrouped",
 		"ACLPolicyUpsert", "ACLPolicyDelete", "ACLTokenUpsert", "ACLTokenDelete",
-		"ACLTokenBootstrap", "ACLClusterSecret"}
+		"ACLTokenBootstrap", "ACLClusterSecret", "VarApplyState", "VariablesRekey",
+		"RootKeyMetaUpsert"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]

@@ -166,6 +166,9 @@ type Client struct {
 	nodeMu sync.Mutex
 	node   *structs.Node // guarded by nodeMu
 
+	// identities caches the tasks' workload identity tokens (identity.go).
+	identities identityCache
+
 	allocMu sync.Mutex
 	runners map[string]*allocrunner.AllocRunner // guarded by allocMu
 	// known maps every allocation the client has seen to the
@@ -387,6 +390,7 @@ func (c *Client) newRunner(a *structs.Allocation, restored map[string]*clientsta
 		LogMaxFiles: c.cfg.LogMaxFiles, LogMaxFileSize: c.cfg.LogMaxFileSize,
 		MaxKillTimeout: c.cfg.MaxKillTimeout,
 		Restored:       restored,
+		Identity:       c.signIdentity,
 	})
 }
 

@@ -84,6 +84,7 @@ func commands() []*command {
 	all = append(all, simCommands()...)
 	all = append(all, benchCommands()...)
 	all = append(all, tlsCommands()...)
+	all = append(all, varCommands()...)
 	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
 	return all
 }

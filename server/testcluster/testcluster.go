@@ -306,3 +306,10 @@ func splitHostPort(addr string) (string, int, error) {
 	port, err := strconv.Atoi(p)
 	return host, port, err
 }
+
+// DataDir returns server i's data directory.
+func (c *Cluster) DataDir(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.configs[i].DataDir
+}

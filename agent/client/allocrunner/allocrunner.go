@@ -56,6 +56,10 @@ type Config struct {
 	// Restored holds the saved task states of an allocation being
 	// restored after a client restart; nil for a new allocation.
 	Restored map[string]*clientstate.TaskRunnerState
+	// Identity fetches a task's workload identity token, for tasks whose
+	// identity block asks for it in their environment or secrets
+	// directory. nil: such a task fails setup.
+	Identity func(allocID, task string) (string, error)
 }
 
 // AllocRunner runs one allocation's tasks. Create with New, then Run.

@@ -21,9 +21,11 @@ var envDenylist = map[string]bool{
 
 // Task variables, as Nomad names them.
 const (
-	envAllocDir     = "NOMAD_ALLOC_DIR"
-	envTaskDir      = "NOMAD_TASK_DIR"
-	envSecretsDir   = "NOMAD_SECRETS_DIR"
+	envAllocDir   = "NOMAD_ALLOC_DIR"
+	envTaskDir    = "NOMAD_TASK_DIR"
+	envSecretsDir = "NOMAD_SECRETS_DIR"
+	// envNomadToken carries the workload identity (identity { env = true }).
+	envNomadToken   = "NOMAD_TOKEN"
 	envAllocID      = "NOMAD_ALLOC_ID"
 	envShortAllocID = "NOMAD_SHORT_ALLOC_ID"
 	envAllocName    = "NOMAD_ALLOC_NAME"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -57,6 +59,9 @@ type taskRunner struct {
 	// Owned by the run goroutine.
 	restored *clientstate.TaskRunnerState
 	pumps    []*logs.Pump
+	// identity is the task's workload identity token when its identity
+	// block exposes it (env or file); set by setup.
+	identity string
 }
 
 // setHandle records the running task's handle state (nil once it exited);
@@ -329,6 +334,41 @@ func (tr *taskRunner) setup() error {
 		}
 		tr.pumps = append(tr.pumps, p)
 	}
+	return tr.setupIdentity()
+}
+
+// identityFile is the workload identity's file in the secrets directory.
+const identityFile = "nomad_token"
+
+// setupIdentity fetches the task's workload identity when its identity
+// block asks for it, and writes it to secrets/nomad_token (mode 0600)
+// with file = true. A task restored after a client restart reuses the
+// file it already has.
+func (tr *taskRunner) setupIdentity() error {
+	id := tr.task.Identity
+	if id == nil || (!id.Env && !id.File) {
+		return nil
+	}
+	path := filepath.Join(tr.taskDir.SecretsDir, identityFile)
+	if tr.restored != nil {
+		if buf, err := os.ReadFile(path); err == nil && len(buf) > 0 {
+			tr.identity = string(buf)
+			return nil
+		}
+	}
+	if tr.ar.cfg.Identity == nil {
+		return errors.New("workload identity: this client cannot fetch identities")
+	}
+	tok, err := tr.ar.cfg.Identity(tr.ar.id, tr.task.Name)
+	if err != nil {
+		return fmt.Errorf("workload identity: %w", err)
+	}
+	tr.identity = tok
+	if id.File {
+		if err := os.WriteFile(path, []byte(tok), 0o600); err != nil {
+			return fmt.Errorf("workload identity: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -403,6 +443,9 @@ func (tr *taskRunner) taskConfig() *driver.TaskConfig {
 	ad := tr.ar.allocDir
 	alloc := tr.ar.Alloc()
 	te := buildTaskEnv(alloc, tr.tg, tr.task, ad, tr.taskDir, tr.ar.cfg.Node)
+	if tr.identity != "" && tr.task.Identity != nil && tr.task.Identity.Env {
+		te.env[envNomadToken] = tr.identity
+	}
 	cfg := &driver.TaskConfig{
 		ID: tr.ar.id + "/" + tr.task.Name, AllocID: tr.ar.id, TaskName: tr.task.Name,
 		GroupName: tr.tg.Name, Namespace: alloc.Namespace,
