@@ -42,6 +42,8 @@ var wireTypes = []any{
 	new(AllocatedMemoryResources), new(AllocatedSharedResources), new(DesiredTransition),
 	new(RescheduleTracker), new(RescheduleEvent), new(TaskState), new(TaskEvent), new(AllocMetric),
 	new(NodeScoreMeta), new(TaskStates),
+	// Services (structs/services.go).
+	new(Service), new(ServiceCheck), new(CheckRestart),
 	// RPC requests and responses.
 	new(QueryOptions), new(WriteRequest), new(QueryMeta), new(WriteMeta), new(GenericRequest),
 	new(GenericResponse), new(JobRegisterResponse), new(JobDeregisterResponse),

@@ -113,6 +113,7 @@ type TaskGroup struct {
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
 	Migrate          *MigrateStrategy
+	Services         []*Service
 	Meta             map[string]string
 }
 
@@ -129,6 +130,7 @@ type Task struct {
 	KillTimeout time.Duration
 	KillSignal  string
 	Leader      bool
+	Services    []*Service
 }
 
 // Resources a task asks for. CPU is in MHz, memory in MB.
@@ -411,7 +413,9 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 		if t.KillTimeout == 0 {
 			t.KillTimeout = DefaultKillTimeout
 		}
+		canonicalizeServices(t.Services, j.Name, tg.Name, t.Name)
 	}
+	canonicalizeServices(tg.Services, j.Name, tg.Name, "")
 }
 
 // DefaultRestartPolicy returns Nomad's defaults for the job type.
@@ -568,6 +572,8 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 		seen[t.Name] = i
 		t.validate(v, tp)
 	}
+	validateServices(v, join(p, "Services"), tg.Services, tg.Tasks, "")
+	tg.validateServiceNames(v, p)
 }
 
 func (t *Task) validate(v *validator, p string) {
@@ -607,6 +613,7 @@ func (t *Task) validate(v *validator, p string) {
 	}
 	validateConstraints(v, join(p, "Constraints"), t.Constraints)
 	validateMeta(v, join(p, "Meta"), t.Meta)
+	validateServices(v, join(p, "Services"), t.Services, nil, t.Name)
 }
 
 // validateResourceBounds checks a task's asks against the Max* bounds.
