@@ -236,6 +236,12 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyACLTokenBootstrap(b, buf[1:], log.Index)
 	case structs.ACLClusterSecretRequestType:
 		return f.applyACLClusterSecret(b, buf[1:], log.Index)
+	case structs.ServiceRegistrationUpsertRequestType:
+		return f.applyServiceRegistrationUpsert(b, buf[1:], log.Index)
+	case structs.ServiceRegistrationDeleteByIDRequestType:
+		return f.applyServiceRegistrationDeleteByID(b, buf[1:], log.Index)
+	case structs.ServiceRegistrationDeleteByAllocIDsRequestType:
+		return f.applyServiceRegistrationDeleteByAllocIDs(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

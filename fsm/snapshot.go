@@ -52,6 +52,7 @@ const (
 	recACLPolicy
 	recACLToken
 	recACLCluster
+	recServiceRegistration
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

@@ -40,6 +40,12 @@ const (
 	ACLTokenDeleteRequestType
 	ACLTokenBootstrapRequestType
 	ACLClusterSecretRequestType
+	// Service registrations (structs/service_registration.go), written
+	// without the ignore flag: a server that skipped them would serve a
+	// catalogue the others do not have.
+	ServiceRegistrationUpsertRequestType
+	ServiceRegistrationDeleteByIDRequestType
+	ServiceRegistrationDeleteByAllocIDsRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -53,7 +59,8 @@ func (t MessageType) String() string {
 		"EvalUpdate", "EvalDelete", "AllocClientUpdate", "ApplyPlanResults",
 		"AllocUpdateDesiredTransition", "ApplyPlanResultsGrouped",
 		"ACLPolicyUpsert", "ACLPolicyDelete", "ACLTokenUpsert", "ACLTokenDelete",
-		"ACLTokenBootstrap", "ACLClusterSecret"}
+		"ACLTokenBootstrap", "ACLClusterSecret", "ServiceRegistrationUpsert",
+		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]
