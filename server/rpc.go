@@ -37,6 +37,8 @@ func (s *Server) endpoints(inproc bool) map[string]any {
 		"System":   &System{srv: s},
 		"Operator": &Operator{srv: s},
 		"ACL":      &ACL{srv: s},
+		// Native service discovery (service_endpoint.go).
+		"ServiceRegistration": &ServiceRegistration{srv: s},
 	}
 }
 

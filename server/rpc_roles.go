@@ -53,6 +53,9 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Node.UpdateAlloc":     accessClient,
 	"Node.GetClientAllocs": accessClient,
 	"Alloc.GetAllocs":      accessClient,
+	// Service registrations of the node's allocations.
+	"ServiceRegistration.Upsert":           accessClient,
+	"ServiceRegistration.DeleteByAllocIDs": accessClient,
 
 	// User calls (the HTTP API's).
 	"Status.Leader":                 accessAny,
@@ -95,6 +98,12 @@ var rpcAccessTable = map[string]rpcAccess{
 	"ACL.WhoAmI":                    accessAny,
 	// Agents resolve a caller's token for their agent-local checks.
 	"ACL.ResolveToken": accessAny,
+	// Native services: reads, and a delete by users or the node.
+	"ServiceRegistration.List":       accessAny,
+	"ServiceRegistration.GetService": accessAny,
+	"ServiceRegistration.DeleteByID": accessAny,
+	"Job.GetServiceRegistrations":    accessAny,
+	"Alloc.GetServiceRegistrations":  accessAny,
 }
 
 // connRole is what one connection on the RPC port may do.
