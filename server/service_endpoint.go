@@ -7,6 +7,7 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -138,8 +139,8 @@ func (r *ServiceRegistration) DeleteByID(args *structs.ServiceRegistrationDelete
 	return nil
 }
 
-// List returns the service names of the request's namespace ("*": all),
-// each with the union of its instances' tags.
+// List returns the service names of the request's namespace ("*": all)
+// that start with Prefix, each with the union of its instances' tags.
 func (r *ServiceRegistration) List(args *structs.ServiceRegistrationListRequest, reply *structs.ServiceRegistrationListResponse) error {
 	if done, err := r.srv.forward("ServiceRegistration.List", args, args, reply); done {
 		return err
@@ -149,6 +150,15 @@ func (r *ServiceRegistration) List(args *structs.ServiceRegistrationListRequest,
 		regs, err := st.ServiceRegistrationsByNamespace(ws, ns)
 		if err != nil {
 			return 0, err
+		}
+		if args.Prefix != "" {
+			kept := regs[:0:0]
+			for _, reg := range regs {
+				if strings.HasPrefix(reg.ServiceName, args.Prefix) {
+					kept = append(kept, reg)
+				}
+			}
+			regs = kept
 		}
 		reply.Services = state.ServiceRegistrationStubs(regs)
 		return st.Index(state.TableServiceRegs)
