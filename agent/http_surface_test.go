@@ -72,7 +72,7 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 		{name: "job services missing job", method: "GET", target: "/v1/job/web/services",
 			rpc: "Job.GetServiceRegistrations", wantCode: 404, wantBody: "job not found"},
 		{name: "job services", method: "GET", target: "/v1/job/web/services", rpc: "Job.GetServiceRegistrations",
-			reply: func(r any) { r.(*structs.JobServiceRegistrationsResponse).Services = []*structs.ServiceRegistration{} },
+			reply:    func(r any) { r.(*structs.JobServiceRegistrationsResponse).Services = []*structs.ServiceRegistration{} },
 			wantCode: 200, wantBody: `[]`},
 		{name: "alloc services missing alloc", method: "GET", target: "/v1/allocation/a1/services",
 			rpc: "Alloc.GetServiceRegistrations", wantCode: 404, wantBody: "alloc not found"},
