@@ -54,6 +54,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/allocations", h.allocList)
 	handle("GET /v1/allocation/{id}", h.allocGet)
 	handle("GET /v1/allocation/{id}/services", h.allocServices)
+	handle("GET /v1/allocation/{id}/checks", h.allocChecks)
+	handle("GET /v1/client/allocation/{id}/checks", h.allocChecks)
 	handle("PUT /v1/allocation/{id}/stop", h.allocStop)
 	handle("POST /v1/allocation/{id}/stop", h.allocStop)
 
@@ -115,7 +117,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/job/{id}/evaluate", "forced job evaluation"},
 	{"/v1/job/{id}/action", "task actions"},
 	{"/v1/job/{id}/actions", "task actions"},
-	{"/v1/allocation/{id}/checks", "service checks"},
 	{"/v1/evaluations/count", "evaluation counts"},
 	{"/v1/node/{id}/purge", "node purge"},
 	{"/v1/node/{id}/meta", "dynamic node metadata"},

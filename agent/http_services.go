@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 
+	"github.com/drover-project/drover/acl"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -112,4 +114,71 @@ func (h *httpAPI) allocServices(w http.ResponseWriter, r *http.Request) (any, er
 		return nil, notFound("alloc not found")
 	}
 	return out.Services, nil
+}
+
+// checksClient is the local client's view of its allocations' checks
+// (*client.Client has it).
+type checksClient interface {
+	AllocChecks(allocID string) (map[string]*structs.CheckQueryResult, error)
+}
+
+// GET /v1/client/allocation/<id>/checks and /v1/allocation/<id>/checks:
+// the latest result of each health check of the allocation, by check ID,
+// from the client running it (another agent's request is passed to that
+// node's agent, once, as task logs are).
+func (h *httpAPI) allocChecks(w http.ResponseWriter, r *http.Request) (any, error) {
+	allocID := r.PathValue("id")
+	if err := h.authorizeAllocRead(r, allocID); err != nil {
+		return nil, err
+	}
+	var localErr error = structs.NewError(structs.ErrCodeNotFound, "allocation %q not found on this agent, which runs no client", allocID)
+	if cc, ok := h.client.(checksClient); ok && h.client != nil {
+		out, err := cc.AllocChecks(allocID)
+		if err == nil {
+			return out, nil
+		}
+		if !errors.Is(err, structs.ErrNotFound) {
+			return nil, err
+		}
+		localErr = err
+	}
+	if r.Header.Get(logsProxiedHeader) != "" {
+		return nil, localErr
+	}
+	var secret string
+	if h.cfg.ACL.Enabled {
+		secret = requestSecret(r)
+	}
+	target, err := h.allocNodeURL(allocID, secret)
+	if err != nil {
+		return nil, err
+	}
+	if target == nil {
+		return nil, localErr
+	}
+	h.proxyLogs(w, r, target, false)
+	return nil, nil
+}
+
+// authorizeAllocRead checks read-job in the allocation's namespace.
+func (h *httpAPI) authorizeAllocRead(r *http.Request, allocID string) error {
+	if !h.cfg.ACL.Enabled {
+		return nil
+	}
+	a, err := h.resolveACL(requestSecret(r))
+	if err != nil {
+		return err
+	}
+	var ar structs.SingleAllocResponse
+	args := structs.AllocSpecificRequest{AllocID: allocID, QueryOptions: structs.QueryOptions{AllowStale: true, AuthToken: requestSecret(r)}}
+	if err := h.srv.RPC("Alloc.GetAlloc", &args, &ar); err != nil {
+		return err
+	}
+	if ar.Alloc == nil {
+		return structs.NewError(structs.ErrCodeNotFound, "allocation %q not found", allocID)
+	}
+	if !a.AllowNamespaceOperation(ar.Alloc.Namespace, acl.NamespaceCapabilityReadJob) {
+		return structs.ErrPermissionDenied
+	}
+	return nil
 }

@@ -43,7 +43,7 @@ var wireTypes = []any{
 	new(RescheduleTracker), new(RescheduleEvent), new(TaskState), new(TaskEvent), new(AllocMetric),
 	new(NodeScoreMeta), new(TaskStates),
 	// Services (structs/services.go).
-	new(Service), new(ServiceCheck), new(CheckRestart), new(ServiceRegistration),
+	new(Service), new(ServiceCheck), new(CheckRestart), new(ServiceRegistration), new(CheckQueryResult),
 	new(ServiceRegistrationListStub), new(ServiceRegistrationStub), new(ServiceRegistrationUpsertRequest),
 	new(ServiceRegistrationDeleteByIDRequest), new(ServiceRegistrationDeleteByAllocIDsRequest),
 	new(ServiceRegistrationListRequest), new(ServiceRegistrationListResponse),

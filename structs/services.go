@@ -54,6 +54,37 @@ const (
 	CheckCritical = "critical"
 )
 
+// Statuses of Nomad's checks (CheckQueryResult.Status); warning is
+// Drover's, for a script check that exits 1.
+const (
+	CheckStatusSuccess = "success"
+	CheckStatusFailure = "failure"
+	CheckStatusPending = "pending"
+	CheckStatusWarning = "warning"
+)
+
+// Check modes: a healthiness check's result is the allocation's health; a
+// readiness check's (on_update = "ignore") is only shown.
+const (
+	CheckModeHealthiness = "healthiness"
+	CheckModeReadiness   = "readiness"
+)
+
+// CheckQueryResult is a check's latest result, in the shape of Nomad's
+// GET /v1/client/allocation/<id>/checks (a map of check ID to result).
+type CheckQueryResult struct {
+	ID         string
+	Mode       string
+	Status     string
+	StatusCode int `json:",omitempty"`
+	Output     string
+	Timestamp  int64
+	Group      string
+	Task       string `json:",omitempty"`
+	Service    string
+	Check      string
+}
+
 // Check bounds, Nomad's.
 const (
 	MinCheckInterval = time.Second

@@ -387,6 +387,7 @@ func (c *Client) newRunner(a *structs.Allocation, restored map[string]*clientsta
 		LogMaxFiles: c.cfg.LogMaxFiles, LogMaxFileSize: c.cfg.LogMaxFileSize,
 		MaxKillTimeout: c.cfg.MaxKillTimeout,
 		Restored:       restored,
+		Services:       serviceRPC{c},
 	})
 }
 
