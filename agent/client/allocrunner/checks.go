@@ -118,7 +118,7 @@ type checkSet struct {
 	ar *AllocRunner
 
 	mu      sync.Mutex
-	running map[string]*checkRunner               // guarded by mu
+	running map[string]*checkRunner              // guarded by mu
 	results map[string]*structs.CheckQueryResult // guarded by mu
 }
 

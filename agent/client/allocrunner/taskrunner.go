@@ -45,7 +45,7 @@ type taskRunner struct {
 	// restartCh asks the running task to restart (check_restart); it
 	// holds at most one request.
 	restartCh chan string
-	doneCh     chan struct{} // closed when run returns
+	doneCh    chan struct{} // closed when run returns
 
 	mu    sync.Mutex
 	state *structs.TaskState // guarded by mu
@@ -81,14 +81,14 @@ func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, t
 	restored *clientstate.TaskRunnerState) *taskRunner {
 	tr := &taskRunner{
 		ar: ar, task: task, tg: tg, taskDir: td, latest: taskSpec{tg: tg, task: task},
-		logger:   ar.logger.With("task", task.Name),
-		restart:  newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
-		killCh:   make(chan struct{}),
+		logger:    ar.logger.With("task", task.Name),
+		restart:   newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
+		killCh:    make(chan struct{}),
 		detachCh:  make(chan struct{}),
 		doneCh:    make(chan struct{}),
 		restartCh: make(chan string, 1),
 		state:     &structs.TaskState{State: structs.TaskStatePending},
-		restored: restored,
+		restored:  restored,
 	}
 	if ar.cfg.Drivers != nil {
 		tr.drv = ar.cfg.Drivers.Driver(task.Driver)
