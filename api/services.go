@@ -34,3 +34,13 @@ func (c *Client) Service(ctx context.Context, name string, q *QueryOptions) ([]*
 func (c *Client) DeleteService(ctx context.Context, name, id string, w *WriteOptions) (*WriteMeta, error) {
 	return c.write(ctx, http.MethodDelete, "/v1/service/"+url.PathEscape(name)+"/"+url.PathEscape(id), nil, w, nil, nil)
 }
+
+// AllocChecks returns the latest result of each of an allocation's
+// health checks, by check ID (Nomad's /v1/client/allocation/<id>/checks).
+func (c *Client) AllocChecks(ctx context.Context, allocID string, q *QueryOptions) (map[string]*structs.CheckQueryResult, error) {
+	var out map[string]*structs.CheckQueryResult
+	if _, err := c.query(ctx, "/v1/client/allocation/"+url.PathEscape(allocID)+"/checks", q, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -154,6 +154,13 @@ func TestCLIGolden(t *testing.T) {
 		pendingAllocs[i].TaskStates = structs.TaskStates{}
 	}
 	restarting, startFailed := startFailureAllocs(allocs)
+	withServices := allocs[0].Copy()
+	withServices.Job = withServices.Job.Copy()
+	withServices.Job.TaskGroups[0].Services = []*structs.Service{{Name: "web", Provider: "nomad", PortLabel: "http"}}
+	checkResults := map[string]*structs.CheckQueryResult{
+		"c2": {ID: "c2", Mode: "healthiness", Status: "failure", Group: "web", Task: "server", Service: "api", Check: "script"},
+		"c1": {ID: "c1", Mode: "healthiness", Status: "success", StatusCode: 200, Group: "web", Service: "web", Check: "alive"},
+	}
 	svcList := []*structs.ServiceRegistrationListStub{{Namespace: "default", Services: []*structs.ServiceRegistrationStub{
 		{ServiceName: "web", Tags: []string{"v1", "blue"}}, {ServiceName: "worker", Tags: []string{}}}}}
 	svcRegs := []*structs.ServiceRegistration{
@@ -274,6 +281,11 @@ func TestCLIGolden(t *testing.T) {
 		{name: "alloc_status", args: []string{"alloc", "status", "a1a1"}, routes: map[string]any{
 			"GET /v1/allocations":            prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
 			"GET /v1/allocation/" + alloc1ID: allocs[0],
+		}},
+		{name: "alloc_status_checks", args: []string{"alloc", "status", "a1a1"}, routes: map[string]any{
+			"GET /v1/allocations":                               prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
+			"GET /v1/allocation/" + alloc1ID:                    withServices,
+			"GET /v1/client/allocation/" + alloc1ID + "/checks": checkResults,
 		}},
 		{name: "alloc_status_short_prefix", args: []string{"alloc", "status", "a"}, wantCode: 1},
 		{name: "alloc_stop", args: []string{"alloc", "stop", "a2a2"}, routes: map[string]any{
