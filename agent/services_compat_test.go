@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"net"
 	"net/http"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,4 +123,86 @@ func TestNomadClientServices(t *testing.T) {
 func isStatus(err error, code int) bool {
 	ue, ok := err.(nomad.UnexpectedResponseError)
 	return ok && ue.StatusCode() == code
+}
+
+// TestDevAgentServicesAndChecks runs, on a dev agent (server and client),
+// a raw_exec task whose service points at the agent's own HTTP port, with
+// an http and a tcp check: the client registers the service, runs the
+// checks, and Nomad's Go client reads both; stopping the job removes the
+// registration.
+func TestDevAgentServicesAndChecks(t *testing.T) {
+	a := startDevClientAgent(t)
+	nc := nomad.DefaultConfig()
+	nc.Address = a.HTTPURL()
+	c, err := nomad.NewClient(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(a.HTTPAddr())
+	job := &nomad.Job{ID: new("web"), Datacenters: []string{"dc1"}, TaskGroups: []*nomad.TaskGroup{{
+		Name: new("g"),
+		Services: []*nomad.Service{{Name: "api", Provider: "nomad", PortLabel: port, Tags: []string{"v1"},
+			Checks: []nomad.ServiceCheck{
+				{Name: "leader", Type: "http", Path: "/v1/status/leader", Interval: time.Second, Timeout: time.Second},
+				{Name: "port", Type: "tcp", Interval: time.Second, Timeout: time.Second},
+			}}},
+		Tasks: []*nomad.Task{{Name: "t", Driver: "raw_exec", KillTimeout: new(time.Second),
+			Config: map[string]any{"command": "/bin/sh", "args": []string{"-c", "exec sleep 1000"}}}},
+	}}}
+	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	var regs []*nomad.ServiceRegistration
+	pollUntil(t, "the service registered", 30*time.Second, func() bool {
+		regs, _, err = c.Services().Get("api", nil)
+		return err == nil && len(regs) == 1
+	})
+	r := regs[0]
+	if r.Port != mustAtoi(t, port) || r.Address == "" || r.JobID != "web" || r.NodeID != a.Client().NodeID() ||
+		!strings.HasPrefix(r.ID, "_nomad-task-"+r.AllocID+"-group-g-api-") {
+		t.Fatalf("registration %+v", r)
+	}
+	var checks nomad.AllocCheckStatuses
+	pollUntil(t, "both checks passing", 30*time.Second, func() bool {
+		checks, err = c.Allocations().Checks(r.AllocID, nil)
+		if err != nil || len(checks) != 2 {
+			return false
+		}
+		for _, st := range checks {
+			if st.Status != "success" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, st := range checks {
+		if st.Mode != "healthiness" || st.Service != "api" || st.Group != "g" || st.Task != "" || st.Timestamp == 0 {
+			t.Fatalf("check %+v", st)
+		}
+		if st.Check == "leader" && st.StatusCode != 200 {
+			t.Fatalf("http check %+v", st)
+		}
+	}
+	// The servers' route answers the same, forwarded to the client.
+	var viaServer map[string]nomad.AllocCheckStatus
+	if _, err := c.Raw().Query("/v1/allocation/"+r.AllocID+"/checks", &viaServer, nil); err != nil || len(viaServer) != 2 {
+		t.Fatalf("/v1/allocation/<id>/checks: %v, %v", viaServer, err)
+	}
+
+	if _, _, err := c.Jobs().Deregister("web", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the registration removed", 30*time.Second, func() bool {
+		regs, _, err = c.Services().Get("api", nil)
+		return err == nil && len(regs) == 0
+	})
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

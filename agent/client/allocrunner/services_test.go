@@ -327,3 +327,59 @@ func TestTCPAndScriptChecks(t *testing.T) {
 		t.Fatalf("timeout: %s %q", st, out)
 	}
 }
+
+// countingRegistrar counts RegisterServices calls per ID.
+type countingRegistrar struct {
+	*fakeRegistrar
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingRegistrar) RegisterServices(regs []*structs.ServiceRegistration) error {
+	c.mu.Lock()
+	for _, r := range regs {
+		c.calls[r.ID]++
+	}
+	c.mu.Unlock()
+	return c.fakeRegistrar.RegisterServices(regs)
+}
+
+// TestServicesSurviveClientRestart: a client shutdown leaves the
+// registrations in place, and the restored runner registers the same IDs
+// again once it re-attaches to the task.
+func TestServicesSurviveClientRestart(t *testing.T) {
+	e := newEnv(t)
+	marker := uniqueSleep()
+	task := rawExec("web", "exec sleep "+marker)
+	task.Services = []*structs.Service{{Name: "api", Provider: "nomad", PortLabel: "8080", AddressMode: "auto", TaskName: "web"}}
+	a := testAlloc(structs.JobTypeService, failPolicy(0), task)
+	reg := &countingRegistrar{fakeRegistrar: newFakeRegistrar(), calls: map[string]int{}}
+	ar := e.startWithServices(t, a, reg)
+	id := structs.ServiceRegistrationID(a.ID, "web", "web", "api", "8080")
+	waitUntil(t, "registered", 10*time.Second, func() bool { _, ok := reg.snapshot()[id]; return ok })
+
+	ar.Shutdown()
+	if _, ok := reg.snapshot()[id]; !ok {
+		t.Fatal("a client shutdown deregistered the service")
+	}
+	entries, err := e.db.Allocs()
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("entries %d, %v", len(entries), err)
+	}
+	ar2, err := New(Config{Alloc: entries[0].Alloc, AllocRoot: e.root, Drivers: testDrivers(), StateDB: e.db,
+		Updater: e.rec.update, Services: reg, Restored: entries[0].Tasks,
+		Node: NodeInfo{ID: "n1", Datacenter: "dc7", Attributes: map[string]string{nodeIPAttr: "127.0.0.1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar2.Run()
+	t.Cleanup(func() { ar2.Kill("test cleanup"); <-ar2.DoneCh() })
+	waitUntil(t, "registered again", 10*time.Second, func() bool {
+		reg.mu.Lock()
+		defer reg.mu.Unlock()
+		return reg.calls[id] == 2
+	})
+	if got := len(reg.snapshot()); got != 1 {
+		t.Fatalf("%d registrations, want 1 (the same ID)", got)
+	}
+}
