@@ -173,3 +173,78 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestServiceRegistrationACL: with ACLs on, reads need read-job, a user's
+// delete needs submit-job, and writes by a node need its own secret (a
+// user token is refused).
+func TestServiceRegistrationACL(t *testing.T) {
+	s, err := server.NewServer(&server.Config{Name: "dev", BindAddr: "127.0.0.1", BootstrapExpect: 1,
+		RaftTimeoutScale: 0.25, RetryInterval: 50 * time.Millisecond, NumSchedulers: 1, LeaderWorkerFraction: 1,
+		ACLEnabled: true})
+	must(t, err)
+	t.Cleanup(func() { s.Shutdown() })
+	var boot structs.ACLTokenUpsertResponse
+	waitFor(t, 10*time.Second, func() string {
+		if err := s.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{}, &boot); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	root := boot.Tokens[0].SecretID
+	wr := func(tok string) structs.WriteRequest { return structs.WriteRequest{AuthToken: tok} }
+	qo := func(tok string) structs.QueryOptions { return structs.QueryOptions{AuthToken: tok} }
+	var gr structs.GenericResponse
+	must(t, s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "read", Rules: `namespace "default" { policy = "read" }`},
+		{Name: "write", Rules: `namespace "default" { policy = "write" }`}}, WriteRequest: wr(root)}, &gr))
+	var tr structs.ACLTokenUpsertResponse
+	must(t, s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+		{Type: structs.ACLClientToken, Policies: []string{"read"}},
+		{Type: structs.ACLClientToken, Policies: []string{"write"}}}, WriteRequest: wr(root)}, &tr))
+	reader, writer := tr.Tokens[0].SecretID, tr.Tokens[1].SecretID
+
+	node := mock.Node()
+	var nr structs.NodeUpdateResponse
+	must(t, s.RPC("Node.Register", &structs.NodeRegisterRequest{Node: node, WriteRequest: wr(node.SecretID)}, &nr))
+	var jr structs.JobRegisterResponse
+	must(t, s.RPC("Job.Register", &structs.JobRegisterRequest{Job: smallJob("web", 2), WriteRequest: wr(root)}, &jr))
+	waitFor(t, 10*time.Second, func() string {
+		if len(liveAllocs(s.State(), "default", "web")) != 2 {
+			return "not placed"
+		}
+		return ""
+	})
+	allocs := liveAllocs(s.State(), "default", "web")
+	up := func(tok string, reg *structs.ServiceRegistration) error {
+		return s.RPC("ServiceRegistration.Upsert", &structs.ServiceRegistrationUpsertRequest{
+			Services: []*structs.ServiceRegistration{reg}, WriteRequest: wr(tok)}, &gr)
+	}
+	if err := up(writer, svcReg(allocs[0], "web", 1)); !isDenied(err) {
+		t.Fatalf("upsert with a user token: %v", err)
+	}
+	must(t, up(node.SecretID, svcReg(allocs[0], "web", 1)))
+	must(t, up(node.SecretID, svcReg(allocs[1], "web", 2)))
+
+	var list structs.ServiceRegistrationListResponse
+	if err := s.RPC("ServiceRegistration.List", &structs.ServiceRegistrationListRequest{QueryOptions: qo("")}, &list); !isDenied(err) {
+		t.Fatalf("anonymous list: %v", err)
+	}
+	must(t, s.RPC("ServiceRegistration.List", &structs.ServiceRegistrationListRequest{QueryOptions: qo(reader)}, &list))
+	var byAlloc structs.AllocServiceRegistrationsResponse
+	must(t, s.RPC("Alloc.GetServiceRegistrations", &structs.AllocServiceRegistrationsRequest{AllocID: allocs[0].ID, QueryOptions: qo(reader)}, &byAlloc))
+	if len(byAlloc.Services) != 1 {
+		t.Fatalf("by alloc: %d", len(byAlloc.Services))
+	}
+	del := func(tok string, a *structs.Allocation) error {
+		return s.RPC("ServiceRegistration.DeleteByID", &structs.ServiceRegistrationDeleteByIDRequest{
+			ID: svcReg(a, "web", 0).ID, WriteRequest: wr(tok)}, &gr)
+	}
+	if err := del(reader, allocs[0]); !isDenied(err) {
+		t.Fatalf("delete with read-job only: %v", err)
+	}
+	if err := del("not-a-token", allocs[0]); !isDenied(err) {
+		t.Fatalf("delete with an unknown secret: %v", err)
+	}
+	must(t, del(node.SecretID, allocs[0]))
+	must(t, del(writer, allocs[1]))
+}
