@@ -89,6 +89,9 @@ func TestParseServices(t *testing.T) {
 	if !reflect.DeepEqual(hcl, js) {
 		t.Fatalf("HCL and JSON differ:\n%s\n%s", mustJSON(t, hcl), mustJSON(t, js))
 	}
+	// The group's network block (parsed on the ports branch) names the
+	// label.
+	hcl.TaskGroups[0].Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
 	hcl.Canonicalize()
 	if err := hcl.Validate(); err != nil {
 		t.Fatal(err)

@@ -113,6 +113,7 @@ type TaskGroup struct {
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
 	Migrate          *MigrateStrategy
+	Networks         []*NetworkResource
 	Services         []*Service
 	Meta             map[string]string
 }
@@ -574,6 +575,7 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 	}
 	validateServices(v, join(p, "Services"), tg.Services, tg.Tasks, "")
 	tg.validateServiceNames(v, p)
+	tg.validateServicePorts(v, p)
 }
 
 func (t *Task) validate(v *validator, p string) {

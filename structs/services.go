@@ -492,6 +492,52 @@ func (tg *TaskGroup) validateServiceNames(v *validator, p string) {
 	}
 }
 
+// validateServicePorts refuses a service or check port that is neither a
+// port number nor a label of the group's network block, as Nomad does.
+func (tg *TaskGroup) validateServicePorts(v *validator, p string) {
+	if !tg.HasServices() {
+		return
+	}
+	labels := map[string]bool{}
+	for _, n := range tg.Networks {
+		if n == nil {
+			continue
+		}
+		for _, port := range append(append([]Port(nil), n.ReservedPorts...), n.DynamicPorts...) {
+			labels[port.Label] = true
+		}
+	}
+	check := func(fp, label string) {
+		if label == "" || labels[label] {
+			return
+		}
+		if _, ok := IsNumericPort(label); ok {
+			return
+		}
+		v.add(fp, "port label %q is not defined in the group's network block", label)
+	}
+	each := func(sp string, svcs []*Service) {
+		for i, s := range svcs {
+			if s == nil {
+				continue
+			}
+			spi := join(sp, indexed("Services", i))
+			check(join(spi, "PortLabel"), s.PortLabel)
+			for j, c := range s.Checks {
+				if c != nil {
+					check(join(join(spi, indexed("Checks", j)), "PortLabel"), c.PortLabel)
+				}
+			}
+		}
+	}
+	each(p, tg.Services)
+	for i, t := range tg.Tasks {
+		if t != nil {
+			each(join(p, indexed("Tasks", i)), t.Services)
+		}
+	}
+}
+
 // IsNumericPort reports whether a port label is a port number literal,
 // which Nomad accepts in a service's port.
 func IsNumericPort(label string) (int, bool) {

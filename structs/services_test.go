@@ -10,6 +10,7 @@ import (
 // svcJob is a valid job with one group service and one task service.
 func svcJob() *Job {
 	return &Job{ID: "web", TaskGroups: []*TaskGroup{{Name: "g", Count: 1,
+		Networks: []*NetworkResource{{DynamicPorts: []Port{{Label: "http"}}}},
 		Services: []*Service{{Provider: "nomad", PortLabel: "http", TaskName: "t",
 			Checks: []*ServiceCheck{{Type: "http", Path: "/", Interval: 10 * time.Second, Timeout: 2 * time.Second}}}},
 		Tasks: []*Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},
@@ -107,6 +108,10 @@ func TestServicesValidate(t *testing.T) {
 		}, "TaskGroups[0].Services[0].Address", "must be \"auto\""},
 		{"initial status", func(j *Job) { j.TaskGroups[0].Services[0].Checks[0].InitialStatus = "ok" },
 			"TaskGroups[0].Services[0].Checks[0].InitialStatus", "must be"},
+		{"unknown port label", func(j *Job) { j.TaskGroups[0].Tasks[0].Services[0].PortLabel = "admin" },
+			"TaskGroups[0].Tasks[0].Services[0].PortLabel", `port label "admin" is not defined`},
+		{"unknown check port label", func(j *Job) { j.TaskGroups[0].Services[0].Checks[0].PortLabel = "nope" },
+			"TaskGroups[0].Services[0].Checks[0].PortLabel", `port label "nope" is not defined`},
 		{"method", func(j *Job) { j.TaskGroups[0].Services[0].Checks[0].Method = "FETCH" },
 			"TaskGroups[0].Services[0].Checks[0].Method", "unknown HTTP method"},
 		{"check_restart without task", func(j *Job) {
