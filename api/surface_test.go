@@ -69,6 +69,15 @@ func TestClientSurfaceRequests(t *testing.T) {
 				}
 				return err
 			}},
+		{name: "alloc checks", reply: `{"c1":{"ID":"c1","Status":"success","Mode":"healthiness"}}`, wantMeth: "GET",
+			wantPath: "/v1/client/allocation/a1/checks",
+			call: func(c *Client) error {
+				out, err := c.AllocChecks(ctx, "a1", nil)
+				if err == nil && (len(out) != 1 || out["c1"].Status != "success") {
+					t.Errorf("checks = %+v", out)
+				}
+				return err
+			}},
 		{name: "delete service", wantMeth: "DELETE", wantPath: "/v1/service/web/s1",
 			call: func(c *Client) error { _, err := c.DeleteService(ctx, "web", "s1", nil); return err }},
 		{name: "allocation", reply: `{"ID":"a1"}`, wantMeth: "GET", wantPath: "/v1/allocation/a1",
