@@ -383,3 +383,40 @@ func TestServicesSurviveClientRestart(t *testing.T) {
 		t.Fatalf("%d registrations, want 1 (the same ID)", got)
 	}
 }
+
+// TestServiceInPlaceUpdate: a new job version that changes a service
+// (an in-place update) re-registers it, and one that adds a first service
+// to a group without any starts registering.
+func TestServiceInPlaceUpdate(t *testing.T) {
+	e := newEnv(t)
+	task := rawExec("web", "sleep 30")
+	a := testAlloc(structs.JobTypeService, failPolicy(0), task)
+	reg := newFakeRegistrar()
+	ar := e.startWithServices(t, a, reg)
+	e.rec.waitFor(t, "running", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusRunning })
+	ar.mu.Lock()
+	hook := ar.svc
+	ar.mu.Unlock()
+	if hook != nil {
+		t.Fatal("a group without services has a service hook")
+	}
+
+	v2 := a.Copy()
+	v2.Job = a.Job.Copy()
+	v2.Job.Version = 1
+	v2.Job.TaskGroups[0].Services = []*structs.Service{{Name: "web", Provider: "nomad", PortLabel: "8080",
+		AddressMode: "auto", Tags: []string{"v2"}}}
+	ar.Update(v2)
+	id := structs.ServiceRegistrationID(a.ID, "", "web", "web", "8080")
+	waitUntil(t, "registered after the update", 10*time.Second, func() bool { _, ok := reg.snapshot()[id]; return ok })
+
+	v3 := v2.Copy()
+	v3.Job = v2.Job.Copy()
+	v3.Job.Version = 2
+	v3.Job.TaskGroups[0].Services[0].Tags = []string{"v3"}
+	ar.Update(v3)
+	waitUntil(t, "new tags", 10*time.Second, func() bool {
+		r := reg.snapshot()[id]
+		return r != nil && slices.Equal(r.Tags, []string{"v3"})
+	})
+}
