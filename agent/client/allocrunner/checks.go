@@ -72,9 +72,10 @@ func checkID(allocID, group, task, service, check string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// checkSpec resolves check c of service s (named name, registered as r).
+// checkSpec resolves check c of service s (named name); te is the
+// service's environment.
 func (h *serviceHook) checkSpec(alloc *structs.Allocation, tg *structs.TaskGroup, t *structs.Task, s *structs.Service,
-	name string, r *structs.ServiceRegistration, c *structs.ServiceCheck, te *taskEnv) (*checkSpec, error) {
+	name string, c *structs.ServiceCheck, te *taskEnv) (*checkSpec, error) {
 	task := c.TaskName
 	if t != nil {
 		task = t.Name
@@ -100,7 +101,7 @@ func (h *serviceHook) checkSpec(alloc *structs.Allocation, tg *structs.TaskGroup
 		}
 		spec.dir = tr.taskDir.Dir
 	default:
-		addr, port, err := h.checkAddress(alloc, s, c, t != nil)
+		addr, port, err := h.checkAddress(alloc, s, c)
 		if err != nil {
 			return nil, err
 		}

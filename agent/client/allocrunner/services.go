@@ -260,7 +260,7 @@ func (h *serviceHook) build(alloc *structs.Allocation, tg *structs.TaskGroup, t 
 	if t != nil {
 		taskName = t.Name
 	}
-	addr, port, err := h.address(alloc, s.AddressMode, s.PortLabel, t != nil)
+	addr, port, err := h.address(alloc, s.AddressMode, s.PortLabel)
 	if err != nil {
 		return nil, nil, fmt.Errorf("service %q: %v", name, err)
 	}
@@ -282,7 +282,7 @@ func (h *serviceHook) build(alloc *structs.Allocation, tg *structs.TaskGroup, t 
 		if c == nil {
 			continue
 		}
-		spec, err := h.checkSpec(alloc, tg, t, s, name, r, c, te)
+		spec, err := h.checkSpec(alloc, tg, t, s, name, c, te)
 		if err != nil {
 			return nil, nil, fmt.Errorf("service %q check %q: %v", name, c.Name, err)
 		}
@@ -316,7 +316,7 @@ func (h *serviceHook) env(alloc *structs.Allocation, tg *structs.TaskGroup, t *s
 //   - alloc: the same address, and the port inside the allocation (To,
 //     when it maps one) as Nomad gives in host networking;
 //   - driver: refused, as no driver of Drover's has a network of its own.
-func (h *serviceHook) address(alloc *structs.Allocation, mode, label string, task bool) (string, int, error) {
+func (h *serviceHook) address(alloc *structs.Allocation, mode, label string) (string, int, error) {
 	nodeIP := h.ar.cfg.Node.Attributes[nodeIPAttr]
 	if mode == structs.AddressModeDriver {
 		return "", 0, fmt.Errorf("address_mode = \"driver\" needs a driver with a network of its own; the task's driver has none (use auto, host or alloc)")
@@ -351,7 +351,7 @@ func (h *serviceHook) address(alloc *structs.Allocation, mode, label string, tas
 
 // checkAddress is where a check connects: the check's own port and mode,
 // or the service's.
-func (h *serviceHook) checkAddress(alloc *structs.Allocation, s *structs.Service, c *structs.ServiceCheck, task bool) (string, int, error) {
+func (h *serviceHook) checkAddress(alloc *structs.Allocation, s *structs.Service, c *structs.ServiceCheck) (string, int, error) {
 	label, mode := c.PortLabel, c.AddressMode
 	if label == "" {
 		label = s.PortLabel
@@ -362,7 +362,7 @@ func (h *serviceHook) checkAddress(alloc *structs.Allocation, s *structs.Service
 	if mode == "" || mode == structs.AddressModeAuto {
 		mode = structs.AddressModeHost
 	}
-	addr, port, err := h.address(alloc, mode, label, task)
+	addr, port, err := h.address(alloc, mode, label)
 	if err == nil && c.PortLabel == "" && s.Address != "" {
 		addr = s.Address
 	}
