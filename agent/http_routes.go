@@ -37,6 +37,7 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/job/{id}/allocations", h.jobAllocations)
 	handle("GET /v1/job/{id}/evaluations", h.jobEvaluations)
 	handle("GET /v1/job/{id}/summary", h.jobSummary)
+	handle("GET /v1/job/{id}/services", h.jobServices)
 	handle("GET /v1/job/{id}/deployment", h.jobLatestDeployment)
 	handle("GET /v1/job/{id}/deployments", h.jobDeployments)
 	handle("PUT /v1/job/{id}/plan", h.jobPlan)
@@ -52,8 +53,15 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 
 	handle("GET /v1/allocations", h.allocList)
 	handle("GET /v1/allocation/{id}", h.allocGet)
+	handle("GET /v1/allocation/{id}/services", h.allocServices)
+	handle("GET /v1/allocation/{id}/checks", h.allocChecks)
+	handle("GET /v1/client/allocation/{id}/checks", h.allocChecks)
 	handle("PUT /v1/allocation/{id}/stop", h.allocStop)
 	handle("POST /v1/allocation/{id}/stop", h.allocStop)
+
+	handle("GET /v1/services", h.serviceList)
+	handle("GET /v1/service/{name}", h.serviceGet)
+	handle("DELETE /v1/service/{name}/{id}", h.serviceDelete)
 
 	handle("GET /v1/evaluations", h.evalList)
 	handle("GET /v1/evaluation/{id}", h.evalGet)
@@ -107,12 +115,9 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/job/{id}/dispatch", "parameterized jobs (dispatch)"},
 	{"/v1/job/{id}/periodic/force", "periodic jobs"},
 	{"/v1/job/{id}/scale", "job scaling"},
-	{"/v1/job/{id}/services", "services"},
 	{"/v1/job/{id}/evaluate", "forced job evaluation"},
 	{"/v1/job/{id}/action", "task actions"},
 	{"/v1/job/{id}/actions", "task actions"},
-	{"/v1/allocation/{id}/services", "services"},
-	{"/v1/allocation/{id}/checks", "service checks"},
 	{"/v1/evaluations/count", "evaluation counts"},
 	{"/v1/node/{id}/purge", "node purge"},
 	{"/v1/node/{id}/meta", "dynamic node metadata"},
@@ -137,8 +142,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/volume/", "volumes"},
 	{"/v1/plugins", "CSI plugins"},
 	{"/v1/plugin/", "CSI plugins"},
-	{"/v1/services", "services"},
-	{"/v1/service/", "services"},
 	{"/v1/event/stream", "the event stream"},
 	{"/v1/search", "search"},
 	{"/v1/search/", "search"},

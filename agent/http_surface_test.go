@@ -41,6 +41,41 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 					t.Fatalf("args = %+v", a)
 				}
 			}},
+		{name: "services", method: "GET", target: "/v1/services?namespace=*", rpc: "ServiceRegistration.List",
+			reply: func(r any) {
+				r.(*structs.ServiceRegistrationListResponse).Services = []*structs.ServiceRegistrationListStub{{Namespace: "default",
+					Services: []*structs.ServiceRegistrationStub{{ServiceName: "web", Tags: []string{"a"}}}}}
+			},
+			wantCode: 200, wantBody: `[{"Namespace":"default","Services":[{"ServiceName":"web","Tags":["a"]}]}]`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.ServiceRegistrationListRequest); a.Namespace != "*" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "service by name with tags and choose", method: "GET", target: "/v1/service/web?tag=a&tag=b&choose=1|k",
+			rpc: "ServiceRegistration.GetService", reply: func(r any) {
+				r.(*structs.ServiceRegistrationByNameResponse).Services = []*structs.ServiceRegistration{
+					{ID: "s1", ServiceName: "web", Tags: []string{"a"}}, {ID: "s2", ServiceName: "web", Tags: []string{"b", "a"}}}
+			},
+			wantCode: 200, wantBody: `[{"ID":"s2",`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.ServiceRegistrationByNameRequest); a.ServiceName != "web" || a.Choose != "1|k" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "service delete", method: "DELETE", target: "/v1/service/web/s1", rpc: "ServiceRegistration.DeleteByID",
+			wantCode: 200, check: func(t *testing.T, args any) {
+				if a := args.(*structs.ServiceRegistrationDeleteByIDRequest); a.ID != "s1" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "job services missing job", method: "GET", target: "/v1/job/web/services",
+			rpc: "Job.GetServiceRegistrations", wantCode: 404, wantBody: "job not found"},
+		{name: "job services", method: "GET", target: "/v1/job/web/services", rpc: "Job.GetServiceRegistrations",
+			reply:    func(r any) { r.(*structs.JobServiceRegistrationsResponse).Services = []*structs.ServiceRegistration{} },
+			wantCode: 200, wantBody: `[]`},
+		{name: "alloc services missing alloc", method: "GET", target: "/v1/allocation/a1/services",
+			rpc: "Alloc.GetServiceRegistrations", wantCode: 404, wantBody: "alloc not found"},
 		{name: "job allocations empty", method: "GET", target: "/v1/job/web/allocations",
 			rpc: "Job.Allocations", wantCode: 200, wantBody: `[]`},
 		{name: "job allocations bad all", method: "GET", target: "/v1/job/web/allocations?all=sure",

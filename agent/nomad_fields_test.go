@@ -242,6 +242,7 @@ func locate(v reflect.Value, steps []pathStep, create bool) reflect.Value {
 					return reflect.Value{}
 				}
 				v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+				initElem(v.Index(0).Addr())
 			}
 			v = v.Index(0)
 		case s.key:
@@ -279,10 +280,22 @@ func locateParent(v reflect.Value, steps []pathStep) reflect.Value {
 // newElem returns a new *T, with the fields a valid object of T needs.
 func newElem(t reflect.Type) reflect.Value {
 	p := reflect.New(t)
-	if c, ok := p.Interface().(*nomad.Constraint); ok {
-		c.LTarget = "${attr.kernel.name}"
-	}
+	initElem(p)
 	return p
+}
+
+// initElem sets, on a new object (p points to it), the fields a valid one
+// needs: a service is Nomad-provided and has a port, a check is a tcp
+// check with an interval and timeout, run for task "t".
+func initElem(p reflect.Value) {
+	switch x := p.Interface().(type) {
+	case *nomad.Constraint:
+		x.LTarget = "${attr.kernel.name}"
+	case *nomad.Service:
+		x.Provider, x.PortLabel = "nomad", "8080"
+	case *nomad.ServiceCheck:
+		x.Type, x.Interval, x.Timeout, x.TaskName = "tcp", 10*time.Second, 2*time.Second, "t"
+	}
 }
 
 // companions set what a sample needs beside it to be a valid job.
@@ -303,7 +316,12 @@ var sampleOverrides = map[string]any{
 	"RestartPolicy.Mode": "delay", "RestartPolicy.Interval": time.Hour,
 	"ReschedulePolicy.DelayFunction": "fibonacci",
 	"MigrateStrategy.HealthCheck":    "task_states",
-	"Resources.CPU":                  250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
+	"Service.PortLabel":              "8081", "Service.AddressMode": "host", "Service.TaskName": "t",
+	"Service.OnUpdate": "require_healthy", "Service.Provider": "nomad",
+	"ServiceCheck.Type": "tcp", "ServiceCheck.Protocol": "https", "ServiceCheck.PortLabel": "8082",
+	"ServiceCheck.AddressMode": "host", "ServiceCheck.InitialStatus": "passing",
+	"ServiceCheck.Method": "POST", "ServiceCheck.OnUpdate": "require_healthy", "ServiceCheck.TaskName": "t",
+	"Resources.CPU": 250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
 }
 
 // sampleValue returns a non-empty value of type t for the field name

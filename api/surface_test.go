@@ -52,6 +52,34 @@ func TestClientSurfaceRequests(t *testing.T) {
 				_, _, err := c.Allocations(ctx, &QueryOptions{Prefix: "ab", PerPage: 5, NextToken: "abc"})
 				return err
 			}},
+		{name: "services", reply: `[{"Namespace":"default","Services":[{"ServiceName":"web","Tags":["a"]}]}]`,
+			wantMeth: "GET", wantPath: "/v1/services", wantQuery: "namespace=%2A",
+			call: func(c *Client) error {
+				out, _, err := c.Services(ctx, &QueryOptions{Namespace: "*"})
+				if err == nil && (len(out) != 1 || out[0].Services[0].ServiceName != "web") {
+					t.Errorf("services = %+v", out)
+				}
+				return err
+			}},
+		{name: "service", reply: `[{"ID":"s1","Port":8080}]`, wantMeth: "GET", wantPath: "/v1/service/web", wantQuery: "tag=a",
+			call: func(c *Client) error {
+				out, _, err := c.Service(ctx, "web", &QueryOptions{Params: map[string]string{"tag": "a"}})
+				if err == nil && (len(out) != 1 || out[0].Port != 8080) {
+					t.Errorf("service = %+v", out)
+				}
+				return err
+			}},
+		{name: "alloc checks", reply: `{"c1":{"ID":"c1","Status":"success","Mode":"healthiness"}}`, wantMeth: "GET",
+			wantPath: "/v1/client/allocation/a1/checks",
+			call: func(c *Client) error {
+				out, err := c.AllocChecks(ctx, "a1", nil)
+				if err == nil && (len(out) != 1 || out["c1"].Status != "success") {
+					t.Errorf("checks = %+v", out)
+				}
+				return err
+			}},
+		{name: "delete service", wantMeth: "DELETE", wantPath: "/v1/service/web/s1",
+			call: func(c *Client) error { _, err := c.DeleteService(ctx, "web", "s1", nil); return err }},
 		{name: "allocation", reply: `{"ID":"a1"}`, wantMeth: "GET", wantPath: "/v1/allocation/a1",
 			call: func(c *Client) error { _, _, err := c.Allocation(ctx, "a1", nil); return err }},
 		{name: "stop allocation", reply: `{"EvalID":"e1","Index":4}`, wantMeth: "PUT", wantPath: "/v1/allocation/a1/stop",

@@ -242,6 +242,12 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyVariablesRekey(b, buf[1:], log.Index)
 	case structs.RootKeyMetaUpsertRequestType:
 		return f.applyRootKeyMetaUpsert(b, buf[1:], log.Index)
+	case structs.ServiceRegistrationUpsertRequestType:
+		return f.applyServiceRegistrationUpsert(b, buf[1:], log.Index)
+	case structs.ServiceRegistrationDeleteByIDRequestType:
+		return f.applyServiceRegistrationDeleteByID(b, buf[1:], log.Index)
+	case structs.ServiceRegistrationDeleteByAllocIDsRequestType:
+		return f.applyServiceRegistrationDeleteByAllocIDs(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

@@ -54,6 +54,7 @@ const (
 	recACLCluster
 	recVariable
 	recRootKeyMeta
+	recServiceRegistration
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

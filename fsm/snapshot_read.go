@@ -313,6 +313,8 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.VariableEncrypted)
 		case recRootKeyMeta:
 			d.v = new(structs.RootKeyMeta)
+		case recServiceRegistration:
+			d.v = new(structs.ServiceRegistration)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -383,6 +385,8 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.VariableRestore(v)
 	case *structs.RootKeyMeta:
 		return in.restore.RootKeyMetaRestore(v)
+	case *structs.ServiceRegistration:
+		return in.restore.ServiceRegistrationRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

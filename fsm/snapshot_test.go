@@ -69,6 +69,16 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 		done.QueuedAllocations = map[string]int{"web": 0}
 		must(t, store.UpsertPlanResults(next(), &structs.ApplyPlanResultsRequest{
 			Job: stored, AllocsUpdated: placed, EvalID: eval.ID, Evals: []*structs.Evaluation{done}, UpdatedAt: 1700000003}))
+		// Service registrations of every allocation (those on the down
+		// node are skipped by the store); the stop below removes one.
+		regs := make([]*structs.ServiceRegistration, 0, len(placed))
+		for _, a := range placed {
+			regs = append(regs, &structs.ServiceRegistration{
+				ID: structs.ServiceRegistrationID(a.ID, "web", "web", "web-svc", "http"), ServiceName: "web-svc",
+				Namespace: a.Namespace, NodeID: a.NodeID, Datacenter: "dc1", JobID: a.JobID, AllocID: a.ID,
+				Tags: []string{"v1"}, Address: "10.0.0.1", Port: 20000 + k(a)})
+		}
+		must(t, store.UpsertServiceRegistrations(next(), regs))
 		if j%10 == 0 && allocsPerJob > 1 {
 			// A new version while old allocations still run it, then a
 			// stop and a client update.
@@ -95,6 +105,9 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 	}
 	return index
 }
+
+// k is a small number from an allocation's ID, for sample ports.
+func k(a *structs.Allocation) int { return int(a.ID[0]) }
 
 // tables reads every table of s.
 func tables(s *state.StateStore) (map[string]any, error) {
@@ -132,6 +145,8 @@ func tables(s *state.StateStore) (map[string]any, error) {
 	read(state.TableVariables, v10, e)
 	v11, e := s.RootKeyMetas(nil)
 	read(state.TableRootKeys, v11, e)
+	v12, e := s.ServiceRegistrations(nil)
+	read(state.TableServiceRegs, v12, e)
 	return out, err
 }
 

@@ -151,7 +151,7 @@ func collectRows(snap *state.StateSnapshot) ([]row, error) {
 }
 
 // appendACLRows adds the ACL policies, tokens (secret hashes only) and
-// the cluster secret.
+// the cluster secret, then the service registrations.
 func appendACLRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	policies, err := snap.ACLPolicies(nil, "")
 	if err != nil {
@@ -174,7 +174,11 @@ func appendACLRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	if secret != nil {
 		rows = append(rows, row{t: recACLCluster, v: secret})
 	}
-	return appendVariableRows(snap, rows)
+	rows, err = appendVariableRows(snap, rows)
+	if err != nil {
+		return nil, err
+	}
+	return appendServiceRows(snap, rows)
 }
 
 // appendVariableRows adds the variables (encrypted, as stored) and the
@@ -193,6 +197,18 @@ func appendVariableRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	}
 	for _, k := range keys {
 		rows = append(rows, row{t: recRootKeyMeta, v: k})
+	}
+	return rows, nil
+}
+
+// appendServiceRows adds the native service registrations.
+func appendServiceRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
+	regs, err := snap.ServiceRegistrations(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range regs {
+		rows = append(rows, row{t: recServiceRegistration, v: r})
 	}
 	return rows, nil
 }

@@ -139,12 +139,14 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 		}
 		dropIfDefault(tg, "Update", nomadDefaultUpdate)
 		dropIfDefault(tg, "EphemeralDisk", nomadDefaultEphemeralDisk)
+		dropDefaultCluster(tg)
 		_, tasks, _ := lookupKey(tg, "Tasks")
 		taskList, _ := tasks.([]any)
 		for _, tv := range taskList {
 			if task, ok := tv.(map[string]any); ok {
 				dropIfDefault(task, "LogConfig", nomadDefaultLogConfig)
 				dropIfDefault(task, "RestartPolicy", restart)
+				dropDefaultCluster(task)
 			}
 		}
 	}
@@ -166,6 +168,23 @@ var (
 	nomadDefaultLogConfig     = map[string]any{"MaxFiles": json.Number("10"), "MaxFileSizeMB": json.Number("10"),
 		"Disabled": false, "Enabled": nil}
 )
+
+// dropDefaultCluster removes, from each service of obj (a group or a
+// task), the Consul cluster "default" that Nomad's Go client fills in when
+// it canonicalizes: it asks for nothing an absent one does not.
+func dropDefaultCluster(obj map[string]any) {
+	_, svcs, _ := lookupKey(obj, "Services")
+	list, _ := svcs.([]any)
+	for _, sv := range list {
+		s, ok := sv.(map[string]any)
+		if !ok {
+			continue
+		}
+		if k, c, ok := lookupKey(s, "Cluster"); ok && c == "default" {
+			delete(s, k)
+		}
+	}
+}
 
 // dropIfDefault removes key from obj when its value is an object each of
 // whose entries is null or equal to def's entry of the same name.

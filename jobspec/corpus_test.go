@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/drover-project/drover/structs"
 )
 
 // corpusVars are -var values for corpus files that declare variables
@@ -79,6 +81,10 @@ func TestNomadCorpus(t *testing.T) {
 					t.Fatalf("rejected for another reason than %q:\n%v", why, verr)
 				case invalid:
 					invalidToo++
+				case verr != nil && refusedOnly(verr):
+					// Refused by the server, by name (a Consul service).
+					refused++
+					features[refusedFeature(verr.Error())]++
 				case verr != nil:
 					t.Fatalf("parsed, but the server rejects it:\n%v", verr)
 				default:
@@ -109,6 +115,21 @@ func TestNomadCorpus(t *testing.T) {
 	t.Logf("Nomad corpus: %d files, %d accepted, %d refused, %d invalid in Nomad too, %d known gaps",
 		len(files), accepted, refused, invalidToo, gaps)
 	t.Logf("refused features (files): %s", topFeatures(features, 20))
+}
+
+// refusedOnly reports whether every error of a validation error says
+// Drover does not support what it names.
+func refusedOnly(err error) bool {
+	var ve *structs.ValidationError
+	if !errors.As(err, &ve) {
+		return false
+	}
+	for _, fe := range ve.Errors {
+		if !strings.Contains(fe.Message, refusal) {
+			return false
+		}
+	}
+	return true
 }
 
 func corpusFiles(t *testing.T) []string {

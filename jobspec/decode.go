@@ -21,10 +21,10 @@ var (
 		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate"}}
 	groupSpec = &bodySpec{what: "group",
 		attrs:  []string{"count", "meta"},
-		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta"}}
+		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta", "service"}}
 	taskSpec = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
-		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity"}}
+		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service"}}
 	resourcesSpec  = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "cores", "disk"}}
 	identitySpec   = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
 	constraintSpec = &bodySpec{what: "constraint", attrs: []string{"attribute", "operator", "value",
@@ -117,6 +117,7 @@ func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *struct
 	d.integer(attrs, "count", &tg.Count)
 	tg.Meta = d.strMap(attrs, blocks, "meta", "group")
 	tg.Constraints = d.constraints(blocks["constraint"])
+	tg.Services = d.services(blocks["service"])
 	if b := d.single(blocks["restart"], "group"); b != nil {
 		tg.RestartPolicy = d.restart(b, structs.DefaultRestartPolicy(jobType))
 	}
@@ -183,6 +184,7 @@ func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
 	t.Env = d.strMap(attrs, blocks, "env", "task")
 	t.Meta = d.strMap(attrs, blocks, "meta", "task")
 	t.Constraints = d.constraints(blocks["constraint"])
+	t.Services = d.services(blocks["service"])
 	if b := d.single(blocks["resources"], "task"); b != nil {
 		t.Resources = d.resources(b)
 	}

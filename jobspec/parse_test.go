@@ -424,8 +424,8 @@ func TestParseJSON(t *testing.T) {
 		{name: "wrapped", src: `{"Job": ` + bare + `}`},
 		{name: "wrapped with empty extras", src: `  {"Job": ` + bare + `, "EnforceIndex": false}`},
 		{name: "unsupported fields", src: `{"Job": {"ID": "web", "Update": {"MaxParallel": 2},
-		  "TaskGroups": [{"Name": "g", "Services": [{"Name": "s"}], "Tasks": [{"Name": "t", "Vault": {"Policies": ["a"]}}]}]}}`,
-			wantErr: "test.hcl: Unsupported field: Job.TaskGroups[0].Services: Drover does not support services\n" +
+		  "TaskGroups": [{"Name": "g", "Services": [{"Name": "s", "Connect": {"Native": true}}], "Tasks": [{"Name": "t", "Vault": {"Policies": ["a"]}}]}]}}`,
+			wantErr: "test.hcl: Unsupported field: Job.TaskGroups[0].Services[0].Connect: Drover does not support Consul Connect\n" +
 				"test.hcl: Unsupported field: Job.TaskGroups[0].Tasks[0].Vault: Drover does not support Vault\n" +
 				"test.hcl: Unsupported field: Job.Update: Drover does not support the update block (rolling updates, canaries and deployments)"},
 		{name: "syntax error has a position", src: "{\n  \"Job\": {\n    \"ID\": web\n  }\n}",

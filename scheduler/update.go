@@ -15,7 +15,9 @@ import (
 // is destructive when the process could not be the same one afterwards,
 // and that is decided by destructiveChange alone. Everything else is in
 // place: count, priority, restart/reschedule/migrate policies, kill timeout
-// and signal, leader, and datacenters and constraints as long as the
+// and signal, leader, services and their checks (the client re-registers;
+// Nomad replaces only for a Consul Connect change, which Drover refuses),
+// and datacenters and constraints as long as the
 // allocation's node still satisfies them (the schedulers check that, since
 // they see the node).
 

@@ -27,6 +27,15 @@ func TestJobUpdateInPlaceOrDestructive(t *testing.T) {
 		{"reschedule policy", func(j *structs.Job) { j.TaskGroups[0].ReschedulePolicy.Attempts = 9 }, false},
 		{"datacenters still include the node", func(j *structs.Job) { j.Datacenters = []string{"dc1", "dc2"} }, false},
 		{"priority", func(j *structs.Job) { j.Priority = 70 }, false},
+		// Services and checks change in place, as in Nomad: the client
+		// re-registers.
+		{"group service", func(j *structs.Job) {
+			j.TaskGroups[0].Services = []*structs.Service{{Name: "web", Provider: "nomad", PortLabel: "8080"}}
+		}, false},
+		{"task service", func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Services = []*structs.Service{{Name: "api", Provider: "nomad", PortLabel: "8080",
+				Checks: []*structs.ServiceCheck{{Type: "tcp", Interval: time.Second, Timeout: time.Second}}}}
+		}, false},
 		{"driver", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Driver = "raw_exec" }, true},
 		{"cpu", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.CPU = 600 }, true},
 		{"cores", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.Cores = 1 }, true},

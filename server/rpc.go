@@ -39,6 +39,8 @@ func (s *Server) endpoints(inproc bool) map[string]any {
 		"ACL":       &ACL{srv: s},
 		"Variables": &Variables{srv: s},
 		"Keyring":   &Keyring{srv: s},
+		// Native service discovery (service_endpoint.go).
+		"ServiceRegistration": &ServiceRegistration{srv: s},
 	}
 }
 

@@ -38,6 +38,10 @@ const (
 	// aclServer: scheduler-internal calls between servers: the cluster
 	// secret (or a management token).
 	aclServer
+	// aclNodeOrUser: an ACL token, judged by allow, or a secret that is
+	// no token (a node's SecretID), passed on to the endpoint's own
+	// node-secret check (ServiceRegistration.DeleteByID).
+	aclNodeOrUser
 )
 
 // aclRule is the rule of one RPC method.
@@ -142,6 +146,17 @@ var rpcACLRules = map[string]aclRule{
 	"Keyring.ListRootKeyMeta": {allow: management},
 	"Keyring.Rotate":          {allow: management},
 	"Keyring.Get":             {class: aclServer},
+
+	// Native services, with Nomad's capabilities: reads need read-job in
+	// the namespace, a user's delete submit-job; clients register and
+	// deregister their own allocations' services with their node secret.
+	"ServiceRegistration.Upsert":           {class: aclNodeSecret},
+	"ServiceRegistration.DeleteByAllocIDs": {class: aclNodeSecret},
+	"ServiceRegistration.DeleteByID":       {class: aclNodeOrUser, allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	"ServiceRegistration.List":             {allow: serviceRead},
+	"ServiceRegistration.GetService":       {allow: serviceRead},
+	"Job.GetServiceRegistrations":          {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Alloc.GetServiceRegistrations":        {allow: allocReadJob},
 }
 
 // checkACLRules fails unless every method has a rule and every rule a
@@ -183,6 +198,13 @@ func allowNamespace(a *acl.ACL, ns, capability string) bool {
 }
 
 // nsCap requires capability in the request's namespace.
+// serviceRead allows reading the native services of the request's
+// namespace: read-job there, or a workload identity of that namespace
+// (templates' nomadService reads), as Nomad.
+func serviceRead(a *acl.ACL, _ *Server, args any) bool {
+	return a.AllowServiceRead(requestNamespace(args))
+}
+
 func nsCap(capability string) func(*acl.ACL, *Server, any) bool {
 	return func(a *acl.ACL, _ *Server, args any) bool {
 		return allowNamespace(a, requestNamespace(args), capability)
@@ -222,6 +244,18 @@ func allocLifecycle(a *acl.ACL, s *Server, args any) bool {
 		}
 	}
 	return a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityAllocLifecycle)
+}
+
+// allocReadJob requires read-job in the allocation's namespace, read from
+// this server's state (the request's when the allocation is unknown here).
+func allocReadJob(a *acl.ACL, s *Server, args any) bool {
+	ns := requestNamespace(args)
+	if r, ok := args.(*structs.AllocServiceRegistrationsRequest); ok {
+		if al, err := s.fsm.State().AllocByID(nil, r.AllocID); err == nil && al != nil {
+			ns = al.Namespace
+		}
+	}
+	return a.AllowNamespaceOperation(ns, acl.NamespaceCapabilityReadJob)
 }
 
 func allocFilter(a *acl.ACL, reply any) bool {
@@ -300,6 +334,10 @@ func (s *Server) authorizeRPC(method string, args any) (*acl.ACL, error) {
 			return nil, nil // a node secret, judged by the node-secret check
 		}
 		return nil, structs.ErrPermissionDenied
+	case aclNodeOrUser:
+		if id.unknown {
+			return nil, nil // a node secret, judged by the endpoint
+		}
 	}
 	if id.unknown {
 		return nil, structs.ErrTokenNotFound

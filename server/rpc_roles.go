@@ -56,6 +56,9 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Node.GetClientAllocs": accessClient,
 	"Alloc.GetAllocs":      accessClient,
 	"Alloc.SignIdentities": accessClient,
+	// Service registrations of the node's allocations.
+	"ServiceRegistration.Upsert":           accessClient,
+	"ServiceRegistration.DeleteByAllocIDs": accessClient,
 
 	// User calls (the HTTP API's).
 	"Status.Leader":                 accessAny,
@@ -106,6 +109,12 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Variables.List":          accessAny,
 	"Keyring.ListRootKeyMeta": accessAny,
 	"Keyring.Rotate":          accessAny,
+	// Native services: reads, and a delete by users or the node.
+	"ServiceRegistration.List":       accessAny,
+	"ServiceRegistration.GetService": accessAny,
+	"ServiceRegistration.DeleteByID": accessAny,
+	"Job.GetServiceRegistrations":    accessAny,
+	"Alloc.GetServiceRegistrations":  accessAny,
 }
 
 // connRole is what one connection on the RPC port may do.

@@ -159,7 +159,7 @@ func (w *writeTxn) insertAlloc(prev, a *structs.Allocation) error {
 	}
 	aw.changed = append(aw.changed, allocChange{prev, a})
 	w.allocChanged(prev, a)
-	return nil
+	return w.allocServicesEnd(prev, a)
 }
 
 // deleteAlloc removes allocation a, which must be stored.
@@ -174,7 +174,7 @@ func (w *writeTxn) deleteAlloc(a *structs.Allocation) error {
 	aw.byJob.Delete(jobKey(a.Namespace, a.JobID, a.ID))
 	aw.changed = append(aw.changed, allocChange{a, nil})
 	w.allocChanged(a, nil)
-	return nil
+	return w.allocServicesEnd(a, nil)
 }
 
 // commitAllocs writes the transaction's allocations row, if it changed

@@ -106,6 +106,9 @@ func (b *Batch) DeregisterJob(index uint64, namespace, jobID string, purge bool,
 			return err
 		}
 		txn.t.add(TableJobSummary)
+		if err := txn.deleteServicesBy(IndexJob, namespace, jobID); err != nil {
+			return err
+		}
 	} else {
 		stopped := job.Copy()
 		stopped.Stop = true

@@ -115,13 +115,17 @@ func (b *Batch) DeleteNodes(index uint64, nodeIDs []string) error {
 		}
 		b.txn.nodeAllocsNodeDeleted(id)
 		b.txn.t.add(TableNodes)
+		if err := b.txn.deleteServicesBy(IndexNode, id); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // UpdateNodeStatus sets a node's status and StatusUpdatedAt, appends event
 // (may be nil), and writes evals in the same transaction. Allocations on a
-// node that goes down are left to the scheduler, which stops them as lost.
+// node that goes down are left to the scheduler, which stops them as lost;
+// the node's service registrations are removed at once.
 func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt int64, event *structs.NodeEvent, evals []*structs.Evaluation) error {
 	b := s.Batch()
 	defer b.Abort()
@@ -142,6 +146,12 @@ func (b *Batch) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt 
 	})
 	if err != nil {
 		return err
+	}
+	if status == structs.NodeStatusDown {
+		// A lost node's services are gone with it, as in Nomad.
+		if err := b.txn.deleteServicesBy(IndexNode, nodeID); err != nil {
+			return err
+		}
 	}
 	return upsertEvalsTxn(b.txn, index, evals)
 }

@@ -30,6 +30,10 @@ const (
 	// TableRootKeys the keyring's metadata by key ID (variables.go).
 	TableVariables = "variables"
 	TableRootKeys  = "root_keys"
+	// TableServiceRegs holds the native service registrations
+	// (services.go), by ID, by (namespace, service name), allocation,
+	// (namespace, job) and node.
+	TableServiceRegs = "service_registrations"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -41,13 +45,16 @@ const (
 	// IndexSecret indexes ACL tokens by structs.SecretKey of their
 	// secret's hash.
 	IndexSecret = "secret"
+	// Service registration indexes.
+	IndexServiceName = "service_name"
+	IndexAlloc       = "alloc"
 
 	prefixSuffix = "_prefix"
 )
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -250,6 +257,16 @@ func schema() *memdb.DBSchema {
 			Name: TableRootKeys,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.RootKeyMeta]{get: func(k *structs.RootKeyMeta) string { return k.KeyID }}},
+			},
+		},
+		TableServiceRegs: {
+			Name: TableServiceRegs,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID:          {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) string { return r.ID }}},
+				IndexServiceName: {Name: IndexServiceName, Indexer: pairIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) (string, string) { return r.Namespace, r.ServiceName }}},
+				IndexAlloc:       {Name: IndexAlloc, Indexer: fieldIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) string { return r.AllocID }}},
+				IndexJob:         {Name: IndexJob, Indexer: pairIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) (string, string) { return r.Namespace, r.JobID }}},
+				IndexNode:        {Name: IndexNode, Indexer: fieldIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) string { return r.NodeID }}},
 			},
 		},
 		TableAllocs: {

@@ -38,6 +38,9 @@ type writeTxn struct {
 	// snapTables is the snapshot's cached allocations row (nil on the
 	// live store), which commit updates.
 	snapTables *atomic.Pointer[allocTables]
+	// svcRows caches whether the service registrations table has rows
+	// (services.go).
+	svcRows svcRows
 }
 
 func newWriteTxn(db *memdb.MemDB, watches *allocWatches, snapTables *atomic.Pointer[allocTables]) *writeTxn {
@@ -216,7 +219,7 @@ func listWrite[T any](w *writeTxn, table, index string, args ...any) ([]*T, erro
 // indexedTables are the tables whose last write the index table records,
 // in the order of touched.last.
 var indexedTables = [...]string{TableJobs, TableJobSummary, TableNodes, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs}
 
 // touched records, per table, the Raft index of the last write in a
 // transaction that changed it, so that commitIndex writes each table's

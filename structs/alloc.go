@@ -191,6 +191,11 @@ const (
 	TaskDriverFailure  = "Driver Failure"
 	TaskFailedValidate = "Failed Validation"
 	TaskSetupFailure   = "Setup Failure"
+	// TaskHookFailed reports a problem of a task's services (a port
+	// label the allocation lacks, an address mode the driver cannot give).
+	TaskHookFailed = "Task hook failed"
+	// TaskRestartSignal: the client restarts the task (check_restart).
+	TaskRestartSignal = "Restart Signaled"
 )
 
 // TaskEvent is one event in a task's life.

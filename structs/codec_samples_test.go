@@ -103,6 +103,15 @@ func raftSamples() []raftSample {
 		{RootKeyMetaUpsertRequestType, &RootKeyMetaUpsertRequest{RootKeyMeta: &RootKeyMeta{KeyID: fixtureID("e", 1),
 			Algorithm: EncryptionAlgorithmAES256GCM, CreateTime: fixtureTime.UnixNano(), State: RootKeyStateActive}, WriteRequest: wr},
 			func() any { return new(RootKeyMetaUpsertRequest) }},
+		{ServiceRegistrationUpsertRequestType, &ServiceRegistrationUpsertRequest{Services: []*ServiceRegistration{{
+			ID: "_nomad-task-" + fixtureID("a", 1) + "-web-web-http", ServiceName: "web", Namespace: "default",
+			NodeID: fixtureID("n", 1), Datacenter: "dc1", JobID: "web", AllocID: fixtureID("a", 1),
+			Tags: []string{"a", "b"}, Address: "10.0.0.1", Port: 20001}}, WriteRequest: wr},
+			func() any { return new(ServiceRegistrationUpsertRequest) }},
+		{ServiceRegistrationDeleteByIDRequestType, &ServiceRegistrationDeleteByIDRequest{ID: "_nomad-task-x", WriteRequest: wr},
+			func() any { return new(ServiceRegistrationDeleteByIDRequest) }},
+		{ServiceRegistrationDeleteByAllocIDsRequestType, &ServiceRegistrationDeleteByAllocIDsRequest{AllocIDs: []string{fixtureID("a", 1)}, WriteRequest: wr},
+			func() any { return new(ServiceRegistrationDeleteByAllocIDsRequest) }},
 	}
 }
 

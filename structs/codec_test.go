@@ -42,6 +42,14 @@ var wireTypes = []any{
 	new(AllocatedMemoryResources), new(AllocatedSharedResources), new(DesiredTransition),
 	new(RescheduleTracker), new(RescheduleEvent), new(TaskState), new(TaskEvent), new(AllocMetric),
 	new(NodeScoreMeta), new(TaskStates),
+	// Services (structs/services.go).
+	new(Service), new(ServiceCheck), new(CheckRestart), new(ServiceRegistration), new(CheckQueryResult),
+	new(ServiceRegistrationListStub), new(ServiceRegistrationStub), new(ServiceRegistrationUpsertRequest),
+	new(ServiceRegistrationDeleteByIDRequest), new(ServiceRegistrationDeleteByAllocIDsRequest),
+	new(ServiceRegistrationListRequest), new(ServiceRegistrationListResponse),
+	new(ServiceRegistrationByNameRequest), new(ServiceRegistrationByNameResponse),
+	new(JobServiceRegistrationsRequest), new(JobServiceRegistrationsResponse),
+	new(AllocServiceRegistrationsRequest), new(AllocServiceRegistrationsResponse),
 	// RPC requests and responses.
 	new(QueryOptions), new(WriteRequest), new(QueryMeta), new(WriteMeta), new(GenericRequest),
 	new(GenericResponse), new(JobRegisterResponse), new(JobDeregisterResponse),

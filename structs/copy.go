@@ -1,6 +1,9 @@
 package structs
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // Deep copies. Objects read from the state store are shared; copy before
 // changing anything.
@@ -80,6 +83,7 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	c.RestartPolicy = shallow(tg.RestartPolicy)
 	c.ReschedulePolicy = shallow(tg.ReschedulePolicy)
 	c.Migrate = shallow(tg.Migrate)
+	c.Services = copySlice(tg.Services, (*Service).Copy)
 	c.Meta = maps.Clone(tg.Meta)
 	return &c
 }
@@ -96,6 +100,7 @@ func (t *Task) Copy() *Task {
 	c.Env = maps.Clone(t.Env)
 	c.Constraints = copySlice(t.Constraints, shallow[Constraint])
 	c.Resources = shallow(t.Resources)
+	c.Services = copySlice(t.Services, (*Service).Copy)
 	c.Meta = maps.Clone(t.Meta)
 	c.Identity = shallow(t.Identity)
 	return &c
@@ -210,5 +215,35 @@ func (ts *TaskState) Copy() *TaskState {
 		ec.Details = maps.Clone(e.Details)
 		return &ec
 	})
+	return &c
+}
+
+// Copy returns a deep copy of the service.
+func (s *Service) Copy() *Service {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.Tags = slices.Clone(s.Tags)
+	c.Checks = copySlice(s.Checks, (*ServiceCheck).Copy)
+	c.CheckRestart = shallow(s.CheckRestart)
+	c.Meta = maps.Clone(s.Meta)
+	return &c
+}
+
+// Copy returns a deep copy of the check.
+func (sc *ServiceCheck) Copy() *ServiceCheck {
+	if sc == nil {
+		return nil
+	}
+	c := *sc
+	c.Args = slices.Clone(sc.Args)
+	if sc.Header != nil {
+		c.Header = make(map[string][]string, len(sc.Header))
+		for k, v := range sc.Header {
+			c.Header[k] = slices.Clone(v)
+		}
+	}
+	c.CheckRestart = shallow(sc.CheckRestart)
 	return &c
 }

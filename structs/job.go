@@ -113,6 +113,8 @@ type TaskGroup struct {
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
 	Migrate          *MigrateStrategy
+	Networks         []*NetworkResource
+	Services         []*Service
 	Meta             map[string]string
 }
 
@@ -129,6 +131,7 @@ type Task struct {
 	KillTimeout time.Duration
 	KillSignal  string
 	Leader      bool
+	Services    []*Service
 	// Identity is the task's default workload identity block: whether
 	// the client hands the task its identity token (NOMAD_TOKEN with Env,
 	// secrets/nomad_token with File). Every task may fetch its identity
@@ -425,7 +428,9 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 		if t.KillTimeout == 0 {
 			t.KillTimeout = DefaultKillTimeout
 		}
+		canonicalizeServices(t.Services, j.Name, tg.Name, t.Name)
 	}
+	canonicalizeServices(tg.Services, j.Name, tg.Name, "")
 }
 
 // DefaultRestartPolicy returns Nomad's defaults for the job type.
@@ -582,6 +587,9 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 		seen[t.Name] = i
 		t.validate(v, tp)
 	}
+	validateServices(v, join(p, "Services"), tg.Services, tg.Tasks, "")
+	tg.validateServiceNames(v, p)
+	tg.validateServicePorts(v, p)
 }
 
 func (t *Task) validate(v *validator, p string) {
@@ -624,6 +632,7 @@ func (t *Task) validate(v *validator, p string) {
 	if id := t.Identity; id != nil && id.Name != "" && id.Name != WorkloadIdentityDefaultName {
 		v.add(join(join(p, "Identity"), "Name"), "Drover does not support named workload identities (only the default identity); got %q", id.Name)
 	}
+	validateServices(v, join(p, "Services"), t.Services, nil, t.Name)
 }
 
 // WorkloadIdentityDefaultName is the default identity's name.

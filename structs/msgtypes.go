@@ -46,6 +46,12 @@ const (
 	VarApplyStateRequestType
 	VariablesRekeyRequestType
 	RootKeyMetaUpsertRequestType
+	// Service registrations (structs/service_registration.go), written
+	// without the ignore flag: a server that skipped them would serve a
+	// catalogue the others do not have.
+	ServiceRegistrationUpsertRequestType
+	ServiceRegistrationDeleteByIDRequestType
+	ServiceRegistrationDeleteByAllocIDsRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -60,7 +66,8 @@ func (t MessageType) String() string {
 		"AllocUpdateDesiredTransition", "ApplyPlanResultsGrouped",
 		"ACLPolicyUpsert", "ACLPolicyDelete", "ACLTokenUpsert", "ACLTokenDelete",
 		"ACLTokenBootstrap", "ACLClusterSecret", "VarApplyState", "VariablesRekey",
-		"RootKeyMetaUpsert"}
+		"RootKeyMetaUpsert", "ServiceRegistrationUpsert",
+		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]

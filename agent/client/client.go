@@ -391,6 +391,7 @@ func (c *Client) newRunner(a *structs.Allocation, restored map[string]*clientsta
 		MaxKillTimeout: c.cfg.MaxKillTimeout,
 		Restored:       restored,
 		Identity:       c.signIdentity,
+		Services:       serviceRPC{c},
 	})
 }
 

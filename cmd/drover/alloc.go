@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drover-project/drover/api"
@@ -61,11 +63,42 @@ func runAllocStatus(e *env, args []string) int {
 	if asJSON {
 		return printJSON(e, alloc)
 	}
-	e.printAlloc(alloc, verbose)
+	var checks map[string]*structs.CheckQueryResult
+	if alloc.Job != nil {
+		if tg := alloc.Job.LookupTaskGroup(alloc.TaskGroup); tg != nil && tg.HasServices() {
+			// As in Nomad, the section is left out when the client
+			// cannot be asked.
+			checks, _ = c.AllocChecks(context.Background(), alloc.ID, nil)
+		}
+	}
+	e.printAlloc(alloc, checks, verbose)
 	return exitOK
 }
 
-func (e *env) printAlloc(a *structs.Allocation, verbose bool) {
+// printAllocChecks prints Nomad's "Nomad Service Checks" table, sorted.
+func printAllocChecks(out io.Writer, checks map[string]*structs.CheckQueryResult) {
+	if len(checks) == 0 {
+		return
+	}
+	rows := make([][]string, 0, len(checks))
+	for _, r := range checks {
+		task := "(group)"
+		if r.Task != "" {
+			task = r.Task
+		}
+		rows = append(rows, []string{r.Service, task, r.Check, r.Mode, r.Status})
+	}
+	sort.Slice(rows, func(i, j int) bool { return strings.Join(rows[i], "|") < strings.Join(rows[j], "|") })
+	fmt.Fprintln(out, "Nomad Service Checks:")
+	t := newTable(out)
+	t.row("Service", "Task", "Name", "Mode", "Status")
+	for _, r := range rows {
+		t.row(r...)
+	}
+	t.flush()
+}
+
+func (e *env) printAlloc(a *structs.Allocation, checks map[string]*structs.CheckQueryResult, verbose bool) {
 	out := e.stdout
 	kv(out,
 		"ID", shortID(a.ID, verbose),
@@ -88,6 +121,7 @@ func (e *env) printAlloc(a *structs.Allocation, verbose bool) {
 	if a.NextAllocation != "" {
 		kv(out, "Replaced By", shortID(a.NextAllocation, verbose))
 	}
+	printAllocChecks(out, checks)
 
 	var tg *structs.TaskGroup
 	if a.Job != nil {

@@ -154,6 +154,22 @@ func TestCLIGolden(t *testing.T) {
 		pendingAllocs[i].TaskStates = structs.TaskStates{}
 	}
 	restarting, startFailed := startFailureAllocs(allocs)
+	withServices := allocs[0].Copy()
+	withServices.Job = withServices.Job.Copy()
+	withServices.Job.TaskGroups[0].Services = []*structs.Service{{Name: "web", Provider: "nomad", PortLabel: "http"}}
+	checkResults := map[string]*structs.CheckQueryResult{
+		"c2": {ID: "c2", Mode: "healthiness", Status: "failure", Group: "web", Task: "server", Service: "api", Check: "script"},
+		"c1": {ID: "c1", Mode: "healthiness", Status: "success", StatusCode: 200, Group: "web", Service: "web", Check: "alive"},
+	}
+	svcList := []*structs.ServiceRegistrationListStub{{Namespace: "default", Services: []*structs.ServiceRegistrationStub{
+		{ServiceName: "web", Tags: []string{"v1", "blue"}}, {ServiceName: "worker", Tags: []string{}}}}}
+	svcRegs := []*structs.ServiceRegistration{
+		{ID: "_nomad-task-" + allocs[1].ID + "-group-web-web-http", ServiceName: "web", Namespace: "default",
+			NodeID: allocs[1].NodeID, Datacenter: "dc1", JobID: "web", AllocID: allocs[1].ID, Tags: []string{"v1", "blue"},
+			Address: "10.0.0.2", Port: 23456, CreateIndex: 30, ModifyIndex: 30},
+		{ID: "_nomad-task-" + allocs[0].ID + "-group-web-web-http", ServiceName: "web", Namespace: "default",
+			NodeID: allocs[0].NodeID, Datacenter: "dc1", JobID: "api", AllocID: allocs[0].ID, Tags: []string{"v1"},
+			Address: "fd00::1", Port: 8080, CreateIndex: 31, ModifyIndex: 31}}
 
 	cases := []struct {
 		name     string
@@ -184,6 +200,18 @@ func TestCLIGolden(t *testing.T) {
 		{name: "job_run_parse_error", args: []string{"job", "run", "testdata/bad.nomad.hcl"}, wantCode: 1},
 		{name: "job_run_conflict", args: []string{"job", "run", "-check-index", "3", "testdata/web.nomad.hcl"}, wantCode: 1,
 			routes: map[string]any{"PUT /v1/jobs": status(409, "Enforcing job modify index 3: job exists with conflicting job modify index: 10")}},
+		{name: "service_list", args: []string{"service", "list"}, routes: map[string]any{"GET /v1/services": svcList}},
+		{name: "service_list_all_namespaces", args: []string{"service", "list", "-namespace", "*"},
+			routes: map[string]any{"GET /v1/services": svcList}},
+		{name: "service_list_none", args: []string{"service", "list"}, routes: map[string]any{"GET /v1/services": []any{}}},
+		{name: "service_info", args: []string{"service", "info", "web"}, routes: map[string]any{
+			"GET /v1/services": svcList, "GET /v1/service/web": svcRegs}},
+		{name: "service_info_verbose", args: []string{"service", "info", "-verbose", "web"}, routes: map[string]any{
+			"GET /v1/services": svcList, "GET /v1/service/web": svcRegs}},
+		{name: "service_info_ambiguous", args: []string{"service", "info", "w"}, wantCode: 1, routes: map[string]any{
+			"GET /v1/services": svcList}},
+		{name: "service_delete", args: []string{"service", "delete", "web", svcRegs[0].ID}, routes: map[string]any{
+			"DELETE /v1/service/web/" + svcRegs[0].ID: status(200, "")}},
 		{name: "job_status_list", args: []string{"job", "status"}, routes: map[string]any{"GET /v1/jobs": jobStubs}},
 		{name: "job_status_none", args: []string{"job", "status"}, routes: map[string]any{"GET /v1/jobs": []any{}}},
 		{name: "job_status", args: []string{"job", "status", "web"}, routes: map[string]any{
@@ -253,6 +281,11 @@ func TestCLIGolden(t *testing.T) {
 		{name: "alloc_status", args: []string{"alloc", "status", "a1a1"}, routes: map[string]any{
 			"GET /v1/allocations":            prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
 			"GET /v1/allocation/" + alloc1ID: allocs[0],
+		}},
+		{name: "alloc_status_checks", args: []string{"alloc", "status", "a1a1"}, routes: map[string]any{
+			"GET /v1/allocations":                               prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
+			"GET /v1/allocation/" + alloc1ID:                    withServices,
+			"GET /v1/client/allocation/" + alloc1ID + "/checks": checkResults,
 		}},
 		{name: "alloc_status_short_prefix", args: []string{"alloc", "status", "a"}, wantCode: 1},
 		{name: "alloc_stop", args: []string{"alloc", "stop", "a2a2"}, routes: map[string]any{

@@ -60,6 +60,9 @@ type Config struct {
 	// identity block asks for it in their environment or secrets
 	// directory. nil: such a task fails setup.
 	Identity func(allocID, task string) (string, error)
+	// Services registers the allocation's native services (nil: they
+	// are neither registered nor checked).
+	Services ServiceRegistrar
 }
 
 // AllocRunner runs one allocation's tasks. Create with New, then Run.
@@ -89,6 +92,10 @@ type AllocRunner struct {
 	killing      bool                // guarded by mu
 	detached     bool                // guarded by mu
 	started      bool                // Run was called; guarded by mu
+
+	// svc registers services and runs checks; nil when the group has no
+	// service (set in New or by the first Update that brings one).
+	svc *serviceHook // guarded by mu
 }
 
 // New prepares a runner (nothing runs until Run).
@@ -132,7 +139,34 @@ func New(cfg Config) (*AllocRunner, error) {
 		ar.tasks[t.Name] = newTaskRunner(ar, tg, t, td, cfg.Restored[t.Name])
 		ar.taskOrder = append(ar.taskOrder, t.Name)
 	}
+	if cfg.Services != nil && tg.HasServices() {
+		ar.svc = newServiceHook(ar, cfg.Services)
+	}
 	return ar, nil
+}
+
+// services returns the service hook, starting one when the allocation's
+// job (after an in-place update) has services and Run was called.
+func (ar *AllocRunner) services() *serviceHook {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.svc == nil && ar.cfg.Services != nil && ar.started && ar.alloc.Job != nil {
+		if tg := ar.alloc.Job.LookupTaskGroup(ar.alloc.TaskGroup); tg != nil && tg.HasServices() {
+			ar.svc = newServiceHook(ar, ar.cfg.Services)
+			go ar.svc.loop()
+		}
+	}
+	return ar.svc
+}
+
+// servicesChanged tells the service hook, if any, to look again.
+func (ar *AllocRunner) servicesChanged() {
+	ar.mu.Lock()
+	h := ar.svc
+	ar.mu.Unlock()
+	if h != nil {
+		h.changed()
+	}
 }
 
 // ID returns the allocation ID.
@@ -173,6 +207,12 @@ func (ar *AllocRunner) Run() {
 	if ar.cfg.Restored == nil {
 		ar.saveAlloc()
 	}
+	ar.mu.Lock()
+	svc := ar.svc
+	ar.mu.Unlock()
+	if svc != nil {
+		go svc.loop()
+	}
 	var wg sync.WaitGroup
 	for _, name := range ar.taskOrder {
 		tr := ar.tasks[name]
@@ -190,6 +230,7 @@ func (ar *AllocRunner) Run() {
 		}
 		ar.mu.Unlock()
 		close(ar.doneCh)
+		ar.servicesChanged()
 	}()
 	ar.mu.Lock()
 	stop := ar.alloc.ServerTerminalStatus()
@@ -220,6 +261,9 @@ func (ar *AllocRunner) Update(a *structs.Allocation) {
 	ar.saveAlloc()
 	if a.ServerTerminalStatus() {
 		ar.killAll(ReasonAllocStopped)
+	}
+	if h := ar.services(); h != nil {
+		h.changed()
 	}
 }
 
@@ -258,7 +302,11 @@ func (ar *AllocRunner) saveAlloc() {
 func (ar *AllocRunner) killAll(reason string) {
 	ar.mu.Lock()
 	ar.killing = true
+	svc := ar.svc
 	ar.mu.Unlock()
+	if svc != nil {
+		svc.changed() // group services go first
+	}
 	for _, tr := range ar.tasks {
 		tr.kill(reason)
 	}
@@ -272,6 +320,12 @@ func (ar *AllocRunner) Kill(reason string) { ar.killAll(reason) }
 func (ar *AllocRunner) Destroy() error {
 	ar.killAll(ReasonDestroyed)
 	ar.waitIfStarted()
+	ar.mu.Lock()
+	svc := ar.svc
+	ar.mu.Unlock()
+	if svc != nil {
+		svc.checks.stopAll() // no script runs in a directory being removed
+	}
 	var err error
 	ar.stateMu.Lock()
 	ar.destroyed = true
@@ -296,6 +350,12 @@ func (ar *AllocRunner) Shutdown() {
 		tr.detach()
 	}
 	ar.waitIfStarted()
+	ar.mu.Lock()
+	svc, started := ar.svc, ar.started
+	ar.mu.Unlock()
+	if svc != nil && started {
+		svc.detach()
+	}
 }
 
 // waitIfStarted waits for DoneCh if Run was called.
@@ -369,6 +429,7 @@ func (ar *AllocRunner) taskChanged(changed *taskRunner) {
 		}
 	}
 	ar.publish()
+	ar.servicesChanged()
 }
 
 func (ar *AllocRunner) killOthers(except *taskRunner, reason string) {

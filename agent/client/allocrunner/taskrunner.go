@@ -44,7 +44,10 @@ type taskRunner struct {
 	killOnce   sync.Once
 	detachCh   chan struct{} // closed by detach
 	detachOnce sync.Once
-	doneCh     chan struct{} // closed when run returns
+	// restartCh asks the running task to restart (check_restart); it
+	// holds at most one request.
+	restartCh chan string
+	doneCh    chan struct{} // closed when run returns
 
 	mu    sync.Mutex
 	state *structs.TaskState // guarded by mu
@@ -83,13 +86,14 @@ func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, t
 	restored *clientstate.TaskRunnerState) *taskRunner {
 	tr := &taskRunner{
 		ar: ar, task: task, tg: tg, taskDir: td, latest: taskSpec{tg: tg, task: task},
-		logger:   ar.logger.With("task", task.Name),
-		restart:  newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
-		killCh:   make(chan struct{}),
-		detachCh: make(chan struct{}),
-		doneCh:   make(chan struct{}),
-		state:    &structs.TaskState{State: structs.TaskStatePending},
-		restored: restored,
+		logger:    ar.logger.With("task", task.Name),
+		restart:   newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
+		killCh:    make(chan struct{}),
+		detachCh:  make(chan struct{}),
+		doneCh:    make(chan struct{}),
+		restartCh: make(chan string, 1),
+		state:     &structs.TaskState{State: structs.TaskStatePending},
+		restored:  restored,
 	}
 	if ar.cfg.Drivers != nil {
 		tr.drv = ar.cfg.Drivers.Driver(task.Driver)
@@ -309,8 +313,56 @@ func (tr *taskRunner) run() {
 		case <-tr.detachCh:
 			tr.detachLogs()
 			return
+		case reason := <-tr.restartCh:
+			res := tr.stopForRestart(h, exitCh, reason)
+			h = nil
+			if !tr.afterExit(res, nil) {
+				return
+			}
 		}
 	}
+}
+
+// restartForCheck asks the task to restart because a check with
+// check_restart stayed unhealthy; a request while one is pending, or
+// while the task does not run, is dropped.
+func (tr *taskRunner) restartForCheck(reason string) {
+	select {
+	case tr.restartCh <- reason:
+	default:
+	}
+}
+
+// stopForRestart stops the running task for a restart: a Restart
+// Signaled event saying why, the kill signal, and the kill timeout. The
+// exit then goes through the restart policy as a failure, as Nomad's
+// check_restart does.
+func (tr *taskRunner) stopForRestart(h driver.Handle, exitCh <-chan *driver.ExitResult, reason string) *driver.ExitResult {
+	ev := newEvent(structs.TaskRestartSignal, "Restart Signaled: "+reason)
+	ev.RestartReason = reason
+	tr.update(nil, ev)
+	task := tr.latestSpec().task
+	timeout := task.KillTimeout
+	if timeout <= 0 {
+		timeout = structs.DefaultKillTimeout
+	}
+	if max := tr.ar.cfg.MaxKillTimeout; max > 0 && timeout > max {
+		timeout = max
+	}
+	sig := task.KillSignal
+	if sig == "" {
+		sig = driverspec.DefaultKillSignal
+	}
+	if err := h.Stop(sig, timeout); err != nil {
+		tr.logger.Error("failed to stop task for a restart", "error", err)
+		select {
+		case res := <-exitCh:
+			return res
+		case <-time.After(time.Second):
+			return &driver.ExitResult{Err: err}
+		}
+	}
+	return <-exitCh
 }
 
 // setup builds the task directory and starts draining its output.
@@ -428,6 +480,10 @@ func (tr *taskRunner) start() (driver.Handle, error) {
 // started records a run of the task: its handle (saved with the state)
 // and the Started event.
 func (tr *taskRunner) started(h driver.Handle) {
+	select { // a restart asked of the previous run is done
+	case <-tr.restartCh:
+	default:
+	}
 	tr.setHandle(h.State())
 	now := time.Now()
 	tr.update(func(ts *structs.TaskState) {

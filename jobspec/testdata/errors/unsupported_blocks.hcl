@@ -10,6 +10,7 @@ job "web" {
       driver = "raw_exec"
       service {
         name = "web"
+        connect {}
       }
       resources {
         memory_max = 512
