@@ -279,8 +279,11 @@ func locateParent(v reflect.Value, steps []pathStep) reflect.Value {
 // newElem returns a new *T, with the fields a valid object of T needs.
 func newElem(t reflect.Type) reflect.Value {
 	p := reflect.New(t)
-	if c, ok := p.Interface().(*nomad.Constraint); ok {
+	switch c := p.Interface().(type) {
+	case *nomad.Constraint:
 		c.LTarget = "${attr.kernel.name}"
+	case *nomad.Template:
+		c.EmbeddedTmpl, c.DestPath = new("x"), new("local/out")
 	}
 	return p
 }
@@ -289,6 +292,8 @@ func newElem(t reflect.Type) reflect.Value {
 var companions = map[string]func(parent reflect.Value){
 	// A limited reschedule policy needs an interval.
 	"ReschedulePolicy.Attempts": func(p reflect.Value) { p.FieldByName("Interval").Set(reflect.ValueOf(new(time.Hour))) },
+	// A template has either source or data.
+	"Template.SourcePath": func(p reflect.Value) { p.FieldByName("EmbeddedTmpl").SetZero() },
 }
 
 // sampleOverrides are non-empty samples that are also valid, for the
@@ -303,7 +308,9 @@ var sampleOverrides = map[string]any{
 	"RestartPolicy.Mode": "delay", "RestartPolicy.Interval": time.Hour,
 	"ReschedulePolicy.DelayFunction": "fibonacci",
 	"MigrateStrategy.HealthCheck":    "task_states",
-	"Resources.CPU":                  250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
+	"Template.ChangeMode":            "noop", "Template.ChangeSignal": "SIGUSR1", "Template.Perms": "0600",
+	"Template.LeftDelim": "[[", "Template.RightDelim": "]]",
+	"Resources.CPU": 250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
 }
 
 // sampleValue returns a non-empty value of type t for the field name

@@ -57,7 +57,6 @@ var unsupportedFeatures = map[string]string{
 	"task.artifacts":       "artifacts",
 	"task.vault":           "Vault",
 	"task.consul":          "Consul",
-	"task.templates":       "templates",
 	"task.dispatchpayload": "dispatch payloads",
 	"task.volumemounts":    "volume mounts",
 	"task.csipluginconfig": "CSI plugins",
@@ -78,6 +77,10 @@ var unsupportedFeatures = map[string]string{
 	"resources.iops":        "IOPS",
 
 	"restartpolicy.rendertemplates": "render_templates (templates)",
+
+	"template.vaultgrace":           "vault_grace (Vault)",
+	"template.once":                 "templates that render only once (once)",
+	"changescript.runonfirstrender": "run_on_first_render in change_script",
 
 	"jobregisterhttprequest.preservecounts":    "keeping the running counts on job run (-preserve-counts)",
 	"jobregisterhttprequest.preserveresources": "keeping the running resources on job run (-preserve-resources)",

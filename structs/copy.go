@@ -97,6 +97,7 @@ func (t *Task) Copy() *Task {
 	c.Constraints = copySlice(t.Constraints, shallow[Constraint])
 	c.Resources = shallow(t.Resources)
 	c.Meta = maps.Clone(t.Meta)
+	c.Templates = copySlice(t.Templates, (*Template).Copy)
 	return &c
 }
 

@@ -129,6 +129,9 @@ type Task struct {
 	KillTimeout time.Duration
 	KillSignal  string
 	Leader      bool
+	// Templates are rendered into the task's directory before it starts
+	// (structs/template.go).
+	Templates []*Template
 }
 
 // Resources a task asks for. CPU is in MHz, memory in MB.
@@ -411,6 +414,11 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 		if t.KillTimeout == 0 {
 			t.KillTimeout = DefaultKillTimeout
 		}
+		for _, tmpl := range t.Templates {
+			if tmpl != nil {
+				tmpl.canonicalize()
+			}
+		}
 	}
 }
 
@@ -607,6 +615,18 @@ func (t *Task) validate(v *validator, p string) {
 	}
 	validateConstraints(v, join(p, "Constraints"), t.Constraints)
 	validateMeta(v, join(p, "Meta"), t.Meta)
+	if len(t.Templates) > maxTemplatesPerTask {
+		v.add(join(p, "Templates"), "at most %d templates per task; got %d", maxTemplatesPerTask, len(t.Templates))
+		return
+	}
+	for i, tmpl := range t.Templates {
+		tp := join(p, indexed("Templates", i))
+		if tmpl == nil {
+			v.add(tp, "must not be null")
+			continue
+		}
+		tmpl.validate(v, tp)
+	}
 }
 
 // validateResourceBounds checks a task's asks against the Max* bounds.
