@@ -13419,7 +13419,7 @@ func (x *TaskEvent) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
-			var yyq2 = [14]bool{    // should field at this index be written?
+			var yyq2 = [15]bool{    // should field at this index be written?
 				x.Type != "",           // Type
 				x.Time != 0,            // Time
 				x.DisplayMessage != "", // DisplayMessage
@@ -13434,10 +13434,11 @@ func (x *TaskEvent) CodecEncodeSelf(e *codec1978.Encoder) {
 				x.DriverError != "",    // DriverError
 				x.RestartReason != "",  // RestartReason
 				x.FailsTask,            // FailsTask
+				x.TaskSignal != "",     // TaskSignal
 			}
 			_ = yyq2
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(14)
+				r.WriteArrayStart(15)
 			} else {
 				var yynn2 int
 				for _, b := range yyq2 {
@@ -13889,6 +13890,43 @@ func (x *TaskEvent) CodecEncodeSelf(e *codec1978.Encoder) {
 				}
 			}
 			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[14] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.TaskSignal)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.TaskSignal))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[14] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"TaskSignal\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `TaskSignal`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.TaskSignal)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.TaskSignal))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
 				r.WriteArrayEnd()
 			} else {
 				r.WriteMapEnd()
@@ -14037,6 +14075,12 @@ func (x *TaskEvent) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 			} else {
 				x.FailsTask = (bool)(r.DecodeBool())
 			}
+		case "TaskSignal":
+			if r.TryDecodeAsNil() {
+				x.TaskSignal = ""
+			} else {
+				x.TaskSignal = (string)(r.DecodeString())
+			}
 		default:
 			z.DecStructFieldNotFound(-1, yys3)
 		} // end switch yys3
@@ -14048,16 +14092,16 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj20 int
-	var yyb20 bool
-	var yyhl20 bool = l >= 0
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	var yyj21 int
+	var yyb21 bool
+	var yyhl21 bool = l >= 0
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14067,13 +14111,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Type = (string)(r.DecodeString())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14083,13 +14127,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Time = (int64)(r.DecodeInt64())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14099,13 +14143,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DisplayMessage = (string)(r.DecodeString())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14118,13 +14162,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringstring((*map[string]string)(&x.Details), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14134,13 +14178,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Message = (string)(r.DecodeString())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14150,13 +14194,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ExitCode = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14166,13 +14210,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Signal = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14181,19 +14225,19 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		x.KillTimeout = 0
 	} else {
 		if false {
-		} else if yyxt30 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt30 != nil {
-			z.DecExtension(x.KillTimeout, yyxt30)
+		} else if yyxt31 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt31 != nil {
+			z.DecExtension(x.KillTimeout, yyxt31)
 		} else {
 			x.KillTimeout = (time.Duration)(r.DecodeInt64())
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14203,13 +14247,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.KillError = (string)(r.DecodeString())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14219,13 +14263,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.KillReason = (string)(r.DecodeString())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14235,13 +14279,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.StartDelay = (int64)(r.DecodeInt64())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14251,13 +14295,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DriverError = (string)(r.DecodeString())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14267,13 +14311,13 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.RestartReason = (string)(r.DecodeString())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -14283,18 +14327,34 @@ func (x *TaskEvent) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.FailsTask = (bool)(r.DecodeBool())
 	}
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
+	} else {
+		yyb21 = r.CheckBreak()
+	}
+	if yyb21 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.TaskSignal = ""
+	} else {
+		x.TaskSignal = (string)(r.DecodeString())
+	}
 	for {
-		yyj20++
-		if yyhl20 {
-			yyb20 = yyj20 > l
+		yyj21++
+		if yyhl21 {
+			yyb21 = yyj21 > l
 		} else {
-			yyb20 = r.CheckBreak()
+			yyb21 = r.CheckBreak()
 		}
-		if yyb20 {
+		if yyb21 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj20-1, "")
+		z.DecStructFieldNotFound(yyj21-1, "")
 	}
 	r.ReadArrayEnd()
 }

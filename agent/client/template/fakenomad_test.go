@@ -1,0 +1,150 @@
+package template
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeNomad serves the two read endpoints consul-template's Nomad
+// functions use, in Nomad's JSON shapes and with Nomad's blocking-query
+// semantics: every answer carries X-Nomad-Index, and a request with
+// ?index=N waits until what it reads changes past N (or its wait ends).
+//
+//	GET /v1/var/<path>      Variable, or 404 when there is none
+//	GET /v1/service/<name>  []ServiceRegistration
+type fakeNomad struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	index    uint64
+	changed  chan struct{} // closed at every change; guarded by mu
+	vars     map[string]map[string]string
+	varIdx   map[string]uint64
+	services map[string][]fakeService
+	svcIdx   map[string]uint64
+	tokens   []string // X-Nomad-Token of every request
+	closing  bool
+}
+
+type fakeService struct {
+	Address string
+	Port    int
+	Tags    []string
+}
+
+func newFakeNomad(t *testing.T) *fakeNomad {
+	f := &fakeNomad{index: 10, changed: make(chan struct{}), vars: map[string]map[string]string{},
+		varIdx: map[string]uint64{}, services: map[string][]fakeService{}, svcIdx: map[string]uint64{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(func() {
+		f.mu.Lock()
+		f.closing = true
+		close(f.changed) // wake blocked queries, which then answer
+		f.changed = make(chan struct{})
+		f.mu.Unlock()
+		f.srv.Close()
+	})
+	return f
+}
+
+func (f *fakeNomad) addr() string { return f.srv.URL }
+
+// setVar writes a variable's items, as PUT /v1/var/<path> would.
+func (f *fakeNomad) setVar(path string, items map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.index++
+	f.vars[path] = items
+	f.varIdx[path] = f.index
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeNomad) setService(name string, regs ...fakeService) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.index++
+	f.services[name] = regs
+	f.svcIdx[name] = f.index
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeNomad) seenTokens() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.tokens...)
+}
+
+func (f *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.tokens = append(f.tokens, r.Header.Get("X-Nomad-Token"))
+	f.mu.Unlock()
+	min, _ := strconv.ParseUint(r.URL.Query().Get("index"), 10, 64)
+	wait := 5 * time.Second
+	if d, err := time.ParseDuration(r.URL.Query().Get("wait")); err == nil && d < wait {
+		wait = d
+	}
+	deadline := time.After(wait)
+	for {
+		f.mu.Lock()
+		idx, body, found := f.read(r.URL.Path)
+		ch, closing := f.changed, f.closing
+		f.mu.Unlock()
+		if idx > min || min == 0 || closing {
+			w.Header().Set("X-Nomad-Index", strconv.FormatUint(idx, 10))
+			w.Header().Set("X-Nomad-KnownLeader", "true")
+			w.Header().Set("X-Nomad-LastContact", "0")
+			if !found {
+				http.Error(w, "variable not found", http.StatusNotFound)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(body)
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			min = 0 // answer with what there is
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// read returns the index, body and presence of what path names; called
+// with mu held.
+func (f *fakeNomad) read(path string) (uint64, any, bool) {
+	switch {
+	case strings.HasPrefix(path, "/v1/var/"):
+		p := strings.TrimPrefix(path, "/v1/var/")
+		items, ok := f.vars[p]
+		if !ok {
+			return f.index, nil, false
+		}
+		idx := f.varIdx[p]
+		return idx, map[string]any{"Namespace": "default", "Path": p, "CreateIndex": idx, "ModifyIndex": idx,
+			"CreateTime": 1, "ModifyTime": 1, "Items": items}, true
+	case strings.HasPrefix(path, "/v1/service/"):
+		name := strings.TrimPrefix(path, "/v1/service/")
+		idx := f.svcIdx[name]
+		if idx == 0 {
+			idx = f.index
+		}
+		out := []map[string]any{}
+		for i, s := range f.services[name] {
+			out = append(out, map[string]any{"ID": "_nomad-task-" + strconv.Itoa(i) + "-" + name, "ServiceName": name,
+				"Namespace": "default", "NodeID": "node-1", "Datacenter": "dc1", "JobID": "web", "AllocID": "alloc-" + strconv.Itoa(i),
+				"Tags": s.Tags, "Address": s.Address, "Port": s.Port, "CreateIndex": idx, "ModifyIndex": idx})
+		}
+		return idx, out, true
+	}
+	return f.index, nil, false
+}
