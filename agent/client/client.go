@@ -63,8 +63,12 @@ type Config struct {
 	NodeName   string
 	NodeClass  string
 	Meta       map[string]string
-	// HTTPAddr is the agent's HTTP address, reported on the node.
+	// HTTPAddr is the agent's HTTP address, reported on the node; tasks'
+	// templates query it (on loopback when it is a wildcard address).
 	HTTPAddr string
+	// TemplateToken returns the token a task's templates query the HTTP
+	// API with; nil queries without one (enough while ACLs are off).
+	TemplateToken func(allocID, task string) (string, error)
 	// NetworkAddr, if set, is the node's IP address attribute.
 	NetworkAddr string
 	// Reserved resources; nil takes the defaults.
@@ -387,6 +391,8 @@ func (c *Client) newRunner(a *structs.Allocation, restored map[string]*clientsta
 		LogMaxFiles: c.cfg.LogMaxFiles, LogMaxFileSize: c.cfg.LogMaxFileSize,
 		MaxKillTimeout: c.cfg.MaxKillTimeout,
 		Restored:       restored,
+		NomadAddr:      allocrunner.NomadAddrFor(c.cfg.HTTPAddr, c.cfg.HTTPTLS),
+		TemplateToken:  c.cfg.TemplateToken,
 	})
 }
 

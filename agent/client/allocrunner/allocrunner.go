@@ -56,6 +56,13 @@ type Config struct {
 	// Restored holds the saved task states of an allocation being
 	// restored after a client restart; nil for a new allocation.
 	Restored map[string]*clientstate.TaskRunnerState
+	// NomadAddr is the agent's HTTP API ("http://127.0.0.1:4646"), which
+	// templates' Nomad functions query (services, variables).
+	NomadAddr string
+	// TemplateToken returns the token a task's templates query with (its
+	// workload identity); nil, or "", queries without one (enough while
+	// ACLs are off).
+	TemplateToken func(allocID, task string) (string, error)
 }
 
 // AllocRunner runs one allocation's tasks. Create with New, then Run.

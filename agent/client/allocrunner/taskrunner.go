@@ -14,6 +14,7 @@ import (
 	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/agent/client/logs"
 	clientstate "github.com/drover-project/drover/agent/client/state"
+	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/structs/driverspec"
 )
@@ -57,6 +58,14 @@ type taskRunner struct {
 	// Owned by the run goroutine.
 	restored *clientstate.TaskRunnerState
 	pumps    []*logs.Pump
+	tmpl     *template.Manager // the task's templates, once rendered
+
+	// restartCh carries a restart asked for while the task runs (a
+	// re-rendered template); the run loop takes it.
+	restartCh chan *structs.TaskEvent
+	handle    driver.Handle     // the running task's handle; guarded by mu
+	killFails bool              // the kill fails the task; guarded by mu
+	tmplEnv   map[string]string // env templates' variables; guarded by mu
 }
 
 // setHandle records the running task's handle state (nil once it exited);
@@ -64,6 +73,17 @@ type taskRunner struct {
 func (tr *taskRunner) setHandle(h *driver.HandleState) {
 	tr.mu.Lock()
 	tr.saved = h
+	if h == nil {
+		tr.handle = nil
+	}
+	tr.mu.Unlock()
+}
+
+// setLive records the handle of the task now running.
+func (tr *taskRunner) setLive(h driver.Handle) {
+	tr.setHandle(h.State())
+	tr.mu.Lock()
+	tr.handle = h
 	tr.mu.Unlock()
 }
 
@@ -78,13 +98,14 @@ func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, t
 	restored *clientstate.TaskRunnerState) *taskRunner {
 	tr := &taskRunner{
 		ar: ar, task: task, tg: tg, taskDir: td, latest: taskSpec{tg: tg, task: task},
-		logger:   ar.logger.With("task", task.Name),
-		restart:  newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
-		killCh:   make(chan struct{}),
-		detachCh: make(chan struct{}),
-		doneCh:   make(chan struct{}),
-		state:    &structs.TaskState{State: structs.TaskStatePending},
-		restored: restored,
+		logger:    ar.logger.With("task", task.Name),
+		restart:   newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
+		killCh:    make(chan struct{}),
+		detachCh:  make(chan struct{}),
+		doneCh:    make(chan struct{}),
+		restartCh: make(chan *structs.TaskEvent, 1),
+		state:     &structs.TaskState{State: structs.TaskStatePending},
+		restored:  restored,
 	}
 	if ar.cfg.Drivers != nil {
 		tr.drv = ar.cfg.Drivers.Driver(task.Driver)
@@ -235,6 +256,7 @@ func (tr *taskRunner) update(fn func(ts *structs.TaskState), events ...*structs.
 // when detached.
 func (tr *taskRunner) run() {
 	defer close(tr.doneCh)
+	defer tr.stopTemplates()
 	if tr.State().State == structs.TaskStateDead {
 		return // restored after it finished
 	}
@@ -269,8 +291,26 @@ func (tr *taskRunner) run() {
 				return
 			}
 			if tr.killed() {
-				tr.finish(false, tr.killedEvent())
+				tr.finish(tr.killFailing(), tr.killedEvent())
 				return
+			}
+			if err := tr.renderTemplates(); err != nil {
+				if tr.detached() {
+					tr.detachLogs()
+					return
+				}
+				if tr.killed() {
+					tr.finish(tr.killFailing(), tr.killedEvent())
+					return
+				}
+				if !tr.afterTemplateFailure(err) {
+					return
+				}
+				continue
+			}
+			select { // a restart asked for before this start is moot
+			case <-tr.restartCh:
+			default:
 			}
 			var err error
 			if h, err = tr.start(); err != nil {
@@ -304,6 +344,9 @@ func (tr *taskRunner) run() {
 		case <-tr.detachCh:
 			tr.detachLogs()
 			return
+		case ev := <-tr.restartCh:
+			tr.restartNow(h, exitCh, ev)
+			h = nil
 		}
 	}
 }
@@ -388,7 +431,7 @@ func (tr *taskRunner) start() (driver.Handle, error) {
 // started records a run of the task: its handle (saved with the state)
 // and the Started event.
 func (tr *taskRunner) started(h driver.Handle) {
-	tr.setHandle(h.State())
+	tr.setLive(h)
 	now := time.Now()
 	tr.update(func(ts *structs.TaskState) {
 		ts.State = structs.TaskStateRunning
@@ -403,6 +446,11 @@ func (tr *taskRunner) taskConfig() *driver.TaskConfig {
 	ad := tr.ar.allocDir
 	alloc := tr.ar.Alloc()
 	te := buildTaskEnv(alloc, tr.tg, tr.task, ad, tr.taskDir, tr.ar.cfg.Node)
+	tr.mu.Lock()
+	for k, v := range tr.tmplEnv { // env templates win, as in Nomad
+		te.env[k] = v
+	}
+	tr.mu.Unlock()
 	cfg := &driver.TaskConfig{
 		ID: tr.ar.id + "/" + tr.task.Name, AllocID: tr.ar.id, TaskName: tr.task.Name,
 		GroupName: tr.tg.Name, Namespace: alloc.Namespace,
@@ -448,7 +496,7 @@ func (tr *taskRunner) recover(st *driver.HandleState) (driver.Handle, *driver.Ex
 	if tr.drv != nil {
 		h, err := tr.drv.Recover(st)
 		if err == nil {
-			tr.setHandle(h.State())
+			tr.setLive(h)
 			tr.logger.Info("re-attached to task", "pid", st.PID)
 			tr.update(func(ts *structs.TaskState) { ts.State = structs.TaskStateRunning })
 			return h, nil
@@ -461,7 +509,6 @@ func (tr *taskRunner) recover(st *driver.HandleState) (driver.Handle, *driver.Ex
 // afterExit reports an exit (or a failed start) and applies the restart
 // policy. It returns true when the task should start again.
 func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
-	tr.setHandle(nil)
 	var ev *structs.TaskEvent
 	if startErr != nil {
 		ev = newEvent(structs.TaskDriverFailure, "Failed to start task: "+startErr.Error())
@@ -477,6 +524,14 @@ func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
 			ev.DisplayMessage += ", Exit Message: " + res.Err.Error()
 		}
 	}
+	return tr.afterExitEvent(ev, res, startErr)
+}
+
+// afterExitEvent records ev, the end of a run (or of an attempt to start
+// one), and applies the restart policy: true when the task should start
+// again.
+func (tr *taskRunner) afterExitEvent(ev *structs.TaskEvent, res *driver.ExitResult, startErr error) bool {
+	tr.setHandle(nil)
 	tr.restart.setPolicy(tr.latestSpec().tg.RestartPolicy)
 	d := tr.restart.afterExit(res, startErr)
 	if !d.restart {
@@ -520,9 +575,8 @@ func (tr *taskRunner) killedEvent() *structs.TaskEvent {
 	return ev
 }
 
-// stop kills a running task with the kill signal and timeout of the
-// latest job version.
-func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
+// killSpec returns the kill signal and timeout of the latest job version.
+func (tr *taskRunner) killSpec() (string, time.Duration) {
 	task := tr.latestSpec().task
 	timeout := task.KillTimeout
 	if timeout <= 0 {
@@ -535,6 +589,13 @@ func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
 	if sig == "" {
 		sig = driverspec.DefaultKillSignal
 	}
+	return sig, timeout
+}
+
+// stop kills a running task with the kill signal and timeout of the
+// latest job version.
+func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
+	sig, timeout := tr.killSpec()
 	tr.mu.Lock()
 	reason := tr.killReason
 	tr.mu.Unlock()
@@ -542,9 +603,23 @@ func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
 	ev.KillTimeout, ev.KillReason = timeout, reason
 	tr.update(nil, ev)
 	killed := tr.killedEvent()
-	var res *driver.ExitResult
-	if err := h.Stop(sig, timeout); err != nil {
+	res, err := tr.stopHandle(h, exitCh, sig, timeout)
+	if err != nil {
 		killed.KillError = err.Error()
+	}
+	if res != nil {
+		killed.ExitCode, killed.Signal = res.ExitCode, res.Signal
+	}
+	tr.setHandle(nil)
+	tr.finish(tr.killFailing(), killed)
+}
+
+// stopHandle stops a running task and returns its exit (nil when it
+// could not be seen).
+func (tr *taskRunner) stopHandle(h driver.Handle, exitCh <-chan *driver.ExitResult, sig string, timeout time.Duration) (*driver.ExitResult, error) {
+	var res *driver.ExitResult
+	err := h.Stop(sig, timeout)
+	if err != nil {
 		tr.logger.Error("failed to kill task", "error", err)
 		select { // it may never exit; do not wait forever
 		case res = <-exitCh:
@@ -553,11 +628,7 @@ func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
 	} else {
 		res = <-exitCh
 	}
-	if res != nil {
-		killed.ExitCode, killed.Signal = res.ExitCode, res.Signal
-	}
-	tr.setHandle(nil)
-	tr.finish(false, killed)
+	return res, err
 }
 
 // finish drains the task's output and marks it dead.

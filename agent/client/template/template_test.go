@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/agent/client/template/nomadtest"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -105,11 +106,11 @@ func tmpl(data, dest string, edit ...func(*structs.Template)) *structs.Template 
 	return t
 }
 
-func start(t *testing.T, d dirs, f *fakeNomad, h *fakeHooks, tmpls ...*structs.Template) *Manager {
+func start(t *testing.T, d dirs, f *nomadtest.Server, h *fakeHooks, tmpls ...*structs.Template) *Manager {
 	t.Helper()
 	addr := "http://127.0.0.1:1" // nothing listens
 	if f != nil {
-		addr = f.addr()
+		addr = f.Addr()
 	}
 	m, err := New(Config{Templates: tmpls, AllocDir: d.alloc, TaskDir: d.task, NomadAddr: addr,
 		Token: "secret-token", Namespace: "default", Hooks: h, MissingEventRate: 50 * time.Millisecond,
@@ -173,9 +174,9 @@ func TestRenderEnvFunctionPermsAndEnvTemplates(t *testing.T) {
 
 func TestRenderWaitsForDataThenReRendersOnChange(t *testing.T) {
 	d := newDirs(t)
-	f := newFakeNomad(t)
+	f := nomadtest.New(t)
 	h := newHooks()
-	f.setService("web", fakeService{Address: "10.0.0.1", Port: 8080})
+	f.SetService("web", nomadtest.Service{Address: "10.0.0.1", Port: 8080})
 	m := start(t, d, f, h, tmpl(`{{ range nomadService "web" }}{{ .Address }}:{{ .Port }} {{ end }}`+
 		`pw={{ with nomadVar "nomad/jobs/app" }}{{ .password }}{{ end }}`, "local/app.conf",
 		func(t *structs.Template) { t.Splay = 0 }))
@@ -197,7 +198,7 @@ func TestRenderWaitsForDataThenReRendersOnChange(t *testing.T) {
 		t.Fatalf("Render returned before the variable existed: %v", err)
 	default:
 	}
-	f.setVar("nomad/jobs/app", map[string]string{"password": "s3cret"})
+	f.SetVar("nomad/jobs/app", map[string]string{"password": "s3cret"})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -205,14 +206,14 @@ func TestRenderWaitsForDataThenReRendersOnChange(t *testing.T) {
 	if got := readFile(t, dest); got != "10.0.0.1:8080 pw=s3cret" {
 		t.Fatalf("rendered %q", got)
 	}
-	for _, tok := range f.seenTokens() {
+	for _, tok := range f.Tokens() {
 		if tok != "secret-token" {
 			t.Fatalf("a query carried token %q", tok)
 		}
 	}
 
 	// The service moves: the file re-renders and the task is restarted.
-	f.setService("web", fakeService{Address: "10.0.0.2", Port: 9090})
+	f.SetService("web", nomadtest.Service{Address: "10.0.0.2", Port: 9090})
 	h.waitFor(t, "a restart", func() bool { return h.restarts == 1 })
 	if got := readFile(t, dest); got != "10.0.0.2:9090 pw=s3cret" {
 		t.Fatalf("re-rendered %q", got)
@@ -225,11 +226,11 @@ func TestRenderWaitsForDataThenReRendersOnChange(t *testing.T) {
 
 func TestChangeModesSignalScriptNoop(t *testing.T) {
 	d := newDirs(t)
-	f := newFakeNomad(t)
+	f := nomadtest.New(t)
 	h := newHooks()
-	f.setVar("nomad/jobs/a", map[string]string{"v": "1"})
-	f.setVar("nomad/jobs/b", map[string]string{"v": "1"})
-	f.setVar("nomad/jobs/c", map[string]string{"v": "1"})
+	f.SetVar("nomad/jobs/a", map[string]string{"v": "1"})
+	f.SetVar("nomad/jobs/b", map[string]string{"v": "1"})
+	f.SetVar("nomad/jobs/c", map[string]string{"v": "1"})
 	m := start(t, d, f, h,
 		tmpl(`{{ with nomadVar "nomad/jobs/a" }}{{ .v }}{{ end }}`, "local/a", func(t *structs.Template) {
 			t.ChangeMode, t.ChangeSignal, t.Splay = "signal", "SIGUSR1", 10*time.Millisecond
@@ -243,12 +244,12 @@ func TestChangeModesSignalScriptNoop(t *testing.T) {
 	if err := render(t, m); err != nil {
 		t.Fatal(err)
 	}
-	f.setVar("nomad/jobs/a", map[string]string{"v": "2"})
+	f.SetVar("nomad/jobs/a", map[string]string{"v": "2"})
 	h.waitFor(t, "a signal", func() bool { return len(h.signals) == 1 })
 	if h.signals[0] != "SIGUSR1" || readFile(t, filepath.Join(d.task, "local", "a")) != "2" {
 		t.Fatalf("signals %v", h.signals)
 	}
-	f.setVar("nomad/jobs/b", map[string]string{"v": "2"})
+	f.SetVar("nomad/jobs/b", map[string]string{"v": "2"})
 	h.waitFor(t, "a script", func() bool { return len(h.execs) == 1 })
 	h.waitFor(t, "the script's event", func() bool {
 		return h.events[len(h.events)-1].Type == structs.TaskHookMessage
@@ -256,7 +257,7 @@ func TestChangeModesSignalScriptNoop(t *testing.T) {
 	if h.execs[0] != "/bin/reload -x" {
 		t.Fatalf("execs %v", h.execs)
 	}
-	f.setVar("nomad/jobs/c", map[string]string{"v": "2"})
+	f.SetVar("nomad/jobs/c", map[string]string{"v": "2"})
 	deadline := time.Now().Add(5 * time.Second)
 	for readFile(t, filepath.Join(d.task, "local", "c")) != "2" {
 		if time.Now().After(deadline) {
@@ -274,10 +275,10 @@ func TestChangeModesSignalScriptNoop(t *testing.T) {
 
 func TestScriptFailOnErrorKills(t *testing.T) {
 	d := newDirs(t)
-	f := newFakeNomad(t)
+	f := nomadtest.New(t)
 	h := newHooks()
 	h.execCode = 3
-	f.setVar("nomad/jobs/a", map[string]string{"v": "1"})
+	f.SetVar("nomad/jobs/a", map[string]string{"v": "1"})
 	m := start(t, d, f, h, tmpl(`{{ with nomadVar "nomad/jobs/a" }}{{ .v }}{{ end }}`, "local/a", func(t *structs.Template) {
 		t.ChangeMode = "script"
 		t.ChangeScript = &structs.ChangeScript{Command: "/bin/false", FailOnError: true}
@@ -285,7 +286,7 @@ func TestScriptFailOnErrorKills(t *testing.T) {
 	if err := render(t, m); err != nil {
 		t.Fatal(err)
 	}
-	f.setVar("nomad/jobs/a", map[string]string{"v": "2"})
+	f.SetVar("nomad/jobs/a", map[string]string{"v": "2"})
 	h.waitFor(t, "a kill", func() bool { return h.killed != nil })
 	if !h.killed.FailsTask || !strings.Contains(h.killed.DisplayMessage, "exited with code: 3") {
 		t.Fatalf("kill event %+v", h.killed)
@@ -295,8 +296,8 @@ func TestScriptFailOnErrorKills(t *testing.T) {
 func TestRenderErrors(t *testing.T) {
 	t.Run("error_on_missing_key", func(t *testing.T) {
 		d := newDirs(t)
-		f := newFakeNomad(t)
-		f.setVar("nomad/jobs/a", map[string]string{"v": "1"})
+		f := nomadtest.New(t)
+		f.SetVar("nomad/jobs/a", map[string]string{"v": "1"})
 		m := start(t, d, f, newHooks(), tmpl(`{{ with nomadVar "nomad/jobs/a" }}{{ .nope }}{{ end }}`, "local/a",
 			func(t *structs.Template) { t.ErrMissingKey = true }))
 		err := render(t, m)
@@ -306,8 +307,8 @@ func TestRenderErrors(t *testing.T) {
 	})
 	t.Run("missing key renders empty without it", func(t *testing.T) {
 		d := newDirs(t)
-		f := newFakeNomad(t)
-		f.setVar("nomad/jobs/a", map[string]string{"v": "1"})
+		f := nomadtest.New(t)
+		f.SetVar("nomad/jobs/a", map[string]string{"v": "1"})
 		m := start(t, d, f, newHooks(), tmpl(`[{{ with nomadVar "nomad/jobs/a" }}{{ .nope }}{{ end }}]`, "local/a"))
 		if err := render(t, m); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,6 @@
-package template
+// Package nomadtest is a fake of the two read endpoints of Nomad's HTTP
+// API that templates use, for tests only.
+package nomadtest
 
 import (
 	"encoding/json"
@@ -11,14 +13,14 @@ import (
 	"time"
 )
 
-// fakeNomad serves the two read endpoints consul-template's Nomad
+// Server serves the two read endpoints consul-template's Nomad
 // functions use, in Nomad's JSON shapes and with Nomad's blocking-query
 // semantics: every answer carries X-Nomad-Index, and a request with
 // ?index=N waits until what it reads changes past N (or its wait ends).
 //
 //	GET /v1/var/<path>      Variable, or 404 when there is none
 //	GET /v1/service/<name>  []ServiceRegistration
-type fakeNomad struct {
+type Server struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex
@@ -26,21 +28,23 @@ type fakeNomad struct {
 	changed  chan struct{} // closed at every change; guarded by mu
 	vars     map[string]map[string]string
 	varIdx   map[string]uint64
-	services map[string][]fakeService
+	services map[string][]Service
 	svcIdx   map[string]uint64
 	tokens   []string // X-Nomad-Token of every request
 	closing  bool
 }
 
-type fakeService struct {
+// Service is one registration of a service.
+type Service struct {
 	Address string
 	Port    int
 	Tags    []string
 }
 
-func newFakeNomad(t *testing.T) *fakeNomad {
-	f := &fakeNomad{index: 10, changed: make(chan struct{}), vars: map[string]map[string]string{},
-		varIdx: map[string]uint64{}, services: map[string][]fakeService{}, svcIdx: map[string]uint64{}}
+// New starts a server, closed when the test ends.
+func New(t testing.TB) *Server {
+	f := &Server{index: 10, changed: make(chan struct{}), vars: map[string]map[string]string{},
+		varIdx: map[string]uint64{}, services: map[string][]Service{}, svcIdx: map[string]uint64{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(func() {
 		f.mu.Lock()
@@ -53,10 +57,11 @@ func newFakeNomad(t *testing.T) *fakeNomad {
 	return f
 }
 
-func (f *fakeNomad) addr() string { return f.srv.URL }
+// Addr is the server's URL.
+func (f *Server) Addr() string { return f.srv.URL }
 
-// setVar writes a variable's items, as PUT /v1/var/<path> would.
-func (f *fakeNomad) setVar(path string, items map[string]string) {
+// SetVar writes a variable's items, as PUT /v1/var/<path> would.
+func (f *Server) SetVar(path string, items map[string]string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.index++
@@ -66,7 +71,8 @@ func (f *fakeNomad) setVar(path string, items map[string]string) {
 	f.changed = make(chan struct{})
 }
 
-func (f *fakeNomad) setService(name string, regs ...fakeService) {
+// SetService replaces a service's registrations.
+func (f *Server) SetService(name string, regs ...Service) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.index++
@@ -76,13 +82,14 @@ func (f *fakeNomad) setService(name string, regs ...fakeService) {
 	f.changed = make(chan struct{})
 }
 
-func (f *fakeNomad) seenTokens() []string {
+// Tokens returns the X-Nomad-Token of every request so far.
+func (f *Server) Tokens() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.tokens...)
 }
 
-func (f *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.tokens = append(f.tokens, r.Header.Get("X-Nomad-Token"))
 	f.mu.Unlock()
@@ -121,7 +128,7 @@ func (f *fakeNomad) serve(w http.ResponseWriter, r *http.Request) {
 
 // read returns the index, body and presence of what path names; called
 // with mu held.
-func (f *fakeNomad) read(path string) (uint64, any, bool) {
+func (f *Server) read(path string) (uint64, any, bool) {
 	switch {
 	case strings.HasPrefix(path, "/v1/var/"):
 		p := strings.TrimPrefix(path, "/v1/var/")
