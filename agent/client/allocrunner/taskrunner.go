@@ -215,6 +215,7 @@ func fillDetails(ev *structs.TaskEvent) {
 	set("kill_error", ev.KillError)
 	set("kill_reason", ev.KillReason)
 	set("restart_reason", ev.RestartReason)
+	set("task_signal", ev.TaskSignal)
 	if ev.FailsTask {
 		d["fails_task"] = "true"
 	}
