@@ -148,7 +148,7 @@ func TestTemplateChangeScript(t *testing.T) {
 	task := shTask(`exec sleep 1000`,
 		varTemplate("local/greeting", structs.TemplateChangeModeScript, func(t *structs.Template) {
 			t.ChangeScript = &structs.ChangeScript{Command: "/bin/sh", Timeout: 5 * time.Second,
-				Args: []string{"-c", `echo "script $NOMAD_TASK_NAME $(cat local/greeting)" >> "$NOMAD_ALLOC_DIR/script"; test "$(cat local/greeting)" != three`},
+				Args:        []string{"-c", `echo "script $NOMAD_TASK_NAME $(cat local/greeting)" >> "$NOMAD_ALLOC_DIR/script"; test "$(cat local/greeting)" != three`},
 				FailOnError: true}
 			t.Splay = 0
 		}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -626,4 +627,14 @@ func (m *Manager) readSource(src string) ([]byte, error) {
 		return nil, fmt.Errorf("source %s escapes the task directory", src)
 	}
 	return m.tdRoot.ReadFile(rel)
+}
+
+// RedirectLibraryLog sends the log lines consul-template writes with Go's
+// standard log package ("[DEBUG] (runner) ...") to l, at the level each
+// line names. The standard logger is the process's: an agent calls this
+// once, when its client starts.
+func RedirectLibraryLog(l hclog.Logger) {
+	log.SetFlags(0)
+	log.SetPrefix("")
+	log.SetOutput(l.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
 }
