@@ -285,6 +285,9 @@ func (tr *taskRunner) run() {
 		// second one.
 		h = tr.adopt()
 	}
+	if h != nil {
+		tr.watchRestoredTemplates()
+	}
 	for {
 		if h == nil {
 			if tr.detached() {

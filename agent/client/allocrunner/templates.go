@@ -93,6 +93,18 @@ func (tr *taskRunner) renderTemplates() error {
 	return nil
 }
 
+// watchRestoredTemplates takes up the templates of a task that kept
+// running while no client ran: they render again (what has not changed
+// is not rewritten) and are watched from then on. A failure is reported
+// and leaves the task running; its next start renders again.
+func (tr *taskRunner) watchRestoredTemplates() {
+	if err := tr.renderTemplates(); err != nil && !tr.killed() && !tr.detached() {
+		ev := newEvent(structs.TaskHookFailed, "Template failed: "+err.Error())
+		ev.Message = err.Error()
+		tr.update(nil, ev)
+	}
+}
+
 func (tr *taskRunner) setTemplateEnv(env map[string]string) {
 	tr.mu.Lock()
 	tr.tmplEnv = env

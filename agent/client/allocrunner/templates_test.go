@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	clientstate "github.com/drover-project/drover/agent/client/state"
 	"github.com/drover-project/drover/agent/client/template/nomadtest"
 	"github.com/drover-project/drover/structs"
 )
@@ -14,7 +15,13 @@ import (
 // startWithNomad starts a runner whose templates query f.
 func (e *runnerEnv) startWithNomad(t *testing.T, a *structs.Allocation, f *nomadtest.Server) *AllocRunner {
 	t.Helper()
-	ar, err := New(Config{Alloc: a, AllocRoot: e.root, Drivers: testDrivers(), StateDB: e.db,
+	return e.restoreWithNomad(t, a, f, nil)
+}
+
+func (e *runnerEnv) restoreWithNomad(t *testing.T, a *structs.Allocation, f *nomadtest.Server,
+	restored map[string]*clientstate.TaskRunnerState) *AllocRunner {
+	t.Helper()
+	ar, err := New(Config{Alloc: a, AllocRoot: e.root, Drivers: testDrivers(), StateDB: e.db, Restored: restored,
 		Updater: e.rec.update, Node: NodeInfo{ID: "n1", Datacenter: "dc7", Region: "global"},
 		NomadAddr: f.Addr(), TemplateToken: func(allocID, task string) (string, error) { return "wi-" + task, nil }})
 	if err != nil {
@@ -232,4 +239,50 @@ func TestTemplateDestinationThroughSymlinkFailsTheTask(t *testing.T) {
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Fatalf("written outside the allocation directory: %v", entries)
 	}
+}
+
+// TestRestoredTaskTemplatesAreWatched: after a client restart re-attaches
+// to a running task, its templates are watched again, and a change
+// signals the task it re-attached to.
+func TestRestoredTaskTemplatesAreWatched(t *testing.T) {
+	f := nomadtest.New(t)
+	f.SetVar("nomad/jobs/job1", map[string]string{"greeting": "one"})
+	e := newEnv(t)
+	task := shTask(`trap 'echo "hup $(cat local/greeting)" >> "$NOMAD_ALLOC_DIR/signals"' HUP
+echo started >> "$NOMAD_ALLOC_DIR/signals"
+while true; do sleep 0.05; done`,
+		varTemplate("local/greeting", structs.TemplateChangeModeSignal, func(t *structs.Template) {
+			t.ChangeSignal, t.Splay = "SIGHUP", 0
+		}))
+	a := testAlloc(structs.JobTypeService, failPolicy(0), task)
+	ar := e.startWithNomad(t, a, f)
+	signals := filepath.Join(ar.AllocDir().SharedDir, "signals")
+	waitFile(t, signals, "started")
+	pid := ar.tasks["app"].handleState().PID
+	ar.Shutdown()
+
+	entries, err := e.db.Allocs()
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("restored entries %d, %v", len(entries), err)
+	}
+	e.rec = &recorder{}
+	before := len(f.Tokens())
+	ar2 := e.restoreWithNomad(t, entries[0].Alloc, f, entries[0].Tasks)
+	e.rec.waitFor(t, "re-attached", func(a *structs.Allocation) bool {
+		return a.ClientStatus == structs.AllocClientStatusRunning && ar2.tasks["app"].handleState() != nil
+	})
+	if p := ar2.tasks["app"].handleState(); p.PID != pid {
+		t.Fatalf("re-attached to pid %d, want %d", p.PID, pid)
+	}
+	// The restored watch is up once a first query was answered and a
+	// blocking one sent.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(f.Tokens()) < before+2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the restored templates never queried")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.SetVar("nomad/jobs/job1", map[string]string{"greeting": "two"})
+	waitFile(t, signals, "hup two")
 }
