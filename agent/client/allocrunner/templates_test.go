@@ -258,6 +258,9 @@ while true; do sleep 0.05; done`,
 	ar := e.startWithNomad(t, a, f)
 	signals := filepath.Join(ar.AllocDir().SharedDir, "signals")
 	waitFile(t, signals, "started")
+	e.rec.waitFor(t, "running", func(a *structs.Allocation) bool {
+		return a.ClientStatus == structs.AllocClientStatusRunning && ar.tasks["app"].handleState() != nil
+	})
 	pid := ar.tasks["app"].handleState().PID
 	ar.Shutdown()
 
