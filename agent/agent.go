@@ -224,6 +224,9 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 	if a.tls.RPC() {
 		cc.TLS = a.tls.OutgoingRPC()
 	}
+	if a.tls.HTTP() {
+		cc.HTTPTLSFiles = &template.TLSFiles{CAFile: cfg.TLS.CAFile, CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile}
+	}
 	if ip := net.ParseIP(cfg.BindAddr); ip != nil && !ip.IsUnspecified() {
 		cc.NetworkAddr = ip.String()
 	}

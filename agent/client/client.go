@@ -17,6 +17,7 @@ import (
 	"github.com/drover-project/drover/agent/client/driver/mock"
 	"github.com/drover-project/drover/agent/client/driver/rawexec"
 	clientstate "github.com/drover-project/drover/agent/client/state"
+	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/structs/driverspec"
@@ -54,6 +55,9 @@ type Config struct {
 	// HTTPTLS: the agent's HTTP API is HTTPS (reported on the node, so
 	// agents proxying to it use https).
 	HTTPTLS bool
+	// HTTPTLSFiles are the CA, certificate and key tasks' templates reach
+	// an HTTPS API with.
+	HTTPTLSFiles *template.TLSFiles
 	// LocalServer, if set, is a server in this process: calls to its
 	// address skip the network, and it is the default server.
 	LocalServer LocalServer
@@ -393,6 +397,7 @@ func (c *Client) newRunner(a *structs.Allocation, restored map[string]*clientsta
 		Restored:       restored,
 		NomadAddr:      allocrunner.NomadAddrFor(c.cfg.HTTPAddr, c.cfg.HTTPTLS),
 		TemplateToken:  c.cfg.TemplateToken,
+		NomadTLS:       c.cfg.HTTPTLSFiles,
 	})
 }
 

@@ -68,7 +68,7 @@ func (tr *taskRunner) renderTemplates() error {
 	}
 	m, err := template.New(template.Config{
 		Templates: tmpls, AllocDir: tr.ar.allocDir.Dir, TaskDir: tr.taskDir.Dir, Env: te.env,
-		NomadAddr: tr.ar.cfg.NomadAddr, Token: token, Namespace: alloc.Namespace,
+		NomadAddr: tr.ar.cfg.NomadAddr, TLS: tr.ar.cfg.NomadTLS, Token: token, Namespace: alloc.Namespace,
 		Logger: tr.logger, Hooks: templateHooks{tr},
 	})
 	if err != nil {

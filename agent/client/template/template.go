@@ -73,14 +73,23 @@ type Config struct {
 	NomadAddr string
 	Token     string
 	Namespace string
-	Logger    hclog.Logger
-	Hooks     Hooks
+	// TLS, for an HTTPS NomadAddr: the CA that signed the agent's
+	// certificate, and the certificate and key to present (the agent's
+	// own, for an API that verifies HTTPS clients).
+	TLS    *TLSFiles
+	Logger hclog.Logger
+	Hooks  Hooks
 	// MissingEventRate bounds how often Missing events are emitted (0:
 	// DefaultMissingEventRate).
 	MissingEventRate time.Duration
 	// BlockQueryWait is the wait of each blocking query (0: consul-
 	// template's default, 60s).
 	BlockQueryWait time.Duration
+}
+
+// TLSFiles are PEM file paths.
+type TLSFiles struct {
+	CAFile, CertFile, KeyFile string
 }
 
 // fileOpts are what the renderer applies to one destination.
@@ -160,6 +169,11 @@ func New(cfg Config) (*Manager, error) {
 	conf.Templates = &flat
 	addr, token, ns, on := cfg.NomadAddr, cfg.Token, cfg.Namespace, true
 	conf.Nomad.Address, conf.Nomad.Token, conf.Nomad.Namespace, conf.Nomad.Enabled = &addr, &token, &ns, &on
+	if f := cfg.TLS; f != nil {
+		on := true
+		ca, cert, key := f.CAFile, f.CertFile, f.KeyFile
+		conf.Nomad.SSL = &ctconf.SSLConfig{Enabled: &on, Verify: &on, CaCert: &ca, Cert: &cert, Key: &key}
+	}
 	// Nothing may come from the client's environment (VAULT_TOKEN,
 	// CONSUL_HTTP_TOKEN, ...): there is no Vault or Consul.
 	empty, off := "", false

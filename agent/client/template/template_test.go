@@ -430,3 +430,23 @@ func TestParseEnv(t *testing.T) {
 		t.Error("a line without = parsed")
 	}
 }
+
+// TestNomadFunctionsOverHTTPS: with TLS files, the Nomad functions reach an
+// HTTPS API and verify its certificate against the CA.
+func TestNomadFunctionsOverHTTPS(t *testing.T) {
+	f, caFile := nomadtest.NewTLS(t)
+	f.SetVar("nomad/jobs/app", map[string]string{"k": "over-tls"})
+	d := newDirs(t)
+	m, err := New(Config{Templates: []*structs.Template{tmpl(`{{ with nomadVar "nomad/jobs/app" }}{{ .k }}{{ end }}`, "local/x")},
+		AllocDir: d.alloc, TaskDir: d.task, NomadAddr: f.Addr(), TLS: &TLSFiles{CAFile: caFile}, Hooks: newHooks()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	if err := render(t, m); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(d.task, "local", "x")); got != "over-tls" {
+		t.Fatalf("got %q", got)
+	}
+}

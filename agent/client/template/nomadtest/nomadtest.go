@@ -4,8 +4,11 @@ package nomadtest
 
 import (
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,10 +45,28 @@ type Service struct {
 }
 
 // New starts a server, closed when the test ends.
-func New(t testing.TB) *Server {
+func New(t testing.TB) *Server { return start(t, false) }
+
+// NewTLS starts an HTTPS server; CAFile is the PEM file of its
+// certificate (which names 127.0.0.1).
+func NewTLS(t testing.TB) (*Server, string) {
+	f := start(t, true)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw})
+	if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f, ca
+}
+
+func start(t testing.TB, tls bool) *Server {
 	f := &Server{index: 10, changed: make(chan struct{}), vars: map[string]map[string]string{},
 		varIdx: map[string]uint64{}, services: map[string][]Service{}, svcIdx: map[string]uint64{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	if tls {
+		f.srv = httptest.NewTLSServer(http.HandlerFunc(f.serve))
+	} else {
+		f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	}
 	t.Cleanup(func() {
 		f.mu.Lock()
 		f.closing = true
