@@ -428,7 +428,8 @@ func TestNomadServerSideDefaults(t *testing.T) {
 	if tg.Count == nil || *tg.Count != 1 {
 		t.Errorf("Count = %v; want 1 (Nomad's default for a null count)", show(reflect.ValueOf(tg.Count)))
 	}
-	wantRestart := nomad.RestartPolicy{Attempts: new(5), Interval: new(30 * time.Minute), Delay: new(15 * time.Second), Mode: new("fail")}
+	wantRestart := nomad.RestartPolicy{Attempts: new(5), Interval: new(30 * time.Minute), Delay: new(15 * time.Second), Mode: new("fail"),
+		RenderTemplates: new(false)}
 	if tg.RestartPolicy == nil || !reflect.DeepEqual(*tg.RestartPolicy, wantRestart) {
 		t.Errorf("RestartPolicy = %s; want %s", show(reflect.ValueOf(tg.RestartPolicy)), show(reflect.ValueOf(wantRestart)))
 	}

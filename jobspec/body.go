@@ -31,7 +31,6 @@ var nomadOnly = map[string][]string{
 		"dispatch_payload", "volume_mount", "csi_plugin", "shutdown_delay", "kind",
 		"scaling", "secret", "identity", "action", "schedule"},
 	"resources": {"memory_max", "network", "device", "numa", "secrets", "iops"},
-	"restart":   {"render_templates"},
 	// A template that renders only once (once) and Vault's grace period
 	// (vault_grace, unused since Nomad 0.12) are not built.
 	"template":      {"vault_grace", "once"},

@@ -36,7 +36,7 @@ var (
 	constraintSpec   = &bodySpec{what: "constraint", attrs: []string{"attribute", "operator", "value",
 		"distinct_hosts", "distinct_property", "regexp", "version", "semver",
 		"set_contains", "set_contains_all", "set_contains_any"}}
-	restartSpec    = &bodySpec{what: "restart", attrs: []string{"attempts", "interval", "delay", "mode"}}
+	restartSpec    = &bodySpec{what: "restart", attrs: []string{"attempts", "interval", "delay", "mode", "render_templates"}}
 	rescheduleSpec = &bodySpec{what: "reschedule",
 		attrs: []string{"attempts", "interval", "delay", "delay_function", "max_delay", "unlimited"}}
 	migrateSpec = &bodySpec{what: "migrate",
@@ -359,6 +359,7 @@ func (d *decoder) restart(blk *hclsyntax.Block, base *structs.RestartPolicy) *st
 	d.duration(attrs, "interval", &p.Interval)
 	d.duration(attrs, "delay", &p.Delay)
 	d.str(attrs, "mode", &p.Mode)
+	d.boolean(attrs, "render_templates", &p.RenderTemplates)
 	return &p
 }
 

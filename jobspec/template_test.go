@@ -163,3 +163,33 @@ func TestTemplateRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// restart { render_templates } reads the same from HCL and JSON.
+func TestRestartRenderTemplates(t *testing.T) {
+	hcl := mustParse(t, `job "j" {
+  group "g" {
+    restart {
+      render_templates = true
+    }
+    task "t" {
+      driver = "raw_exec"
+    }
+  }
+}`, nil)
+	buf, err := json.Marshal(&nomad.Job{ID: new("j"), TaskGroups: []*nomad.TaskGroup{{Name: new("g"),
+		RestartPolicy: &nomad.RestartPolicy{RenderTemplates: new(true)},
+		Tasks:         []*nomad.Task{{Name: "t", Driver: "raw_exec"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := Parse("job.json", buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &structs.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail", RenderTemplates: true}
+	for name, job := range map[string]*structs.Job{"hcl": hcl, "json": js} {
+		if got := job.TaskGroups[0].RestartPolicy; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, want %+v", name, got, want)
+		}
+	}
+}

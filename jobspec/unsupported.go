@@ -76,8 +76,6 @@ var unsupportedFeatures = map[string]string{
 	"resources.secretsmb":   "the secrets size",
 	"resources.iops":        "IOPS",
 
-	"restartpolicy.rendertemplates": "render_templates (templates)",
-
 	"template.vaultgrace":           "vault_grace (Vault)",
 	"template.once":                 "templates that render only once (once)",
 	"changescript.runonfirstrender": "run_on_first_render in change_script",

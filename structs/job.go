@@ -198,6 +198,9 @@ type RestartPolicy struct {
 	Interval time.Duration
 	Delay    time.Duration
 	Mode     string
+	// RenderTemplates renders the task's templates afresh before each
+	// restart (instead of keeping the files as last rendered).
+	RenderTemplates bool
 }
 
 // Reschedule delay functions.

@@ -548,6 +548,9 @@ func (tr *taskRunner) afterExitEvent(ev *structs.TaskEvent, res *driver.ExitResu
 		tr.finish(true, ev, nr)
 		return false
 	}
+	if rp := tr.latestSpec().tg.RestartPolicy; rp != nil && rp.RenderTemplates {
+		tr.stopTemplates() // the next start renders them afresh
+	}
 	rs := newEvent(structs.TaskRestarting, fmt.Sprintf("Task restarting in %v", d.delay.Round(time.Millisecond)))
 	rs.StartDelay, rs.RestartReason = int64(d.delay), d.reason
 	now := time.Now()

@@ -289,3 +289,31 @@ while true; do sleep 0.05; done`,
 	f.SetVar("nomad/jobs/job1", map[string]string{"greeting": "two"})
 	waitFile(t, signals, "hup two")
 }
+
+// TestRenderTemplatesOnRestart: with restart { render_templates = true }
+// a restarted task finds its templates rendered afresh; without, it finds
+// the files as it left them.
+func TestRenderTemplatesOnRestart(t *testing.T) {
+	for _, render := range []bool{true, false} {
+		t.Run(map[bool]string{true: "render_templates", false: "default"}[render], func(t *testing.T) {
+			f := nomadtest.New(t)
+			f.SetVar("nomad/jobs/job1", map[string]string{"greeting": "fresh"})
+			e := newEnv(t)
+			task := shTask(`cat local/greeting >> "$NOMAD_ALLOC_DIR/runs"; echo >> "$NOMAD_ALLOC_DIR/runs"; echo tampered > local/greeting; exit 1`,
+				varTemplate("local/greeting", structs.TemplateChangeModeNoop))
+			policy := failPolicy(1)
+			policy.RenderTemplates = render
+			a := testAlloc(structs.JobTypeBatch, policy, task)
+			ar := e.startWithNomad(t, a, f)
+			e.rec.waitFor(t, "failed", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusFailed })
+			got, _ := os.ReadFile(filepath.Join(ar.AllocDir().SharedDir, "runs"))
+			want := "fresh\nfresh\n"
+			if !render {
+				want = "fresh\ntampered\n\n"
+			}
+			if string(got) != want {
+				t.Fatalf("runs saw %q, want %q", got, want)
+			}
+		})
+	}
+}
