@@ -317,3 +317,27 @@ func TestRenderTemplatesOnRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestKillWhileTemplateWaits: a task whose template waits for data is
+// killed without ever starting, and the wait ends with it.
+func TestKillWhileTemplateWaits(t *testing.T) {
+	f := nomadtest.New(t)
+	e := newEnv(t)
+	task := shTask(`exec sleep 1000`, varTemplate("local/x", structs.TemplateChangeModeRestart))
+	a := testAlloc(structs.JobTypeService, failPolicy(0), task)
+	ar := e.startWithNomad(t, a, f)
+	e.rec.waitFor(t, "the Missing event", func(a *structs.Allocation) bool {
+		return hasEvent(a, "app", structs.TaskTemplate, "Missing: nomad.var.block(nomad/jobs/job1@default.global)")
+	})
+	ar.Kill("test")
+	select {
+	case <-ar.DoneCh():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runner did not finish while its template waited")
+	}
+	got := e.rec.get()
+	ts := got.TaskStates.MustMap()["app"]
+	if ts.State != structs.TaskStateDead || ts.Failed || !ts.StartedAt.IsZero() {
+		t.Fatalf("after the kill: %s", describe(got))
+	}
+}
