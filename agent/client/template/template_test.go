@@ -450,3 +450,34 @@ func TestNomadFunctionsOverHTTPS(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestNomadListFunctions: nomadServices and nomadVarList read the list
+// endpoints, and re-render when a service or variable is added.
+func TestNomadListFunctions(t *testing.T) {
+	d := newDirs(t)
+	f := nomadtest.New(t)
+	h := newHooks()
+	f.SetService("web", nomadtest.Service{Address: "10.0.0.1", Port: 80, Tags: []string{"v1"}})
+	f.SetVar("nomad/jobs/app/a", map[string]string{"k": "1"})
+	f.SetVar("other/x", map[string]string{"k": "1"})
+	m := start(t, d, f, h, tmpl(`{{ range nomadServices }}{{ .Name }}{{ .Tags }} {{ end }}|`+
+		`{{ range nomadVarList "nomad/jobs/app" }}{{ .Path }} {{ end }}|{{ nomadVarExists "nomad/jobs/app/b" }}`, "local/list",
+		func(t *structs.Template) { t.Splay = 0 }))
+	if err := render(t, m); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(d.task, "local", "list")
+	if got := readFile(t, dest); got != "web[v1] |nomad/jobs/app/a |false" {
+		t.Fatalf("rendered %q", got)
+	}
+	f.SetService("db", nomadtest.Service{Address: "10.0.0.2", Port: 5432})
+	f.SetVar("nomad/jobs/app/b", map[string]string{"k": "2"})
+	h.waitFor(t, "a restart", func() bool { return h.restarts >= 1 })
+	deadline := time.Now().Add(10 * time.Second)
+	for readFile(t, dest) != "db[] web[v1] |nomad/jobs/app/a nomad/jobs/app/b |true" {
+		if time.Now().After(deadline) {
+			t.Fatalf("re-rendered %q", readFile(t, dest))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

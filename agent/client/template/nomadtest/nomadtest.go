@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +23,9 @@ import (
 // ?index=N waits until what it reads changes past N (or its wait ends).
 //
 //	GET /v1/var/<path>      Variable, or 404 when there is none
+//	GET /v1/vars?prefix=p   []VariableMetadata under the prefix
 //	GET /v1/service/<name>  []ServiceRegistration
+//	GET /v1/services        []ServiceRegistrationListStub (one namespace)
 type Server struct {
 	srv *httptest.Server
 
@@ -122,7 +125,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	deadline := time.After(wait)
 	for {
 		f.mu.Lock()
-		idx, body, found := f.read(r.URL.Path)
+		idx, body, found := f.read(r.URL.Path, r.URL.Query().Get("prefix"))
 		ch, closing := f.changed, f.closing
 		f.mu.Unlock()
 		if idx > min || min == 0 || closing {
@@ -149,7 +152,7 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // read returns the index, body and presence of what path names; called
 // with mu held.
-func (f *Server) read(path string) (uint64, any, bool) {
+func (f *Server) read(path, prefix string) (uint64, any, bool) {
 	switch {
 	case strings.HasPrefix(path, "/v1/var/"):
 		p := strings.TrimPrefix(path, "/v1/var/")
@@ -160,6 +163,33 @@ func (f *Server) read(path string) (uint64, any, bool) {
 		idx := f.varIdx[p]
 		return idx, map[string]any{"Namespace": "default", "Path": p, "CreateIndex": idx, "ModifyIndex": idx,
 			"CreateTime": 1, "ModifyTime": 1, "Items": items}, true
+	case path == "/v1/vars" || path == "/v1/vars/":
+		out := []map[string]any{}
+		for _, p := range sortedKeys(f.vars) {
+			if strings.HasPrefix(p, prefix) {
+				idx := f.varIdx[p]
+				out = append(out, map[string]any{"Namespace": "default", "Path": p, "CreateIndex": idx,
+					"ModifyIndex": idx, "CreateTime": 1, "ModifyTime": 1})
+			}
+		}
+		return f.maxIndex(f.varIdx), out, true
+	case path == "/v1/services":
+		stubs := []map[string]any{}
+		for _, name := range sortedKeys(f.services) {
+			if len(f.services[name]) == 0 {
+				continue
+			}
+			tags := []string{}
+			for _, s := range f.services[name] {
+				tags = append(tags, s.Tags...)
+			}
+			stubs = append(stubs, map[string]any{"ServiceName": name, "Tags": tags})
+		}
+		out := []map[string]any{}
+		if len(stubs) > 0 {
+			out = append(out, map[string]any{"Namespace": "default", "Services": stubs})
+		}
+		return f.maxIndex(f.svcIdx), out, true
 	case strings.HasPrefix(path, "/v1/service/"):
 		name := strings.TrimPrefix(path, "/v1/service/")
 		idx := f.svcIdx[name]
@@ -175,4 +205,26 @@ func (f *Server) read(path string) (uint64, any, bool) {
 		return idx, out, true
 	}
 	return f.index, nil, false
+}
+
+// maxIndex is the highest index of a table (the server's index when it
+// is empty), as a Nomad list answers.
+func (f *Server) maxIndex(idx map[string]uint64) uint64 {
+	var m uint64
+	for _, i := range idx {
+		m = max(m, i)
+	}
+	if m == 0 {
+		m = f.index
+	}
+	return m
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
