@@ -27,7 +27,8 @@
 // (and its siblings are killed), else running, else pending, else complete.
 // A dead leader task kills its siblings.
 //
-// This package never talks to servers: every change goes to Config.Updater,
+// This package never calls the servers (templates read services and
+// variables through the agent's HTTP API): every change goes to Config.Updater,
 // which the client batches. It must never block in the Updater or decide
 // anything about placement.
 package allocrunner
