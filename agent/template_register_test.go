@@ -29,6 +29,8 @@ func TestRegisterRefusesBadTemplates(t *testing.T) {
 		{"escapes", &nomad.Template{EmbeddedTmpl: new("x"), DestPath: new("../../etc/cron.d/x")},
 			`Templates[0].DestPath: destination "../../etc/cron.d/x" escapes the allocation directory`},
 		{"no destination", &nomad.Template{EmbeddedTmpl: new("x")}, "Templates[0].DestPath: must be set"},
+		{"unknown signal", &nomad.Template{EmbeddedTmpl: new("x"), DestPath: new("local/x"), ChangeMode: new("signal"),
+			ChangeSignal: new("SIGWHAT")}, `Templates[0].ChangeSignal: unknown signal "SIGWHAT"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,8 @@
 //
 // The function names are those of consul-template v0.41 (the library the
 // client renders with, agent/client/template), whose test checks the two
-// lists agree. This package imports only structs, the standard library's
-// text/template and sprig's function table; it must never import the
+// lists agree. A signal-mode template's change_signal must name a signal.
+// This package imports only structs, structs/driverspec (signal names),
+// the standard library's text/template and sprig's function table; it must never import the
 // renderer or anything that reaches the network.
 package templatespec

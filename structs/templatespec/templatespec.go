@@ -11,6 +11,7 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"github.com/drover-project/drover/structs"
+	"github.com/drover-project/drover/structs/driverspec"
 )
 
 // Functions lists consul-template's own template functions that Drover
@@ -155,8 +156,9 @@ func walkBranch(b *parse.BranchNode) string {
 	return ""
 }
 
-// Validate checks every template of the job's tasks with Check and
-// returns the problems, each naming its field
+// Validate checks every template of the job's tasks with Check, and the
+// change_signal of signal-mode templates, and returns the problems, each
+// naming its field
 // ("TaskGroups[0].Tasks[1].Templates[0].EmbeddedTmpl"). Templates whose
 // text is in a file on the client (SourcePath) are checked when the
 // client reads them.
@@ -171,7 +173,18 @@ func Validate(job *structs.Job) []structs.FieldError {
 				continue
 			}
 			for n, t := range task.Templates {
-				if t == nil || t.EmbeddedTmpl == "" {
+				if t == nil {
+					continue
+				}
+				if t.ChangeMode == structs.TemplateChangeModeSignal && t.ChangeSignal != "" {
+					if _, err := driverspec.ParseSignal(t.ChangeSignal); err != nil {
+						errs = append(errs, structs.FieldError{
+							Field:   fmt.Sprintf("TaskGroups[%d].Tasks[%d].Templates[%d].ChangeSignal", i, k, n),
+							Message: err.Error(),
+						})
+					}
+				}
+				if t.EmbeddedTmpl == "" {
 					continue
 				}
 				err := Check(t.EmbeddedTmpl, t.LeftDelim, t.RightDelim)

@@ -53,9 +53,11 @@ func TestValidateNamesTheField(t *testing.T) {
 		{EmbeddedTmpl: "{{ if }}", LeftDelim: "{{", RightDelim: "}}"},
 		{EmbeddedTmpl: `{{ key "x" }}`, LeftDelim: "{{", RightDelim: "}}"},
 		{SourcePath: "local/in.tpl"},
+		{EmbeddedTmpl: "x", LeftDelim: "{{", RightDelim: "}}", ChangeMode: "signal", ChangeSignal: "SIGNOPE"},
+		{EmbeddedTmpl: "x", LeftDelim: "{{", RightDelim: "}}", ChangeMode: "signal", ChangeSignal: "SIGUSR2"},
 	}}}}}}
 	errs := Validate(job)
-	if len(errs) != 2 {
+	if len(errs) != 3 {
 		t.Fatalf("errors = %v", errs)
 	}
 	if errs[0].Field != "TaskGroups[1].Tasks[1].Templates[2].EmbeddedTmpl" ||
@@ -65,5 +67,8 @@ func TestValidateNamesTheField(t *testing.T) {
 	if errs[1].Field != "TaskGroups[1].Tasks[1].Templates[3].EmbeddedTmpl" ||
 		errs[1].Message != `Drover does not support the Consul function "key" (there is no Consul)` {
 		t.Fatalf("function error = %+v", errs[1])
+	}
+	if errs[2].Field != "TaskGroups[1].Tasks[1].Templates[5].ChangeSignal" || errs[2].Message != `unknown signal "SIGNOPE"` {
+		t.Fatalf("signal error = %+v", errs[2])
 	}
 }
