@@ -481,3 +481,26 @@ func TestNomadListFunctions(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// FuzzResolvePath: whatever a destination says, the path it resolves to
+// is inside the allocation directory (or refused).
+func FuzzResolvePath(f *testing.F) {
+	for _, s := range []string{"local/x", "../alloc/x", "../../x", "/etc/passwd", "/data/alloc/a1/web/../../../x",
+		"/data/alloc/a1/alloc/x", "local/../..", "./././", "", "..", "a/../../b/../../c", "/data/alloc/a1x/y", "//data/alloc/a1/web"} {
+		f.Add(s)
+	}
+	const alloc, task = "/data/alloc/a1", "/data/alloc/a1/web"
+	f.Fuzz(func(t *testing.T, p string) {
+		got, err := ResolvePath(p, task, alloc)
+		if err != nil {
+			if !errors.Is(err, ErrEscapes) {
+				t.Fatalf("%q: %v", p, err)
+			}
+			return
+		}
+		rel, rerr := filepath.Rel(alloc, got)
+		if rerr != nil || !filepath.IsLocal(rel) || filepath.Clean(got) != got {
+			t.Fatalf("%q resolved to %q, outside %s", p, got, alloc)
+		}
+	})
+}
