@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent/client"
+	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/structs"
@@ -225,6 +226,9 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 	if a.tls.RPC() {
 		cc.TLS = a.tls.OutgoingRPC()
 	}
+	if a.tls.HTTP() {
+		cc.HTTPTLSFiles = &template.TLSFiles{CAFile: cfg.TLS.CAFile, CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile}
+	}
 	if ip := net.ParseIP(cfg.BindAddr); ip != nil && !ip.IsUnspecified() {
 		cc.NetworkAddr = ip.String()
 	}
@@ -238,6 +242,9 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 	if cfg.clientConfigHook != nil {
 		cfg.clientConfigHook(cc)
 	}
+	// consul-template (the client's template renderer) logs through Go's
+	// standard logger: into the agent's log, at the levels it names.
+	template.RedirectLibraryLog(root.Named("template"))
 	c, err := client.New(cc)
 	if err != nil {
 		return fmt.Errorf("starting client: %w", err)

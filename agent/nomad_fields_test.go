@@ -295,6 +295,8 @@ func initElem(p reflect.Value) {
 		x.Provider, x.PortLabel = "nomad", "8080"
 	case *nomad.ServiceCheck:
 		x.Type, x.Interval, x.Timeout, x.TaskName = "tcp", 10*time.Second, 2*time.Second, "t"
+	case *nomad.Template:
+		x.EmbeddedTmpl, x.DestPath = new("x"), new("local/out")
 	}
 }
 
@@ -302,6 +304,8 @@ func initElem(p reflect.Value) {
 var companions = map[string]func(parent reflect.Value){
 	// A limited reschedule policy needs an interval.
 	"ReschedulePolicy.Attempts": func(p reflect.Value) { p.FieldByName("Interval").Set(reflect.ValueOf(new(time.Hour))) },
+	// A template has either source or data.
+	"Template.SourcePath": func(p reflect.Value) { p.FieldByName("EmbeddedTmpl").SetZero() },
 }
 
 // sampleOverrides are non-empty samples that are also valid, for the
@@ -321,6 +325,8 @@ var sampleOverrides = map[string]any{
 	"ServiceCheck.Type": "tcp", "ServiceCheck.Protocol": "https", "ServiceCheck.PortLabel": "8082",
 	"ServiceCheck.AddressMode": "host", "ServiceCheck.InitialStatus": "passing",
 	"ServiceCheck.Method": "POST", "ServiceCheck.OnUpdate": "require_healthy", "ServiceCheck.TaskName": "t",
+	"Template.ChangeMode":            "noop", "Template.ChangeSignal": "SIGUSR1", "Template.Perms": "0600",
+	"Template.LeftDelim": "[[", "Template.RightDelim": "]]",
 	"Resources.CPU": 250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
 }
 
@@ -439,7 +445,8 @@ func TestNomadServerSideDefaults(t *testing.T) {
 	if tg.Count == nil || *tg.Count != 1 {
 		t.Errorf("Count = %v; want 1 (Nomad's default for a null count)", show(reflect.ValueOf(tg.Count)))
 	}
-	wantRestart := nomad.RestartPolicy{Attempts: new(5), Interval: new(30 * time.Minute), Delay: new(15 * time.Second), Mode: new("fail")}
+	wantRestart := nomad.RestartPolicy{Attempts: new(5), Interval: new(30 * time.Minute), Delay: new(15 * time.Second), Mode: new("fail"),
+		RenderTemplates: new(false)}
 	if tg.RestartPolicy == nil || !reflect.DeepEqual(*tg.RestartPolicy, wantRestart) {
 		t.Errorf("RestartPolicy = %s; want %s", show(reflect.ValueOf(tg.RestartPolicy)), show(reflect.ValueOf(wantRestart)))
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/drover-project/drover/structs"
@@ -147,10 +148,47 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 				dropIfDefault(task, "LogConfig", nomadDefaultLogConfig)
 				dropIfDefault(task, "RestartPolicy", restart)
 				dropDefaultCluster(task)
+				templateDefaults(task)
 			}
 		}
 	}
 }
+
+// templateDefaults gives each of the task's templates Nomad's defaults
+// for its null arguments, as Nomad's server does (api.Template's
+// Canonicalize): a null splay is 5s, an explicit 0 stays 0.
+func templateDefaults(task map[string]any) {
+	_, tv, _ := lookupKey(task, "Templates")
+	list, _ := tv.([]any)
+	for _, e := range list {
+		t, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		fillNulls(t, nomadTemplateDefaults)
+		if _, sig, _ := lookupKey(t, "ChangeSignal"); sig == nil {
+			if _, mode, _ := lookupKey(t, "ChangeMode"); mode == structs.TemplateChangeModeSignal {
+				setKey(t, "ChangeSignal", structs.DefaultTemplateChangeSignal)
+			}
+		} else if s, isStr := sig.(string); isStr {
+			setKey(t, "ChangeSignal", strings.ToUpper(s))
+		}
+		if cs := objectAt(t, "ChangeScript"); cs != nil {
+			fillNulls(cs, nomadChangeScriptDefaults)
+		}
+	}
+}
+
+var (
+	nomadTemplateDefaults = map[string]any{
+		"ChangeMode": structs.DefaultTemplateChangeMode, "Splay": json.Number(strconv.FormatInt(int64(structs.DefaultTemplateSplay), 10)),
+		"Perms": structs.DefaultTemplatePerms, "LeftDelim": structs.DefaultTemplateLeftDelim,
+		"RightDelim": structs.DefaultTemplateRightDelim,
+	}
+	nomadChangeScriptDefaults = map[string]any{
+		"Args": []any{}, "Timeout": json.Number(strconv.FormatInt(int64(structs.DefaultChangeScriptTimeout), 10)),
+	}
+)
 
 // Nomad's defaults for blocks Drover does not model, as Nomad's Go client
 // fills them in (api.Job.Canonicalize). A tool that canonicalizes before

@@ -28,15 +28,18 @@ var nomadOnly = map[string][]string{
 		"shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
 		"max_client_disconnect", "scaling", "consul", "prevent_reschedule_on_lost", "vault"},
 	"task": {"lifecycle", "affinity", "restart", "logs", "artifact", "vault", "consul",
-		"template", "dispatch_payload", "volume_mount", "csi_plugin", "shutdown_delay", "kind",
+		"dispatch_payload", "volume_mount", "csi_plugin", "shutdown_delay", "kind",
 		"scaling", "secret", "action", "schedule"},
 	"identity":  {"aud", "change_mode", "change_signal", "filepath", "service_name", "ttl", "extra_claims"},
 	"resources": {"memory_max", "network", "device", "numa", "secrets", "iops"},
-	"restart":   {"render_templates"},
 	"service": {"canary_tags", "canary_meta", "enable_tag_override", "tagged_addresses", "connect",
 		"identity", "weights", "cluster", "kind"},
 	"check": {"expose", "advertise", "notes", "tls_server_name", "grpc_service", "grpc_use_tls",
 		"failures_before_warning"},
+	// A template that renders only once (once) and Vault's grace period
+	// (vault_grace, unused since Nomad 0.12) are not built.
+	"template":      {"vault_grace", "once"},
+	"change_script": {"run_on_first_render"},
 	// Nomad's parser reads these two and then drops them; Drover refuses
 	// them rather than doing the same.
 	"constraint": {"is_set", "is_not_set"},

@@ -90,6 +90,13 @@ func linux() *structs.Constraint {
 
 func args(a ...any) []any { return a }
 
+// nomadTemplate is a template block with Nomad's defaults: splay 5s,
+// perms "0644", delimiters {{ and }}.
+func nomadTemplate(data, dest, changeMode string) *structs.Template {
+	return &structs.Template{EmbeddedTmpl: data, DestPath: dest, ChangeMode: changeMode,
+		Splay: 5 * time.Second, Perms: "0644", LeftDelim: "{{", RightDelim: "}}"}
+}
+
 // TestNomadCorpusMeaning checks, field by field, that accepted corpus files
 // mean what they mean in Nomad once defaults are applied. Each expected
 // job is written from reading the file and Nomad's documentation.
@@ -266,6 +273,31 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			// Nomad's HCL1-compatible decoding has it.
 			return nomadJob("foo", "service", nomadGroup("bar", 1, nomadTask("bar", "docker", map[string]any{
 				"image": "hashicorp/image", "port_map": []any{map[string]any{"db": 1234}}})))
+		},
+		"e2e-drain-killtimeout": func() *structs.Job {
+			task := withResources(nomadTask("task", "docker", map[string]any{
+				"image": "busybox:1", "command": "/bin/sh", "args": args("local/script.sh")}), 256, 128)
+			task.KillTimeout = 30 * time.Second
+			// A template takes Nomad's splay (5s), perms ("0644") and
+			// delimiters; the heredoc keeps its last newline.
+			task.Templates = []*structs.Template{nomadTemplate("#!/bin/sh\ntrap 'sleep 60' 2\nsleep 600\n", "local/script.sh", "noop")}
+			j := nomadJob("drain_killtimeout", "service", nomadGroup("group", 1, task))
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-isolation-exec": func() *structs.Job {
+			task := withResources(nomadTask("bash", "exec", map[string]any{
+				"command": "bash", "args": args("-c", "local/pid.sh")}), 10, 16)
+			tmpl := nomadTemplate("#!/usr/bin/env bash\necho my pid is $BASHPID\n", "local/pid.sh", "noop")
+			tmpl.Perms = "755"
+			task.Templates = []*structs.Template{tmpl}
+			g := nomadGroup("group", 1, task)
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 0, Interval: 24 * time.Hour,
+				Delay: 5 * time.Second, DelayFunction: "constant", Unlimited: false}
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
+			j := nomadJob("exec", "batch", g)
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
 		},
 		"e2e-namespace-a": func() *structs.Job {
 			j := nomadJob("namespace_a", "service", nomadGroup("group", 1, withResources(nomadTask("task", "raw_exec", map[string]any{

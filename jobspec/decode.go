@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"strings"
+	"time"
 
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/hcl/v2"
@@ -24,13 +25,19 @@ var (
 		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta", "service"}}
 	taskSpec = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
-		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service"}}
-	resourcesSpec  = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "cores", "disk"}}
-	identitySpec   = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
-	constraintSpec = &bodySpec{what: "constraint", attrs: []string{"attribute", "operator", "value",
+		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service", "template"}}
+	identitySpec = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
+	templateSpec = &bodySpec{what: "template",
+		attrs: []string{"data", "source", "destination", "env", "change_mode", "change_signal", "splay",
+			"perms", "uid", "gid", "left_delimiter", "right_delimiter", "error_on_missing_key"},
+		blocks: []string{"change_script", "wait"}}
+	changeScriptSpec = &bodySpec{what: "change_script", attrs: []string{"command", "args", "timeout", "fail_on_error"}}
+	waitSpec         = &bodySpec{what: "wait", attrs: []string{"min", "max"}}
+	resourcesSpec    = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "cores", "disk"}}
+	constraintSpec   = &bodySpec{what: "constraint", attrs: []string{"attribute", "operator", "value",
 		"distinct_hosts", "distinct_property", "regexp", "version", "semver",
 		"set_contains", "set_contains_all", "set_contains_any"}}
-	restartSpec    = &bodySpec{what: "restart", attrs: []string{"attempts", "interval", "delay", "mode"}}
+	restartSpec    = &bodySpec{what: "restart", attrs: []string{"attempts", "interval", "delay", "mode", "render_templates"}}
 	rescheduleSpec = &bodySpec{what: "reschedule",
 		attrs: []string{"attempts", "interval", "delay", "delay_function", "max_delay", "unlimited"}}
 	migrateSpec = &bodySpec{what: "migrate",
@@ -189,6 +196,69 @@ func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
 		t.Resources = d.resources(b)
 	}
 	t.Identity = d.identity(blocks["identity"])
+	for _, tb := range blocks["template"] {
+		if d.labels(tb, 0, "", "") {
+			t.Templates = append(t.Templates, d.template(tb))
+		}
+	}
+	return t
+}
+
+// optDuration reads a duration that may be absent (nil).
+func (d *decoder) optDuration(attrs map[string]*hclsyntax.Attribute, name string) *time.Duration {
+	if attrs[name] == nil {
+		return nil
+	}
+	var v time.Duration
+	d.duration(attrs, name, &v)
+	return &v
+}
+
+// template decodes a template block with Nomad's defaults for what it
+// leaves out (change_mode restart, splay 5s, perms "0644", delimiters
+// {{ and }}, change_signal SIGHUP in signal mode, a 5s script timeout),
+// as Nomad's server gives them.
+func (d *decoder) template(blk *hclsyntax.Block) *structs.Template {
+	attrs, blocks := d.content(blk.Body, templateSpec)
+	t := &structs.Template{ChangeMode: structs.DefaultTemplateChangeMode, Splay: structs.DefaultTemplateSplay,
+		Perms: structs.DefaultTemplatePerms, LeftDelim: structs.DefaultTemplateLeftDelim,
+		RightDelim: structs.DefaultTemplateRightDelim}
+	d.str(attrs, "data", &t.EmbeddedTmpl)
+	d.str(attrs, "source", &t.SourcePath)
+	d.str(attrs, "destination", &t.DestPath)
+	d.boolean(attrs, "env", &t.Envvars)
+	d.str(attrs, "change_mode", &t.ChangeMode)
+	d.str(attrs, "change_signal", &t.ChangeSignal)
+	d.duration(attrs, "splay", &t.Splay)
+	d.str(attrs, "perms", &t.Perms)
+	var id int
+	if d.integer(attrs, "uid", &id) {
+		t.Uid = &id
+	}
+	var gid int
+	if d.integer(attrs, "gid", &gid) {
+		t.Gid = &gid
+	}
+	d.str(attrs, "left_delimiter", &t.LeftDelim)
+	d.str(attrs, "right_delimiter", &t.RightDelim)
+	d.boolean(attrs, "error_on_missing_key", &t.ErrMissingKey)
+	if t.ChangeSignal == "" && t.ChangeMode == structs.TemplateChangeModeSignal {
+		t.ChangeSignal = structs.DefaultTemplateChangeSignal
+	}
+	t.ChangeSignal = strings.ToUpper(t.ChangeSignal)
+	if b := d.single(blocks["change_script"], "template"); b != nil {
+		cattrs, _ := d.content(b.Body, changeScriptSpec)
+		cs := &structs.ChangeScript{Args: []string{}, Timeout: structs.DefaultChangeScriptTimeout}
+		d.str(cattrs, "command", &cs.Command)
+		d.strList(cattrs, "args", &cs.Args)
+		d.duration(cattrs, "timeout", &cs.Timeout)
+		d.boolean(cattrs, "fail_on_error", &cs.FailOnError)
+		t.ChangeScript = cs
+	}
+	if b := d.single(blocks["wait"], "template"); b != nil {
+		wattrs, _ := d.content(b.Body, waitSpec)
+		t.Wait = &structs.WaitConfig{Min: d.optDuration(wattrs, "min"), Max: d.optDuration(wattrs, "max")}
+	}
 	return t
 }
 
@@ -321,6 +391,7 @@ func (d *decoder) restart(blk *hclsyntax.Block, base *structs.RestartPolicy) *st
 	d.duration(attrs, "interval", &p.Interval)
 	d.duration(attrs, "delay", &p.Delay)
 	d.str(attrs, "mode", &p.Mode)
+	d.boolean(attrs, "render_templates", &p.RenderTemplates)
 	return &p
 }
 

@@ -3,7 +3,7 @@
 // Job files use Nomad's job specification language (HCL2, parsed with
 // hashicorp/hcl/v2) for the parts of it Drover runs: job, group and task
 // blocks with constraint, restart, reschedule, migrate, resources, config,
-// env and meta. HCL2 variables (variable blocks, -var and -var-file
+// env, meta and template. HCL2 variables (variable blocks, -var and -var-file
 // overrides), locals and the usual functions (upper, format, join, try, ...)
 // work as they do in Nomad. Runtime interpolations such as
 // "${attr.kernel.name}" or "${NOMAD_TASK_DIR}" are kept as text for the

@@ -55,7 +55,6 @@ var unsupportedFeatures = map[string]string{
 	"task.artifacts":       "artifacts",
 	"task.vault":           "Vault",
 	"task.consul":          "Consul",
-	"task.templates":       "templates",
 	"task.dispatchpayload": "dispatch payloads",
 	"task.volumemounts":    "volume mounts",
 	"task.csipluginconfig": "CSI plugins",
@@ -92,7 +91,9 @@ var unsupportedFeatures = map[string]string{
 	"resources.secretsmb":   "the secrets size",
 	"resources.iops":        "IOPS",
 
-	"restartpolicy.rendertemplates": "render_templates (templates)",
+	"template.vaultgrace":           "vault_grace (Vault)",
+	"template.once":                 "templates that render only once (once)",
+	"changescript.runonfirstrender": "run_on_first_render in change_script",
 
 	"workloadidentity.audience":     "identity audiences (aud)",
 	"workloadidentity.changemode":   "identity change_mode (identities are not renewed)",

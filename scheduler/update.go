@@ -25,7 +25,8 @@ import (
 // new such that an allocation of old must be replaced to run new, or ""
 // when an in-place update will do:
 //   - the group: it is gone, or its number of tasks or their names differ;
-//   - a task's driver, user, driver config or env block;
+//   - a task's driver, user, driver config, env block or templates (any
+//     field of any template, as Nomad compares them);
 //   - the meta a task sees: the job's, group's and task's merged, since it
 //     reaches the task as NOMAD_META_* (so a job-level meta change is
 //     destructive too, unless every task overrides the key);
@@ -66,6 +67,8 @@ func taskChange(a, b *structs.Task) string {
 		return "env"
 	case identityExposure(a.Identity) != identityExposure(b.Identity):
 		return "identity"
+	case !templatesEqual(a.Templates, b.Templates):
+		return "templates"
 	}
 	return resourcesChange(a.Resources, b.Resources)
 }
@@ -100,6 +103,14 @@ func resourcesChange(a, b *structs.Resources) string {
 		return "disk"
 	}
 	return ""
+}
+
+// templatesEqual compares two tasks' templates; nil and empty are equal.
+func templatesEqual(a, b []*structs.Template) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // configEqual compares two driver configs; nil and empty are equal.

@@ -15,6 +15,9 @@ func TestJobUpdateInPlaceOrDestructive(t *testing.T) {
 		destructive bool
 	}{
 		{"env", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Env["NEW"] = "1" }, true},
+		{"template", func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Templates = []*structs.Template{{EmbeddedTmpl: "x", DestPath: "local/x"}}
+		}, true},
 		{"task meta", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Meta = map[string]string{"a": "b"} }, true},
 		{"group meta", func(j *structs.Job) { j.TaskGroups[0].Meta = map[string]string{"a": "b"} }, true},
 		{"job meta", func(j *structs.Job) { j.Meta = map[string]string{"a": "b"} }, true},
@@ -168,6 +171,11 @@ func TestDestructiveUpdateOnFullCluster(t *testing.T) {
 	}
 }
 
+func withTemplate(j *structs.Job) {
+	j.TaskGroups[0].Tasks[0].Templates = []*structs.Template{{EmbeddedTmpl: "x", DestPath: "local/x",
+		ChangeMode: structs.TemplateChangeModeRestart, Splay: 5 * time.Second}}
+}
+
 // TestDestructiveChange is the rule itself, field by field: what changes
 // between two versions of a group decides in place ("") or destructive.
 func TestDestructiveChange(t *testing.T) {
@@ -236,6 +244,16 @@ func TestDestructiveChange(t *testing.T) {
 		{"cores", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.Cores = 2 }, "task web cores"},
 		{"memory", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.MemoryMB++ }, "task web memory"},
 		{"disk", nil, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.DiskMB = 100 }, "task web disk"},
+		{"template added", nil, func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Templates = []*structs.Template{{EmbeddedTmpl: "x", DestPath: "local/x"}}
+		}, "task web templates"},
+		{"template data", withTemplate, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates[0].EmbeddedTmpl = "y" }, "task web templates"},
+		{"template change mode", withTemplate, func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Templates[0].ChangeMode = structs.TemplateChangeModeNoop
+		}, "task web templates"},
+		{"template splay", withTemplate, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates[0].Splay = time.Second }, "task web templates"},
+		{"templates nil and empty", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates = nil },
+			func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates = []*structs.Template{} }, ""},
 		{"second task's env", two, func(j *structs.Job) { j.TaskGroups[0].Tasks[1].Env["X"] = "1" }, "task side env"},
 	}
 	for _, tc := range cases {

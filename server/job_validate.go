@@ -6,10 +6,12 @@ import (
 
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/structs/driverspec"
+	"github.com/drover-project/drover/structs/templatespec"
 )
 
 // validateJob checks a canonicalized job: its own fields (Job.Validate) and
-// each task's config against its driver's schema, so that a config that
+// each task's config against its driver's schema and its templates'
+// text (templatespec), so that a config that
 // does not fit its driver is refused at registration with the field named,
 // not discovered on a client at run time. Every problem is reported at
 // once. A driver Drover does not know is not an error here: no node offers
@@ -23,6 +25,7 @@ func validateJob(job *structs.Job) error {
 		}
 		all = append(all, v.Errors...)
 	}
+	all = append(all, templatespec.Validate(job)...)
 	for i, tg := range job.TaskGroups {
 		if tg == nil {
 			continue

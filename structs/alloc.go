@@ -191,11 +191,14 @@ const (
 	TaskDriverFailure  = "Driver Failure"
 	TaskFailedValidate = "Failed Validation"
 	TaskSetupFailure   = "Setup Failure"
-	// TaskHookFailed reports a problem of a task's services (a port
-	// label the allocation lacks, an address mode the driver cannot give).
-	TaskHookFailed = "Task hook failed"
-	// TaskRestartSignal: the client restarts the task (check_restart).
+	// Template events: a first rendering waiting for data ("Missing:
+	// ..."), a restart or signal asked for by a re-rendered template, and
+	// a change_script's outcome.
+	TaskTemplate      = "Template"
 	TaskRestartSignal = "Restart Signaled"
+	TaskSignaling     = "Signaling"
+	TaskHookMessage   = "Task hook message"
+	TaskHookFailed    = "Task hook failed"
 )
 
 // TaskEvent is one event in a task's life.
@@ -214,6 +217,8 @@ type TaskEvent struct {
 	DriverError    string        `codec:",omitempty"`
 	RestartReason  string        `codec:",omitempty"`
 	FailsTask      bool          `codec:",omitempty"`
+	// TaskSignal is the signal a Signaling event sent ("SIGHUP").
+	TaskSignal string `codec:",omitempty"`
 }
 
 // AllocMetric records how placement went: what filtered nodes out, what was

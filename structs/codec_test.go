@@ -41,6 +41,7 @@ var wireTypes = []any{
 	new(Allocation), new(AllocGroup), new(AllocatedResources), new(AllocatedTaskResources), new(AllocatedCpuResources),
 	new(AllocatedMemoryResources), new(AllocatedSharedResources), new(DesiredTransition),
 	new(RescheduleTracker), new(RescheduleEvent), new(TaskState), new(TaskEvent), new(AllocMetric),
+	new(Template), new(ChangeScript), new(WaitConfig),
 	new(NodeScoreMeta), new(TaskStates),
 	// Services (structs/services.go).
 	new(Service), new(ServiceCheck), new(CheckRestart), new(ServiceRegistration), new(CheckQueryResult),

@@ -103,6 +103,7 @@ func (t *Task) Copy() *Task {
 	c.Services = copySlice(t.Services, (*Service).Copy)
 	c.Meta = maps.Clone(t.Meta)
 	c.Identity = shallow(t.Identity)
+	c.Templates = copySlice(t.Templates, (*Template).Copy)
 	return &c
 }
 

@@ -132,6 +132,9 @@ type Task struct {
 	KillSignal  string
 	Leader      bool
 	Services    []*Service
+	// Templates are rendered into the task's directory before it starts
+	// (structs/template.go).
+	Templates []*Template
 	// Identity is the task's default workload identity block: whether
 	// the client hands the task its identity token (NOMAD_TOKEN with Env,
 	// secrets/nomad_token with File). Every task may fetch its identity
@@ -212,6 +215,9 @@ type RestartPolicy struct {
 	Interval time.Duration
 	Delay    time.Duration
 	Mode     string
+	// RenderTemplates renders the task's templates afresh before each
+	// restart (instead of keeping the files as last rendered).
+	RenderTemplates bool
 }
 
 // Reschedule delay functions.
@@ -429,6 +435,11 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 			t.KillTimeout = DefaultKillTimeout
 		}
 		canonicalizeServices(t.Services, j.Name, tg.Name, t.Name)
+		for _, tmpl := range t.Templates {
+			if tmpl != nil {
+				tmpl.canonicalize()
+			}
+		}
 	}
 	canonicalizeServices(tg.Services, j.Name, tg.Name, "")
 }
@@ -633,6 +644,18 @@ func (t *Task) validate(v *validator, p string) {
 		v.add(join(join(p, "Identity"), "Name"), "Drover does not support named workload identities (only the default identity); got %q", id.Name)
 	}
 	validateServices(v, join(p, "Services"), t.Services, nil, t.Name)
+	if len(t.Templates) > maxTemplatesPerTask {
+		v.add(join(p, "Templates"), "at most %d templates per task; got %d", maxTemplatesPerTask, len(t.Templates))
+		return
+	}
+	for i, tmpl := range t.Templates {
+		tp := join(p, indexed("Templates", i))
+		if tmpl == nil {
+			v.add(tp, "must not be null")
+			continue
+		}
+		tmpl.validate(v, tp)
+	}
 }
 
 // WorkloadIdentityDefaultName is the default identity's name.

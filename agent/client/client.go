@@ -17,6 +17,7 @@ import (
 	"github.com/drover-project/drover/agent/client/driver/mock"
 	"github.com/drover-project/drover/agent/client/driver/rawexec"
 	clientstate "github.com/drover-project/drover/agent/client/state"
+	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/structs/driverspec"
@@ -54,6 +55,9 @@ type Config struct {
 	// HTTPTLS: the agent's HTTP API is HTTPS (reported on the node, so
 	// agents proxying to it use https).
 	HTTPTLS bool
+	// HTTPTLSFiles are the CA, certificate and key tasks' templates reach
+	// an HTTPS API with.
+	HTTPTLSFiles *template.TLSFiles
 	// LocalServer, if set, is a server in this process: calls to its
 	// address skip the network, and it is the default server.
 	LocalServer LocalServer
@@ -63,8 +67,13 @@ type Config struct {
 	NodeName   string
 	NodeClass  string
 	Meta       map[string]string
-	// HTTPAddr is the agent's HTTP address, reported on the node.
+	// HTTPAddr is the agent's HTTP address, reported on the node; tasks'
+	// templates query it (on loopback when it is a wildcard address).
 	HTTPAddr string
+	// TemplateToken returns the token a task's templates query the HTTP
+	// API with; nil: the task's workload identity (WorkloadToken), as in
+	// Nomad.
+	TemplateToken func(allocID, task string) (string, error)
 	// NetworkAddr, if set, is the node's IP address attribute.
 	NetworkAddr string
 	// Reserved resources; nil takes the defaults.
@@ -392,6 +401,9 @@ func (c *Client) newRunner(a *structs.Allocation, restored map[string]*clientsta
 		Restored:       restored,
 		Identity:       c.signIdentity,
 		Services:       serviceRPC{c},
+		NomadAddr:      allocrunner.NomadAddrFor(c.cfg.HTTPAddr, c.cfg.HTTPTLS),
+		TemplateToken:  c.templateToken(),
+		NomadTLS:       c.cfg.HTTPTLSFiles,
 	})
 }
 

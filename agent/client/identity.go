@@ -81,3 +81,12 @@ func (c *Client) signIdentity(allocID, task string) (string, error) {
 	c.identities.put(allocID, task, tok)
 	return tok, nil
 }
+
+// templateToken is where tasks' templates get their token: the
+// configured source, else the task's workload identity.
+func (c *Client) templateToken() func(allocID, task string) (string, error) {
+	if c.cfg.TemplateToken != nil {
+		return c.cfg.TemplateToken
+	}
+	return c.signIdentity
+}

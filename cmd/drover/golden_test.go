@@ -65,6 +65,26 @@ func fixtureAllocs() []*structs.Allocation {
 	return []*structs.Allocation{a1, mk(alloc2ID, node2ID, "node-2", 1, 80*time.Minute), mk(alloc3ID, node1ID, "node-1", 2, 2*time.Minute)}
 }
 
+// templateEventsAlloc is a with the events a task whose template waited
+// for a variable, then re-rendered, records (Nomad's types and texts).
+func templateEventsAlloc(a *structs.Allocation) *structs.Allocation {
+	c := *a
+	c.TaskStates = structs.NewTaskStates(map[string]*structs.TaskState{"server": {
+		State: "running", StartedAt: testNow.Add(-70 * time.Minute), Restarts: 1, LastRestart: testNow.Add(-70 * time.Minute),
+		Events: []*structs.TaskEvent{
+			{Type: structs.TaskReceived, Time: ago(80 * time.Minute), DisplayMessage: "Task received by client"},
+			{Type: structs.TaskTemplate, Time: ago(79 * time.Minute), DisplayMessage: "Missing: nomad.var.block(nomad/jobs/web@default.global)"},
+			{Type: structs.TaskStarted, Time: ago(78 * time.Minute), DisplayMessage: "Task started by client"},
+			{Type: structs.TaskSignaling, Time: ago(75 * time.Minute), DisplayMessage: "Template re-rendered", TaskSignal: "SIGHUP"},
+			{Type: structs.TaskRestartSignal, Time: ago(71 * time.Minute), DisplayMessage: "Template with change_mode restart re-rendered"},
+			{Type: structs.TaskTerminated, Time: ago(71 * time.Minute), DisplayMessage: "Exit Code: 130, Signal: 2"},
+			{Type: structs.TaskRestarting, Time: ago(71 * time.Minute), DisplayMessage: "Task restarting in 0s"},
+			{Type: structs.TaskStarted, Time: ago(70 * time.Minute), DisplayMessage: "Task started by client"},
+		},
+	}})
+	return &c
+}
+
 func stubs(allocs []*structs.Allocation) []*structs.AllocListStub {
 	out := make([]*structs.AllocListStub, 0, len(allocs))
 	for _, a := range allocs {
@@ -286,6 +306,10 @@ func TestCLIGolden(t *testing.T) {
 			"GET /v1/allocations":                               prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
 			"GET /v1/allocation/" + alloc1ID:                    withServices,
 			"GET /v1/client/allocation/" + alloc1ID + "/checks": checkResults,
+		}},
+		{name: "alloc_status_template_events", args: []string{"alloc", "status", "a1a1"}, routes: map[string]any{
+			"GET /v1/allocations":            prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
+			"GET /v1/allocation/" + alloc1ID: templateEventsAlloc(allocs[0]),
 		}},
 		{name: "alloc_status_short_prefix", args: []string{"alloc", "status", "a"}, wantCode: 1},
 		{name: "alloc_stop", args: []string{"alloc", "stop", "a2a2"}, routes: map[string]any{

@@ -100,6 +100,8 @@ func TestFailureEvent(t *testing.T) {
 			Events: []*structs.TaskEvent{ev(structs.TaskDriverFailure, 0), ev(structs.TaskNotRestarting, 0)}}, structs.TaskDriverFailure},
 		{"failed with an exit code", &structs.TaskState{State: "dead", Failed: true,
 			Events: []*structs.TaskEvent{ev(structs.TaskStarted, 0), ev(structs.TaskTerminated, 2), ev(structs.TaskNotRestarting, 0)}}, structs.TaskTerminated},
+		{"template failure", &structs.TaskState{State: "pending",
+			Events: []*structs.TaskEvent{ev(structs.TaskHookFailed, 0), ev(structs.TaskRestarting, 0)}}, structs.TaskHookFailed},
 		{"setup failure", &structs.TaskState{State: "dead", Failed: true,
 			Events: []*structs.TaskEvent{ev(structs.TaskSetupFailure, 0)}}, structs.TaskSetupFailure},
 		{"completed", &structs.TaskState{State: "dead",

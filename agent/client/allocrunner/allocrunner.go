@@ -10,6 +10,7 @@ import (
 	"github.com/drover-project/drover/agent/client/allocdir"
 	"github.com/drover-project/drover/agent/client/driver"
 	clientstate "github.com/drover-project/drover/agent/client/state"
+	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -63,6 +64,15 @@ type Config struct {
 	// Services registers the allocation's native services (nil: they
 	// are neither registered nor checked).
 	Services ServiceRegistrar
+	// NomadAddr is the agent's HTTP API ("http://127.0.0.1:4646"), which
+	// templates' Nomad functions query (services, variables).
+	NomadAddr string
+	// NomadTLS is what templates need to reach an HTTPS NomadAddr.
+	NomadTLS *template.TLSFiles
+	// TemplateToken returns the token a task's templates query with (its
+	// workload identity); nil, or "", queries without one (enough while
+	// ACLs are off).
+	TemplateToken func(allocID, task string) (string, error)
 }
 
 // AllocRunner runs one allocation's tasks. Create with New, then Run.

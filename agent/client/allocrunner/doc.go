@@ -17,11 +17,18 @@
 // config with the ${node.*}, ${attr.*}, ${meta.*} and ${NAME} references
 // resolved (interpolate.go); the allocation's job is never modified.
 //
+// A task with template blocks renders them before its first start
+// (templates.go, with agent/client/template) and waits while their data
+// is missing; env templates join its environment; a re-rendered template
+// restarts or signals the running task, or runs its change script, through
+// the task runner (a restart through the run loop's restartCh).
+//
 // The client status follows Nomad: any failed task fails the allocation
 // (and its siblings are killed), else running, else pending, else complete.
 // A dead leader task kills its siblings.
 //
-// This package never talks to servers: every change goes to Config.Updater,
+// This package never calls the servers (templates read services and
+// variables through the agent's HTTP API): every change goes to Config.Updater,
 // which the client batches. It must never block in the Updater or decide
 // anything about placement.
 package allocrunner

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/agent/client/logs"
 	clientstate "github.com/drover-project/drover/agent/client/state"
+	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/structs/driverspec"
 )
@@ -44,9 +45,9 @@ type taskRunner struct {
 	killOnce   sync.Once
 	detachCh   chan struct{} // closed by detach
 	detachOnce sync.Once
-	// restartCh asks the running task to restart (check_restart); it
-	// holds at most one request.
-	restartCh chan string
+	// restartCh asks the running task to restart (check_restart, a
+	// re-rendered template); it holds at most one request.
+	restartCh chan restartRequest
 	doneCh    chan struct{} // closed when run returns
 
 	mu    sync.Mutex
@@ -65,6 +66,11 @@ type taskRunner struct {
 	// identity is the task's workload identity token when its identity
 	// block exposes it (env or file); set by setup.
 	identity string
+	tmpl     *template.Manager // the task's templates, once rendered
+
+	handle    driver.Handle     // the running task's handle; guarded by mu
+	killFails bool              // the kill fails the task; guarded by mu
+	tmplEnv   map[string]string // env templates' variables; guarded by mu
 }
 
 // setHandle records the running task's handle state (nil once it exited);
@@ -72,6 +78,17 @@ type taskRunner struct {
 func (tr *taskRunner) setHandle(h *driver.HandleState) {
 	tr.mu.Lock()
 	tr.saved = h
+	if h == nil {
+		tr.handle = nil
+	}
+	tr.mu.Unlock()
+}
+
+// setLive records the handle of the task now running.
+func (tr *taskRunner) setLive(h driver.Handle) {
+	tr.setHandle(h.State())
+	tr.mu.Lock()
+	tr.handle = h
 	tr.mu.Unlock()
 }
 
@@ -91,7 +108,7 @@ func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, t
 		killCh:    make(chan struct{}),
 		detachCh:  make(chan struct{}),
 		doneCh:    make(chan struct{}),
-		restartCh: make(chan string, 1),
+		restartCh: make(chan restartRequest, 1),
 		state:     &structs.TaskState{State: structs.TaskStatePending},
 		restored:  restored,
 	}
@@ -203,6 +220,7 @@ func fillDetails(ev *structs.TaskEvent) {
 	set("kill_error", ev.KillError)
 	set("kill_reason", ev.KillReason)
 	set("restart_reason", ev.RestartReason)
+	set("task_signal", ev.TaskSignal)
 	if ev.FailsTask {
 		d["fails_task"] = "true"
 	}
@@ -244,6 +262,7 @@ func (tr *taskRunner) update(fn func(ts *structs.TaskState), events ...*structs.
 // when detached.
 func (tr *taskRunner) run() {
 	defer close(tr.doneCh)
+	defer tr.stopTemplates()
 	if tr.State().State == structs.TaskStateDead {
 		return // restored after it finished
 	}
@@ -271,6 +290,9 @@ func (tr *taskRunner) run() {
 		// second one.
 		h = tr.adopt()
 	}
+	if h != nil {
+		tr.watchRestoredTemplates()
+	}
 	for {
 		if h == nil {
 			if tr.detached() {
@@ -278,8 +300,26 @@ func (tr *taskRunner) run() {
 				return
 			}
 			if tr.killed() {
-				tr.finish(false, tr.killedEvent())
+				tr.finish(tr.killFailing(), tr.killedEvent())
 				return
+			}
+			if err := tr.renderTemplates(); err != nil {
+				if tr.detached() {
+					tr.detachLogs()
+					return
+				}
+				if tr.killed() {
+					tr.finish(tr.killFailing(), tr.killedEvent())
+					return
+				}
+				if !tr.afterTemplateFailure(err) {
+					return
+				}
+				continue
+			}
+			select { // a restart asked for before this start is moot
+			case <-tr.restartCh:
+			default:
 			}
 			var err error
 			if h, err = tr.start(); err != nil {
@@ -313,8 +353,13 @@ func (tr *taskRunner) run() {
 		case <-tr.detachCh:
 			tr.detachLogs()
 			return
-		case reason := <-tr.restartCh:
-			res := tr.stopForRestart(h, exitCh, reason)
+		case req := <-tr.restartCh:
+			if !req.policy {
+				tr.restartNow(h, exitCh, req.ev)
+				h = nil
+				continue
+			}
+			res := tr.stopForRestart(h, exitCh, req.ev)
 			h = nil
 			if !tr.afterExit(res, nil) {
 				return
@@ -323,46 +368,37 @@ func (tr *taskRunner) run() {
 	}
 }
 
+// restartRequest asks the run loop to restart the running task: ev is
+// the event recorded; with policy the exit goes through the restart
+// policy as a failure (check_restart, as Nomad), without it the task
+// starts again at once, uncounted (a re-rendered template).
+type restartRequest struct {
+	ev     *structs.TaskEvent
+	policy bool
+}
+
 // restartForCheck asks the task to restart because a check with
 // check_restart stayed unhealthy; a request while one is pending, or
 // while the task does not run, is dropped.
 func (tr *taskRunner) restartForCheck(reason string) {
+	ev := newEvent(structs.TaskRestartSignal, "Restart Signaled: "+reason)
+	ev.RestartReason = reason
 	select {
-	case tr.restartCh <- reason:
+	case tr.restartCh <- restartRequest{ev: ev, policy: true}:
 	default:
 	}
 }
 
-// stopForRestart stops the running task for a restart: a Restart
-// Signaled event saying why, the kill signal, and the kill timeout. The
-// exit then goes through the restart policy as a failure, as Nomad's
-// check_restart does.
-func (tr *taskRunner) stopForRestart(h driver.Handle, exitCh <-chan *driver.ExitResult, reason string) *driver.ExitResult {
-	ev := newEvent(structs.TaskRestartSignal, "Restart Signaled: "+reason)
-	ev.RestartReason = reason
+// stopForRestart records ev and stops the running task with its kill
+// signal and timeout, for a restart through the restart policy.
+func (tr *taskRunner) stopForRestart(h driver.Handle, exitCh <-chan *driver.ExitResult, ev *structs.TaskEvent) *driver.ExitResult {
 	tr.update(nil, ev)
-	task := tr.latestSpec().task
-	timeout := task.KillTimeout
-	if timeout <= 0 {
-		timeout = structs.DefaultKillTimeout
+	sig, timeout := tr.killSpec()
+	res, err := tr.stopHandle(h, exitCh, sig, timeout)
+	if res == nil {
+		res = &driver.ExitResult{Err: err}
 	}
-	if max := tr.ar.cfg.MaxKillTimeout; max > 0 && timeout > max {
-		timeout = max
-	}
-	sig := task.KillSignal
-	if sig == "" {
-		sig = driverspec.DefaultKillSignal
-	}
-	if err := h.Stop(sig, timeout); err != nil {
-		tr.logger.Error("failed to stop task for a restart", "error", err)
-		select {
-		case res := <-exitCh:
-			return res
-		case <-time.After(time.Second):
-			return &driver.ExitResult{Err: err}
-		}
-	}
-	return <-exitCh
+	return res
 }
 
 // setup builds the task directory and starts draining its output.
@@ -480,11 +516,7 @@ func (tr *taskRunner) start() (driver.Handle, error) {
 // started records a run of the task: its handle (saved with the state)
 // and the Started event.
 func (tr *taskRunner) started(h driver.Handle) {
-	select { // a restart asked of the previous run is done
-	case <-tr.restartCh:
-	default:
-	}
-	tr.setHandle(h.State())
+	tr.setLive(h)
 	now := time.Now()
 	tr.update(func(ts *structs.TaskState) {
 		ts.State = structs.TaskStateRunning
@@ -502,6 +534,11 @@ func (tr *taskRunner) taskConfig() *driver.TaskConfig {
 	if tr.identity != "" && tr.task.Identity != nil && tr.task.Identity.Env {
 		te.env[envNomadToken] = tr.identity
 	}
+	tr.mu.Lock()
+	for k, v := range tr.tmplEnv { // env templates win, as in Nomad
+		te.env[k] = v
+	}
+	tr.mu.Unlock()
 	cfg := &driver.TaskConfig{
 		ID: tr.ar.id + "/" + tr.task.Name, AllocID: tr.ar.id, TaskName: tr.task.Name,
 		GroupName: tr.tg.Name, Namespace: alloc.Namespace,
@@ -547,7 +584,7 @@ func (tr *taskRunner) recover(st *driver.HandleState) (driver.Handle, *driver.Ex
 	if tr.drv != nil {
 		h, err := tr.drv.Recover(st)
 		if err == nil {
-			tr.setHandle(h.State())
+			tr.setLive(h)
 			tr.logger.Info("re-attached to task", "pid", st.PID)
 			tr.update(func(ts *structs.TaskState) { ts.State = structs.TaskStateRunning })
 			return h, nil
@@ -560,7 +597,6 @@ func (tr *taskRunner) recover(st *driver.HandleState) (driver.Handle, *driver.Ex
 // afterExit reports an exit (or a failed start) and applies the restart
 // policy. It returns true when the task should start again.
 func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
-	tr.setHandle(nil)
 	var ev *structs.TaskEvent
 	if startErr != nil {
 		ev = newEvent(structs.TaskDriverFailure, "Failed to start task: "+startErr.Error())
@@ -576,6 +612,14 @@ func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
 			ev.DisplayMessage += ", Exit Message: " + res.Err.Error()
 		}
 	}
+	return tr.afterExitEvent(ev, res, startErr)
+}
+
+// afterExitEvent records ev, the end of a run (or of an attempt to start
+// one), and applies the restart policy: true when the task should start
+// again.
+func (tr *taskRunner) afterExitEvent(ev *structs.TaskEvent, res *driver.ExitResult, startErr error) bool {
+	tr.setHandle(nil)
 	tr.restart.setPolicy(tr.latestSpec().tg.RestartPolicy)
 	d := tr.restart.afterExit(res, startErr)
 	if !d.restart {
@@ -587,6 +631,9 @@ func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
 		nr.RestartReason, nr.FailsTask = d.reason, true
 		tr.finish(true, ev, nr)
 		return false
+	}
+	if rp := tr.latestSpec().tg.RestartPolicy; rp != nil && rp.RenderTemplates {
+		tr.stopTemplates() // the next start renders them afresh
 	}
 	rs := newEvent(structs.TaskRestarting, fmt.Sprintf("Task restarting in %v", d.delay.Round(time.Millisecond)))
 	rs.StartDelay, rs.RestartReason = int64(d.delay), d.reason
@@ -619,9 +666,8 @@ func (tr *taskRunner) killedEvent() *structs.TaskEvent {
 	return ev
 }
 
-// stop kills a running task with the kill signal and timeout of the
-// latest job version.
-func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
+// killSpec returns the kill signal and timeout of the latest job version.
+func (tr *taskRunner) killSpec() (string, time.Duration) {
 	task := tr.latestSpec().task
 	timeout := task.KillTimeout
 	if timeout <= 0 {
@@ -634,6 +680,13 @@ func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
 	if sig == "" {
 		sig = driverspec.DefaultKillSignal
 	}
+	return sig, timeout
+}
+
+// stop kills a running task with the kill signal and timeout of the
+// latest job version.
+func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
+	sig, timeout := tr.killSpec()
 	tr.mu.Lock()
 	reason := tr.killReason
 	tr.mu.Unlock()
@@ -641,9 +694,23 @@ func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
 	ev.KillTimeout, ev.KillReason = timeout, reason
 	tr.update(nil, ev)
 	killed := tr.killedEvent()
-	var res *driver.ExitResult
-	if err := h.Stop(sig, timeout); err != nil {
+	res, err := tr.stopHandle(h, exitCh, sig, timeout)
+	if err != nil {
 		killed.KillError = err.Error()
+	}
+	if res != nil {
+		killed.ExitCode, killed.Signal = res.ExitCode, res.Signal
+	}
+	tr.setHandle(nil)
+	tr.finish(tr.killFailing(), killed)
+}
+
+// stopHandle stops a running task and returns its exit (nil when it
+// could not be seen).
+func (tr *taskRunner) stopHandle(h driver.Handle, exitCh <-chan *driver.ExitResult, sig string, timeout time.Duration) (*driver.ExitResult, error) {
+	var res *driver.ExitResult
+	err := h.Stop(sig, timeout)
+	if err != nil {
 		tr.logger.Error("failed to kill task", "error", err)
 		select { // it may never exit; do not wait forever
 		case res = <-exitCh:
@@ -652,11 +719,7 @@ func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
 	} else {
 		res = <-exitCh
 	}
-	if res != nil {
-		killed.ExitCode, killed.Signal = res.ExitCode, res.Signal
-	}
-	tr.setHandle(nil)
-	tr.finish(false, killed)
+	return res, err
 }
 
 // finish drains the task's output and marks it dead.

@@ -45,6 +45,22 @@ type Adopter interface {
 	Adopt(cfg *TaskConfig) (Handle, error)
 }
 
+// Signaler is a Handle that can signal its running task (a template's
+// change_signal). Signal sends signal (a name such as "SIGHUP") and
+// returns at once; signalling a finished task is a no-op.
+type Signaler interface {
+	Signal(signal string) error
+}
+
+// Execer is a Driver that can run a command in a task's context, as
+// Nomad's drivers' ExecTask does (a template's change_script): with the
+// task's environment, in its directory. Exec returns the command's exit
+// code once it exits; when ctx ends first, the command (and what it
+// started) is killed and ctx's error returned.
+type Execer interface {
+	Exec(ctx context.Context, cfg *TaskConfig, command string, args []string) (int, error)
+}
+
 // Handle is a running (or finished) task.
 type Handle interface {
 	// Wait blocks until the task exits or ctx ends; many callers may wait.

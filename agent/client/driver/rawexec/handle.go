@@ -150,6 +150,22 @@ func (h *handle) Stop(signal string, timeout time.Duration) error {
 	}
 }
 
+// Signal implements driver.Signaler: sig goes to the task's process
+// group, as a stop's signal does.
+func (h *handle) Signal(signal string) error {
+	select {
+	case <-h.exit.Done():
+		return nil
+	default:
+	}
+	sig, err := driverspec.ParseSignal(signal)
+	if err != nil {
+		return err
+	}
+	h.signalTask(sig)
+	return nil
+}
+
 // signalTask sends sig to the task's process group (to the task alone if
 // it left the group), unless its PID now names another process: then the
 // task and its group are gone, and the signal could hit a stranger.

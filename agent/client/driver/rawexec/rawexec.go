@@ -379,3 +379,37 @@ func (d *Driver) running(pid int, startTime uint64) bool {
 	st, err := readProcStat(d.cfg.ProcRoot, pid)
 	return err == nil && st.StartTime == startTime && st.alive()
 }
+
+// Exec implements driver.Execer: the command runs on the host, as the
+// task does, with the task's environment and in its directory, in a
+// process group of its own that is killed when ctx ends.
+func (d *Driver) Exec(ctx context.Context, cfg *driver.TaskConfig, command string, args []string) (int, error) {
+	path, err := d.resolveCommand(cfg, command)
+	if err != nil {
+		return -1, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = envList(cfg.Env)
+	cmd.Dir = cfg.TaskDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return -1, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return -1, ctx.Err()
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	return 0, nil
+}
