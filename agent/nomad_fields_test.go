@@ -165,6 +165,9 @@ func (w *fieldWalker) refusedAt(steps []pathStep, name string, ft reflect.Type, 
 	if extra, ok := companions[name]; ok {
 		extra(locateParent(reflect.ValueOf(job), steps))
 	}
+	if strings.HasPrefix(name, "Port.") {
+		portCompanion(locateParent(reflect.ValueOf(job), steps), steps)
+	}
 	label := stepsPath(steps)
 	_, _, err := w.c.Jobs().Register(job, nil)
 	if err != nil {
@@ -174,7 +177,9 @@ func (w *fieldWalker) refusedAt(steps []pathStep, name string, ft reflect.Type, 
 			return true
 		}
 		for p := label; ; {
-			if strings.Contains(ue.Body(), p+": Drover does not support") {
+			// Job validation names fields from the job down (no "Job.").
+			if strings.Contains(ue.Body(), p+": Drover does not support") ||
+				strings.Contains(ue.Body(), strings.TrimPrefix(p, "Job.")+": Drover does not support") {
 				w.refused++
 				return strings.HasPrefix(block, p)
 			}
@@ -291,6 +296,17 @@ var companions = map[string]func(parent reflect.Value){
 	"ReschedulePolicy.Attempts": func(p reflect.Value) { p.FieldByName("Interval").Set(reflect.ValueOf(new(time.Hour))) },
 }
 
+// portCompanion makes a probed port valid: it needs a label, and a port in
+// ReservedPorts a static value.
+func portCompanion(p reflect.Value, steps []pathStep) {
+	if p.FieldByName("Label").String() == "" {
+		p.FieldByName("Label").SetString("p")
+	}
+	if strings.Contains(stepsPath(steps), "ReservedPorts") && p.FieldByName("Value").Int() == 0 {
+		p.FieldByName("Value").SetInt(8080)
+	}
+}
+
 // sampleOverrides are non-empty samples that are also valid, for the
 // fields whose generic sample would fail validation.
 var sampleOverrides = map[string]any{
@@ -303,6 +319,7 @@ var sampleOverrides = map[string]any{
 	"RestartPolicy.Mode": "delay", "RestartPolicy.Interval": time.Hour,
 	"ReschedulePolicy.DelayFunction": "fibonacci",
 	"MigrateStrategy.HealthCheck":    "task_states",
+	"NetworkResource.Mode":           "host",
 	"Resources.CPU":                  250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
 }
 

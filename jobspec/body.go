@@ -24,13 +24,15 @@ var nomadOnly = map[string][]string{
 	"file": {"variables"},
 	"job": {"node_pool", "update", "multiregion", "spread", "affinity", "periodic", "parameterized",
 		"ui", "vault", "consul", "vault_token", "consul_token", "id", "group_selection"},
-	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk", "update", "network",
+	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk", "update",
 		"service", "shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
 		"max_client_disconnect", "scaling", "consul", "prevent_reschedule_on_lost", "vault"},
 	"task": {"lifecycle", "affinity", "service", "restart", "logs", "artifact", "vault", "consul",
 		"template", "dispatch_payload", "volume_mount", "csi_plugin", "shutdown_delay", "kind",
 		"scaling", "secret", "identity", "action", "schedule"},
-	"resources": {"memory_max", "network", "device", "numa", "secrets", "iops"},
+	"resources": {"memory_max", "device", "numa", "secrets", "iops"},
+	"network":   {"device", "cidr", "ip", "cni"},
+	"port":      {"ignore_collision"},
 	"restart":   {"render_templates"},
 	// Nomad's parser reads these two and then drops them; Drover refuses
 	// them rather than doing the same.

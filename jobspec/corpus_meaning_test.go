@@ -267,6 +267,16 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			return nomadJob("foo", "service", nomadGroup("bar", 1, nomadTask("bar", "docker", map[string]any{
 				"image": "hashicorp/image", "port_map": []any{map[string]any{"db": 1234}}})))
 		},
+		"e2e-docker-redis": func() *structs.Job {
+			// A port without static is dynamic; to is the port inside
+			// the task's network (docker maps it).
+			g := nomadGroup("cache", 1, withResources(nomadTask("redis", "docker", map[string]any{
+				"image": "redis:7", "ports": args("db"), "auth_soft_fail": true}), 50, 128))
+			g.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "db", To: 6379}}}}
+			j := nomadJob("redis", "service", g)
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
 		"e2e-namespace-a": func() *structs.Job {
 			j := nomadJob("namespace_a", "service", nomadGroup("group", 1, withResources(nomadTask("task", "raw_exec", map[string]any{
 				"command": "/bin/sh", "args": args("-c", "sleep 300")}), 256, 128)))

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/drover-project/drover/structs"
 )
 
 // corpusVars are -var values for corpus files that declare variables
@@ -79,6 +81,8 @@ func TestNomadCorpus(t *testing.T) {
 					t.Fatalf("rejected for another reason than %q:\n%v", why, verr)
 				case invalid:
 					invalidToo++
+				case verr != nil && refusedByServer(verr, features):
+					refused++
 				case verr != nil:
 					t.Fatalf("parsed, but the server rejects it:\n%v", verr)
 				default:
@@ -109,6 +113,25 @@ func TestNomadCorpus(t *testing.T) {
 	t.Logf("Nomad corpus: %d files, %d accepted, %d refused, %d invalid in Nomad too, %d known gaps",
 		len(files), accepted, refused, invalidToo, gaps)
 	t.Logf("refused features (files): %s", topFeatures(features, 20))
+}
+
+// refusedByServer reports whether every problem job validation found says
+// what Drover does not support (bridge networking, ...), counting them in
+// features.
+func refusedByServer(verr error, features map[string]int) bool {
+	var ve *structs.ValidationError
+	if !errors.As(verr, &ve) {
+		return false
+	}
+	for _, m := range ve.Messages() {
+		if !strings.Contains(m, refusal) {
+			return false
+		}
+	}
+	for _, fe := range ve.Errors {
+		features[fe.Field[strings.LastIndex(fe.Field, ".")+1:]]++
+	}
+	return true
 }
 
 func corpusFiles(t *testing.T) []string {

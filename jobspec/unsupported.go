@@ -38,7 +38,6 @@ var unsupportedFeatures = map[string]string{
 	"taskgroup.disconnect":                "the disconnect block",
 	"taskgroup.ephemeraldisk":             "the ephemeral_disk block",
 	"taskgroup.update":                    "the update block (rolling updates, canaries and deployments)",
-	"taskgroup.networks":                  "group networks (the network block)",
 	"taskgroup.services":                  "services",
 	"taskgroup.shutdowndelay":             "shutdown_delay",
 	"taskgroup.maxrunduration":            "max_run_duration",
@@ -71,11 +70,13 @@ var unsupportedFeatures = map[string]string{
 	"task.schedule":        "task schedules",
 
 	"resources.memorymaxmb": "memory_max (memory oversubscription)",
-	"resources.networks":    "task networks (use the group's network block)",
 	"resources.devices":     "devices",
 	"resources.numa":        "NUMA-aware scheduling",
 	"resources.secretsmb":   "the secrets size",
 	"resources.iops":        "IOPS",
+
+	"networkresource.cni":  "CNI networks (the cni block)",
+	"port.ignorecollision": "ignore_collision (ports shared between allocations)",
 
 	"restartpolicy.rendertemplates": "render_templates (templates)",
 

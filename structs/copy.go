@@ -80,6 +80,7 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	c.RestartPolicy = shallow(tg.RestartPolicy)
 	c.ReschedulePolicy = shallow(tg.ReschedulePolicy)
 	c.Migrate = shallow(tg.Migrate)
+	c.Networks = copySlice(tg.Networks, (*NetworkResource).Copy)
 	c.Meta = maps.Clone(tg.Meta)
 	return &c
 }
@@ -95,7 +96,7 @@ func (t *Task) Copy() *Task {
 	}
 	c.Env = maps.Clone(t.Env)
 	c.Constraints = copySlice(t.Constraints, shallow[Constraint])
-	c.Resources = shallow(t.Resources)
+	c.Resources = t.Resources.Copy()
 	c.Meta = maps.Clone(t.Meta)
 	return &c
 }
@@ -108,6 +109,13 @@ func (n *Node) Copy() *Node {
 	c := *n
 	c.Attributes = maps.Clone(n.Attributes)
 	c.NodeResources = shallow(n.NodeResources)
+	if c.NodeResources != nil {
+		c.NodeResources.NodeNetworks = copySlice(n.NodeResources.NodeNetworks, func(nn *NodeNetworkResource) *NodeNetworkResource {
+			nc := *nn
+			nc.Addresses = append([]NodeNetworkAddress(nil), nn.Addresses...)
+			return &nc
+		})
+	}
 	c.ReservedResources = shallow(n.ReservedResources)
 	c.Links = maps.Clone(n.Links)
 	c.Meta = maps.Clone(n.Meta)
@@ -181,8 +189,11 @@ func (a *Allocation) CopySkipJob() *Allocation {
 		ar.Tasks = copyMap(a.AllocatedResources.Tasks, func(t *AllocatedTaskResources) *AllocatedTaskResources {
 			tc := *t
 			tc.Cpu.ReservedCores = append([]uint16(nil), t.Cpu.ReservedCores...)
+			tc.Networks = copySlice(t.Networks, (*NetworkResource).Copy)
 			return &tc
 		})
+		ar.Shared.Networks = copySlice(a.AllocatedResources.Shared.Networks, (*NetworkResource).Copy)
+		ar.Shared.Ports = append([]AllocatedPortMapping(nil), a.AllocatedResources.Shared.Ports...)
 		c.AllocatedResources = &ar
 	}
 	c.Metrics = a.Metrics.Copy()

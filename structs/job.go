@@ -113,7 +113,10 @@ type TaskGroup struct {
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
 	Migrate          *MigrateStrategy
-	Meta             map[string]string
+	// Networks is the group's network block (at most one): the ports its
+	// allocations need on the node.
+	Networks []*NetworkResource
+	Meta     map[string]string
 }
 
 // Task is one process run by a driver.
@@ -137,6 +140,10 @@ type Resources struct {
 	Cores    int
 	MemoryMB int
 	DiskMB   int
+	// Networks is the legacy task-level network block (at most one, host
+	// mode): its ports are granted to the allocation like the group's and
+	// recorded on the task's AllocatedTaskResources, as Nomad does.
+	Networks []*NetworkResource
 }
 
 // Constraint operands.
@@ -555,6 +562,7 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 	case len(tg.Tasks) > MaxTasksPerGroup:
 		v.add(join(p, "Tasks"), "at most %d tasks per group; got %d", MaxTasksPerGroup, len(tg.Tasks))
 	}
+	tg.validateNetworks(v, p)
 	seen := map[string]int{}
 	for i, t := range tg.Tasks {
 		tp := join(p, indexed("Tasks", i))
