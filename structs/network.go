@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -255,4 +256,64 @@ func validatePort(v *validator, pp string, port Port, labels map[string]string) 
 	if port.HostNetwork != "" && ValidName(port.HostNetwork) != "" {
 		v.add(join(pp, "HostNetwork"), "invalid host network name %q", port.HostNetwork)
 	}
+}
+
+// ParsePortRanges reads a port list as Nomad writes it, "22,80,8000-8100",
+// into the ports it holds, in order and without repeats. Spaces around
+// entries are allowed; an empty list is none. Every port must be in
+// 1..65535 and a range must not run backwards.
+func ParsePortRanges(spec string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		first, err := parsePort(lo)
+		if err != nil {
+			return nil, err
+		}
+		last := first
+		if isRange {
+			if last, err = parsePort(hi); err != nil {
+				return nil, err
+			}
+			if last < first {
+				return nil, fmt.Errorf("port range %q runs backwards", part)
+			}
+		}
+		for p := first; p <= last; p++ {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+func parsePort(s string) (int, error) {
+	p, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a port number", strings.TrimSpace(s))
+	}
+	if p < 1 || p > MaxValidPort {
+		return 0, fmt.Errorf("port %d is not between 1 and %d", p, MaxValidPort)
+	}
+	return p, nil
+}
+
+// DynamicPortRange returns the node's dynamic port range, Nomad's
+// defaults where unset.
+func (r *NodeResources) DynamicPortRange() (lo, hi int) {
+	lo, hi = DefaultMinDynamicPort, DefaultMaxDynamicPort
+	if r != nil && r.MinDynamicPort > 0 {
+		lo = r.MinDynamicPort
+	}
+	if r != nil && r.MaxDynamicPort > 0 {
+		hi = r.MaxDynamicPort
+	}
+	return lo, hi
 }
