@@ -178,7 +178,22 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 		ch.escaped = true
 	}
 	// 6. resource fit and bin-pack score, from the context's usage.
+	//    A group asking for ports first needs every host network they
+	//    name, and after bin packing gets its ports picked on the node
+	//    (ports.go); a group without ports has neither stage.
+	ports := newPortAsk(tg)
+	if ports != nil {
+		for _, a := range ports.aliases {
+			check = newCheckIterator(it, hostNetworkCheck{alias: a[0], label: a[1]}, rej)
+			ch.checks = append(ch.checks, check)
+			ch.escaped = true
+			it = check
+		}
+	}
 	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, rej: rej, ask: newGroupAsk(tg)}
+	if ports != nil {
+		rank = &portIterator{src: rank, ctx: ctx, rej: rej, ask: ports}
+	}
 	// 7. job anti-affinity: penalty per allocation of the group on the node.
 	rank = &antiAffinityIterator{src: rank, ctx: ctx, group: g, count: tg.Count}
 	// 8. reschedule penalty: avoid the node a replaced allocation failed on.

@@ -78,6 +78,7 @@ var notWireTypes = map[string]bool{
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
 	"AllocIndex": true, // encoded only inside AllocIndexes, a map
+	"PortUsage": true, "PortKey": true, // the scheduler's and plan applier's working sets
 }
 
 // TestCodecTypesCovered fails when an exported struct type is in neither
