@@ -77,8 +77,8 @@ var notWireTypes = map[string]bool{
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
-	"AllocIndex": true, // encoded only inside AllocIndexes, a map
-	"PortUsage": true, "PortKey": true, // the scheduler's and plan applier's working sets
+	"AllocIndex": true,                  // encoded only inside AllocIndexes, a map
+	"PortUsage":  true, "PortKey": true, // the scheduler's and plan applier's working sets
 }
 
 // TestCodecTypesCovered fails when an exported struct type is in neither
