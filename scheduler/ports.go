@@ -29,6 +29,7 @@ type portAsk struct {
 	// aliases are the host networks the ports name, each once, with the
 	// first port naming it (for the filter reason).
 	aliases [][2]string
+	all     []*structs.NetworkResource // nets(), built on first use
 }
 
 type taskNetwork struct {
@@ -102,7 +103,6 @@ type portOffer struct {
 
 // portPicker picks one allocation's ports on one node.
 type portPicker struct {
-	node   *structs.Node
 	used   *structs.PortUsage
 	rng    *rand.Rand
 	lo, hi int
@@ -121,11 +121,11 @@ func (p *portPicker) free(addr string, port int) bool {
 	return true
 }
 
-// assign gives every port of a a value on n, statics first, or returns
+// assign gives every port of a a value on the node of used, statics first, or returns
 // the reason it cannot (an exhausted dimension, as Nomad names it).
-func (a *portAsk) assign(n *structs.Node, used *structs.PortUsage, rng *rand.Rand) (*portOffer, string) {
-	p := &portPicker{node: n, used: used, rng: rng}
-	p.lo, p.hi = n.NodeResources.DynamicPortRange()
+func (a *portAsk) assign(used *structs.PortUsage, rng *rand.Rand) (*portOffer, string) {
+	p := &portPicker{used: used, rng: rng}
+	p.lo, p.hi = used.DynamicRange()
 	offer := &portOffer{}
 	var nets []*structs.NetworkResource // granted copies: group first, then tasks
 	if a.group != nil {
@@ -146,7 +146,7 @@ func (a *portAsk) assign(n *structs.Node, used *structs.PortUsage, rng *rand.Ran
 		offer.networks = nets[:1]
 		for _, list := range [][]structs.Port{nets[0].ReservedPorts, nets[0].DynamicPorts} {
 			for _, port := range list {
-				addr, _, _ := n.HostNetworkAddress(port.PortHostNetwork())
+				addr, _, _ := used.Address(port.PortHostNetwork())
 				offer.shared = append(offer.shared, structs.AllocatedPortMapping{Label: port.Label, Value: port.Value, To: port.To, HostIP: addr})
 			}
 		}
@@ -171,7 +171,7 @@ func (p *portPicker) fill(g *structs.NetworkResource, static bool) string {
 	for i := range list {
 		port := &list[i]
 		alias := port.PortHostNetwork()
-		addr, device, ok := p.node.HostNetworkAddress(alias)
+		addr, device, ok := p.used.Address(alias)
 		if !ok {
 			return "network: no addresses available for " + strconv.Quote(alias) + " network"
 		}
@@ -199,7 +199,7 @@ func (p *portPicker) dynamic(addr string) int {
 	if p.hi < p.lo {
 		return 0
 	}
-	for range maxRandomPortTries {
+	for i := 0; i < maxRandomPortTries && p.rng != nil; i++ {
 		if v := p.lo + p.rng.IntN(p.hi-p.lo+1); p.free(addr, v) {
 			return v
 		}
@@ -212,8 +212,102 @@ func (p *portPicker) dynamic(addr string) int {
 	return 0
 }
 
-// portIterator picks the group's ports on each ranked node, passing over
-// nodes where they cannot be given.
+// fits reports whether every port of a can be given on the node of used, or the reason
+// it cannot, without picking any: each static port is free, and each
+// address has at least as many free ports in the dynamic range as the
+// dynamic ports asking for it (less the static ones taken from the range
+// on it). It is exact, so assign on a node that fits cannot fail; and it
+// does not allocate.
+func (a *portAsk) fits(used *structs.PortUsage) string {
+	lo, hi := used.DynamicRange()
+	var need [4]struct { // per address: dynamic ports asked, minus statics in range
+		addr string
+		n    int
+	}
+	var extra int // dynamic asks beyond the fixed table (rare): checked one by one
+	count := func(addr string, d int) {
+		for i := range need {
+			if need[i].addr == addr || need[i].addr == "" {
+				need[i].addr = addr
+				need[i].n += d
+				return
+			}
+		}
+		extra++
+	}
+	nets := a.nets()
+	for _, g := range nets {
+		for i, port := range g.ReservedPorts {
+			addr, _, ok := used.Address(port.PortHostNetwork())
+			if !ok {
+				return "network: no addresses available for " + strconv.Quote(port.PortHostNetwork()) + " network"
+			}
+			if used.InUse(addr, port.Value) || dupStatic(nets, g, i, addr, used) {
+				return "network: reserved port collision " + port.Label + "=" + strconv.Itoa(port.Value)
+			}
+			if port.Value >= lo && port.Value <= hi {
+				count(addr, 1)
+			}
+		}
+	}
+	for _, g := range nets {
+		for _, port := range g.DynamicPorts {
+			addr, _, ok := used.Address(port.PortHostNetwork())
+			if !ok {
+				return "network: no addresses available for " + strconv.Quote(port.PortHostNetwork()) + " network"
+			}
+			count(addr, 1)
+		}
+	}
+	for _, x := range need {
+		if x.addr != "" && x.n > used.FreeDynamic(x.addr) {
+			return "network: dynamic port selection failed"
+		}
+	}
+	if extra > 0 { // more than four addresses: fall back to picking
+		if _, reason := a.assign(used, nil); reason != "" {
+			return reason
+		}
+	}
+	return ""
+}
+
+// nets lists the ask's networks: the group's first, then the tasks'.
+func (a *portAsk) nets() []*structs.NetworkResource {
+	if a.all == nil {
+		if a.group != nil {
+			a.all = append(a.all, a.group)
+		}
+		for _, t := range a.tasks {
+			a.all = append(a.all, t.net)
+		}
+	}
+	return a.all
+}
+
+// dupStatic reports whether a static port before g.ReservedPorts[i] (in
+// nets order) has the same value on the same address.
+func dupStatic(nets []*structs.NetworkResource, g *structs.NetworkResource, i int, addr string, used *structs.PortUsage) bool {
+	want := g.ReservedPorts[i].Value
+	for _, h := range nets {
+		for j, p := range h.ReservedPorts {
+			if h == g && j == i {
+				return false
+			}
+			if p.Value == want {
+				if other, _, _ := used.Address(p.PortHostNetwork()); other == addr {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// portIterator passes over ranked nodes where the group's ports cannot be
+// given. It only checks (fits); the ports are picked once a node is
+// chosen (stack.Select), so the nodes ranked and not chosen cost no
+// allocation.
 type portIterator struct {
 	src rankIterator
 	ctx *evalContext
@@ -223,12 +317,10 @@ type portIterator struct {
 
 func (it *portIterator) Next() (rankedNode, bool) {
 	for r, ok := it.src.Next(); ok; r, ok = it.src.Next() {
-		offer, dim := it.ask.assign(r.node.node, it.ctx.loadPorts(r.node), it.ctx.rng)
-		if dim != "" {
+		if dim := it.ask.fits(it.ctx.loadPorts(r.node)); dim != "" {
 			it.rej.exhaust(r.node, dim)
 			continue
 		}
-		r.ports = offer
 		return r, true
 	}
 	return rankedNode{}, false
