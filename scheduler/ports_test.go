@@ -167,3 +167,30 @@ func TestNoPortsNoPortSets(t *testing.T) {
 		}
 	}
 }
+
+// A system job with a static port runs on every node where the port is
+// free; a node that reserves it is reported as exhausted.
+func TestPortsSystemJob(t *testing.T) {
+	h := testHarness(t)
+	nodes := mockNodes(t, h, 3, func(i int, n *structs.Node) {
+		if i == 2 {
+			n.ReservedResources.Networks.ReservedHostPorts = "9100"
+		}
+	})
+	j := mock.SystemJob()
+	j.TaskGroups[0].Networks = []*structs.NetworkResource{{ReservedPorts: []structs.Port{{Label: "metrics", Value: 9100}}}}
+	job := addJob(t, h, j)
+	process(t, h, job, structs.EvalTriggerJobRegister)
+	live, _ := jobAllocs(t, h, job)
+	if len(live) != 2 {
+		t.Fatalf("placed %d, want 2", len(live))
+	}
+	for _, a := range live {
+		if a.NodeID == nodes[2].ID || a.AllocatedResources.Shared.Ports[0].Value != 9100 {
+			t.Fatalf("alloc %s on %s ports %+v", a.Name, a.NodeID, a.AllocatedResources.Shared.Ports)
+		}
+	}
+	if m := lastEval(t, h).FailedTGAllocs["web"]; m == nil || m.DimensionExhausted["network: reserved port collision metrics=9100"] != 1 {
+		t.Fatalf("failure metric %+v", m)
+	}
+}
