@@ -272,7 +272,8 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			// the task's network (docker maps it).
 			g := nomadGroup("cache", 1, withResources(nomadTask("redis", "docker", map[string]any{
 				"image": "redis:7", "ports": args("db"), "auth_soft_fail": true}), 50, 128))
-			g.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "db", To: 6379}}}}
+			// The server names the default host network, as Nomad's does.
+			g.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "db", To: 6379, HostNetwork: "default"}}}}
 			j := nomadJob("redis", "service", g)
 			j.Constraints = []*structs.Constraint{linux()}
 			return j

@@ -402,9 +402,17 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 	if tg.Migrate == nil && j.Type == JobTypeService {
 		tg.Migrate = DefaultMigrateStrategy()
 	}
+	for _, n := range tg.Networks {
+		n.canonicalize()
+	}
 	for _, t := range tg.Tasks {
 		if t == nil {
 			continue
+		}
+		if t.Resources != nil {
+			for _, n := range t.Resources.Networks {
+				n.canonicalize()
+			}
 		}
 		if t.Resources == nil {
 			t.Resources = &Resources{}

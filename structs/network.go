@@ -98,6 +98,31 @@ type NodeReservedNetworkResources struct {
 // none: the address of the client's network_interface.
 const DefaultHostNetwork = "default"
 
+// canonicalize does what Nomad's server does to a network block: empty
+// port lists become nil and a port without a host network names
+// "default". n may be nil (validation reports it).
+func (n *NetworkResource) canonicalize() {
+	if n == nil {
+		return
+	}
+	if len(n.ReservedPorts) == 0 {
+		n.ReservedPorts = nil
+	}
+	if len(n.DynamicPorts) == 0 {
+		n.DynamicPorts = nil
+	}
+	for i := range n.ReservedPorts {
+		if n.ReservedPorts[i].HostNetwork == "" {
+			n.ReservedPorts[i].HostNetwork = DefaultHostNetwork
+		}
+	}
+	for i := range n.DynamicPorts {
+		if n.DynamicPorts[i].HostNetwork == "" {
+			n.DynamicPorts[i].HostNetwork = DefaultHostNetwork
+		}
+	}
+}
+
 // Copy returns a deep copy of the network resource.
 func (n *NetworkResource) Copy() *NetworkResource {
 	if n == nil {
