@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent/client"
+	"github.com/drover-project/drover/agent/client/fingerprint"
 	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server"
@@ -234,10 +235,16 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 	}
 	if r := cfg.Client.Reserved; r != nil {
 		cc.Reserved = &structs.NodeReservedResources{
-			Cpu:    structs.NodeReservedCpuResources{CpuShares: int64(r.CPU)},
-			Memory: structs.NodeReservedMemoryResources{MemoryMB: int64(r.MemoryMB)},
-			Disk:   structs.NodeReservedDiskResources{DiskMB: int64(r.DiskMB)},
+			Cpu:      structs.NodeReservedCpuResources{CpuShares: int64(r.CPU)},
+			Memory:   structs.NodeReservedMemoryResources{MemoryMB: int64(r.MemoryMB)},
+			Disk:     structs.NodeReservedDiskResources{DiskMB: int64(r.DiskMB)},
+			Networks: structs.NodeReservedNetworkResources{ReservedHostPorts: r.ReservedPorts},
 		}
+	}
+	cc.Network = fingerprint.NetworkConfig{Interface: cfg.Client.NetworkInterface,
+		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort}
+	for _, hn := range cfg.Client.HostNetworks {
+		cc.Network.HostNetworks = append(cc.Network.HostNetworks, fingerprint.HostNetwork(hn))
 	}
 	if cfg.clientConfigHook != nil {
 		cfg.clientConfigHook(cc)

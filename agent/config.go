@@ -147,6 +147,24 @@ type ClientConfig struct {
 	GCMaxAllocs int
 	// MaxKillTimeout caps tasks' kill_timeout (0: no cap).
 	MaxKillTimeout time.Duration
+	// NetworkInterface is network_interface: the interface whose address
+	// is the default host network ("": the default route's, else
+	// loopback).
+	NetworkInterface string
+	// MinDynamicPort and MaxDynamicPort bound the dynamic ports given to
+	// tasks (0: Nomad's defaults, 20000 and 32000).
+	MinDynamicPort, MaxDynamicPort int
+	// HostNetworks are the host_network blocks, in file order.
+	HostNetworks []HostNetworkConfig
+}
+
+// HostNetworkConfig is client { host_network "<name>" { cidr, interface,
+// reserved_ports } }.
+type HostNetworkConfig struct {
+	Name          string
+	CIDR          string
+	Interface     string
+	ReservedPorts string
 }
 
 // ReservedConfig is the client { reserved { ... } } block: CPU in MHz,
@@ -155,6 +173,9 @@ type ReservedConfig struct {
 	CPU      int
 	MemoryMB int
 	DiskMB   int
+	// ReservedPorts is reserved_ports: ports ("22,80,8000-8100") held
+	// back on every host network.
+	ReservedPorts string
 }
 
 // Task driver plugins the client knows.
@@ -311,6 +332,7 @@ func (c *Config) Validate() error {
 	if r := c.Client.Reserved; r != nil && (r.CPU < 0 || r.MemoryMB < 0 || r.DiskMB < 0) {
 		add("client reserved resources must not be negative; got cpu %d, memory %d, disk %d", r.CPU, r.MemoryMB, r.DiskMB)
 	}
+	c.validateClientNetwork(add)
 	if (c.TLS.EnableHTTP || c.TLS.EnableRPC) && (c.TLS.CAFile == "" || c.TLS.CertFile == "" || c.TLS.KeyFile == "") {
 		add("tls: ca_file, cert_file and key_file are required when http or rpc is true")
 	}
@@ -415,4 +437,51 @@ func withDefaultPort(addrs []string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// validateClientNetwork checks the client's port range, reserved ports and
+// host networks.
+func (c *Config) validateClientNetwork(add func(string, ...any)) {
+	cl := &c.Client
+	lo, hi := cl.MinDynamicPort, cl.MaxDynamicPort
+	if lo == 0 {
+		lo = structs.DefaultMinDynamicPort
+	}
+	if hi == 0 {
+		hi = structs.DefaultMaxDynamicPort
+	}
+	switch {
+	case cl.MinDynamicPort < 0 || cl.MinDynamicPort > structs.MaxValidPort:
+		add("client min_dynamic_port must be between 1 and %d; got %d", structs.MaxValidPort, cl.MinDynamicPort)
+	case cl.MaxDynamicPort < 0 || cl.MaxDynamicPort > structs.MaxValidPort:
+		add("client max_dynamic_port must be between 1 and %d; got %d", structs.MaxValidPort, cl.MaxDynamicPort)
+	case lo > hi:
+		add("client min_dynamic_port (%d) must not be above max_dynamic_port (%d)", lo, hi)
+	}
+	if r := cl.Reserved; r != nil {
+		if _, err := structs.ParsePortRanges(r.ReservedPorts); err != nil {
+			add("client reserved reserved_ports: %v", err)
+		}
+	}
+	seen := map[string]bool{}
+	for _, hn := range cl.HostNetworks {
+		if msg := structs.ValidName(hn.Name); msg != "" {
+			add("client host_network %q: %s", hn.Name, msg)
+		}
+		if seen[hn.Name] {
+			add("client host_network %q is defined twice", hn.Name)
+		}
+		seen[hn.Name] = true
+		if hn.CIDR == "" && hn.Interface == "" {
+			add("client host_network %q needs a cidr or an interface", hn.Name)
+		}
+		if hn.CIDR != "" {
+			if _, _, err := net.ParseCIDR(hn.CIDR); err != nil {
+				add("client host_network %q: invalid cidr %q", hn.Name, hn.CIDR)
+			}
+		}
+		if _, err := structs.ParsePortRanges(hn.ReservedPorts); err != nil {
+			add("client host_network %q reserved_ports: %v", hn.Name, err)
+		}
+	}
 }

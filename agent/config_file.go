@@ -110,13 +110,26 @@ type fileClient struct {
 	GCMaxAllocsRange    hcl.Range     `hcl:"gc_max_allocs,attr_value_range"`
 	MaxKillTimeout      *string       `hcl:"max_kill_timeout,optional"`
 	MaxKillTimeoutRange hcl.Range     `hcl:"max_kill_timeout,attr_value_range"`
+	NetworkInterface    *string       `hcl:"network_interface,optional"`
+	MinDynamicPort      *int          `hcl:"min_dynamic_port,optional"`
+	MaxDynamicPort      *int          `hcl:"max_dynamic_port,optional"`
+	HostNetworks        []fileHostNet `hcl:"host_network,block"`
+}
+
+// fileHostNet is client { host_network "<name>" { ... } }.
+type fileHostNet struct {
+	Name          string  `hcl:"name,label"`
+	CIDR          *string `hcl:"cidr,optional"`
+	Interface     *string `hcl:"interface,optional"`
+	ReservedPorts *string `hcl:"reserved_ports,optional"`
 }
 
 // fileReserved is client { reserved { cpu memory disk } } (MHz, MB, MB).
 type fileReserved struct {
-	CPU      *int `hcl:"cpu,optional"`
-	MemoryMB *int `hcl:"memory,optional"`
-	DiskMB   *int `hcl:"disk,optional"`
+	CPU           *int    `hcl:"cpu,optional"`
+	MemoryMB      *int    `hcl:"memory,optional"`
+	DiskMB        *int    `hcl:"disk,optional"`
+	ReservedPorts *string `hcl:"reserved_ports,optional"`
 }
 
 // fileMeta is a block of arbitrary string attributes.
@@ -267,6 +280,17 @@ func (fc *fileConfig) apply(c *Config) error {
 			setInt(&c.Client.Reserved.CPU, r.CPU)
 			setInt(&c.Client.Reserved.MemoryMB, r.MemoryMB)
 			setInt(&c.Client.Reserved.DiskMB, r.DiskMB)
+			setString(&c.Client.Reserved.ReservedPorts, r.ReservedPorts)
+		}
+		setString(&c.Client.NetworkInterface, cl.NetworkInterface)
+		setInt(&c.Client.MinDynamicPort, cl.MinDynamicPort)
+		setInt(&c.Client.MaxDynamicPort, cl.MaxDynamicPort)
+		for _, hn := range cl.HostNetworks {
+			h := HostNetworkConfig{Name: hn.Name}
+			setString(&h.CIDR, hn.CIDR)
+			setString(&h.Interface, hn.Interface)
+			setString(&h.ReservedPorts, hn.ReservedPorts)
+			c.Client.HostNetworks = append(c.Client.HostNetworks, h)
 		}
 		if n := cl.GCMaxAllocs; n != nil && *n <= 0 {
 			return fmt.Errorf("%s: gc_max_allocs: must be positive; got %d", posString(cl.GCMaxAllocsRange), *n)

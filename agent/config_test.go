@@ -127,6 +127,26 @@ func TestParseConfig(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "client network", file: "net.hcl",
+			src: "client {\n  enabled = true\n  network_interface = \"eth0\"\n  min_dynamic_port = 21000\n  max_dynamic_port = 21999\n" +
+				"  reserved {\n    reserved_ports = \"22,80,8000-8100\"\n  }\n" +
+				"  host_network \"public\" {\n    cidr = \"203.0.113.0/24\"\n    reserved_ports = \"443\"\n  }\n" +
+				"  host_network \"lan\" {\n    interface = \"eth1\"\n  }\n}\n",
+			check: func(t *testing.T, c *Config) {
+				cl := c.Client
+				want := []HostNetworkConfig{{Name: "public", CIDR: "203.0.113.0/24", ReservedPorts: "443"}, {Name: "lan", Interface: "eth1"}}
+				if cl.NetworkInterface != "eth0" || cl.MinDynamicPort != 21000 || cl.MaxDynamicPort != 21999 ||
+					cl.Reserved.ReservedPorts != "22,80,8000-8100" || !reflect.DeepEqual(cl.HostNetworks, want) {
+					t.Fatalf("client config %+v", cl)
+				}
+				var problems []string
+				c.validateClientNetwork(func(f string, a ...any) { problems = append(problems, f) })
+				if len(problems) > 0 {
+					t.Fatal(problems)
+				}
+			},
+		},
 		{name: "bad gc retention", file: "g.hcl", src: "client {\n  gc_retention = \"later\"\n}\n", err: "g.hcl:2:18: gc_retention"},
 		{name: "syntax error", file: "s.hcl", src: "server {\n", err: "s.hcl:1:"},
 		{name: "duplicate block", file: "dup.hcl", src: "ports {\n}\nports {\n}\n", err: "dup.hcl:3:1: Duplicate ports block"},
@@ -310,6 +330,25 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		t.Fatal("expected an error")
 	}
 	for _, want := range []string{"must run a server", "bootstrap_expect must not be negative", "ports.http", "log_level"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestValidateClientNetwork(t *testing.T) {
+	c := DefaultConfig()
+	c.Client.Enabled = true
+	c.Client.MinDynamicPort, c.Client.MaxDynamicPort = 30000, 25000
+	c.Client.Reserved = &ReservedConfig{ReservedPorts: "22,90-80"}
+	c.Client.HostNetworks = []HostNetworkConfig{{Name: "a"}, {Name: "b", CIDR: "nope"}, {Name: "b", Interface: "x", ReservedPorts: "70000"}}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("expected an error")
+	}
+	for _, want := range []string{"min_dynamic_port (30000) must not be above max_dynamic_port (25000)",
+		`reserved_ports: port range "90-80" runs backwards`, `host_network "a" needs a cidr or an interface`,
+		`host_network "b": invalid cidr "nope"`, `host_network "b" is defined twice`, `port 70000 is not between 1 and 65535`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -165,6 +165,9 @@ func (w *fieldWalker) refusedAt(steps []pathStep, name string, ft reflect.Type, 
 	if extra, ok := companions[name]; ok {
 		extra(locateParent(reflect.ValueOf(job), steps))
 	}
+	if strings.HasPrefix(name, "Port.") {
+		portCompanion(locateParent(reflect.ValueOf(job), steps), steps)
+	}
 	label := stepsPath(steps)
 	_, _, err := w.c.Jobs().Register(job, nil)
 	if err != nil {
@@ -174,7 +177,9 @@ func (w *fieldWalker) refusedAt(steps []pathStep, name string, ft reflect.Type, 
 			return true
 		}
 		for p := label; ; {
-			if strings.Contains(ue.Body(), p+": Drover does not support") {
+			// Job validation names fields from the job down (no "Job.").
+			if strings.Contains(ue.Body(), p+": Drover does not support") ||
+				strings.Contains(ue.Body(), strings.TrimPrefix(p, "Job.")+": Drover does not support") {
 				w.refused++
 				return strings.HasPrefix(block, p)
 			}
@@ -308,6 +313,17 @@ var companions = map[string]func(parent reflect.Value){
 	"Template.SourcePath": func(p reflect.Value) { p.FieldByName("EmbeddedTmpl").SetZero() },
 }
 
+// portCompanion makes a probed port valid: it needs a label, and a port in
+// ReservedPorts a static value.
+func portCompanion(p reflect.Value, steps []pathStep) {
+	if p.FieldByName("Label").String() == "" {
+		p.FieldByName("Label").SetString("p")
+	}
+	if strings.Contains(stepsPath(steps), "ReservedPorts") && p.FieldByName("Value").Int() == 0 {
+		p.FieldByName("Value").SetInt(8080)
+	}
+}
+
 // sampleOverrides are non-empty samples that are also valid, for the
 // fields whose generic sample would fail validation.
 var sampleOverrides = map[string]any{
@@ -325,9 +341,10 @@ var sampleOverrides = map[string]any{
 	"ServiceCheck.Type": "tcp", "ServiceCheck.Protocol": "https", "ServiceCheck.PortLabel": "8082",
 	"ServiceCheck.AddressMode": "host", "ServiceCheck.InitialStatus": "passing",
 	"ServiceCheck.Method": "POST", "ServiceCheck.OnUpdate": "require_healthy", "ServiceCheck.TaskName": "t",
-	"Template.ChangeMode":            "noop", "Template.ChangeSignal": "SIGUSR1", "Template.Perms": "0600",
+	"Template.ChangeMode": "noop", "Template.ChangeSignal": "SIGUSR1", "Template.Perms": "0600",
 	"Template.LeftDelim": "[[", "Template.RightDelim": "]]",
-	"Resources.CPU": 250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
+	"NetworkResource.Mode": "host",
+	"Resources.CPU":        250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
 }
 
 // sampleValue returns a non-empty value of type t for the field name

@@ -525,6 +525,13 @@ func (r *runner) job(id string, count int) *nomad.Job {
 		SetConfig("run_for", r.cfg.RunFor).
 		Require(&nomad.Resources{CPU: new(sc.TaskCPU), MemoryMB: new(sc.TaskMemoryMB)})
 	tg := nomad.NewTaskGroup("g", count).AddTask(task)
+	if sc.DynamicPorts > 0 {
+		net := &nomad.NetworkResource{}
+		for i := range sc.DynamicPorts {
+			net.DynamicPorts = append(net.DynamicPorts, nomad.Port{Label: fmt.Sprintf("p%d", i)})
+		}
+		tg.Networks = []*nomad.NetworkResource{net}
+	}
 	if r.cfg.Nomad {
 		// Nomad keeps 10 x 10 MB of task logs by default, and refuses a
 		// job whose logs do not fit in its ephemeral disk, of which it

@@ -40,6 +40,9 @@ type Scenario struct {
 	Jobs, Count int
 	// Task resources: CPU in MHz, memory in MB.
 	TaskCPU, TaskMemoryMB int
+	// DynamicPorts is the number of dynamic ports each allocation asks
+	// for in its group's network block (0: no network block).
+	DynamicPorts int
 	// Duration of a churn or idle scenario.
 	Duration time.Duration
 	// Writers is how many job writes are in flight (0: DefaultConcurrency).
@@ -71,14 +74,17 @@ var c1mSmall = Scenario{
 	Targets: Targets{Placed: 10 * time.Second, EvalP99: 2 * time.Second},
 }
 
+var burst = Scenario{
+	Name: "burst", Kind: KindPlace,
+	Description: "500 nodes, one batch job of 5,000 (mock_driver, 10 MHz, 10 MB)",
+	Nodes:       NodeShape{Count: 500, CPU: 4000, MemoryMB: 8192, Disk: 100000},
+	Jobs:        1, Count: 5000, TaskCPU: 10, TaskMemoryMB: 10,
+	Targets: Targets{Placed: 400 * time.Millisecond, Running: 2 * time.Second, LeaderRSSBytes: 200 << 20},
+}
+
 var scenarios = []Scenario{
-	{
-		Name: "burst", Kind: KindPlace,
-		Description: "500 nodes, one batch job of 5,000 (mock_driver, 10 MHz, 10 MB)",
-		Nodes:       NodeShape{Count: 500, CPU: 4000, MemoryMB: 8192, Disk: 100000},
-		Jobs:        1, Count: 5000, TaskCPU: 10, TaskMemoryMB: 10,
-		Targets: Targets{Placed: 400 * time.Millisecond, Running: 2 * time.Second, LeaderRSSBytes: 200 << 20},
-	},
+	burst,
+	WithPorts(burst, 1),
 	{
 		Name: "dense", Kind: KindPlace,
 		Description: "1 node big enough for 5,000 allocations, one job of 5,000",
@@ -87,6 +93,7 @@ var scenarios = []Scenario{
 		Targets: Targets{Placed: 500 * time.Millisecond},
 	},
 	c1mSmall,
+	WithPorts(c1mSmall, 1),
 	withLeaderKill(c1mSmall, 5*time.Second),
 	{
 		Name: "churn", Kind: KindChurn,
@@ -114,6 +121,16 @@ func withLeaderKill(s Scenario, after time.Duration) Scenario {
 	s.Description += fmt.Sprintf(", the leader SIGKILLed %v in", after)
 	s.KillLeaderAfter = after
 	s.Targets = Targets{}
+	return s
+}
+
+// WithPorts is s with n dynamic ports per allocation, named
+// "<name>-ports" (to compare placement with and without ports). Its
+// targets are s's: ports must not make placement slower.
+func WithPorts(s Scenario, n int) Scenario {
+	s.Name += "-ports"
+	s.Description += fmt.Sprintf(", %d dynamic port(s) per allocation", n)
+	s.DynamicPorts = n
 	return s
 }
 

@@ -299,6 +299,37 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			j.Constraints = []*structs.Constraint{linux()}
 			return j
 		},
+		"e2e-docker-redis": func() *structs.Job {
+			// A port without static is dynamic; to is the port inside
+			// the task's network (docker maps it).
+			g := nomadGroup("cache", 1, withResources(nomadTask("redis", "docker", map[string]any{
+				"image": "redis:7", "ports": args("db"), "auth_soft_fail": true}), 50, 128))
+			// The server names the default host network, as Nomad's does.
+			g.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "db", To: 6379, HostNetwork: "default"}}}}
+			j := nomadJob("redis", "service", g)
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-podman-basic": func() *structs.Job {
+			g := nomadGroup("cache", 1, withResources(nomadTask("redis", "podman", map[string]any{
+				"image": "redis:7", "ports": args("db")}), 50, 128))
+			g.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "db", To: 6379, HostNetwork: "default"}}}}
+			j := nomadJob("podman_basic", "service", g)
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-pledge-curl": func() *structs.Job {
+			// A network block in host mode without ports asks for nothing.
+			g := nomadGroup("group", 1, nomadTask("curl", "pledge", map[string]any{
+				"command": "curl", "args": args("https://example.com"), "promises": "stdio rpath inet dns sendfd"}))
+			g.Networks = []*structs.NetworkResource{{Mode: "host"}}
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 0, Interval: 24 * time.Hour,
+				Delay: 5 * time.Second, DelayFunction: "constant", Unlimited: false}
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
+			j := nomadJob("curl", "batch", g)
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
 		"e2e-namespace-a": func() *structs.Job {
 			j := nomadJob("namespace_a", "service", nomadGroup("group", 1, withResources(nomadTask("task", "raw_exec", map[string]any{
 				"command": "/bin/sh", "args": args("-c", "sleep 300")}), 256, 128)))

@@ -81,10 +81,8 @@ func TestNomadCorpus(t *testing.T) {
 					t.Fatalf("rejected for another reason than %q:\n%v", why, verr)
 				case invalid:
 					invalidToo++
-				case verr != nil && refusedOnly(verr):
-					// Refused by the server, by name (a Consul service).
+				case verr != nil && refusedByServer(verr, features):
 					refused++
-					features[refusedFeature(verr.Error())]++
 				case verr != nil:
 					t.Fatalf("parsed, but the server rejects it:\n%v", verr)
 				default:
@@ -117,17 +115,21 @@ func TestNomadCorpus(t *testing.T) {
 	t.Logf("refused features (files): %s", topFeatures(features, 20))
 }
 
-// refusedOnly reports whether every error of a validation error says
-// Drover does not support what it names.
-func refusedOnly(err error) bool {
+// refusedByServer reports whether every problem job validation found says
+// what Drover does not support (bridge networking, ...), counting them in
+// features.
+func refusedByServer(verr error, features map[string]int) bool {
 	var ve *structs.ValidationError
-	if !errors.As(err, &ve) {
+	if !errors.As(verr, &ve) {
 		return false
 	}
-	for _, fe := range ve.Errors {
-		if !strings.Contains(fe.Message, refusal) {
+	for _, m := range ve.Messages() {
+		if !strings.Contains(m, refusal) {
 			return false
 		}
+	}
+	for _, fe := range ve.Errors {
+		features[fe.Field[strings.LastIndex(fe.Field, ".")+1:]]++
 	}
 	return true
 }

@@ -22,7 +22,7 @@ var (
 		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate"}}
 	groupSpec = &bodySpec{what: "group",
 		attrs:  []string{"count", "meta"},
-		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta", "service"}}
+		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta", "service", "network"}}
 	taskSpec = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
 		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service", "template"}}
@@ -33,8 +33,13 @@ var (
 		blocks: []string{"change_script", "wait"}}
 	changeScriptSpec = &bodySpec{what: "change_script", attrs: []string{"command", "args", "timeout", "fail_on_error"}}
 	waitSpec         = &bodySpec{what: "wait", attrs: []string{"min", "max"}}
-	resourcesSpec    = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "cores", "disk"}}
-	constraintSpec   = &bodySpec{what: "constraint", attrs: []string{"attribute", "operator", "value",
+	resourcesSpec    = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "cores", "disk"},
+		blocks: []string{"network"}}
+	networkSpec = &bodySpec{what: "network", attrs: []string{"mode", "mbits", "hostname"},
+		blocks: []string{"port", "dns"}}
+	portSpec       = &bodySpec{what: "port", attrs: []string{"static", "to", "host_network"}}
+	dnsSpec        = &bodySpec{what: "dns", attrs: []string{"servers", "searches", "options"}}
+	constraintSpec = &bodySpec{what: "constraint", attrs: []string{"attribute", "operator", "value",
 		"distinct_hosts", "distinct_property", "regexp", "version", "semver",
 		"set_contains", "set_contains_all", "set_contains_any"}}
 	restartSpec    = &bodySpec{what: "restart", attrs: []string{"attempts", "interval", "delay", "mode", "render_templates"}}
@@ -145,6 +150,8 @@ func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *struct
 		}
 		tg.Migrate = d.migrate(b, base)
 	}
+
+	tg.Networks = d.networks(blocks["network"])
 
 	if len(blocks["task"]) == 0 {
 		d.add(diagAt(blk.OpenBraceRange, "Missing task", "a group needs at least one task block"))
@@ -292,12 +299,55 @@ func (d *decoder) identity(blocks []*hclsyntax.Block) *structs.WorkloadIdentity 
 
 func (d *decoder) resources(blk *hclsyntax.Block) *structs.Resources {
 	r := &structs.Resources{}
-	attrs, _ := d.content(blk.Body, resourcesSpec)
+	attrs, blocks := d.content(blk.Body, resourcesSpec)
+	r.Networks = d.networks(blocks["network"])
 	d.integer(attrs, "cpu", &r.CPU)
 	d.integer(attrs, "memory", &r.MemoryMB)
 	d.integer(attrs, "cores", &r.Cores)
 	d.integer(attrs, "disk", &r.DiskMB)
 	return r
+}
+
+// networks decodes network blocks. Every block is kept (the server
+// refuses more than one, naming the field); a port with a static value is
+// a reserved port, one without a dynamic port, as in Nomad.
+func (d *decoder) networks(blocks []*hclsyntax.Block) []*structs.NetworkResource {
+	var out []*structs.NetworkResource
+	for _, blk := range blocks {
+		if !d.labels(blk, 0, "", "") {
+			continue
+		}
+		n := &structs.NetworkResource{}
+		attrs, inner := d.content(blk.Body, networkSpec)
+		d.str(attrs, "mode", &n.Mode)
+		d.integer(attrs, "mbits", &n.MBits)
+		d.str(attrs, "hostname", &n.Hostname)
+		for _, pb := range inner["port"] {
+			if !d.labels(pb, 1, "label", "http") {
+				continue
+			}
+			p := structs.Port{Label: pb.Labels[0]}
+			pattrs, _ := d.content(pb.Body, portSpec)
+			d.integer(pattrs, "static", &p.Value)
+			d.integer(pattrs, "to", &p.To)
+			d.str(pattrs, "host_network", &p.HostNetwork)
+			if p.Value != 0 {
+				n.ReservedPorts = append(n.ReservedPorts, p)
+			} else {
+				n.DynamicPorts = append(n.DynamicPorts, p)
+			}
+		}
+		if b := d.single(inner["dns"], "network"); b != nil && d.labels(b, 0, "", "") {
+			dns := &structs.DNSConfig{}
+			dattrs, _ := d.content(b.Body, dnsSpec)
+			d.strList(dattrs, "servers", &dns.Servers)
+			d.strList(dattrs, "searches", &dns.Searches)
+			d.strList(dattrs, "options", &dns.Options)
+			n.DNS = dns
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // shorthandOperands are constraint arguments that name the operator and

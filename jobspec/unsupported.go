@@ -38,7 +38,6 @@ var unsupportedFeatures = map[string]string{
 	"taskgroup.disconnect":                "the disconnect block",
 	"taskgroup.ephemeraldisk":             "the ephemeral_disk block",
 	"taskgroup.update":                    "the update block (rolling updates, canaries and deployments)",
-	"taskgroup.networks":                  "group networks (the network block)",
 	"taskgroup.shutdowndelay":             "shutdown_delay",
 	"taskgroup.maxrunduration":            "max_run_duration",
 	"taskgroup.stopafterclientdisconnect": "stop_after_client_disconnect",
@@ -85,7 +84,6 @@ var unsupportedFeatures = map[string]string{
 	"servicecheck.failuresbeforewarning": "failures_before_warning (Consul checks)",
 
 	"resources.memorymaxmb": "memory_max (memory oversubscription)",
-	"resources.networks":    "task networks (use the group's network block)",
 	"resources.devices":     "devices",
 	"resources.numa":        "NUMA-aware scheduling",
 	"resources.secretsmb":   "the secrets size",
@@ -102,6 +100,9 @@ var unsupportedFeatures = map[string]string{
 	"workloadidentity.servicename":  "service identities",
 	"workloadidentity.ttl":          "identity TTLs (identities are not renewed)",
 	"workloadidentity.extraclaims":  "extra identity claims",
+
+	"networkresource.cni":  "CNI networks (the cni block)",
+	"port.ignorecollision": "ignore_collision (ports shared between allocations)",
 
 	"jobregisterhttprequest.preservecounts":    "keeping the running counts on job run (-preserve-counts)",
 	"jobregisterhttprequest.preserveresources": "keeping the running resources on job run (-preserve-resources)",

@@ -57,7 +57,13 @@ func benchPlace(b *testing.B, h *Harness, job *structs.Job, want int) {
 // BenchmarkServiceSchedulerPlace10kOn5kNodes: one service job of count
 // 10,000 with two constraints (an equality and a version range) over
 // 5,000 nodes.
-func BenchmarkServiceSchedulerPlace10kOn5kNodes(b *testing.B) {
+func BenchmarkServiceSchedulerPlace10kOn5kNodes(b *testing.B) { benchPlace10kOn5k(b, false) }
+
+// BenchmarkServiceSchedulerPlace10kOn5kNodesPorts is the same with a
+// dynamic port per allocation: compare its ns/placement with the above.
+func BenchmarkServiceSchedulerPlace10kOn5kNodesPorts(b *testing.B) { benchPlace10kOn5k(b, true) }
+
+func benchPlace10kOn5k(b *testing.B, ports bool) {
 	h := testHarness(b)
 	mockNodes(b, h, 5000, func(i int, n *structs.Node) {
 		n.Attributes["os.version"] = []string{"20.04", "22.04", "24.04"}[i%3]
@@ -69,6 +75,9 @@ func BenchmarkServiceSchedulerPlace10kOn5kNodes(b *testing.B) {
 	job.Constraints = []*structs.Constraint{
 		{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="},
 		{LTarget: "${attr.os.version}", RTarget: ">= 20.04, < 30", Operand: structs.ConstraintVersion},
+	}
+	if ports {
+		tg.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
 	}
 	job = addJob(b, h, job)
 	benchPlace(b, h, job, 10000)
@@ -87,7 +96,20 @@ func BenchmarkServiceSchedulerDenseScaling(b *testing.B) {
 	}
 }
 
-func benchDense(b *testing.B, count int) {
+// BenchmarkServiceSchedulerDensePortsScaling is the dense case with a
+// dynamic port per allocation: ns/placement must stay flat too (the
+// node's port set is built once and grows with the plan).
+func BenchmarkServiceSchedulerDensePortsScaling(b *testing.B) {
+	for _, n := range []int{1250, 2500, 5000, 10000} {
+		b.Run(fmt.Sprintf("count=%d", n), func(b *testing.B) {
+			benchDense(b, n, func(tg *structs.TaskGroup) {
+				tg.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
+			})
+		})
+	}
+}
+
+func benchDense(b *testing.B, count int, change ...func(*structs.TaskGroup)) {
 	h := testHarness(b)
 	mockNodes(b, h, 1, func(_ int, n *structs.Node) {
 		n.NodeResources.Cpu.CpuShares = int64(count)*100 + 1000
@@ -96,6 +118,9 @@ func benchDense(b *testing.B, count int) {
 	job := mock.Job()
 	job.TaskGroups[0].Count = count
 	job.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 128}
+	for _, c := range change {
+		c(job.TaskGroups[0])
+	}
 	job = addJob(b, h, job)
 	benchPlace(b, h, job, count)
 }

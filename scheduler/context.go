@@ -28,6 +28,10 @@ type nodeInfo struct {
 	// used is what the plan changes on the node (negative for stops) and,
 	// once loaded, plus what its live allocations in the state use.
 	used structs.ComparableResources
+	// ports are the ports taken on the node, built the first time a group
+	// asking for ports examines it (loadPorts) and kept current by the
+	// plan from then on; nil until then.
+	ports *structs.PortUsage
 }
 
 // evalContext is the state of one scheduling attempt: the snapshot, the
@@ -237,6 +241,9 @@ func (c *evalContext) appendStop(a *structs.Allocation, desc, clientStatus strin
 		c.groupCounts[n.idx*len(c.groupIdx)+g]--
 	}
 	n.used.Subtract(a.AllocatedResources.Comparable())
+	if n.ports != nil {
+		n.ports.Remove(a)
+	}
 }
 
 // revertStop withdraws the stop of a that appendStop just added.
@@ -265,6 +272,9 @@ func (c *evalContext) revertStop(a *structs.Allocation) {
 		c.groupCounts[n.idx*len(c.groupIdx)+g]++
 	}
 	n.used.Add(a.AllocatedResources.Comparable())
+	if n.ports != nil {
+		n.ports.Add(a)
+	}
 }
 
 // appendPlace adds a new allocation of group g on n using ask.
@@ -272,6 +282,9 @@ func (c *evalContext) appendPlace(a *structs.Allocation, n *nodeInfo, g int, ask
 	c.plan.AppendAlloc(a)
 	c.load(n)
 	n.used.Add(ask)
+	if n.ports != nil {
+		n.ports.Add(a)
+	}
 	c.groupCounts[n.idx*len(c.groupIdx)+g]++
 	for _, ps := range c.properties {
 		ps.add(n, g)

@@ -228,10 +228,12 @@ func (s *genericScheduler) createFollowups(ctx *evalContext, res *reconcileResul
 func newAlloc(ctx *evalContext, tg *structs.TaskGroup, name string, option rankedNode, metric *structs.AllocMetric) *structs.Allocation {
 	n := option.node.node
 	now := ctx.now.UnixNano()
+	ar := allocatedResources(tg, option.ask)
+	option.ports.apply(ar)
 	return &structs.Allocation{
 		ID: structs.GenerateUUID(), Namespace: ctx.job.Namespace, EvalID: ctx.eval.ID,
 		Name: name, NodeID: n.ID, NodeName: n.Name, JobID: ctx.job.ID,
-		TaskGroup: tg.Name, AllocatedResources: allocatedResources(tg, option.ask),
+		TaskGroup: tg.Name, AllocatedResources: ar,
 		Metrics: metric, DesiredStatus: structs.AllocDesiredStatusRun,
 		ClientStatus: structs.AllocClientStatusPending, JobVersion: ctx.job.Version,
 		CreateTime: now, ModifyTime: now,

@@ -26,6 +26,7 @@ type placementMetrics struct {
 	class      map[string]int // node class -> nodes filtered
 	classExh   map[string]int // node class -> nodes exhausted
 	dimension  [len(dimensions)]int
+	other      map[string]int // any other dimension ("network: ...") -> nodes; nil until one
 }
 
 func (m *placementMetrics) init() {
@@ -39,6 +40,7 @@ func (m *placementMetrics) reset() {
 	clear(m.constraint)
 	clear(m.class)
 	clear(m.classExh)
+	clear(m.other)
 	m.dimension = [len(dimensions)]int{}
 }
 
@@ -54,10 +56,18 @@ func (m *placementMetrics) filter(n *nodeInfo, reason string) {
 // exhaust records that n lacked room in dimension dim.
 func (m *placementMetrics) exhaust(n *nodeInfo, dim string) {
 	m.exhausted++
+	known := false
 	for i, d := range dimensions {
 		if d == dim {
 			m.dimension[i]++
+			known = true
 		}
+	}
+	if !known {
+		if m.other == nil { // made only when a port is short
+			m.other = map[string]int{}
+		}
+		m.other[dim]++
 	}
 	if c := n.node.NodeClass; c != "" {
 		m.classExh[c]++
@@ -80,6 +90,12 @@ func (m *placementMetrics) merge(o *placementMetrics) {
 	}
 	for i, v := range o.dimension {
 		m.dimension[i] += v
+	}
+	for k, v := range o.other {
+		if m.other == nil {
+			m.other = map[string]int{}
+		}
+		m.other[k] += v
 	}
 }
 
@@ -107,6 +123,12 @@ func (m *placementMetrics) allocMetric(nodesAvailable map[string]int, inPool int
 			}
 			out.DimensionExhausted[dimensions[i]] = n
 		}
+	}
+	for dim, n := range m.other {
+		if out.DimensionExhausted == nil {
+			out.DimensionExhausted = map[string]int{}
+		}
+		out.DimensionExhausted[dim] = n
 	}
 	return out
 }

@@ -13,6 +13,9 @@ type rankedNode struct {
 	ask  structs.ComparableResources // what the group takes on this node
 	sum  float64                     // sum of the score components
 	n    int                         // number of score components
+	// ports are the ports picked on the node (nil when the group asks
+	// for none).
+	ports *portOffer
 }
 
 // score is the mean of the components, in [-1, 1].

@@ -43,6 +43,7 @@ type groupChain struct {
 	escaped bool      // some check depends on more than the computed class
 	one     nodeSlice // SelectOn's source: one node
 	oneList nodeList  // one, boxed once
+	ports   *portAsk  // the group's ports; nil when it asks for none
 }
 
 // newStack returns a stack over the candidates: ready, eligible, not
@@ -178,7 +179,23 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 		ch.escaped = true
 	}
 	// 6. resource fit and bin-pack score, from the context's usage.
+	//    A group asking for ports first needs every host network they
+	//    name, and after bin packing gets its ports picked on the node
+	//    (ports.go); a group without ports has neither stage.
+	ports := newPortAsk(tg)
+	ch.ports = ports
+	if ports != nil {
+		for _, a := range ports.aliases {
+			check = newCheckIterator(it, hostNetworkCheck{alias: a[0], label: a[1]}, rej)
+			ch.checks = append(ch.checks, check)
+			ch.escaped = true
+			it = check
+		}
+	}
 	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, rej: rej, ask: newGroupAsk(tg)}
+	if ports != nil {
+		rank = &portIterator{src: rank, ctx: ctx, rej: rej, ask: ports}
+	}
 	// 7. job anti-affinity: penalty per allocation of the group on the node.
 	rank = &antiAffinityIterator{src: rank, ctx: ctx, group: g, count: tg.Count}
 	// 8. reschedule penalty: avoid the node a replaced allocation failed on.
@@ -199,7 +216,18 @@ func (s *stack) Select(tg *structs.TaskGroup, g int, penaltyNode string) (ranked
 	ch := s.chain(tg, g)
 	ch.penalty.nodeID = penaltyNode
 	ch.top.Reset()
-	return ch.top.Next()
+	r, ok := ch.top.Next()
+	if ok && ch.ports != nil {
+		// The port stage checked that the ports fit; pick them on the
+		// chosen node only.
+		offer, dim := ch.ports.assign(s.ctx.loadPorts(r.node), s.ctx.rng)
+		if dim != "" { // cannot happen: fits is exact
+			s.ctx.metrics.exhaust(r.node, dim)
+			return rankedNode{}, false
+		}
+		r.ports = offer
+	}
+	return r, ok
 }
 
 // setDrop changes what every source unlinks from now on. dropAll is only

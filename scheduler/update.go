@@ -30,7 +30,8 @@ import (
 //   - the meta a task sees: the job's, group's and task's merged, since it
 //     reaches the task as NOMAD_META_* (so a job-level meta change is
 //     destructive too, unless every task overrides the key);
-//   - a task's resources: cpu, cores, memory, disk.
+//   - a task's resources: cpu, cores, memory, disk, its legacy network;
+//   - the group's network block (ports are granted at placement).
 func destructiveChange(old, new *structs.Job, group string) string {
 	a, b := old.LookupTaskGroup(group), new.LookupTaskGroup(group)
 	switch {
@@ -38,6 +39,8 @@ func destructiveChange(old, new *structs.Job, group string) string {
 		return "task group"
 	case len(a.Tasks) != len(b.Tasks):
 		return "number of tasks"
+	case !networksEqual(a.Networks, b.Networks):
+		return "network"
 	}
 	for _, at := range a.Tasks {
 		bt := b.LookupTask(at.Name)
@@ -101,12 +104,22 @@ func resourcesChange(a, b *structs.Resources) string {
 		return "memory"
 	case x.DiskMB != y.DiskMB:
 		return "disk"
+	case !networksEqual(x.Networks, y.Networks):
+		return "network"
 	}
 	return ""
 }
 
 // templatesEqual compares two tasks' templates; nil and empty are equal.
 func templatesEqual(a, b []*structs.Template) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// networksEqual compares two network lists; nil and empty are equal.
+func networksEqual(a, b []*structs.NetworkResource) bool {
 	if len(a) == 0 && len(b) == 0 {
 		return true
 	}

@@ -254,6 +254,17 @@ func TestDestructiveChange(t *testing.T) {
 		{"template splay", withTemplate, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates[0].Splay = time.Second }, "task web templates"},
 		{"templates nil and empty", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates = nil },
 			func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates = []*structs.Template{} }, ""},
+		{"network added", nil, func(j *structs.Job) {
+			j.TaskGroups[0].Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
+		}, "network"},
+		{"port changed", func(j *structs.Job) {
+			j.TaskGroups[0].Networks = []*structs.NetworkResource{{ReservedPorts: []structs.Port{{Label: "http", Value: 8080}}}}
+		}, func(j *structs.Job) { j.TaskGroups[0].Networks[0].ReservedPorts[0].Value = 8081 }, "network"},
+		{"networks nil and empty", func(j *structs.Job) { j.TaskGroups[0].Networks = nil },
+			func(j *structs.Job) { j.TaskGroups[0].Networks = []*structs.NetworkResource{} }, ""},
+		{"task network", nil, func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Resources.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "x"}}}}
+		}, "task web network"},
 		{"second task's env", two, func(j *structs.Job) { j.TaskGroups[0].Tasks[1].Env["X"] = "1" }, "task side env"},
 	}
 	for _, tc := range cases {

@@ -65,6 +65,9 @@ type AllocatedResources struct {
 type AllocatedTaskResources struct {
 	Cpu    AllocatedCpuResources
 	Memory AllocatedMemoryResources
+	// Networks are the task's legacy network block as granted (ports
+	// with values); group ports are in AllocatedSharedResources.
+	Networks []*NetworkResource `json:",omitempty"`
 }
 
 // AllocatedCpuResources in MHz.

@@ -95,9 +95,10 @@ var notWireTypes = map[string]bool{
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
-	"AllocIndex":             true, // encoded only inside AllocIndexes, a map
-	"VarConflictError":       true, // an FSM result, in-process only
-	"WorkloadIdentityClaims": true, // JSON inside a signed token
+	"AllocIndex":             true,                  // encoded only inside AllocIndexes, a map
+	"VarConflictError":       true,                  // an FSM result, in-process only
+	"WorkloadIdentityClaims": true,                  // JSON inside a signed token
+	"PortUsage":              true, "PortKey": true, // the scheduler's and plan applier's working sets
 }
 
 // TestCodecTypesCovered fails when an exported struct type is in neither

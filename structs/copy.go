@@ -84,6 +84,7 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	c.ReschedulePolicy = shallow(tg.ReschedulePolicy)
 	c.Migrate = shallow(tg.Migrate)
 	c.Services = copySlice(tg.Services, (*Service).Copy)
+	c.Networks = copySlice(tg.Networks, (*NetworkResource).Copy)
 	c.Meta = maps.Clone(tg.Meta)
 	return &c
 }
@@ -99,7 +100,7 @@ func (t *Task) Copy() *Task {
 	}
 	c.Env = maps.Clone(t.Env)
 	c.Constraints = copySlice(t.Constraints, shallow[Constraint])
-	c.Resources = shallow(t.Resources)
+	c.Resources = t.Resources.Copy()
 	c.Services = copySlice(t.Services, (*Service).Copy)
 	c.Meta = maps.Clone(t.Meta)
 	c.Identity = shallow(t.Identity)
@@ -115,6 +116,13 @@ func (n *Node) Copy() *Node {
 	c := *n
 	c.Attributes = maps.Clone(n.Attributes)
 	c.NodeResources = shallow(n.NodeResources)
+	if c.NodeResources != nil {
+		c.NodeResources.NodeNetworks = copySlice(n.NodeResources.NodeNetworks, func(nn *NodeNetworkResource) *NodeNetworkResource {
+			nc := *nn
+			nc.Addresses = append([]NodeNetworkAddress(nil), nn.Addresses...)
+			return &nc
+		})
+	}
 	c.ReservedResources = shallow(n.ReservedResources)
 	c.Links = maps.Clone(n.Links)
 	c.Meta = maps.Clone(n.Meta)
@@ -188,8 +196,11 @@ func (a *Allocation) CopySkipJob() *Allocation {
 		ar.Tasks = copyMap(a.AllocatedResources.Tasks, func(t *AllocatedTaskResources) *AllocatedTaskResources {
 			tc := *t
 			tc.Cpu.ReservedCores = append([]uint16(nil), t.Cpu.ReservedCores...)
+			tc.Networks = copySlice(t.Networks, (*NetworkResource).Copy)
 			return &tc
 		})
+		ar.Shared.Networks = copySlice(a.AllocatedResources.Shared.Networks, (*NetworkResource).Copy)
+		ar.Shared.Ports = append([]AllocatedPortMapping(nil), a.AllocatedResources.Shared.Ports...)
 		c.AllocatedResources = &ar
 	}
 	c.Metrics = a.Metrics.Copy()

@@ -113,9 +113,11 @@ type TaskGroup struct {
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
 	Migrate          *MigrateStrategy
-	Networks         []*NetworkResource
-	Services         []*Service
-	Meta             map[string]string
+	// Networks is the group's network block (at most one): the ports its
+	// allocations need on the node.
+	Networks []*NetworkResource
+	Services []*Service
+	Meta     map[string]string
 }
 
 // Task is one process run by a driver.
@@ -157,6 +159,10 @@ type Resources struct {
 	Cores    int
 	MemoryMB int
 	DiskMB   int
+	// Networks is the legacy task-level network block (at most one, host
+	// mode): its ports are granted to the allocation like the group's and
+	// recorded on the task's AllocatedTaskResources, as Nomad does.
+	Networks []*NetworkResource
 }
 
 // Constraint operands.
@@ -418,9 +424,17 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 	if tg.Migrate == nil && j.Type == JobTypeService {
 		tg.Migrate = DefaultMigrateStrategy()
 	}
+	for _, n := range tg.Networks {
+		n.canonicalize()
+	}
 	for _, t := range tg.Tasks {
 		if t == nil {
 			continue
+		}
+		if t.Resources != nil {
+			for _, n := range t.Resources.Networks {
+				n.canonicalize()
+			}
 		}
 		if t.Resources == nil {
 			t.Resources = &Resources{}
@@ -585,6 +599,7 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 	case len(tg.Tasks) > MaxTasksPerGroup:
 		v.add(join(p, "Tasks"), "at most %d tasks per group; got %d", MaxTasksPerGroup, len(tg.Tasks))
 	}
+	tg.validateNetworks(v, p)
 	seen := map[string]int{}
 	for i, t := range tg.Tasks {
 		tp := join(p, indexed("Tasks", i))

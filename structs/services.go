@@ -442,9 +442,6 @@ func validateCheck(v *validator, cp string, s *Service, c *ServiceCheck, tasks [
 		if cr.Grace < 0 {
 			v.add(join(cp, "CheckRestart.Grace"), "must not be negative")
 		}
-		if cr.Limit > 0 && task == "" && c.TaskName == "" {
-			v.add(join(cp, "TaskName"), "a group service's check with check_restart must name the task to restart (task = ...)")
-		}
 	}
 	if c.TaskName != "" {
 		if task != "" && c.TaskName != task {

@@ -114,10 +114,6 @@ func TestServicesValidate(t *testing.T) {
 			"TaskGroups[0].Services[0].Checks[0].PortLabel", `port label "nope" is not defined`},
 		{"method", func(j *Job) { j.TaskGroups[0].Services[0].Checks[0].Method = "FETCH" },
 			"TaskGroups[0].Services[0].Checks[0].Method", "unknown HTTP method"},
-		{"check_restart without task", func(j *Job) {
-			c := j.TaskGroups[0].Services[0].Checks[0]
-			c.CheckRestart = &CheckRestart{Limit: 2}
-		}, "TaskGroups[0].Services[0].Checks[0].TaskName", "name the task to restart"},
 		{"task check names other task", func(j *Job) {
 			j.TaskGroups[0].Tasks[0].Services[0].Checks = []*ServiceCheck{{Type: "tcp", TaskName: "x",
 				Interval: time.Second, Timeout: time.Second}}
@@ -139,5 +135,17 @@ func TestServicesValidate(t *testing.T) {
 			}
 			t.Fatalf("err = %v; want %s: ...%s...", err, tc.field, tc.want)
 		})
+	}
+}
+
+// A group service's check with check_restart need not name a task: it
+// then restarts every task of the allocation, as Nomad's (its e2e job
+// alloc_zombie relies on it).
+func TestGroupCheckRestartWithoutTask(t *testing.T) {
+	j := svcJob()
+	j.TaskGroups[0].Services[0].Checks[0].CheckRestart = &CheckRestart{Limit: 2}
+	j.Canonicalize()
+	if err := j.Validate(); err != nil {
+		t.Fatalf("a group check_restart without a task: %v", err)
 	}
 }

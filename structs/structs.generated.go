@@ -11671,10 +11671,23 @@ func (x *AllocatedTaskResources) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [3]bool{     // should field at this index be written?
+				true,                 // Cpu
+				true,                 // Memory
+				len(x.Networks) != 0, // Networks
+			}
+			_ = yyq2
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(2)
+				r.WriteArrayStart(3)
 			} else {
-				r.WriteMapStart(2)
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -11705,6 +11718,39 @@ func (x *AllocatedTaskResources) CodecEncodeSelf(e *codec1978.Encoder) {
 				r.WriteMapElemValue()
 				yy11 := &x.Memory
 				yy11.CodecEncodeSelf(e)
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[2] {
+					if x.Networks == nil {
+						r.EncodeNil()
+					} else {
+						if false {
+						} else {
+							h.encSlicePtrtoNetworkResource(([]*NetworkResource)(x.Networks), e)
+						}
+					}
+				} else {
+					r.EncodeNil()
+				}
+			} else {
+				if yyq2[2] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Networks\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Networks`)
+					}
+					r.WriteMapElemValue()
+					if x.Networks == nil {
+						r.EncodeNil()
+					} else {
+						if false {
+						} else {
+							h.encSlicePtrtoNetworkResource(([]*NetworkResource)(x.Networks), e)
+						}
+					}
+				}
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayEnd()
@@ -11775,6 +11821,15 @@ func (x *AllocatedTaskResources) codecDecodeSelfFromMap(l int, d *codec1978.Deco
 			} else {
 				x.Memory.CodecDecodeSelf(d)
 			}
+		case "Networks":
+			if r.TryDecodeAsNil() {
+				x.Networks = nil
+			} else {
+				if false {
+				} else {
+					h.decSlicePtrtoNetworkResource((*[]*NetworkResource)(&x.Networks), d)
+				}
+			}
 		default:
 			z.DecStructFieldNotFound(-1, yys3)
 		} // end switch yys3
@@ -11786,16 +11841,16 @@ func (x *AllocatedTaskResources) codecDecodeSelfFromArray(l int, d *codec1978.De
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj6 int
-	var yyb6 bool
-	var yyhl6 bool = l >= 0
-	yyj6++
-	if yyhl6 {
-		yyb6 = yyj6 > l
+	var yyj8 int
+	var yyb8 bool
+	var yyhl8 bool = l >= 0
+	yyj8++
+	if yyhl8 {
+		yyb8 = yyj8 > l
 	} else {
-		yyb6 = r.CheckBreak()
+		yyb8 = r.CheckBreak()
 	}
-	if yyb6 {
+	if yyb8 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11805,13 +11860,13 @@ func (x *AllocatedTaskResources) codecDecodeSelfFromArray(l int, d *codec1978.De
 	} else {
 		x.Cpu.CodecDecodeSelf(d)
 	}
-	yyj6++
-	if yyhl6 {
-		yyb6 = yyj6 > l
+	yyj8++
+	if yyhl8 {
+		yyb8 = yyj8 > l
 	} else {
-		yyb6 = r.CheckBreak()
+		yyb8 = r.CheckBreak()
 	}
-	if yyb6 {
+	if yyb8 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -11821,18 +11876,37 @@ func (x *AllocatedTaskResources) codecDecodeSelfFromArray(l int, d *codec1978.De
 	} else {
 		x.Memory.CodecDecodeSelf(d)
 	}
-	for {
-		yyj6++
-		if yyhl6 {
-			yyb6 = yyj6 > l
+	yyj8++
+	if yyhl8 {
+		yyb8 = yyj8 > l
+	} else {
+		yyb8 = r.CheckBreak()
+	}
+	if yyb8 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Networks = nil
+	} else {
+		if false {
 		} else {
-			yyb6 = r.CheckBreak()
+			h.decSlicePtrtoNetworkResource((*[]*NetworkResource)(&x.Networks), d)
 		}
-		if yyb6 {
+	}
+	for {
+		yyj8++
+		if yyhl8 {
+			yyb8 = yyj8 > l
+		} else {
+			yyb8 = r.CheckBreak()
+		}
+		if yyb8 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj6-1, "")
+		z.DecStructFieldNotFound(yyj8-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -23652,9 +23726,9 @@ func (x *Resources) CodecEncodeSelf(e *codec1978.Encoder) {
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(4)
+				r.WriteArrayStart(5)
 			} else {
-				r.WriteMapStart(4)
+				r.WriteMapStart(5)
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -23730,6 +23804,33 @@ func (x *Resources) CodecEncodeSelf(e *codec1978.Encoder) {
 				if false {
 				} else {
 					r.EncodeInt(int64(x.DiskMB))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if x.Networks == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoNetworkResource(([]*NetworkResource)(x.Networks), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Networks\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Networks`)
+				}
+				r.WriteMapElemValue()
+				if x.Networks == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoNetworkResource(([]*NetworkResource)(x.Networks), e)
+					}
 				}
 			}
 			if yyr2 || yy2arr2 {
@@ -23813,6 +23914,15 @@ func (x *Resources) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 			} else {
 				x.DiskMB = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 			}
+		case "Networks":
+			if r.TryDecodeAsNil() {
+				x.Networks = nil
+			} else {
+				if false {
+				} else {
+					h.decSlicePtrtoNetworkResource((*[]*NetworkResource)(&x.Networks), d)
+				}
+			}
 		default:
 			z.DecStructFieldNotFound(-1, yys3)
 		} // end switch yys3
@@ -23824,16 +23934,16 @@ func (x *Resources) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj8 int
-	var yyb8 bool
-	var yyhl8 bool = l >= 0
-	yyj8++
-	if yyhl8 {
-		yyb8 = yyj8 > l
+	var yyj10 int
+	var yyb10 bool
+	var yyhl10 bool = l >= 0
+	yyj10++
+	if yyhl10 {
+		yyb10 = yyj10 > l
 	} else {
-		yyb8 = r.CheckBreak()
+		yyb10 = r.CheckBreak()
 	}
-	if yyb8 {
+	if yyb10 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -23843,13 +23953,13 @@ func (x *Resources) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CPU = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj8++
-	if yyhl8 {
-		yyb8 = yyj8 > l
+	yyj10++
+	if yyhl10 {
+		yyb10 = yyj10 > l
 	} else {
-		yyb8 = r.CheckBreak()
+		yyb10 = r.CheckBreak()
 	}
-	if yyb8 {
+	if yyb10 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -23859,13 +23969,13 @@ func (x *Resources) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Cores = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj8++
-	if yyhl8 {
-		yyb8 = yyj8 > l
+	yyj10++
+	if yyhl10 {
+		yyb10 = yyj10 > l
 	} else {
-		yyb8 = r.CheckBreak()
+		yyb10 = r.CheckBreak()
 	}
-	if yyb8 {
+	if yyb10 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -23875,13 +23985,13 @@ func (x *Resources) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.MemoryMB = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj8++
-	if yyhl8 {
-		yyb8 = yyj8 > l
+	yyj10++
+	if yyhl10 {
+		yyb10 = yyj10 > l
 	} else {
-		yyb8 = r.CheckBreak()
+		yyb10 = r.CheckBreak()
 	}
-	if yyb8 {
+	if yyb10 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -23891,18 +24001,37 @@ func (x *Resources) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DiskMB = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	for {
-		yyj8++
-		if yyhl8 {
-			yyb8 = yyj8 > l
+	yyj10++
+	if yyhl10 {
+		yyb10 = yyj10 > l
+	} else {
+		yyb10 = r.CheckBreak()
+	}
+	if yyb10 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Networks = nil
+	} else {
+		if false {
 		} else {
-			yyb8 = r.CheckBreak()
+			h.decSlicePtrtoNetworkResource((*[]*NetworkResource)(&x.Networks), d)
 		}
-		if yyb8 {
+	}
+	for {
+		yyj10++
+		if yyhl10 {
+			yyb10 = yyj10 > l
+		} else {
+			yyb10 = r.CheckBreak()
+		}
+		if yyb10 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj8-1, "")
+		z.DecStructFieldNotFound(yyj10-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -84455,102 +84584,6 @@ func (x codecSelfer1978) decMapstringPtrtoAllocatedTaskResources(v *map[string]*
 	r.ReadMapEnd()
 }
 
-func (x codecSelfer1978) encSliceuint16(v []uint16, e *codec1978.Encoder) {
-	var h codecSelfer1978
-	z, r := codec1978.GenHelperEncoder(e)
-	_, _, _ = h, z, r
-	r.WriteArrayStart(len(v))
-	for _, yyv1 := range v {
-		r.WriteArrayElem()
-		if false {
-		} else {
-			r.EncodeUint(uint64(yyv1))
-		}
-	}
-	r.WriteArrayEnd()
-}
-
-func (x codecSelfer1978) decSliceuint16(v *[]uint16, d *codec1978.Decoder) {
-	var h codecSelfer1978
-	z, r := codec1978.GenHelperDecoder(d)
-	_, _, _ = h, z, r
-
-	yyv1 := *v
-	yyh1, yyl1 := z.DecSliceHelperStart()
-	var yyc1 bool
-	_ = yyc1
-	if yyl1 == 0 {
-		if yyv1 == nil {
-			yyv1 = []uint16{}
-			yyc1 = true
-		} else if len(yyv1) != 0 {
-			yyv1 = yyv1[:0]
-			yyc1 = true
-		}
-	} else {
-		yyhl1 := yyl1 > 0
-		var yyrl1 int
-		_ = yyrl1
-		if yyhl1 {
-			if yyl1 > cap(yyv1) {
-				yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 2)
-				if yyrl1 <= cap(yyv1) {
-					yyv1 = yyv1[:yyrl1]
-				} else {
-					yyv1 = make([]uint16, yyrl1)
-				}
-				yyc1 = true
-			} else if yyl1 != len(yyv1) {
-				yyv1 = yyv1[:yyl1]
-				yyc1 = true
-			}
-		}
-		var yyj1 int
-		// var yydn1 bool
-		for yyj1 = 0; (yyhl1 && yyj1 < yyl1) || !(yyhl1 || r.CheckBreak()); yyj1++ { // bounds-check-elimination
-			if yyj1 == 0 && yyv1 == nil {
-				if yyhl1 {
-					yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 2)
-				} else {
-					yyrl1 = 8
-				}
-				yyv1 = make([]uint16, yyrl1)
-				yyc1 = true
-			}
-			yyh1.ElemContainerState(yyj1)
-
-			var yydb1 bool
-			if yyj1 >= len(yyv1) {
-				yyv1 = append(yyv1, 0)
-				yyc1 = true
-
-			}
-			if yydb1 {
-				z.DecSwallow()
-			} else {
-				if r.TryDecodeAsNil() {
-					yyv1[yyj1] = 0
-				} else {
-					yyv1[yyj1] = (uint16)(z.C.UintV(r.DecodeUint64(), 16))
-				}
-
-			}
-
-		}
-		if yyj1 < len(yyv1) {
-			yyv1 = yyv1[:yyj1]
-			yyc1 = true
-		} else if yyj1 == 0 && yyv1 == nil {
-			yyv1 = make([]uint16, 0)
-			yyc1 = true
-		}
-	}
-	yyh1.End()
-	if yyc1 {
-		*v = yyv1
-	}
-}
-
 func (x codecSelfer1978) encSlicePtrtoNetworkResource(v []*NetworkResource, e *codec1978.Encoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperEncoder(e)
@@ -84642,6 +84675,102 @@ func (x codecSelfer1978) decSlicePtrtoNetworkResource(v *[]*NetworkResource, d *
 			yyc1 = true
 		} else if yyj1 == 0 && yyv1 == nil {
 			yyv1 = make([]*NetworkResource, 0)
+			yyc1 = true
+		}
+	}
+	yyh1.End()
+	if yyc1 {
+		*v = yyv1
+	}
+}
+
+func (x codecSelfer1978) encSliceuint16(v []uint16, e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	r.WriteArrayStart(len(v))
+	for _, yyv1 := range v {
+		r.WriteArrayElem()
+		if false {
+		} else {
+			r.EncodeUint(uint64(yyv1))
+		}
+	}
+	r.WriteArrayEnd()
+}
+
+func (x codecSelfer1978) decSliceuint16(v *[]uint16, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+
+	yyv1 := *v
+	yyh1, yyl1 := z.DecSliceHelperStart()
+	var yyc1 bool
+	_ = yyc1
+	if yyl1 == 0 {
+		if yyv1 == nil {
+			yyv1 = []uint16{}
+			yyc1 = true
+		} else if len(yyv1) != 0 {
+			yyv1 = yyv1[:0]
+			yyc1 = true
+		}
+	} else {
+		yyhl1 := yyl1 > 0
+		var yyrl1 int
+		_ = yyrl1
+		if yyhl1 {
+			if yyl1 > cap(yyv1) {
+				yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 2)
+				if yyrl1 <= cap(yyv1) {
+					yyv1 = yyv1[:yyrl1]
+				} else {
+					yyv1 = make([]uint16, yyrl1)
+				}
+				yyc1 = true
+			} else if yyl1 != len(yyv1) {
+				yyv1 = yyv1[:yyl1]
+				yyc1 = true
+			}
+		}
+		var yyj1 int
+		// var yydn1 bool
+		for yyj1 = 0; (yyhl1 && yyj1 < yyl1) || !(yyhl1 || r.CheckBreak()); yyj1++ { // bounds-check-elimination
+			if yyj1 == 0 && yyv1 == nil {
+				if yyhl1 {
+					yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 2)
+				} else {
+					yyrl1 = 8
+				}
+				yyv1 = make([]uint16, yyrl1)
+				yyc1 = true
+			}
+			yyh1.ElemContainerState(yyj1)
+
+			var yydb1 bool
+			if yyj1 >= len(yyv1) {
+				yyv1 = append(yyv1, 0)
+				yyc1 = true
+
+			}
+			if yydb1 {
+				z.DecSwallow()
+			} else {
+				if r.TryDecodeAsNil() {
+					yyv1[yyj1] = 0
+				} else {
+					yyv1[yyj1] = (uint16)(z.C.UintV(r.DecodeUint64(), 16))
+				}
+
+			}
+
+		}
+		if yyj1 < len(yyv1) {
+			yyv1 = yyv1[:yyj1]
+			yyc1 = true
+		} else if yyj1 == 0 && yyv1 == nil {
+			yyv1 = make([]uint16, 0)
 			yyc1 = true
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/agent/client/driver/mock"
 	"github.com/drover-project/drover/agent/client/driver/rawexec"
+	"github.com/drover-project/drover/agent/client/fingerprint"
 	clientstate "github.com/drover-project/drover/agent/client/state"
 	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/server/pool"
@@ -78,6 +79,9 @@ type Config struct {
 	NetworkAddr string
 	// Reserved resources; nil takes the defaults.
 	Reserved *structs.NodeReservedResources
+	// Network is the client's network_interface, host_network blocks and
+	// dynamic port range.
+	Network fingerprint.NetworkConfig
 
 	// Drivers.
 	RawExecEnabled bool

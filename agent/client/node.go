@@ -37,6 +37,7 @@ func (c *Client) setupNode(clientDir string) (*structs.Node, error) {
 	}
 	fp := fingerprint.Fingerprint(fingerprint.Config{
 		DataDir: c.cfg.DataDir, NetworkAddr: c.cfg.NetworkAddr, ReachAddrs: c.servers.all(), Logger: c.logger,
+		Network: c.cfg.Network,
 	})
 	name := c.cfg.NodeName
 	if name == "" {

@@ -312,6 +312,10 @@ func (c *Config) buildNode(i int, now time.Time) *structs.Node {
 			Cpu:    structs.NodeCpuResources{CpuShares: c.CPU, TotalCpuCores: 4},
 			Memory: structs.NodeMemoryResources{MemoryMB: c.MemoryMB},
 			Disk:   structs.NodeDiskResources{DiskMB: c.DiskMB},
+			// One host network, as a client with the default route on
+			// eth0 reports it, so jobs with ports place here.
+			NodeNetworks: []*structs.NodeNetworkResource{{Mode: structs.NetworkModeHost, Device: "eth0",
+				Addresses: []structs.NodeNetworkAddress{{Family: "ipv4", Alias: structs.DefaultHostNetwork, Address: attrs["unique.network.ip-address"]}}}},
 		},
 		ReservedResources: &structs.NodeReservedResources{},
 		Meta:              meta,

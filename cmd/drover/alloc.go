@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,6 +122,7 @@ func (e *env) printAlloc(a *structs.Allocation, checks map[string]*structs.Check
 	if a.NextAllocation != "" {
 		kv(out, "Replaced By", shortID(a.NextAllocation, verbose))
 	}
+	printAllocAddresses(out, a)
 	printAllocChecks(out, checks)
 
 	var tg *structs.TaskGroup
@@ -244,4 +246,36 @@ func runAllocStop(e *env, args []string) int {
 		return exitOK
 	}
 	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
+}
+
+// printAllocAddresses prints the allocation's group ports as Nomad's
+// `alloc status` does: label (starred), whether the port was dynamic, and
+// host address:port, with "-> to" when the port maps to another inside.
+// Nothing is printed for an allocation without ports.
+func printAllocAddresses(out io.Writer, a *structs.Allocation) {
+	if a.AllocatedResources == nil || len(a.AllocatedResources.Shared.Ports) == 0 {
+		return
+	}
+	static := map[string]bool{}
+	for _, n := range a.AllocatedResources.Shared.Networks {
+		for _, p := range n.ReservedPorts {
+			static[p.Label] = true
+		}
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "Allocation Addresses:")
+	t := newTable(out)
+	t.row("Label", "Dynamic", "Address")
+	for _, p := range a.AllocatedResources.Shared.Ports {
+		dynamic := "yes"
+		if static[p.Label] {
+			dynamic = "no"
+		}
+		addr := net.JoinHostPort(p.HostIP, strconv.Itoa(p.Value))
+		if p.To > 0 && p.To != p.Value {
+			addr += " -> " + strconv.Itoa(p.To)
+		}
+		t.row("*"+p.Label, dynamic, addr)
+	}
+	t.flush()
 }

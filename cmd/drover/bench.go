@@ -53,6 +53,7 @@ func runBench(e *env, args []string) int {
 		scenario    string
 		nodes       int
 		jobs, count int
+		ports       int
 		duration    time.Duration
 		pids        listFlag
 		dataDirs    listFlag
@@ -91,6 +92,8 @@ func runBench(e *env, args []string) int {
 	fs.Int64Var(&sf.memory, "memory", 0, "override the scenario's node memory (MB)")
 	fs.IntVar(&jobs, "jobs", 0, "override the scenario's job count")
 	fs.IntVar(&count, "count", 0, "override the scenario's allocations per job")
+	fs.IntVar(&ports, "ports", -1, "dynamic ports per allocation, in each group's network block (default: the scenario's;\n"+
+		"the *-ports scenarios have 1)")
 	fs.DurationVar(&duration, "duration", 0, "override the duration of churn and heartbeats")
 	fs.Var(&pids, "server-pids", "PIDs of the local servers, in the order of -address, comma-separated")
 	fs.Var(&dataDirs, "data-dirs", "the servers' data directories (Raft data size), comma-separated")
@@ -150,6 +153,10 @@ func runBench(e *env, args []string) int {
 	}
 	if count > 0 {
 		sc.Count = count
+	}
+	if ports >= 0 && ports != sc.DynamicPorts {
+		sc.DynamicPorts = ports
+		sc.Description = fmt.Sprintf("%s [%d dynamic port(s) per allocation]", sc.Description, ports)
 	}
 	if killAfter > 0 && sc.KillLeaderAfter == 0 {
 		sc.Targets = bench.Targets{}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent"
+	"github.com/drover-project/drover/api"
 	"github.com/drover-project/drover/bench"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/internal/tlsutil/tlstest"
@@ -384,5 +386,42 @@ func TestBenchSummarize(t *testing.T) {
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "old ") || !strings.HasPrefix(lines[2], "new ") ||
 		!strings.Contains(lines[2], "150 ms (100-200 ms)") {
 		t.Fatalf("summary:\n%s", out)
+	}
+}
+
+// TestBenchPortsSmoke runs the burst-ports variant small: every
+// allocation gets its own dynamic port, never one twice on a node.
+func TestBenchPortsSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server and simulated nodes")
+	}
+	a := startServerAgent(t)
+	e, out, errOut := testEnv(nil)
+	code := run([]string{"bench", "-scenario", "burst-ports", "-nodes", "5", "-count", "40",
+		"-address", a.HTTPURL(), "-sim-servers", a.RPCAddr(), "-report-delay", "20ms", "-update-interval", "50ms",
+		"-timeout", "30s", "-id-prefix", "ports", "-json", "-cleanup=false"}, e)
+	if code != 0 {
+		t.Fatalf("bench exited %d: %s\n%s", code, errOut, out)
+	}
+	c := api.NewClient(a.HTTPURL())
+	stubs, _, err := c.Allocations(context.Background(), nil)
+	if err != nil || len(stubs) != 40 {
+		t.Fatalf("%d allocations: %v", len(stubs), err)
+	}
+	taken := map[string]bool{}
+	for _, s := range stubs {
+		alloc, _, err := c.Allocation(context.Background(), s.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports := alloc.AllocatedResources.Shared.Ports
+		if len(ports) != 1 || ports[0].Label != "p0" || ports[0].Value < 20000 || ports[0].Value > 32000 {
+			t.Fatalf("ports %+v", ports)
+		}
+		key := alloc.NodeID + "/" + strconv.Itoa(ports[0].Value)
+		if taken[key] {
+			t.Fatalf("port %s given twice", key)
+		}
+		taken[key] = true
 	}
 }

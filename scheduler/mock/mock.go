@@ -96,6 +96,8 @@ func Node() *structs.Node {
 			Cpu:    structs.NodeCpuResources{CpuShares: 4000, TotalCpuCores: 4},
 			Memory: structs.NodeMemoryResources{MemoryMB: 8192},
 			Disk:   structs.NodeDiskResources{DiskMB: 100 * 1024},
+			NodeNetworks: []*structs.NodeNetworkResource{{Mode: structs.NetworkModeHost, Device: "eth0",
+				Addresses: []structs.NodeNetworkAddress{{Family: "ipv4", Alias: structs.DefaultHostNetwork, Address: "127.0.0.1"}}}},
 		},
 		ReservedResources: &structs.NodeReservedResources{
 			Cpu:    structs.NodeReservedCpuResources{CpuShares: 100},

@@ -222,7 +222,66 @@ func evaluateNode(snap *state.StateSnapshot, pending inflight, plan *structs.Pla
 	if err != nil || reason != "" {
 		return false, reason, err
 	}
+	if reason, err := portsFit(snap, node, pending, held, stops, placements); err != nil || reason != "" {
+		return false, reason, err
+	}
 	return fitsNode(node, used)
+}
+
+// portsFit checks the plan's ports on node under the same optimistic
+// rule as CPU and memory: the node's live allocations in the snapshot, less
+// those the plan stops or replaces, plus the in-flight placements, plus
+// the plan's placements one by one; no port may be taken twice on one
+// address, nor a reserved one. It returns the first collision, as Nomad
+// words it, or "". A plan whose placements on the node have no ports costs
+// one pass over them.
+func portsFit(snap *state.StateSnapshot, node *structs.Node, pending inflight, held *heldOn, stops, placements []*structs.Allocation) (string, error) {
+	asks := false
+	for _, a := range placements {
+		if a.HasPorts() {
+			asks = true
+			break
+		}
+	}
+	if !asks {
+		return "", nil
+	}
+	replaced := make(map[string]struct{}, len(stops)+len(placements))
+	for _, a := range stops {
+		replaced[a.ID] = struct{}{}
+	}
+	for _, a := range placements {
+		replaced[a.ID] = struct{}{}
+	}
+	u := structs.NewPortUsage(node)
+	allocs, err := snap.AllocsByNode(nil, node.ID)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range allocs {
+		if _, gone := replaced[a.ID]; !gone && !a.TerminalStatus() {
+			u.Add(a)
+		}
+	}
+	extra, err := pending.onNode(held)
+	if err != nil {
+		return "", err
+	}
+	for id, a := range extra {
+		if _, gone := replaced[id]; !gone && a != nil && !a.TerminalStatus() {
+			u.Add(a)
+		}
+	}
+	for _, a := range placements {
+		if a.TerminalStatus() {
+			continue
+		}
+		if reason := u.Collision(a); reason != "" {
+			return "network: " + reason, nil
+		}
+		u.Add(a)
+	}
+	return "", nil
 }
 
 // usedAfter is what would run on held's node once the plan and the

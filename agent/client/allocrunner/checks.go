@@ -48,7 +48,9 @@ type checkSpec struct {
 	args    []string
 	env     []string
 	dir     string
-	// restart is the task check_restart restarts ("" for none).
+	// restart is the task check_restart restarts ("" for none), or
+	// restartAll (a group service's check that names no task restarts
+	// every task of the allocation, as Nomad's).
 	restart string
 }
 
@@ -61,6 +63,10 @@ func (s *checkSpec) key() string {
 		c.Body, c.Header, c.TLSSkipVerify, c.SuccessBeforePassing, c.FailuresBeforeCritical,
 		c.CheckRestart, s.restart, s.dir)
 }
+
+// restartAll is checkSpec.restart for a check that restarts every task.
+// It cannot be a task name (task names have no NUL).
+const restartAll = "\x00all"
 
 // checkID is a check's stable ID within the allocation.
 func checkID(allocID, group, task, service, check string) string {
@@ -84,6 +90,9 @@ func (h *serviceHook) checkSpec(alloc *structs.Allocation, tg *structs.TaskGroup
 		service: name, check: c}
 	if c.TriggersRestarts() {
 		spec.restart = task
+		if task == "" {
+			spec.restart = restartAll
+		}
 	}
 	switch c.Type {
 	case structs.ServiceCheckScript:
@@ -310,8 +319,15 @@ func (cr *checkRunner) watch() {
 		return
 	}
 	cr.unhealthy = 0
+	reason := fmt.Sprintf("healthcheck: check %q unhealthy", c.Name)
+	if cr.spec.restart == restartAll {
+		for _, tr := range cr.set.ar.tasks {
+			tr.restartForCheck(reason)
+		}
+		return
+	}
 	if tr := cr.set.ar.tasks[cr.spec.restart]; tr != nil {
-		tr.restartForCheck(fmt.Sprintf("healthcheck: check %q unhealthy", c.Name))
+		tr.restartForCheck(reason)
 	}
 }
 

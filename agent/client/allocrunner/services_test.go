@@ -420,3 +420,36 @@ func TestServiceInPlaceUpdate(t *testing.T) {
 		return r != nil && slices.Equal(r.Tags, []string{"v3"})
 	})
 }
+
+// A group service's check with check_restart that names no task restarts
+// every task of the allocation, as Nomad's (the check fails for good
+// here: nothing listens on the port).
+func TestGroupCheckRestartRestartsEveryTask(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real checks at their one-second minimum interval")
+	}
+	port := freePort(t) // nothing listens: the tcp check fails
+	e := newEnv(t)
+	sleeper := func(name string) *structs.Task {
+		return &structs.Task{Name: name, Driver: "raw_exec",
+			Config: map[string]any{"command": "/bin/sh", "args": []any{"-c", "sleep 300"}}}
+	}
+	a := testAlloc(structs.JobTypeService, &structs.RestartPolicy{Attempts: 3, Interval: time.Minute,
+		Delay: 100 * time.Millisecond, Mode: structs.RestartPolicyModeFail}, sleeper("one"), sleeper("two"))
+	a.Job.TaskGroups[0].Services = []*structs.Service{{Name: "grp", Provider: "nomad", PortLabel: "http", AddressMode: "auto",
+		Checks: []*structs.ServiceCheck{{Name: "down", Type: "tcp", Interval: time.Second, Timeout: time.Second,
+			OnUpdate: structs.OnUpdateRequireHealthy, CheckRestart: &structs.CheckRestart{Limit: 1, Grace: time.Second}}}}}
+	a.AllocatedResources = &structs.AllocatedResources{Shared: structs.AllocatedSharedResources{
+		Ports: []structs.AllocatedPortMapping{{Label: "http", Value: port, HostIP: "127.0.0.1"}}}}
+	e.startWithServices(t, a, newFakeRegistrar())
+	e.rec.waitFor(t, "both tasks restarted by the group check", func(a *structs.Allocation) bool {
+		states := a.TaskStates.MustMap()
+		for _, name := range []string{"one", "two"} {
+			ts := states[name]
+			if ts == nil || ts.Restarts < 1 || findEvent(ts, structs.TaskRestartSignal) == nil {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -1,6 +1,7 @@
 package allocrunner
 
 import (
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -91,7 +92,8 @@ type taskEnv struct {
 // buildTaskEnv returns a task's environment, built in layers as Nomad
 // builds it; a later layer wins over an earlier one:
 //  1. the client's own environment, minus the denylist and NOMAD_*;
-//  2. the task variables (NOMAD_ALLOC_ID, ...; each only when it has a value);
+//  2. the task variables (NOMAD_ALLOC_ID, ...; each only when it has a
+//     value) and the port variables (NOMAD_PORT_<label>, ...: portVars);
 //  3. NOMAD_META_<key> for the job's, group's and task's meta merged (the
 //     task's wins), under the key as written and in upper case, with
 //     characters outside [A-Za-z0-9_.] replaced by '_'; values may refer
@@ -117,6 +119,7 @@ func buildTaskEnv(alloc *structs.Allocation, tg *structs.TaskGroup, task *struct
 			te.env[k] = v
 		}
 	}
+	putCleaned(te.env, portVars(alloc, task))
 	meta := mergedMeta(alloc.Job, tg, task)
 	upper := make(map[string]string, len(meta))
 	asWritten := make(map[string]string, len(meta))
@@ -173,6 +176,86 @@ func taskVars(alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Ta
 		}
 	}
 	return vars
+}
+
+// Port variables, as Nomad names them.
+const (
+	envAddrPrefix      = "NOMAD_ADDR_"
+	envHostAddrPrefix  = "NOMAD_HOST_ADDR_"
+	envIPPrefix        = "NOMAD_IP_"
+	envHostIPPrefix    = "NOMAD_HOST_IP_"
+	envPortPrefix      = "NOMAD_PORT_"
+	envAllocPortPrefix = "NOMAD_ALLOC_PORT_"
+	envHostPortPrefix  = "NOMAD_HOST_PORT_"
+)
+
+// portVars returns the variables for the allocation's ports, as Nomad
+// sets them (nil when it has none):
+//   - for each group port: NOMAD_IP_<label> and NOMAD_HOST_IP_<label> (the
+//     host address), NOMAD_HOST_PORT_<label> (the port on the host),
+//     NOMAD_ADDR_<label> and NOMAD_HOST_ADDR_<label> (address:port), and
+//     NOMAD_PORT_<label> and NOMAD_ALLOC_PORT_<label>: the port's to when it
+//     has one, else the host port;
+//   - for each port of the task's own legacy network: NOMAD_IP_<label>,
+//     NOMAD_IPv4_<label> (or IPv6), NOMAD_HOST_PORT_<label>,
+//     NOMAD_ADDR_<label> and NOMAD_PORT_<label> (the host port);
+//   - for each port of another task's legacy network:
+//     NOMAD_ADDR_<task>_<label>, NOMAD_IP_<task>_<label> and
+//     NOMAD_PORT_<task>_<label>.
+func portVars(alloc *structs.Allocation, task *structs.Task) map[string]string {
+	ar := alloc.AllocatedResources
+	if ar == nil || !alloc.HasPorts() {
+		return nil
+	}
+	vars := map[string]string{}
+	for _, name := range sortedTaskNames(ar.Tasks) {
+		for _, n := range ar.Tasks[name].Networks {
+			for _, list := range [][]structs.Port{n.ReservedPorts, n.DynamicPorts} {
+				for _, p := range list {
+					port := strconv.Itoa(p.Value)
+					if name != task.Name {
+						vars[envAddrPrefix+name+"_"+p.Label] = net.JoinHostPort(n.IP, port)
+						vars[envIPPrefix+name+"_"+p.Label] = n.IP
+						vars[envPortPrefix+name+"_"+p.Label] = port
+						continue
+					}
+					family := "NOMAD_IPv4_"
+					if strings.Contains(n.IP, ":") {
+						family = "NOMAD_IPv6_"
+					}
+					vars[envIPPrefix+p.Label] = n.IP
+					vars[family+p.Label] = n.IP
+					vars[envHostPortPrefix+p.Label] = port
+					vars[envAddrPrefix+p.Label] = net.JoinHostPort(n.IP, port)
+					vars[envPortPrefix+p.Label] = port
+				}
+			}
+		}
+	}
+	for _, p := range ar.Shared.Ports {
+		host := strconv.Itoa(p.Value)
+		inside := host
+		if p.To > 0 {
+			inside = strconv.Itoa(p.To)
+		}
+		vars[envAddrPrefix+p.Label] = net.JoinHostPort(p.HostIP, host)
+		vars[envHostAddrPrefix+p.Label] = net.JoinHostPort(p.HostIP, host)
+		vars[envIPPrefix+p.Label] = p.HostIP
+		vars[envHostIPPrefix+p.Label] = p.HostIP
+		vars[envPortPrefix+p.Label] = inside
+		vars[envAllocPortPrefix+p.Label] = inside
+		vars[envHostPortPrefix+p.Label] = host
+	}
+	return vars
+}
+
+func sortedTaskNames(m map[string]*structs.AllocatedTaskResources) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // setTaskEnv adds the task's env block. A value may refer to any variable

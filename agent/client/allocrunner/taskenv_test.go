@@ -134,6 +134,36 @@ func TestBuildTaskEnv(t *testing.T) {
 			},
 			want: map[string]string{"NOMAD_DC": "mine", "NOMAD_META_my_key": "v", "NOMAD_META_my-key": "",
 				"NOMAD_META_b_c": "as written", "NOMAD_META_b~c": ""}},
+		{name: "group ports",
+			change: func(t *testing.T, f *envFixture) {
+				f.alloc.AllocatedResources.Shared.Ports = []structs.AllocatedPortMapping{
+					{Label: "http", Value: 25001, HostIP: "10.0.0.5"},
+					{Label: "db-main", Value: 8080, To: 5432, HostIP: "10.0.0.5"},
+				}
+				f.task.Env = map[string]string{"LISTEN": "${NOMAD_IP_http}:${NOMAD_PORT_http}"}
+			},
+			want: map[string]string{
+				"NOMAD_PORT_http": "25001", "NOMAD_HOST_PORT_http": "25001", "NOMAD_ALLOC_PORT_http": "25001",
+				"NOMAD_IP_http": "10.0.0.5", "NOMAD_HOST_IP_http": "10.0.0.5",
+				"NOMAD_ADDR_http": "10.0.0.5:25001", "NOMAD_HOST_ADDR_http": "10.0.0.5:25001",
+				// to is the port inside; the label is cleaned where Nomad cleans it.
+				"NOMAD_PORT_db_main": "5432", "NOMAD_ALLOC_PORT_db-main": "5432", "NOMAD_HOST_PORT_db_main": "8080",
+				"NOMAD_ADDR_db_main": "10.0.0.5:8080", "NOMAD_PORT_db-main": "",
+				"LISTEN": "10.0.0.5:25001",
+			}},
+		{name: "legacy task ports: the task's own and another task's",
+			change: func(t *testing.T, f *envFixture) {
+				f.alloc.AllocatedResources.Tasks["api"].Networks = []*structs.NetworkResource{{IP: "10.0.0.5",
+					ReservedPorts: []structs.Port{{Label: "rpc", Value: 9000}}, DynamicPorts: []structs.Port{{Label: "dyn", Value: 21000}}}}
+				f.alloc.AllocatedResources.Tasks["side"] = &structs.AllocatedTaskResources{Networks: []*structs.NetworkResource{{
+					IP: "10.0.0.5", DynamicPorts: []structs.Port{{Label: "metrics", Value: 21001}}}}}
+			},
+			want: map[string]string{
+				"NOMAD_PORT_rpc": "9000", "NOMAD_HOST_PORT_rpc": "9000", "NOMAD_IP_rpc": "10.0.0.5", "NOMAD_IPv4_rpc": "10.0.0.5",
+				"NOMAD_ADDR_rpc": "10.0.0.5:9000", "NOMAD_PORT_dyn": "21000",
+				"NOMAD_ADDR_side_metrics": "10.0.0.5:21001", "NOMAD_IP_side_metrics": "10.0.0.5", "NOMAD_PORT_side_metrics": "21001",
+				"NOMAD_PORT_metrics": "",
+			}},
 		{name: "client credentials and NOMAD_ variables stay out",
 			change: func(t *testing.T, f *envFixture) {
 				t.Setenv("VAULT_TOKEN", "secret")

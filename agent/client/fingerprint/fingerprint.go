@@ -38,6 +38,10 @@ type Config struct {
 	// NumCPU returns the CPUs this process may use (runtime.NumCPU).
 	NumCPU func() int
 	Logger hclog.Logger
+	// Network is the client's network settings.
+	Network NetworkConfig
+	// interfaces and routeIface replace the machine's (tests).
+	interfaces func() []iface
 }
 
 // Result is the fingerprint.
@@ -128,7 +132,28 @@ func Fingerprint(cfg Config) *Result {
 	if h, err := os.Hostname(); err == nil {
 		attrs["unique.hostname"] = h
 	}
-	attrs["unique.network.ip-address"] = ipAddress(cfg)
+	ip := ipAddress(cfg)
+	// Networks: the default host network and the host_network blocks.
+	list := cfg.interfaces
+	if list == nil {
+		list = systemInterfaces
+	}
+	ifaces := list()
+	r.Resources.NodeNetworks = networks(cfg.Network, cfg.NetworkAddr, ifaces, defaultRouteInterface(cfg.ProcRoot))
+	for _, n := range r.Resources.NodeNetworks {
+		for _, a := range n.Addresses {
+			if a.Alias == structs.DefaultHostNetwork && cfg.NetworkAddr == "" && cfg.Network.Interface != "" {
+				ip = a.Address // network_interface names the node's address
+			}
+		}
+	}
+	if len(r.Resources.NodeNetworks) == 0 {
+		log.Warn("no network interface found for the default host network; jobs asking for ports will not be placed here",
+			"network_interface", cfg.Network.Interface)
+	}
+	r.Resources.MinDynamicPort = cfg.Network.MinDynamicPort
+	r.Resources.MaxDynamicPort = cfg.Network.MaxDynamicPort
+	attrs["unique.network.ip-address"] = ip
 	attrs["drover.version"] = version.Version
 	return r
 }

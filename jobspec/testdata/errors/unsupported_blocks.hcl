@@ -3,9 +3,6 @@ job "web" {
     max_parallel = 1
   }
   group "g" {
-    network {
-      port "http" {}
-    }
     task "t" {
       driver = "raw_exec"
       service {
