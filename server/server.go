@@ -153,7 +153,8 @@ func (s *Server) start() error {
 	s.allocUpdates = &allocUpdateBatcher{s: s}
 	s.leaderHooks = append(s.builtinLeaderHooks(), s.config.LeaderHooks...)
 	var err error
-	s.fsm, err = fsm.New(fsm.Config{Logger: s.logger, Hooks: &fsmHooks{s: s, next: s.config.FSMHooks}})
+	s.fsm, err = fsm.New(fsm.Config{Logger: s.logger, Hooks: &fsmHooks{s: s, next: s.config.FSMHooks},
+		JobTrackedVersions: s.config.JobTrackedVersions})
 	if err != nil {
 		return fmt.Errorf("server: fsm: %w", err)
 	}

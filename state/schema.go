@@ -26,6 +26,9 @@ const (
 	TableACLPolicies = "acl_policy"
 	TableACLTokens   = "acl_token"
 	TableACLCluster  = "acl_cluster"
+	// TableJobVersions keeps the last versions of every job, the current
+	// one included, by (namespace, job, version) (job_versions.go).
+	TableJobVersions = "job_version"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -43,7 +46,7 @@ const (
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableJobVersions}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -234,6 +237,12 @@ func schema() *memdb.DBSchema {
 			Name: TableACLCluster,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.ACLClusterSecret]{get: func(*structs.ACLClusterSecret) string { return aclClusterKey }}},
+			},
+		},
+		TableJobVersions: {
+			Name: TableJobVersions,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: jobVersionIndex{}},
 			},
 		},
 		TableAllocs: {

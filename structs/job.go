@@ -44,6 +44,10 @@ const (
 	MaxKillTimeout        = 24 * time.Hour
 	DefaultMigrateMaxPar  = 1
 	maxConstraintsPerList = 100
+	// JobTrackedVersions is how many versions of a job the servers keep,
+	// the current one included (Nomad's default; the server option
+	// job_tracked_versions changes it).
+	JobTrackedVersions = 6
 )
 
 // Upper bounds of one task's resource asks. They are far beyond any
