@@ -310,3 +310,14 @@ func (s *nodeSet) add(id string) {
 	s.seen[id] = true
 	s.ids = append(s.ids, id)
 }
+
+// applyJobStability sets a job version's Stable flag. A version no longer
+// kept is a refusal (the entry's result), found before anything is
+// written.
+func (f *FSM) applyJobStability(b *state.Batch, buf []byte, index uint64) (any, error) {
+	var req structs.JobStabilityRequest
+	if err := f.decodeLocked(buf, &req, structs.JobStabilityRequestType, index); err != nil {
+		return err, nil
+	}
+	return refusal(b.UpdateJobStability(index, req.RequestNamespace(), req.JobID, req.JobVersion, req.Stable))
+}

@@ -96,6 +96,8 @@ func raftSamples() []raftSample {
 			func() any { return new(ACLTokenBootstrapRequest) }},
 		{ACLClusterSecretRequestType, &ACLClusterSecretRequest{Secret: &ACLClusterSecret{Secret: fixtureID("f", 9)}, WriteRequest: wr},
 			func() any { return new(ACLClusterSecretRequest) }},
+		{JobStabilityRequestType, &JobStabilityRequest{JobID: "web", JobVersion: 3, Stable: true, WriteRequest: wr},
+			func() any { return new(JobStabilityRequest) }},
 	}
 }
 

@@ -58,6 +58,9 @@ var wireTypes = []any{
 	new(NodeClientAllocsResponse), new(AllocsGetRequest), new(AllocsGetResponse),
 	new(AllocStopRequest), new(AllocStopResponse), new(JobSummaryResponse), new(JobPlanRequest),
 	new(JobPlanResponse), new(JobValidateRequest), new(JobValidateResponse), new(JobDiff), new(SnapshotSaveResponse), new(SnapshotRestoreRequest),
+	// Job versions (structs/job_versions.go, structs/diff.go).
+	new(TaskGroupDiff), new(TaskDiff), new(ObjectDiff), new(FieldDiff), new(JobVersionsRequest),
+	new(JobVersionsResponse), new(JobRevertRequest), new(JobStabilityRequest), new(JobStabilityResponse),
 	// ACLs.
 	new(ACLPolicy), new(ACLPolicyListStub), new(ACLToken), new(ACLTokenListStub), new(ACLClusterSecret),
 	new(ACLPolicyUpsertRequest), new(ACLPolicyDeleteRequest), new(ACLPolicySpecificRequest),

@@ -40,6 +40,10 @@ const (
 	ACLTokenDeleteRequestType
 	ACLTokenBootstrapRequestType
 	ACLClusterSecretRequestType
+	// JobStabilityRequestType sets a job version's Stable flag. Written
+	// without the ignore flag: auto-revert picks its target by it, so a
+	// server that skipped it would choose differently.
+	JobStabilityRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -53,7 +57,7 @@ func (t MessageType) String() string {
 		"EvalUpdate", "EvalDelete", "AllocClientUpdate", "ApplyPlanResults",
 		"AllocUpdateDesiredTransition", "ApplyPlanResultsGrouped",
 		"ACLPolicyUpsert", "ACLPolicyDelete", "ACLTokenUpsert", "ACLTokenDelete",
-		"ACLTokenBootstrap", "ACLClusterSecret"}
+		"ACLTokenBootstrap", "ACLClusterSecret", "JobStability"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]

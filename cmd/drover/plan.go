@@ -49,7 +49,7 @@ func runJobPlan(e *env, args []string) int {
 
 	diffType := ""
 	if resp.Diff != nil {
-		diffType = resp.Diff.Type
+		diffType = string(resp.Diff.Type)
 	}
 	fmt.Fprintf(out, "%sJob: %q\n", diffMarker(diffType), job.ID)
 	changes := false
