@@ -8,7 +8,7 @@ import (
 
 func diffTestJob() *Job {
 	j := &Job{ID: "web", Name: "web", Type: JobTypeService, Datacenters: []string{"dc1"},
-		Meta: map[string]string{"owner": "a"},
+		Meta:        map[string]string{"owner": "a"},
 		Constraints: []*Constraint{{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}},
 		TaskGroups: []*TaskGroup{{Name: "api", Count: 2,
 			RestartPolicy: &RestartPolicy{Attempts: 2, Interval: time.Minute, Delay: time.Second, Mode: "fail"},
@@ -151,7 +151,9 @@ func TestJobDiffCoversEveryField(t *testing.T) {
 		{"group", reflect.TypeFor[TaskGroup](), groupDiffSkip, func(j *Job) reflect.Value { return reflect.ValueOf(j.TaskGroups[0]).Elem() },
 			func(d *JobDiff) DiffType { return combinedType(d.TaskGroups[0].Fields, d.TaskGroups[0].Objects) }},
 		{"task", reflect.TypeFor[Task](), taskDiffSkip, func(j *Job) reflect.Value { return reflect.ValueOf(j.TaskGroups[0].Tasks[0]).Elem() },
-			func(d *JobDiff) DiffType { return combinedType(d.TaskGroups[0].Tasks[0].Fields, d.TaskGroups[0].Tasks[0].Objects) }},
+			func(d *JobDiff) DiffType {
+				return combinedType(d.TaskGroups[0].Tasks[0].Fields, d.TaskGroups[0].Tasks[0].Objects)
+			}},
 	}
 	for _, l := range levels {
 		for i := range l.typ.NumField() {
