@@ -39,6 +39,11 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/job/{id}/summary", h.jobSummary)
 	handle("GET /v1/job/{id}/deployment", h.jobLatestDeployment)
 	handle("GET /v1/job/{id}/deployments", h.jobDeployments)
+	handle("GET /v1/job/{id}/versions", h.jobVersions)
+	handle("PUT /v1/job/{id}/revert", h.jobRevert)
+	handle("POST /v1/job/{id}/revert", h.jobRevert)
+	handle("PUT /v1/job/{id}/stable", h.jobStable)
+	handle("POST /v1/job/{id}/stable", h.jobStable)
 	handle("PUT /v1/job/{id}/plan", h.jobPlan)
 	handle("POST /v1/job/{id}/plan", h.jobPlan)
 
@@ -99,9 +104,6 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/deployments", "deployments"},
 	{"/v1/deployment/", "deployments"},
-	{"/v1/job/{id}/versions", "job versions"},
-	{"/v1/job/{id}/revert", "job versions (revert)"},
-	{"/v1/job/{id}/stable", "job versions (stable)"},
 	{"/v1/job/{id}/submission", "job submissions"},
 	{"/v1/job/{id}/dispatch", "parameterized jobs (dispatch)"},
 	{"/v1/job/{id}/periodic/force", "periodic jobs"},

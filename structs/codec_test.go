@@ -76,7 +76,7 @@ var wireTypes = []any{
 var notWireTypes = map[string]bool{
 	"Error": true, "FieldError": true, "ValidationError": true, "NodeUsage": true,
 	"ComparableResources": true, "NamespacedID": true, "JobRegisterHTTPRequest": true,
-	"JobPlanHTTPRequest": true, "JobValidateHTTPRequest": true, "JobsParseHTTPRequest": true, "DrainSpec": true,
+	"JobPlanHTTPRequest": true, "JobRevertHTTPRequest": true, "JobStabilityHTTPRequest": true, "JobValidateHTTPRequest": true, "JobsParseHTTPRequest": true, "DrainSpec": true,
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,
