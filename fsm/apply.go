@@ -321,3 +321,20 @@ func (f *FSM) applyJobStability(b *state.Batch, buf []byte, index uint64) (any, 
 	}
 	return refusal(b.UpdateJobStability(index, req.RequestNamespace(), req.JobID, req.JobVersion, req.Stable))
 }
+
+// applyScalingEvent applies a scaling request: the scaled job and its
+// evaluation (when the count changed), and the event.
+func (f *FSM) applyScalingEvent(b *state.Batch, buf []byte, index uint64) (any, error) {
+	var req structs.ScalingEventRegisterRequest
+	if err := f.decodeLocked(buf, &req, structs.ScalingEventRegisterRequestType, index); err != nil {
+		return err, nil
+	}
+	if err := b.UpsertScalingEvent(index, &req); err != nil {
+		f.logger.Error("scaling event failed", "job_id", req.JobID, "namespace", req.RequestNamespace(), "error", err)
+		return nil, err
+	}
+	if req.Eval != nil {
+		f.queueEvalsUpserted([]*structs.Evaluation{req.Eval})
+	}
+	return nil, nil
+}

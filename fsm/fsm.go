@@ -244,6 +244,8 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyACLClusterSecret(b, buf[1:], log.Index)
 	case structs.JobStabilityRequestType:
 		return f.applyJobStability(b, buf[1:], log.Index)
+	case structs.ScalingEventRegisterRequestType:
+		return f.applyScalingEvent(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

@@ -56,6 +56,8 @@ const (
 	// other than the current one: a recJob is its job's current version
 	// too, so a job without history adds no record.
 	recJobVersion
+	// recScalingEvents is one job's kept scaling events.
+	recScalingEvents
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

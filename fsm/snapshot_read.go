@@ -310,6 +310,8 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.ACLToken)
 		case recACLCluster:
 			d.v = new(structs.ACLClusterSecret)
+		case recScalingEvents:
+			d.v = new(structs.JobScalingEvents)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -379,6 +381,8 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.ACLTokenRestore(v)
 	case *structs.ACLClusterSecret:
 		return in.restore.ACLClusterSecretRestore(v)
+	case *structs.JobScalingEvents:
+		return in.restore.ScalingEventsRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

@@ -76,6 +76,11 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 			v2.Meta = map[string]string{"version": "2"}
 			must(t, store.UpsertJob(next(), v2, nil))
 			must(t, store.UpdateJobStability(next(), stored.Namespace, stored.ID, stored.Version, true))
+			n := int64(2)
+			must(t, store.UpsertScalingEvent(next(), &structs.ScalingEventRegisterRequest{JobID: stored.ID,
+				TaskGroup: stored.TaskGroups[0].Name, WriteRequest: structs.WriteRequest{Namespace: stored.Namespace},
+				Event: &structs.ScalingEvent{Time: 1700000005, Count: &n, PreviousCount: 1, Message: "by test",
+					Meta: map[string]any{"k": "v"}}}))
 			must(t, store.UpsertPlanResults(next(), &structs.ApplyPlanResultsRequest{
 				AllocsStopped: []*structs.Allocation{{ID: placed[0].ID, DesiredStatus: structs.AllocDesiredStatusStop,
 					DesiredDescription: "alloc is being updated"}}}))
@@ -122,6 +127,8 @@ func tables(s *state.StateStore) (map[string]any, error) {
 	out[state.TableACLCluster] = v9
 	v10, e := s.JobVersions(nil)
 	read(state.TableJobVersions, v10, e)
+	v11, e := s.ScalingEvents(nil)
+	read(state.TableScalingEvents, v11, e)
 	return out, err
 }
 

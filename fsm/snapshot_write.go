@@ -160,6 +160,13 @@ func collectRows(snap *state.StateSnapshot) ([]row, error) {
 		}
 		rows = append(rows, row{t: recJobVersion, v: v})
 	}
+	scaling, err := snap.ScalingEvents(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range scaling {
+		rows = append(rows, row{t: recScalingEvents, v: e})
+	}
 	return appendACLRows(snap, rows)
 }
 

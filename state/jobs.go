@@ -112,6 +112,9 @@ func (b *Batch) DeregisterJob(index uint64, namespace, jobID string, purge bool,
 		if err := deleteJobVersionsTxn(txn, namespace, jobID); err != nil {
 			return err
 		}
+		if err := deleteByIDTxn(txn, TableScalingEvents, namespace, jobID); err != nil {
+			return err
+		}
 	} else {
 		stopped := job.Copy()
 		stopped.Stop = true

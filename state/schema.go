@@ -29,6 +29,9 @@ const (
 	// TableJobVersions keeps the last versions of every job, the current
 	// one included, by (namespace, job, version) (job_versions.go).
 	TableJobVersions = "job_version"
+	// TableScalingEvents keeps each job's recent scaling events, one row
+	// per job (scaling_events.go).
+	TableScalingEvents = "scaling_event"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -46,7 +49,7 @@ const (
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableJobVersions}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableJobVersions, TableScalingEvents}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -243,6 +246,12 @@ func schema() *memdb.DBSchema {
 			Name: TableJobVersions,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: jobVersionIndex{}},
+			},
+		},
+		TableScalingEvents: {
+			Name: TableScalingEvents,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.JobScalingEvents]{get: func(e *structs.JobScalingEvents) (string, string) { return e.Namespace, e.JobID }}},
 			},
 		},
 		TableAllocs: {

@@ -61,6 +61,9 @@ var wireTypes = []any{
 	// Job versions (structs/job_versions.go, structs/diff.go).
 	new(TaskGroupDiff), new(TaskDiff), new(ObjectDiff), new(FieldDiff), new(JobVersionsRequest),
 	new(JobVersionsResponse), new(JobRevertRequest), new(JobStabilityRequest), new(JobStabilityResponse),
+	// Scaling (structs/scaling.go).
+	new(ScalingPolicy), new(ScalingEvent), new(JobScalingEvents), new(ScalingRequest),
+	new(ScalingEventRegisterRequest), new(JobScaleStatusResponse), new(JobScaleStatus), new(TaskGroupScaleStatus),
 	// ACLs.
 	new(ACLPolicy), new(ACLPolicyListStub), new(ACLToken), new(ACLTokenListStub), new(ACLClusterSecret),
 	new(ACLPolicyUpsertRequest), new(ACLPolicyDeleteRequest), new(ACLPolicySpecificRequest),
@@ -76,7 +79,7 @@ var wireTypes = []any{
 var notWireTypes = map[string]bool{
 	"Error": true, "FieldError": true, "ValidationError": true, "NodeUsage": true,
 	"ComparableResources": true, "NamespacedID": true, "JobRegisterHTTPRequest": true,
-	"JobPlanHTTPRequest": true, "JobRevertHTTPRequest": true, "JobStabilityHTTPRequest": true, "JobValidateHTTPRequest": true, "JobsParseHTTPRequest": true, "DrainSpec": true,
+	"JobPlanHTTPRequest": true, "JobRevertHTTPRequest": true, "ScalingHTTPRequest": true, "JobStabilityHTTPRequest": true, "JobValidateHTTPRequest": true, "JobsParseHTTPRequest": true, "DrainSpec": true,
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,

@@ -80,7 +80,20 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	c.RestartPolicy = shallow(tg.RestartPolicy)
 	c.ReschedulePolicy = shallow(tg.ReschedulePolicy)
 	c.Migrate = shallow(tg.Migrate)
+	c.Scaling = tg.Scaling.Copy()
 	c.Meta = maps.Clone(tg.Meta)
+	return &c
+}
+
+// Copy returns a deep copy of the scaling block.
+func (p *ScalingPolicy) Copy() *ScalingPolicy {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	if p.Policy != nil {
+		c.Policy = copyAny(p.Policy).(map[string]any)
+	}
 	return &c
 }
 

@@ -117,7 +117,10 @@ type TaskGroup struct {
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
 	Migrate          *MigrateStrategy
-	Meta             map[string]string
+	// Scaling is the group's scaling block (nil: none): the bounds of
+	// its count, checked at registration and by scaling requests.
+	Scaling *ScalingPolicy
+	Meta    map[string]string
 }
 
 // Task is one process run by a driver.
@@ -399,6 +402,9 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 	if tg.Migrate == nil && j.Type == JobTypeService {
 		tg.Migrate = DefaultMigrateStrategy()
 	}
+	if tg.Scaling != nil && tg.Scaling.Type == "" {
+		tg.Scaling.Type = ScalingPolicyTypeHorizontal
+	}
 	for _, t := range tg.Tasks {
 		if t == nil {
 			continue
@@ -552,6 +558,9 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 		} else if m.MaxParallel < 0 {
 			v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
 		}
+	}
+	if sp := tg.Scaling; sp != nil {
+		tg.validateScaling(v, join(p, "Scaling"), jobType)
 	}
 	switch {
 	case len(tg.Tasks) == 0:

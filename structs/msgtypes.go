@@ -44,6 +44,10 @@ const (
 	// without the ignore flag: auto-revert picks its target by it, so a
 	// server that skipped it would choose differently.
 	JobStabilityRequestType
+	// ScalingEventRegisterRequestType is a scaling request: the scaled
+	// job with its evaluation, and the scaling event. Not ignorable: it
+	// may carry a new job version.
+	ScalingEventRegisterRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -57,7 +61,7 @@ func (t MessageType) String() string {
 		"EvalUpdate", "EvalDelete", "AllocClientUpdate", "ApplyPlanResults",
 		"AllocUpdateDesiredTransition", "ApplyPlanResultsGrouped",
 		"ACLPolicyUpsert", "ACLPolicyDelete", "ACLTokenUpsert", "ACLTokenDelete",
-		"ACLTokenBootstrap", "ACLClusterSecret", "JobStability"}
+		"ACLTokenBootstrap", "ACLClusterSecret", "JobStability", "ScalingEventRegister"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]

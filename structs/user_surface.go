@@ -98,3 +98,19 @@ type JobStabilityHTTPRequest struct {
 	Namespace string
 	SecretID  string
 }
+
+// ScalingHTTPRequest is the body of PUT|POST /v1/job/<id>/scale (Nomad's
+// ScalingRequest).
+type ScalingHTTPRequest struct {
+	Count          *int64
+	Target         map[string]string
+	Message        string
+	Error          bool
+	Meta           map[string]any
+	PolicyOverride bool
+	JobModifyIndex uint64
+	// Region, Namespace and SecretID: see JobRegisterHTTPRequest.
+	Region    string
+	Namespace string
+	SecretID  string
+}
