@@ -44,6 +44,9 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("POST /v1/job/{id}/revert", h.jobRevert)
 	handle("PUT /v1/job/{id}/stable", h.jobStable)
 	handle("POST /v1/job/{id}/stable", h.jobStable)
+	handle("GET /v1/job/{id}/scale", h.jobScaleStatus)
+	handle("PUT /v1/job/{id}/scale", h.jobScale)
+	handle("POST /v1/job/{id}/scale", h.jobScale)
 	handle("PUT /v1/job/{id}/plan", h.jobPlan)
 	handle("POST /v1/job/{id}/plan", h.jobPlan)
 
@@ -107,7 +110,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/job/{id}/submission", "job submissions"},
 	{"/v1/job/{id}/dispatch", "parameterized jobs (dispatch)"},
 	{"/v1/job/{id}/periodic/force", "periodic jobs"},
-	{"/v1/job/{id}/scale", "job scaling"},
 	{"/v1/job/{id}/services", "services"},
 	{"/v1/job/{id}/evaluate", "forced job evaluation"},
 	{"/v1/job/{id}/action", "task actions"},

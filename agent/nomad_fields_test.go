@@ -289,7 +289,14 @@ func newElem(t reflect.Type) reflect.Value {
 var companions = map[string]func(parent reflect.Value){
 	// A limited reschedule policy needs an interval.
 	"ReschedulePolicy.Attempts": func(p reflect.Value) { p.FieldByName("Interval").Set(reflect.ValueOf(new(time.Hour))) },
+	// A scaling block needs a max.
+	"ScalingPolicy.Min":     scalingMax,
+	"ScalingPolicy.Enabled": scalingMax,
+	"ScalingPolicy.Policy":  scalingMax,
+	"ScalingPolicy.Type":    scalingMax,
 }
+
+func scalingMax(p reflect.Value) { p.FieldByName("Max").Set(reflect.ValueOf(new(int64(7)))) }
 
 // sampleOverrides are non-empty samples that are also valid, for the
 // fields whose generic sample would fail validation.
@@ -303,7 +310,8 @@ var sampleOverrides = map[string]any{
 	"RestartPolicy.Mode": "delay", "RestartPolicy.Interval": time.Hour,
 	"ReschedulePolicy.DelayFunction": "fibonacci",
 	"MigrateStrategy.HealthCheck":    "task_states",
-	"Resources.CPU":                  250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
+	"ScalingPolicy.Min":              1, "ScalingPolicy.Max": 7, "ScalingPolicy.Type": "horizontal",
+	"Resources.CPU": 250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
 }
 
 // sampleValue returns a non-empty value of type t for the field name

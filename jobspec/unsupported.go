@@ -44,7 +44,6 @@ var unsupportedFeatures = map[string]string{
 	"taskgroup.maxrunduration":            "max_run_duration",
 	"taskgroup.stopafterclientdisconnect": "stop_after_client_disconnect",
 	"taskgroup.maxclientdisconnect":       "max_client_disconnect",
-	"taskgroup.scaling":                   "the scaling block",
 	"taskgroup.consul":                    "Consul",
 	"taskgroup.vault":                     "Vault",
 	"taskgroup.preventrescheduleonlost":   "prevent_reschedule_on_lost",
@@ -78,6 +77,12 @@ var unsupportedFeatures = map[string]string{
 	"resources.iops":        "IOPS",
 
 	"restartpolicy.rendertemplates": "render_templates (templates)",
+
+	"scalingpolicy.id":          "setting a scaling policy's ID (the servers own it)",
+	"scalingpolicy.namespace":   "setting a scaling policy's namespace (it is the job's)",
+	"scalingpolicy.target":      "setting a scaling policy's target (it is its group)",
+	"scalingpolicy.createindex": "setting a scaling policy's indexes (the servers own them)",
+	"scalingpolicy.modifyindex": "setting a scaling policy's indexes (the servers own them)",
 
 	"jobregisterhttprequest.preservecounts":    "keeping the running counts on job run (-preserve-counts)",
 	"jobregisterhttprequest.preserveresources": "keeping the running resources on job run (-preserve-resources)",

@@ -75,6 +75,10 @@ var rpcACLRules = map[string]aclRule{
 	"Job.GetJobVersions": {allow: nsCap(acl.NamespaceCapabilityReadJob)},
 	"Job.Revert":         {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
 	"Job.Stable":         {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	// As Nomad: scaling needs scale-job or submit-job; its status
+	// read-job-scaling or read-job.
+	"Job.Scale":       {allow: nsAnyCap(acl.NamespaceCapabilityScaleJob, acl.NamespaceCapabilitySubmitJob)},
+	"Job.ScaleStatus": {allow: nsAnyCap(acl.NamespaceCapabilityReadJobScaling, acl.NamespaceCapabilityReadJob)},
 
 	"Node.Register":          {class: aclNodeSecret},
 	"Node.UpdateStatus":      {class: aclNodeSecret},
@@ -169,6 +173,19 @@ func allowNamespace(a *acl.ACL, ns, capability string) bool {
 func nsCap(capability string) func(*acl.ACL, *Server, any) bool {
 	return func(a *acl.ACL, _ *Server, args any) bool {
 		return allowNamespace(a, requestNamespace(args), capability)
+	}
+}
+
+// nsAnyCap requires one of capabilities in the request's namespace.
+func nsAnyCap(capabilities ...string) func(*acl.ACL, *Server, any) bool {
+	return func(a *acl.ACL, _ *Server, args any) bool {
+		ns := requestNamespace(args)
+		for _, c := range capabilities {
+			if allowNamespace(a, ns, c) {
+				return true
+			}
+		}
+		return false
 	}
 }
 
