@@ -157,7 +157,9 @@ func TestACLScaleCapability(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := boot.Tokens[0].SecretID
-	wr := func(token string) structs.WriteRequest { return structs.WriteRequest{Region: "global", AuthToken: token} }
+	wr := func(token string) structs.WriteRequest {
+		return structs.WriteRequest{Region: "global", AuthToken: token}
+	}
 	var gr structs.GenericResponse
 	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
 		{Name: "scaler", Rules: `namespace "default" { policy = "scale" }`},
