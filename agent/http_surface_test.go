@@ -122,6 +122,27 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 				}
 			}},
 
+		{name: "job scale status", method: "GET", target: "/v1/job/web/scale", rpc: "Job.ScaleStatus",
+			reply: func(r any) {
+				r.(*structs.JobScaleStatusResponse).JobScaleStatus = &structs.JobScaleStatus{JobID: "web",
+					TaskGroups: map[string]*structs.TaskGroupScaleStatus{"g": {Desired: 3, Events: []*structs.ScalingEvent{}}}}
+			},
+			wantCode: 200, wantBody: `"TaskGroups":{"g":{"Desired":3,"Placed":0,"Running":0,"Healthy":0,"Unhealthy":0,"Events":[]}}`},
+		{name: "job scale status missing", method: "GET", target: "/v1/job/web/scale", rpc: "Job.ScaleStatus",
+			wantCode: 404, wantBody: "job not found"},
+		{name: "job scale", method: "POST", target: "/v1/job/web/scale",
+			body: `{"Count": 4, "Target": {"Job": "web", "Group": "g"}, "Message": "m", "Meta": {"a": 1}, "PolicyOverride": false}`,
+			rpc: "Job.Scale", reply: func(r any) { r.(*structs.JobRegisterResponse).EvalID = "e5" },
+			wantCode: 200, wantBody: `"EvalID":"e5"`,
+			check: func(t *testing.T, args any) {
+				a := args.(*structs.ScalingRequest)
+				if a.JobID != "web" || a.Count == nil || *a.Count != 4 || a.Target["Group"] != "g" || a.Message != "m" || a.Meta["a"] == nil {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "job scale target mismatch", method: "PUT", target: "/v1/job/web/scale", body: `{"Count": 1, "Target": {"Job": "api", "Group": "g"}}`,
+			wantCode: 400, wantBody: "does not match the URL's job"},
+
 		{name: "alloc list", method: "GET", target: "/v1/allocations?prefix=a", rpc: "Alloc.List",
 			reply: func(r any) { r.(*structs.AllocListResponse).Allocations = stubs }, wantCode: 200, wantBody: `"ID":"a1"`,
 			check: func(t *testing.T, args any) {
