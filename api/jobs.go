@@ -115,3 +115,27 @@ func (c *Client) SetJobStability(ctx context.Context, id string, version uint64,
 	}
 	return &out, wm, nil
 }
+
+// JobScaleStatus returns a job's scaling state per group; a missing job
+// is a 404 *StatusError.
+func (c *Client) JobScaleStatus(ctx context.Context, id string, q *QueryOptions) (*structs.JobScaleStatus, *QueryMeta, error) {
+	var out structs.JobScaleStatus
+	qm, err := c.query(ctx, "/v1/job/"+url.PathEscape(id)+"/scale", q, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, qm, nil
+}
+
+// ScaleJob sets a group's count, recording message as the scaling
+// event's.
+func (c *Client) ScaleJob(ctx context.Context, id, group string, count int64, message string, w *WriteOptions) (*structs.JobRegisterResponse, *WriteMeta, error) {
+	req := &structs.ScalingHTTPRequest{Count: &count, Message: message,
+		Target: map[string]string{structs.ScalingTargetJob: id, structs.ScalingTargetGroup: group}}
+	var out structs.JobRegisterResponse
+	wm, err := c.write(ctx, http.MethodPut, "/v1/job/"+url.PathEscape(id)+"/scale", nil, w, req, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, wm, nil
+}

@@ -285,6 +285,20 @@ func TestCLIGolden(t *testing.T) {
 			"GET /v1/jobs":           jobsRoute,
 			"PUT /v1/job/web/revert": status(409, "revert request enforcing prior version 4 but job \"web\" has version 5"),
 		}},
+		{name: "job_scale_detach", args: []string{"job", "scale", "-detach", "web", "5"}, routes: map[string]any{
+			"GET /v1/jobs":          jobsRoute,
+			"GET /v1/job/web/scale": structs.JobScaleStatus{JobID: "web", TaskGroups: map[string]*structs.TaskGroupScaleStatus{"web": {Desired: 3}}},
+			"PUT /v1/job/web/scale": structs.JobRegisterResponse{EvalID: evalID},
+		}},
+		{name: "job_scale_unknown_group", args: []string{"job", "scale", "web", "db", "5"}, wantCode: 1, routes: map[string]any{
+			"GET /v1/jobs":          jobsRoute,
+			"GET /v1/job/web/scale": structs.JobScaleStatus{JobID: "web", TaskGroups: map[string]*structs.TaskGroupScaleStatus{"web": {Desired: 3}}},
+		}},
+		{name: "job_scale_above_max", args: []string{"job", "scale", "web", "web", "50"}, wantCode: 1, routes: map[string]any{
+			"GET /v1/jobs":          jobsRoute,
+			"GET /v1/job/web/scale": structs.JobScaleStatus{JobID: "web", TaskGroups: map[string]*structs.TaskGroupScaleStatus{"web": {Desired: 3}}},
+			"PUT /v1/job/web/scale": status(400, "Count: group count was greater than scaling policy maximum: 50 > 10"),
+		}},
 		{name: "job_plan_error", args: []string{"job", "plan", "testdata/web.nomad.hcl"}, wantCode: 255,
 			routes: map[string]any{"PUT /v1/job/web/plan": status(500, "No cluster leader")}},
 		{name: "job_stop_detach", args: []string{"job", "stop", "-detach", "web"}, routes: map[string]any{

@@ -27,6 +27,7 @@ func jobCommands() []*command {
 		{name: "job inspect", synopsis: "Print a registered job as JSON", run: runJobInspect},
 		{name: "job history", synopsis: "Show the kept versions of a job, with -p their changes", run: runJobHistory},
 		{name: "job revert", synopsis: "Register an earlier version of a job again", run: runJobRevert},
+		{name: "job scale", synopsis: "Set the count of a job's group", run: runJobScale},
 		{name: "job init", synopsis: "Write an example job file", run: runJobInit},
 	}
 }

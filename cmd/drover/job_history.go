@@ -143,3 +143,59 @@ func runJobRevert(e *env, args []string) int {
 	}
 	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
 }
+
+func runJobScale(e *env, args []string) int {
+	var af apiFlags
+	var detach, verbose bool
+	fs := newFlagSet(e, "job scale", "[options] <job> [<group>] <count>",
+		"Set the count of a job's group (the group may be left out when the job has one). Monitors the evaluation unless -detach.")
+	af.register(fs, e)
+	fs.BoolVar(&detach, "detach", false, "return once the scaling is registered, without monitoring")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	if code, ok := parseFlags(fs, args, 3); !ok {
+		return code
+	}
+	if fs.NArg() < 2 || fs.NArg() > 3 {
+		return usagef(e, "Command requires at least two arguments and no more than three")
+	}
+	group, countArg := "", fs.Arg(1)
+	if fs.NArg() == 3 {
+		group, countArg = fs.Arg(1), fs.Arg(2)
+	}
+	count, err := strconv.ParseInt(countArg, 10, 64)
+	if err != nil {
+		return usagef(e, "Failed to convert count string to int: %v", err)
+	}
+	c := af.client()
+	stub, code, ok := resolveJob(e, c, fs.Arg(0))
+	if !ok {
+		return code
+	}
+	ctx := context.Background()
+	st, _, err := c.JobScaleStatus(ctx, stub.ID, &api.QueryOptions{Namespace: stub.Namespace})
+	if err != nil {
+		return errorf(e, "querying job: %v", err)
+	}
+	switch _, found := st.TaskGroups[group]; {
+	case group == "" && len(st.TaskGroups) == 1:
+		for name := range st.TaskGroups {
+			group = name
+		}
+	case group == "":
+		return errorf(e, "Group name required")
+	case !found:
+		return errorf(e, "Group %s not found within job", group)
+	}
+	resp, _, err := c.ScaleJob(ctx, stub.ID, group, count, "submitted using the Drover CLI", &api.WriteOptions{Namespace: stub.Namespace})
+	if err != nil {
+		return errorf(e, "submitting scaling request: %v", err)
+	}
+	if resp.Warnings != "" {
+		fmt.Fprintf(e.stdout, "Job Warnings:\n%s\n\n", resp.Warnings)
+	}
+	if detach || resp.EvalID == "" {
+		fmt.Fprintf(e.stdout, "Evaluation ID: %s\n", resp.EvalID)
+		return exitOK
+	}
+	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
+}
