@@ -47,3 +47,34 @@ func (h *httpAPI) jobScale(w http.ResponseWriter, r *http.Request) (any, error) 
 	setIndex(w, out.Index)
 	return out, nil
 }
+
+// GET /v1/scaling/policies[?job=&type=]: the groups' scaling policies.
+func (h *httpAPI) scalingPolicies(w http.ResponseWriter, r *http.Request) (any, error) {
+	args := structs.ScalingPolicyListRequest{Job: r.URL.Query().Get("job"), Type: r.URL.Query().Get("type")}
+	if err := h.parseQuery(w, r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	var out structs.ScalingPolicyListResponse
+	if err := h.srv.RPC("Scaling.ListPolicies", &args, &out); err != nil {
+		return nil, err
+	}
+	setMeta(w, &out.QueryMeta)
+	return nonNil(out.Policies), nil
+}
+
+// GET /v1/scaling/policy/<id>: one scaling policy; 404 when unknown.
+func (h *httpAPI) scalingPolicy(w http.ResponseWriter, r *http.Request) (any, error) {
+	args := structs.ScalingPolicySpecificRequest{ID: r.PathValue("id")}
+	if err := h.parseQuery(w, r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	var out structs.SingleScalingPolicyResponse
+	if err := h.srv.RPC("Scaling.GetPolicy", &args, &out); err != nil {
+		return nil, err
+	}
+	setMeta(w, &out.QueryMeta)
+	if out.Policy == nil {
+		return nil, notFound("policy not found")
+	}
+	return out.Policy, nil
+}

@@ -47,6 +47,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/job/{id}/scale", h.jobScaleStatus)
 	handle("PUT /v1/job/{id}/scale", h.jobScale)
 	handle("POST /v1/job/{id}/scale", h.jobScale)
+	handle("GET /v1/scaling/policies", h.scalingPolicies)
+	handle("GET /v1/scaling/policy/{id}", h.scalingPolicy)
 	handle("PUT /v1/job/{id}/plan", h.jobPlan)
 	handle("POST /v1/job/{id}/plan", h.jobPlan)
 
@@ -147,7 +149,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/event/stream", "the event stream"},
 	{"/v1/search", "search"},
 	{"/v1/search/", "search"},
-	{"/v1/scaling/", "scaling policies"},
 	{"/v1/recommendations", "recommendations"},
 	{"/v1/recommendation/", "recommendations"},
 	{"/v1/regions", "multiple regions"},

@@ -132,7 +132,7 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 			wantCode: 404, wantBody: "job not found"},
 		{name: "job scale", method: "POST", target: "/v1/job/web/scale",
 			body: `{"Count": 4, "Target": {"Job": "web", "Group": "g"}, "Message": "m", "Meta": {"a": 1}, "PolicyOverride": false}`,
-			rpc: "Job.Scale", reply: func(r any) { r.(*structs.JobRegisterResponse).EvalID = "e5" },
+			rpc:  "Job.Scale", reply: func(r any) { r.(*structs.JobRegisterResponse).EvalID = "e5" },
 			wantCode: 200, wantBody: `"EvalID":"e5"`,
 			check: func(t *testing.T, args any) {
 				a := args.(*structs.ScalingRequest)

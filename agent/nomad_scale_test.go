@@ -69,4 +69,25 @@ func TestNomadClientJobScale(t *testing.T) {
 	if _, _, err := c.Jobs().ScaleStatus("nope", nil); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("ScaleStatus of a missing job: %v", err)
 	}
+
+	// The group's block as the policy an autoscaler reads.
+	if _, _, err := c.Jobs().Register(nomadJob("plain"), nil); err != nil {
+		t.Fatal(err)
+	}
+	stubs, qm, err := c.Scaling().ListPolicies(nil)
+	if err != nil || len(stubs) != 1 || qm.LastIndex == 0 || stubs[0].Target["Job"] != "sc" || stubs[0].Target["Group"] != "g" ||
+		stubs[0].Target["Namespace"] != "default" || !stubs[0].Enabled || stubs[0].Type != "horizontal" || stubs[0].ID == "" {
+		t.Fatalf("ListPolicies = %+v, %v", stubs, err)
+	}
+	p, _, err := c.Scaling().GetPolicy(stubs[0].ID, nil)
+	if err != nil || *p.Min != 1 || *p.Max != 4 || p.Policy["cooldown"] != "1m" || p.ID != stubs[0].ID || p.Target["Group"] != "g" {
+		t.Fatalf("GetPolicy = %+v, %v", p, err)
+	}
+	if _, _, err := c.Scaling().GetPolicy("nope", nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("GetPolicy of an unknown ID: %v", err)
+	}
+	none, _, err := c.Scaling().ListPolicies(&nomad.QueryOptions{Params: map[string]string{"job": "plain"}})
+	if err != nil || len(none) != 0 {
+		t.Fatalf("ListPolicies of a job without a scaling block = %+v, %v", none, err)
+	}
 }

@@ -37,6 +37,7 @@ func (s *Server) endpoints(inproc bool) map[string]any {
 		"System":   &System{srv: s},
 		"Operator": &Operator{srv: s},
 		"ACL":      &ACL{srv: s},
+		"Scaling":  &Scaling{srv: s},
 	}
 }
 

@@ -79,6 +79,10 @@ var rpcACLRules = map[string]aclRule{
 	// read-job-scaling or read-job.
 	"Job.Scale":       {allow: nsAnyCap(acl.NamespaceCapabilityScaleJob, acl.NamespaceCapabilitySubmitJob)},
 	"Job.ScaleStatus": {allow: nsAnyCap(acl.NamespaceCapabilityReadJobScaling, acl.NamespaceCapabilityReadJob)},
+	// Scaling policies: list-scaling-policies or list-jobs; one policy
+	// read-scaling-policy or read-job.
+	"Scaling.ListPolicies": {allow: nsAnyCap(acl.NamespaceCapabilityListScalingPolicies, acl.NamespaceCapabilityListJobs)},
+	"Scaling.GetPolicy":    {allow: nsAnyCap(acl.NamespaceCapabilityReadScalingPolicy, acl.NamespaceCapabilityReadJob)},
 
 	"Node.Register":          {class: aclNodeSecret},
 	"Node.UpdateStatus":      {class: aclNodeSecret},

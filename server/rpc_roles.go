@@ -72,6 +72,8 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Job.Stable":                    accessAny,
 	"Job.Scale":                     accessAny,
 	"Job.ScaleStatus":               accessAny,
+	"Scaling.ListPolicies":          accessAny,
+	"Scaling.GetPolicy":             accessAny,
 	"Node.GetNode":                  accessAny,
 	"Node.List":                     accessAny,
 	"Node.GetAllocs":                accessAny,

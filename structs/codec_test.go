@@ -64,6 +64,8 @@ var wireTypes = []any{
 	// Scaling (structs/scaling.go).
 	new(ScalingPolicy), new(ScalingEvent), new(JobScalingEvents), new(ScalingRequest),
 	new(ScalingEventRegisterRequest), new(JobScaleStatusResponse), new(JobScaleStatus), new(TaskGroupScaleStatus),
+	new(ScalingPolicyListRequest), new(ScalingPolicyListStub), new(ScalingPolicyListResponse),
+	new(ScalingPolicySpecificRequest), new(ScalingPolicyDetail), new(SingleScalingPolicyResponse),
 	// ACLs.
 	new(ACLPolicy), new(ACLPolicyListStub), new(ACLToken), new(ACLTokenListStub), new(ACLClusterSecret),
 	new(ACLPolicyUpsertRequest), new(ACLPolicyDeleteRequest), new(ACLPolicySpecificRequest),

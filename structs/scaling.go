@@ -1,5 +1,10 @@
 package structs
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
 // Scaling: a group's count changed by a scaling request (nomad job scale,
 // an autoscaler), bounded by the group's scaling block, with the requests
 // kept as scaling events (the last JobTrackedScalingEvents per group).
@@ -142,4 +147,91 @@ func (tg *TaskGroup) validateScaling(v *validator, p, jobType string) {
 	if sp.Max >= 0 && int64(tg.Count) > sp.Max {
 		v.add(join(p, "Max"), "task group count must not be greater than maximum count in scaling policy (%d > %d)", tg.Count, sp.Max)
 	}
+}
+
+// ScalingPolicyID is the ID of a group's scaling policy, derived from the
+// group's place (the same on every server, and the same across versions
+// of the job). It has the shape of a UUID.
+func ScalingPolicyID(namespace, jobID, group string) string {
+	sum := sha256.Sum256([]byte(namespace + "\x00" + jobID + "\x00" + group))
+	h := hex.EncodeToString(sum[:16])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// ScalingPolicyListRequest lists the scaling policies of a namespace ("*":
+// all), optionally of one job (Job) or of one type (Type).
+type ScalingPolicyListRequest struct {
+	Job  string
+	Type string
+	QueryOptions
+}
+
+// ScalingPolicyListStub is one policy in a listing.
+type ScalingPolicyListStub struct {
+	ID          string
+	Enabled     bool
+	Type        string
+	Target      map[string]string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// ScalingPolicyListResponse answers ScalingPolicyListRequest, sorted by
+// namespace, job and group.
+type ScalingPolicyListResponse struct {
+	Policies []*ScalingPolicyListStub
+	QueryMeta
+}
+
+// ScalingPolicySpecificRequest names one policy by ID.
+type ScalingPolicySpecificRequest struct {
+	ID string
+	QueryOptions
+}
+
+// ScalingPolicyDetail is a group's scaling policy as an autoscaler reads
+// it (Nomad's ScalingPolicy): the block with its ID and target. The
+// indexes are the job's creation and its last version's.
+type ScalingPolicyDetail struct {
+	ID          string
+	Type        string
+	Target      map[string]string
+	Policy      map[string]any
+	Min         int64
+	Max         int64
+	Enabled     bool
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// SingleScalingPolicyResponse answers ScalingPolicySpecificRequest (nil:
+// no such policy).
+type SingleScalingPolicyResponse struct {
+	Policy *ScalingPolicyDetail
+	QueryMeta
+}
+
+// ScalingPolicies returns the scaling policies of the job's groups (none
+// for a stopped job, as Nomad drops them).
+func (j *Job) ScalingPolicies() []*ScalingPolicyDetail {
+	if j.Stop {
+		return nil
+	}
+	var out []*ScalingPolicyDetail
+	for _, tg := range j.TaskGroups {
+		sp := tg.Scaling
+		if sp == nil {
+			continue
+		}
+		out = append(out, &ScalingPolicyDetail{ID: ScalingPolicyID(j.Namespace, j.ID, tg.Name), Type: sp.Type,
+			Target: map[string]string{ScalingTargetNamespace: j.Namespace, ScalingTargetJob: j.ID, ScalingTargetGroup: tg.Name},
+			Policy: sp.Policy, Min: sp.Min, Max: sp.Max, Enabled: sp.Enabled, CreateIndex: j.CreateIndex, ModifyIndex: j.JobModifyIndex})
+	}
+	return out
+}
+
+// Stub returns the listing form of the policy.
+func (p *ScalingPolicyDetail) Stub() *ScalingPolicyListStub {
+	return &ScalingPolicyListStub{ID: p.ID, Enabled: p.Enabled, Type: p.Type, Target: p.Target,
+		CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
 }
