@@ -329,6 +329,16 @@ func (f *FSM) applyScalingEvent(b *state.Batch, buf []byte, index uint64) (any, 
 	if err := f.decodeLocked(buf, &req, structs.ScalingEventRegisterRequestType, index); err != nil {
 		return err, nil
 	}
+	if req.JobModifyIndex != 0 {
+		job, err := b.JobByID(req.RequestNamespace(), req.JobID)
+		if err != nil {
+			return err, nil
+		}
+		if job.JobModifyIndex != req.JobModifyIndex {
+			return structs.NewError(structs.ErrCodeConflict,
+				"enforcing job modify index %d: job %q has conflicting job modify index %d", req.JobModifyIndex, req.JobID, job.JobModifyIndex), nil
+		}
+	}
 	if err := b.UpsertScalingEvent(index, &req); err != nil {
 		f.logger.Error("scaling event failed", "job_id", req.JobID, "namespace", req.RequestNamespace(), "error", err)
 		return nil, err

@@ -47,7 +47,7 @@ func (j *Job) Scale(args *structs.ScalingRequest, reply *structs.JobRegisterResp
 	event := &structs.ScalingEvent{Time: now.UnixNano(), Count: args.Count, PreviousCount: int64(tg.Count),
 		Message: args.Message, Error: args.Error, Meta: args.Meta}
 	req := &structs.ScalingEventRegisterRequest{JobID: job.ID, TaskGroup: group, Event: event,
-		WriteRequest: structs.WriteRequest{Region: args.Region, Namespace: ns}}
+		JobModifyIndex: args.JobModifyIndex, WriteRequest: structs.WriteRequest{Region: args.Region, Namespace: ns}}
 	if args.Count != nil {
 		if job.Stop {
 			return scaleInvalid("JobID", "job %q is stopped; run it again before scaling it", args.JobID)

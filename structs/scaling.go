@@ -79,13 +79,16 @@ type ScalingRequest struct {
 // ScalingEventRegisterRequest is the Raft entry of a scaling request: the
 // scaled job and its evaluation (both nil when the count did not change)
 // and the event, written in one transaction. The job's namespace is the
-// WriteRequest's.
+// WriteRequest's. A non-zero JobModifyIndex makes the entry conditional:
+// it is refused (code conflict, nothing written) unless the stored job is
+// still at that index.
 type ScalingEventRegisterRequest struct {
-	JobID     string
-	TaskGroup string
-	Event     *ScalingEvent
-	Job       *Job
-	Eval      *Evaluation
+	JobID          string
+	TaskGroup      string
+	Event          *ScalingEvent
+	Job            *Job
+	Eval           *Evaluation
+	JobModifyIndex uint64
 	WriteRequest
 }
 
