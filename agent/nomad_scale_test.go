@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -54,6 +56,19 @@ func TestNomadClientJobScale(t *testing.T) {
 	}
 	if info, _, err = c.Jobs().Info("sc", nil); err != nil || *info.Version != 1 || *info.TaskGroups[0].Count != 3 {
 		t.Fatalf("after Scale: %+v, %v", info, err)
+	}
+	// The status's JSON holds only what Nomad's type holds.
+	res, err := http.Get(a.HTTPURL() + "/v1/job/sc/scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(res.Body)
+	dec.DisallowUnknownFields()
+	var strict nomad.JobScaleStatusResponse
+	err = dec.Decode(&strict)
+	res.Body.Close()
+	if err != nil || strict.TaskGroups["g"].Events[0].Message == "" {
+		t.Fatalf("scale status in Nomad's shape: %v", err)
 	}
 
 	count = 9
