@@ -290,7 +290,7 @@ func (c *Config) Validate() error {
 		add("dev mode runs a single server; bootstrap_expect must be 1, got %d", c.Server.BootstrapExpect)
 	}
 	if c.Server.JobTrackedVersions < 0 {
-		add("job_tracked_versions must be at least 1; got %d", c.Server.JobTrackedVersions)
+		add("job_tracked_versions must not be negative; got %d", c.Server.JobTrackedVersions)
 	}
 	if c.Server.NumSchedulers < 0 {
 		add("num_schedulers must not be negative; got %d", c.Server.NumSchedulers)
