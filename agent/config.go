@@ -98,8 +98,11 @@ type ServerConfig struct {
 	// NumSchedulers is the number of scheduler workers; 0 lets the server
 	// choose.
 	NumSchedulers int
-	RetryJoin     []string
-	RetryInterval time.Duration
+	// JobTrackedVersions is how many versions of each job the servers
+	// keep (Nomad's job_tracked_versions); 0 means the default, 6.
+	JobTrackedVersions int
+	RetryJoin          []string
+	RetryInterval      time.Duration
 	// HeartbeatGrace is added to a node's TTL before it is marked down;
 	// MinHeartbeatTTL is the least TTL handed to clients. Zero takes the
 	// server's defaults (10 s each, as Nomad).
@@ -311,6 +314,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DevMode && c.Server.BootstrapExpect > 1 {
 		add("dev mode runs a single server; bootstrap_expect must be 1, got %d", c.Server.BootstrapExpect)
+	}
+	if c.Server.JobTrackedVersions < 0 {
+		add("job_tracked_versions must not be negative; got %d", c.Server.JobTrackedVersions)
 	}
 	if c.Server.NumSchedulers < 0 {
 		add("num_schedulers must not be negative; got %d", c.Server.NumSchedulers)

@@ -73,6 +73,7 @@ type fileServer struct {
 	Enabled         *bool           `hcl:"enabled,optional"`
 	BootstrapExpect *int            `hcl:"bootstrap_expect,optional"`
 	NumSchedulers   *int            `hcl:"num_schedulers,optional"`
+	JobTracked      *int            `hcl:"job_tracked_versions,optional"`
 	ServerJoin      *fileServerJoin `hcl:"server_join,block"`
 
 	HeartbeatGrace      *string   `hcl:"heartbeat_grace,optional"`
@@ -244,6 +245,7 @@ func (fc *fileConfig) apply(c *Config) error {
 		setBool(&c.Server.Enabled, s.Enabled)
 		setInt(&c.Server.BootstrapExpect, s.BootstrapExpect)
 		setInt(&c.Server.NumSchedulers, s.NumSchedulers)
+		setInt(&c.Server.JobTrackedVersions, s.JobTracked)
 		if err := applyDurations([]durationSetting{
 			{"heartbeat_grace", s.HeartbeatGrace, s.HeartbeatGraceRange, &c.Server.HeartbeatGrace, true},
 			{"min_heartbeat_ttl", s.MinHeartbeatTTL, s.MinHeartbeatTTLRng, &c.Server.MinHeartbeatTTL, true},

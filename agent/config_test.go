@@ -28,6 +28,7 @@ server {
   enabled          = true
   bootstrap_expect = 3
   num_schedulers   = 4
+  job_tracked_versions = 9
   server_join {
     retry_join     = ["10.0.0.6", "10.0.0.7:5647"]
     retry_interval = "15s"
@@ -66,7 +67,7 @@ func TestParseConfig(t *testing.T) {
 					NodeName: "s1", Region: "europe", Datacenter: "east",
 					DataDir: "/var/lib/drover", BindAddr: "10.0.0.5", LogLevel: "warn", LogJSON: true,
 					Ports: Ports{HTTP: 5646, RPC: 5647},
-					Server: ServerConfig{Enabled: true, BootstrapExpect: 3, NumSchedulers: 4,
+					Server: ServerConfig{Enabled: true, BootstrapExpect: 3, NumSchedulers: 4, JobTrackedVersions: 9,
 						RetryJoin: []string{"10.0.0.6", "10.0.0.7:5647"}, RetryInterval: 15 * time.Second,
 						JobGCInterval: 5 * time.Minute, EvalGCThreshold: time.Hour, JobGCThreshold: 4 * time.Hour,
 						NodeGCThreshold: 24 * time.Hour},

@@ -40,6 +40,16 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/job/{id}/services", h.jobServices)
 	handle("GET /v1/job/{id}/deployment", h.jobLatestDeployment)
 	handle("GET /v1/job/{id}/deployments", h.jobDeployments)
+	handle("GET /v1/job/{id}/versions", h.jobVersions)
+	handle("PUT /v1/job/{id}/revert", h.jobRevert)
+	handle("POST /v1/job/{id}/revert", h.jobRevert)
+	handle("PUT /v1/job/{id}/stable", h.jobStable)
+	handle("POST /v1/job/{id}/stable", h.jobStable)
+	handle("GET /v1/job/{id}/scale", h.jobScaleStatus)
+	handle("PUT /v1/job/{id}/scale", h.jobScale)
+	handle("POST /v1/job/{id}/scale", h.jobScale)
+	handle("GET /v1/scaling/policies", h.scalingPolicies)
+	handle("GET /v1/scaling/policy/{id}", h.scalingPolicy)
 	handle("PUT /v1/job/{id}/plan", h.jobPlan)
 	handle("POST /v1/job/{id}/plan", h.jobPlan)
 
@@ -108,13 +118,9 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/deployments", "deployments"},
 	{"/v1/deployment/", "deployments"},
-	{"/v1/job/{id}/versions", "job versions"},
-	{"/v1/job/{id}/revert", "job versions (revert)"},
-	{"/v1/job/{id}/stable", "job versions (stable)"},
 	{"/v1/job/{id}/submission", "job submissions"},
 	{"/v1/job/{id}/dispatch", "parameterized jobs (dispatch)"},
 	{"/v1/job/{id}/periodic/force", "periodic jobs"},
-	{"/v1/job/{id}/scale", "job scaling"},
 	{"/v1/job/{id}/evaluate", "forced job evaluation"},
 	{"/v1/job/{id}/action", "task actions"},
 	{"/v1/job/{id}/actions", "task actions"},
@@ -145,7 +151,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/event/stream", "the event stream"},
 	{"/v1/search", "search"},
 	{"/v1/search/", "search"},
-	{"/v1/scaling/", "scaling policies"},
 	{"/v1/recommendations", "recommendations"},
 	{"/v1/recommendation/", "recommendations"},
 	{"/v1/regions", "multiple regions"},

@@ -116,6 +116,68 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 			rpc: "Job.Plan", err: &structs.ValidationError{Errors: []structs.FieldError{{Field: "TaskGroups", Message: "a job needs at least one task group"}}},
 			wantCode: 400, wantBody: "TaskGroups: a job needs at least one task group"},
 
+		{name: "job versions", method: "GET", target: "/v1/job/web/versions?diffs=true", rpc: "Job.GetJobVersions",
+			reply: func(r any) {
+				r.(*structs.JobVersionsResponse).Versions = []*structs.Job{{ID: "web", Version: 1}, {ID: "web"}}
+				r.(*structs.JobVersionsResponse).Diffs = []*structs.JobDiff{{Type: structs.DiffTypeEdited, ID: "web"}}
+			},
+			wantCode: 200, wantBody: `"Diffs":[{"Type":"Edited","ID":"web"`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.JobVersionsRequest); a.JobID != "web" || !a.Diffs {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "job versions none", method: "GET", target: "/v1/job/web/versions", rpc: "Job.GetJobVersions",
+			wantCode: 200, wantBody: `"Versions":[]`},
+		{name: "job versions diff_version", method: "GET", target: "/v1/job/web/versions?diffs=true&diff_version=1",
+			wantCode: 501, wantBody: "Drover does not support diff_tag or diff_version"},
+		{name: "job revert", method: "PUT", target: "/v1/job/web/revert",
+			body: `{"JobID": "web", "JobVersion": 2, "EnforcePriorVersion": 3, "Namespace": "ns"}`, rpc: "Job.Revert",
+			reply:    func(r any) { r.(*structs.JobRegisterResponse).EvalID = "e7" },
+			wantCode: 200, wantBody: `"EvalID":"e7"`,
+			check: func(t *testing.T, args any) {
+				a := args.(*structs.JobRevertRequest)
+				if a.JobID != "web" || a.JobVersion != 2 || a.EnforcePriorVersion == nil || *a.EnforcePriorVersion != 3 || a.Namespace != "ns" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "job revert id mismatch", method: "POST", target: "/v1/job/api/revert", body: `{"JobID": "web"}`,
+			wantCode: 400, wantBody: `does not match the URL's job "api"`},
+		{name: "job revert enforce mismatch", method: "PUT", target: "/v1/job/web/revert", body: `{"JobID": "web", "JobVersion": 0, "EnforcePriorVersion": 5}`,
+			rpc: "Job.Revert", err: structs.NewError(structs.ErrCodeConflict, "revert request enforcing prior version 5"),
+			wantCode: 409, wantBody: "enforcing prior version 5"},
+		{name: "job stable", method: "PUT", target: "/v1/job/web/stable", body: `{"JobID": "web", "JobVersion": 1, "Stable": true}`,
+			rpc: "Job.Stable", reply: func(r any) {
+				*r.(*structs.JobStabilityResponse) = structs.JobStabilityResponse{JobModifyIndex: 9, WriteMeta: structs.WriteMeta{Index: 9}}
+			},
+			wantCode: 200, wantBody: `{"JobModifyIndex":9,"Index":9}`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.JobStabilityRequest); a.JobID != "web" || a.JobVersion != 1 || !a.Stable {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+
+		{name: "job scale status", method: "GET", target: "/v1/job/web/scale", rpc: "Job.ScaleStatus",
+			reply: func(r any) {
+				r.(*structs.JobScaleStatusResponse).JobScaleStatus = &structs.JobScaleStatus{JobID: "web",
+					TaskGroups: map[string]*structs.TaskGroupScaleStatus{"g": {Desired: 3, Events: []*structs.ScalingEvent{}}}}
+			},
+			wantCode: 200, wantBody: `"TaskGroups":{"g":{"Desired":3,"Placed":0,"Running":0,"Healthy":0,"Unhealthy":0,"Events":[]}}`},
+		{name: "job scale status missing", method: "GET", target: "/v1/job/web/scale", rpc: "Job.ScaleStatus",
+			wantCode: 404, wantBody: "job not found"},
+		{name: "job scale", method: "POST", target: "/v1/job/web/scale",
+			body: `{"Count": 4, "Target": {"Job": "web", "Group": "g"}, "Message": "m", "Meta": {"a": 1}, "PolicyOverride": false}`,
+			rpc:  "Job.Scale", reply: func(r any) { r.(*structs.JobRegisterResponse).EvalID = "e5" },
+			wantCode: 200, wantBody: `"EvalID":"e5"`,
+			check: func(t *testing.T, args any) {
+				a := args.(*structs.ScalingRequest)
+				if a.JobID != "web" || a.Count == nil || *a.Count != 4 || a.Target["Group"] != "g" || a.Message != "m" || a.Meta["a"] == nil {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "job scale target mismatch", method: "PUT", target: "/v1/job/web/scale", body: `{"Count": 1, "Target": {"Job": "api", "Group": "g"}}`,
+			wantCode: 400, wantBody: "does not match the URL's job"},
+
 		{name: "alloc list", method: "GET", target: "/v1/allocations?prefix=a", rpc: "Alloc.List",
 			reply: func(r any) { r.(*structs.AllocListResponse).Allocations = stubs }, wantCode: 200, wantBody: `"ID":"a1"`,
 			check: func(t *testing.T, args any) {

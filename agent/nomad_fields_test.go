@@ -311,6 +311,11 @@ var companions = map[string]func(parent reflect.Value){
 	"ReschedulePolicy.Attempts": func(p reflect.Value) { p.FieldByName("Interval").Set(reflect.ValueOf(new(time.Hour))) },
 	// A template has either source or data.
 	"Template.SourcePath": func(p reflect.Value) { p.FieldByName("EmbeddedTmpl").SetZero() },
+	// A scaling block needs a max.
+	"ScalingPolicy.Min":     scalingMax,
+	"ScalingPolicy.Enabled": scalingMax,
+	"ScalingPolicy.Policy":  scalingMax,
+	"ScalingPolicy.Type":    scalingMax,
 }
 
 // portCompanion makes a probed port valid: it needs a label, and a port in
@@ -323,6 +328,8 @@ func portCompanion(p reflect.Value, steps []pathStep) {
 		p.FieldByName("Value").SetInt(8080)
 	}
 }
+
+func scalingMax(p reflect.Value) { p.FieldByName("Max").Set(reflect.ValueOf(new(int64(7)))) }
 
 // sampleOverrides are non-empty samples that are also valid, for the
 // fields whose generic sample would fail validation.
@@ -344,7 +351,8 @@ var sampleOverrides = map[string]any{
 	"Template.ChangeMode": "noop", "Template.ChangeSignal": "SIGUSR1", "Template.Perms": "0600",
 	"Template.LeftDelim": "[[", "Template.RightDelim": "]]",
 	"NetworkResource.Mode": "host",
-	"Resources.CPU":        250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
+	"ScalingPolicy.Min":    1, "ScalingPolicy.Max": 7, "ScalingPolicy.Type": "horizontal",
+	"Resources.CPU": 250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
 }
 
 // sampleValue returns a non-empty value of type t for the field name

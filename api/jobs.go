@@ -79,3 +79,63 @@ func withParam(q *QueryOptions, key, value string) *QueryOptions {
 	c.Params = params
 	return &c
 }
+
+// JobVersions lists a job's kept versions, newest first; with diffs, also
+// each version's change from the one before it (Diffs[i] is the change
+// from Versions[i+1] to Versions[i]).
+func (c *Client) JobVersions(ctx context.Context, id string, diffs bool, q *QueryOptions) (*structs.JobVersionsResponse, *QueryMeta, error) {
+	q = withParam(q, "diffs", strconv.FormatBool(diffs))
+	var out structs.JobVersionsResponse
+	qm, err := c.query(ctx, "/v1/job/"+url.PathEscape(id)+"/versions", q, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, qm, nil
+}
+
+// RevertJob registers a kept version of a job again as its newest
+// version. With enforcePrior set, the job must still be at that version.
+func (c *Client) RevertJob(ctx context.Context, id string, version uint64, enforcePrior *uint64, w *WriteOptions) (*structs.JobRegisterResponse, *WriteMeta, error) {
+	req := &structs.JobRevertHTTPRequest{JobID: id, JobVersion: version, EnforcePriorVersion: enforcePrior}
+	var out structs.JobRegisterResponse
+	wm, err := c.write(ctx, http.MethodPut, "/v1/job/"+url.PathEscape(id)+"/revert", nil, w, req, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, wm, nil
+}
+
+// SetJobStability sets the Stable flag of a kept version of a job.
+func (c *Client) SetJobStability(ctx context.Context, id string, version uint64, stable bool, w *WriteOptions) (*structs.JobStabilityResponse, *WriteMeta, error) {
+	req := &structs.JobStabilityHTTPRequest{JobID: id, JobVersion: version, Stable: stable}
+	var out structs.JobStabilityResponse
+	wm, err := c.write(ctx, http.MethodPut, "/v1/job/"+url.PathEscape(id)+"/stable", nil, w, req, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, wm, nil
+}
+
+// JobScaleStatus returns a job's scaling state per group; a missing job
+// is a 404 *StatusError.
+func (c *Client) JobScaleStatus(ctx context.Context, id string, q *QueryOptions) (*structs.JobScaleStatus, *QueryMeta, error) {
+	var out structs.JobScaleStatus
+	qm, err := c.query(ctx, "/v1/job/"+url.PathEscape(id)+"/scale", q, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, qm, nil
+}
+
+// ScaleJob sets a group's count, recording message as the scaling
+// event's.
+func (c *Client) ScaleJob(ctx context.Context, id, group string, count int64, message string, w *WriteOptions) (*structs.JobRegisterResponse, *WriteMeta, error) {
+	req := &structs.ScalingHTTPRequest{Count: &count, Message: message,
+		Target: map[string]string{structs.ScalingTargetJob: id, structs.ScalingTargetGroup: group}}
+	var out structs.JobRegisterResponse
+	wm, err := c.write(ctx, http.MethodPut, "/v1/job/"+url.PathEscape(id)+"/scale", nil, w, req, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, wm, nil
+}

@@ -46,6 +46,32 @@ func TestClientSurfaceRequests(t *testing.T) {
 				}
 				return err
 			}},
+		{name: "job versions", reply: `{"Versions":[{"ID":"web","Version":1}],"Diffs":[]}`, wantMeth: "GET", wantPath: "/v1/job/web/versions", wantQuery: "diffs=true",
+			call: func(c *Client) error {
+				v, _, err := c.JobVersions(ctx, "web", true, nil)
+				if err == nil && (len(v.Versions) != 1 || v.Versions[0].Version != 1) {
+					t.Errorf("versions = %+v", v)
+				}
+				return err
+			}},
+		{name: "revert", reply: `{"EvalID":"e1"}`, wantMeth: "PUT", wantPath: "/v1/job/web/revert", wantBody: `"EnforcePriorVersion":4`,
+			call: func(c *Client) error {
+				prior := uint64(4)
+				_, _, err := c.RevertJob(ctx, "web", 2, &prior, nil)
+				return err
+			}},
+		{name: "stable", reply: `{"JobModifyIndex":5}`, wantMeth: "PUT", wantPath: "/v1/job/web/stable", wantBody: `"Stable":true`,
+			call: func(c *Client) error { _, _, err := c.SetJobStability(ctx, "web", 2, true, nil); return err }},
+		{name: "scale status", reply: `{"JobID":"web","TaskGroups":{"g":{"Desired":2}}}`, wantMeth: "GET", wantPath: "/v1/job/web/scale",
+			call: func(c *Client) error {
+				s, _, err := c.JobScaleStatus(ctx, "web", nil)
+				if err == nil && s.TaskGroups["g"].Desired != 2 {
+					t.Errorf("status = %+v", s)
+				}
+				return err
+			}},
+		{name: "scale", reply: `{"EvalID":"e1"}`, wantMeth: "PUT", wantPath: "/v1/job/web/scale", wantBody: `"Count":3`,
+			call: func(c *Client) error { _, _, err := c.ScaleJob(ctx, "web", "g", 3, "m", nil); return err }},
 		{name: "allocations paged", reply: `[]`, wantMeth: "GET", wantPath: "/v1/allocations",
 			wantQuery: "next_token=abc&per_page=5&prefix=ab",
 			call: func(c *Client) error {

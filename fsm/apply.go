@@ -310,3 +310,41 @@ func (s *nodeSet) add(id string) {
 	s.seen[id] = true
 	s.ids = append(s.ids, id)
 }
+
+// applyJobStability sets a job version's Stable flag. A version no longer
+// kept is a refusal (the entry's result), found before anything is
+// written.
+func (f *FSM) applyJobStability(b *state.Batch, buf []byte, index uint64) (any, error) {
+	var req structs.JobStabilityRequest
+	if err := f.decodeLocked(buf, &req, structs.JobStabilityRequestType, index); err != nil {
+		return err, nil
+	}
+	return refusal(b.UpdateJobStability(index, req.RequestNamespace(), req.JobID, req.JobVersion, req.Stable))
+}
+
+// applyScalingEvent applies a scaling request: the scaled job and its
+// evaluation (when the count changed), and the event.
+func (f *FSM) applyScalingEvent(b *state.Batch, buf []byte, index uint64) (any, error) {
+	var req structs.ScalingEventRegisterRequest
+	if err := f.decodeLocked(buf, &req, structs.ScalingEventRegisterRequestType, index); err != nil {
+		return err, nil
+	}
+	if req.JobModifyIndex != 0 {
+		job, err := b.JobByID(req.RequestNamespace(), req.JobID)
+		if err != nil {
+			return err, nil
+		}
+		if job.JobModifyIndex != req.JobModifyIndex {
+			return structs.NewError(structs.ErrCodeConflict,
+				"enforcing job modify index %d: job %q has conflicting job modify index %d", req.JobModifyIndex, req.JobID, job.JobModifyIndex), nil
+		}
+	}
+	if err := b.UpsertScalingEvent(index, &req); err != nil {
+		f.logger.Error("scaling event failed", "job_id", req.JobID, "namespace", req.RequestNamespace(), "error", err)
+		return nil, err
+	}
+	if req.Eval != nil {
+		f.queueEvalsUpserted([]*structs.Evaluation{req.Eval})
+	}
+	return nil, nil
+}

@@ -46,6 +46,9 @@ type Config struct {
 	// GOGC) while Restore reads a snapshot; see restoreGC. 0 means
 	// DefaultRestoreGCPercent; negative leaves the collector alone.
 	RestoreGCPercent int
+	// JobTrackedVersions is how many versions of each job the store keeps
+	// (state.WithJobTrackedVersions); 0 means structs.JobTrackedVersions.
+	JobTrackedVersions int
 }
 
 // DefaultRestoreGCPercent is the default Config.RestoreGCPercent.
@@ -56,6 +59,7 @@ type FSM struct {
 	logger           hclog.Logger
 	hooks            Hooks
 	restoreGCPercent int
+	storeOpts        []state.Option // every store the FSM makes (New, Restore)
 
 	// state is the live store. Apply and Restore replace or use it; readers
 	// load it at any time. Raft never runs Apply and Restore concurrently.
@@ -76,7 +80,8 @@ var (
 
 // New returns an FSM with an empty state store.
 func New(cfg Config) (*FSM, error) {
-	store, err := state.NewStateStore()
+	opts := []state.Option{state.WithJobTrackedVersions(cfg.JobTrackedVersions)}
+	store, err := state.NewStateStore(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +90,8 @@ func New(cfg Config) (*FSM, error) {
 		logger = hclog.NewNullLogger()
 	}
 	f := &FSM{logger: logger.Named("fsm"), hooks: cfg.Hooks, restoreGCPercent: cfg.RestoreGCPercent,
-		dec: codec.NewDecoderBytes(nil, structs.MsgpackHandle)}
+		storeOpts: opts,
+		dec:       codec.NewDecoderBytes(nil, structs.MsgpackHandle)}
 	if f.restoreGCPercent == 0 {
 		f.restoreGCPercent = DefaultRestoreGCPercent
 	}
@@ -248,6 +254,10 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyServiceRegistrationDeleteByID(b, buf[1:], log.Index)
 	case structs.ServiceRegistrationDeleteByAllocIDsRequestType:
 		return f.applyServiceRegistrationDeleteByAllocIDs(b, buf[1:], log.Index)
+	case structs.JobStabilityRequestType:
+		return f.applyJobStability(b, buf[1:], log.Index)
+	case structs.ScalingEventRegisterRequestType:
+		return f.applyScalingEvent(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

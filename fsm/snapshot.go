@@ -55,6 +55,12 @@ const (
 	recVariable
 	recRootKeyMeta
 	recServiceRegistration
+	// recJobVersion is a kept job version (state's job_version table)
+	// other than the current one: a recJob is its job's current version
+	// too, so a job without history adds no record.
+	recJobVersion
+	// recScalingEvents is one job's kept scaling events.
+	recScalingEvents
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot
@@ -115,7 +121,7 @@ func (s *fsmSnapshot) Release() {}
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer metrics.MeasureSince(metricKey(metricRestore), time.Now())
 	defer rc.Close()
-	store, err := readSnapshotDeferringGC(rc, f.restoreGCPercent)
+	store, err := readSnapshotDeferringGC(rc, f.restoreGCPercent, f.storeOpts...)
 	if err != nil {
 		f.logger.Error("restoring snapshot failed; state unchanged", "error", err)
 		return err
@@ -135,7 +141,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // applies. The setting is process-wide: concurrent restores in one
 // process (test clusters) leave it raised until the first one ends, and
 // it is put back to what it was before.
-func readSnapshotDeferringGC(r io.Reader, percent int) (*state.StateStore, error) {
+func readSnapshotDeferringGC(r io.Reader, percent int, opts ...state.Option) (*state.StateStore, error) {
 	if percent > 0 {
 		prev := debug.SetGCPercent(percent)
 		if prev < 0 || prev >= percent {
@@ -144,7 +150,7 @@ func readSnapshotDeferringGC(r io.Reader, percent int) (*state.StateStore, error
 			defer debug.SetGCPercent(prev)
 		}
 	}
-	return ReadSnapshot(r)
+	return ReadSnapshot(r, opts...)
 }
 
 func crc32Update(crc uint32, p []byte) uint32 { return crc32.Update(crc, crcTable, p) }

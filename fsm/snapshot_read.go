@@ -102,7 +102,8 @@ type frame struct {
 //
 // One goroutine reads frames, one decoder per core decodes them, and the
 // calling goroutine inserts them in order into one restore transaction.
-func ReadSnapshot(r io.Reader) (*state.StateStore, error) {
+// opts configure the new store.
+func ReadSnapshot(r io.Reader, opts ...state.Option) (*state.StateStore, error) {
 	tr := &trailerReader{r: r, buf: make([]byte, 1<<20)}
 	br := bufio.NewReaderSize(tr, 1<<20)
 
@@ -116,7 +117,7 @@ func ReadSnapshot(r io.Reader) (*state.StateStore, error) {
 	if hdr.FormatVersion != snapshotFormatVersion {
 		return nil, corrupt("unsupported format version %d (this server reads %d)", hdr.FormatVersion, snapshotFormatVersion)
 	}
-	store, err := state.NewStateStore()
+	store, err := state.NewStateStore(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +298,7 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(state.IndexEntry)
 		case recNode:
 			d.v = new(structs.Node)
-		case recJob, recAllocJob:
+		case recJob, recAllocJob, recJobVersion:
 			d.v = new(structs.Job)
 		case recJobSummary:
 			d.v = new(structs.JobSummary)
@@ -315,6 +316,8 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.RootKeyMeta)
 		case recServiceRegistration:
 			d.v = new(structs.ServiceRegistration)
+		case recScalingEvents:
+			d.v = new(structs.JobScalingEvents)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -366,6 +369,9 @@ func (in *inserter) insert(d decoded) error {
 	case *structs.Node:
 		return in.restore.NodeRestore(v)
 	case *structs.Job:
+		if d.t == recJobVersion {
+			return in.restore.JobVersionRestore(v)
+		}
 		in.jobs = append(in.jobs, v)
 		if d.t == recJob {
 			return in.restore.JobRestore(v)
@@ -387,6 +393,8 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.RootKeyMetaRestore(v)
 	case *structs.ServiceRegistration:
 		return in.restore.ServiceRegistrationRestore(v)
+	case *structs.JobScalingEvents:
+		return in.restore.ScalingEventsRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

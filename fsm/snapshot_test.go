@@ -85,6 +85,12 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 			v2 := stored.Copy()
 			v2.Meta = map[string]string{"version": "2"}
 			must(t, store.UpsertJob(next(), v2, nil))
+			must(t, store.UpdateJobStability(next(), stored.Namespace, stored.ID, stored.Version, true))
+			n := int64(2)
+			must(t, store.UpsertScalingEvent(next(), &structs.ScalingEventRegisterRequest{JobID: stored.ID,
+				TaskGroup: stored.TaskGroups[0].Name, WriteRequest: structs.WriteRequest{Namespace: stored.Namespace},
+				Event: &structs.ScalingEvent{Time: 1700000005, Count: &n, PreviousCount: 1, Message: "by test",
+					Meta: map[string]any{"k": "v"}}}))
 			must(t, store.UpsertPlanResults(next(), &structs.ApplyPlanResultsRequest{
 				AllocsStopped: []*structs.Allocation{{ID: placed[0].ID, DesiredStatus: structs.AllocDesiredStatusStop,
 					DesiredDescription: "alloc is being updated"}}}))
@@ -147,6 +153,10 @@ func tables(s *state.StateStore) (map[string]any, error) {
 	read(state.TableRootKeys, v11, e)
 	v12, e := s.ServiceRegistrations(nil)
 	read(state.TableServiceRegs, v12, e)
+	v13, e := s.JobVersions(nil)
+	read(state.TableJobVersions, v13, e)
+	v14, e := s.ScalingEvents(nil)
+	read(state.TableScalingEvents, v14, e)
 	return out, err
 }
 
@@ -243,6 +253,42 @@ func TestSnapshotRestoreLarge(t *testing.T) {
 	}
 	if len(fwd) >= len(srcAllocs)/2 {
 		t.Fatalf("%d job objects for %d allocs: the test data shares too little", len(fwd), len(srcAllocs))
+	}
+
+	// Each job's current version is its jobs-table object again, and the
+	// older, stable versions came back as they were.
+	restoredJobs, err := dst.State().Jobs(nil)
+	must(t, err)
+	history := 0
+	for _, j := range restoredJobs {
+		v, err := dst.State().JobByIDAndVersion(nil, j.Namespace, j.ID, j.Version)
+		must(t, err)
+		if v != j {
+			t.Fatalf("job %s: current version row is a copy", j.ID)
+		}
+		all, err := dst.State().JobVersionsByID(nil, j.Namespace, j.ID)
+		must(t, err)
+		if len(all) > 1 {
+			history++
+			if !all[1].Stable {
+				t.Fatalf("job %s: version %d lost its Stable flag", j.ID, all[1].Version)
+			}
+		}
+	}
+	if history == 0 {
+		t.Fatal("no job with history in the test data")
+	}
+}
+
+// A store with a configured limit keeps it across a restore.
+func TestRestoreKeepsTrackedVersions(t *testing.T) {
+	src, _ := testFSM(t)
+	populate(t, src.State(), 3, 2, 2)
+	dst, err := New(Config{JobTrackedVersions: 2})
+	must(t, err)
+	must(t, dst.Restore(io.NopCloser(bytes.NewReader(persist(t, src)))))
+	if got := dst.State().JobTrackedVersions(); got != 2 {
+		t.Fatalf("restored store keeps %d versions, want 2", got)
 	}
 }
 

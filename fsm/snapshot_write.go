@@ -147,6 +147,26 @@ func collectRows(snap *state.StateSnapshot) ([]row, error) {
 	for i, a := range allocs {
 		rows = append(rows, row{t: recAlloc, ref: allocRefs[i], v: a})
 	}
+	versions, err := snap.JobVersions(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range versions {
+		// The jobs table's objects are numbered 1..len(jobs); a version
+		// row holding one of them is that job's current version, which
+		// its recJob restores.
+		if ref, ok := refs[v]; ok && ref <= uint64(len(jobs)) {
+			continue
+		}
+		rows = append(rows, row{t: recJobVersion, v: v})
+	}
+	scaling, err := snap.ScalingEvents(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range scaling {
+		rows = append(rows, row{t: recScalingEvents, v: e})
+	}
 	return appendACLRows(snap, rows)
 }
 

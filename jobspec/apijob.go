@@ -124,6 +124,12 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 			}
 			tg[key] = json.Number("1")
 		}
+		if sp := objectAt(tg, "Scaling"); sp != nil {
+			// Nomad's server defaults: enabled, min the group's count,
+			// max -1 (refused by validation: max is required).
+			_, count, _ := lookupKey(tg, "Count")
+			fillNulls(sp, map[string]any{"Enabled": true, "Min": count, "Max": json.Number("-1")})
+		}
 		restart := defRestart
 		if rp := objectAt(tg, "RestartPolicy"); rp != nil {
 			fillNulls(rp, restart)

@@ -26,7 +26,7 @@ var nomadOnly = map[string][]string{
 		"ui", "vault", "consul", "vault_token", "consul_token", "id", "group_selection"},
 	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk", "update",
 		"shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
-		"max_client_disconnect", "scaling", "consul", "prevent_reschedule_on_lost", "vault"},
+		"max_client_disconnect", "consul", "prevent_reschedule_on_lost", "vault"},
 	"task": {"lifecycle", "affinity", "restart", "logs", "artifact", "vault", "consul",
 		"dispatch_payload", "volume_mount", "csi_plugin", "shutdown_delay", "kind",
 		"scaling", "secret", "action", "schedule"},

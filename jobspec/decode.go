@@ -22,7 +22,7 @@ var (
 		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate"}}
 	groupSpec = &bodySpec{what: "group",
 		attrs:  []string{"count", "meta"},
-		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta", "service", "network"}}
+		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling"}}
 	taskSpec = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
 		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service", "template"}}
@@ -47,6 +47,7 @@ var (
 		attrs: []string{"attempts", "interval", "delay", "delay_function", "max_delay", "unlimited"}}
 	migrateSpec = &bodySpec{what: "migrate",
 		attrs: []string{"max_parallel", "health_check", "min_healthy_time", "healthy_deadline"}}
+	scalingSpec = &bodySpec{what: "scaling", attrs: []string{"min", "max", "enabled", "type"}, blocks: []string{"policy"}}
 )
 
 // job decodes a job block. Blocks that are present (restart, reschedule,
@@ -152,6 +153,9 @@ func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *struct
 	}
 
 	tg.Networks = d.networks(blocks["network"])
+	if b := d.single(blocks["scaling"], "group"); b != nil {
+		tg.Scaling = d.scaling(b, tg.Count)
+	}
 
 	if len(blocks["task"]) == 0 {
 		d.add(diagAt(blk.OpenBraceRange, "Missing task", "a group needs at least one task block"))
@@ -470,4 +474,54 @@ func (d *decoder) migrate(blk *hclsyntax.Block, base *structs.MigrateStrategy) *
 	d.duration(attrs, "min_healthy_time", &m.MinHealthyTime)
 	d.duration(attrs, "healthy_deadline", &m.HealthyDeadline)
 	return &m
+}
+
+// scaling decodes a group's scaling block with Nomad's server defaults:
+// enabled, min the group's count, and max -1 when absent (which
+// validation refuses: max is required).
+func (d *decoder) scaling(blk *hclsyntax.Block, count int) *structs.ScalingPolicy {
+	attrs, blocks := d.content(blk.Body, scalingSpec)
+	p := &structs.ScalingPolicy{Enabled: true, Min: int64(count), Max: -1}
+	min, max := count, -1
+	if d.integer(attrs, "min", &min) {
+		p.Min = int64(min)
+	}
+	if d.integer(attrs, "max", &max) {
+		p.Max = int64(max)
+	}
+	d.boolean(attrs, "enabled", &p.Enabled)
+	d.str(attrs, "type", &p.Type)
+	if b := d.single(blocks["policy"], "scaling"); b != nil {
+		p.Policy = d.policyBody(b.Body)
+	}
+	return p
+}
+
+// policyBody reads an autoscaler policy, which Drover stores without
+// reading it: arguments as values, blocks as lists of maps under their
+// type, and a labeled block nested under its labels, as Nomad does
+// (check "cpu" { ... } is {"check": [{"cpu": [{...}]}]}).
+func (d *decoder) policyBody(b *hclsyntax.Body) map[string]any {
+	out := map[string]any{}
+	for _, a := range sortedAttrs(b) {
+		v, ok := d.eval(a)
+		if !ok {
+			continue
+		}
+		g, err := toGo(v)
+		if err != nil {
+			d.add(diagAt(a.Expr.Range(), "Invalid value for "+a.Name, "%v", err))
+			continue
+		}
+		out[a.Name] = g
+	}
+	for _, blk := range b.Blocks {
+		var v any = d.policyBody(blk.Body)
+		for i := len(blk.Labels) - 1; i >= 0; i-- {
+			v = map[string]any{blk.Labels[i]: []any{v}}
+		}
+		list, _ := out[blk.Type].([]any)
+		out[blk.Type] = append(list, v)
+	}
+	return out
 }

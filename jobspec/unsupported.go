@@ -42,7 +42,6 @@ var unsupportedFeatures = map[string]string{
 	"taskgroup.maxrunduration":            "max_run_duration",
 	"taskgroup.stopafterclientdisconnect": "stop_after_client_disconnect",
 	"taskgroup.maxclientdisconnect":       "max_client_disconnect",
-	"taskgroup.scaling":                   "the scaling block",
 	"taskgroup.consul":                    "Consul",
 	"taskgroup.vault":                     "Vault",
 	"taskgroup.preventrescheduleonlost":   "prevent_reschedule_on_lost",
@@ -103,6 +102,12 @@ var unsupportedFeatures = map[string]string{
 
 	"networkresource.cni":  "CNI networks (the cni block)",
 	"port.ignorecollision": "ignore_collision (ports shared between allocations)",
+
+	"scalingpolicy.id":          "setting a scaling policy's ID (the servers own it)",
+	"scalingpolicy.namespace":   "setting a scaling policy's namespace (it is the job's)",
+	"scalingpolicy.target":      "setting a scaling policy's target (it is its group)",
+	"scalingpolicy.createindex": "setting a scaling policy's indexes (the servers own them)",
+	"scalingpolicy.modifyindex": "setting a scaling policy's indexes (the servers own them)",
 
 	"jobregisterhttprequest.preservecounts":    "keeping the running counts on job run (-preserve-counts)",
 	"jobregisterhttprequest.preserveresources": "keeping the running resources on job run (-preserve-resources)",

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 # Types that are never msgpack-encoded (HTTP bodies, state-only values,
 # errors, which cross RPC as text) keep reflection; everything exported
 # and not listed here is generated.
-exclude='^(MessageType|ErrorCode|Error|FieldError|ValidationError|NodeUsage|ComparableResources|NamespacedID|JobRegisterHTTPRequest|JobPlanHTTPRequest|JobValidateHTTPRequest|JobsParseHTTPRequest|DrainSpec|NodeDrainHTTPRequest|NodeEligibilityHTTPRequest|NodeUpdateHTTPResponse|AgentSelf|AgentMember|AgentMembersResponse|AgentHealthResponse|AgentHealth|AllocIndex|VarConflictError|WorkloadIdentityClaims|PortUsage|PortKey)$'
+exclude='^(MessageType|ErrorCode|Error|FieldError|ValidationError|NodeUsage|ComparableResources|NamespacedID|JobRegisterHTTPRequest|JobPlanHTTPRequest|JobValidateHTTPRequest|JobsParseHTTPRequest|DrainSpec|NodeDrainHTTPRequest|NodeEligibilityHTTPRequest|NodeUpdateHTTPResponse|AgentSelf|AgentMember|AgentMembersResponse|AgentHealthResponse|AgentHealth|AllocIndex|VarConflictError|WorkloadIdentityClaims|PortUsage|PortKey|JobRevertHTTPRequest|ScalingHTTPRequest|JobStabilityHTTPRequest)$'
 out=structs/structs.generated.go
 
 check=false

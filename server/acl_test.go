@@ -273,3 +273,65 @@ func TestACLRotateClusterSecret(t *testing.T) {
 		t.Fatalf("the new secret refused after the grace: %v", err)
 	}
 }
+
+// TestACLScaleCapability: a token with Nomad's "scale" namespace policy
+// may scale a job and read its scale status but not register it, as in
+// Nomad; a read token may read the status but not scale.
+func TestACLScaleCapability(t *testing.T) {
+	c := testcluster.NewTestCluster(t, 1, testcluster.WithConfig(func(cfg *server.Config) { cfg.ACLEnabled = true }))
+	s := c.WaitForLeader(t, 15*time.Second)
+	var boot structs.ACLTokenUpsertResponse
+	if err := s.RPC("ACL.Bootstrap", &structs.ACLTokenBootstrapRequest{}, &boot); err != nil {
+		t.Fatal(err)
+	}
+	root := boot.Tokens[0].SecretID
+	wr := func(token string) structs.WriteRequest {
+		return structs.WriteRequest{Region: "global", AuthToken: token}
+	}
+	var gr structs.GenericResponse
+	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
+		{Name: "scaler", Rules: `namespace "default" { policy = "scale" }`},
+		{Name: "reader", Rules: `namespace "default" { policy = "read" }`}}, WriteRequest: wr(root)}, &gr); err != nil {
+		t.Fatal(err)
+	}
+	token := func(policy string) string {
+		var tr structs.ACLTokenUpsertResponse
+		if err := s.RPC("ACL.UpsertTokens", &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{
+			{Type: structs.ACLClientToken, Policies: []string{policy}}}, WriteRequest: wr(root)}, &tr); err != nil {
+			t.Fatal(err)
+		}
+		return tr.Tokens[0].SecretID
+	}
+	scaler, reader := token("scaler"), token("reader")
+
+	job := mock.Job()
+	var jr structs.JobRegisterResponse
+	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job.Copy(), WriteRequest: wr(scaler)}, &jr); !isDenied(err) {
+		t.Fatalf("Job.Register with a scale token: %v, want permission denied", err)
+	}
+	if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job.Copy(), WriteRequest: wr(root)}, &jr); err != nil {
+		t.Fatal(err)
+	}
+	three := int64(3)
+	req := &structs.ScalingRequest{JobID: job.ID, Target: map[string]string{"Group": job.TaskGroups[0].Name}, Count: &three}
+	req.WriteRequest = wr(reader)
+	if err := s.RPC("Job.Scale", req, &jr); !isDenied(err) {
+		t.Fatalf("Job.Scale with a read token: %v, want permission denied", err)
+	}
+	req.WriteRequest = wr(scaler)
+	if err := s.RPC("Job.Scale", req, &jr); err != nil {
+		t.Fatalf("Job.Scale with a scale token: %v", err)
+	}
+	for _, tok := range []string{scaler, reader} {
+		var st structs.JobScaleStatusResponse
+		args := &structs.JobSpecificRequest{JobID: job.ID}
+		args.AuthToken = tok
+		if err := s.RPC("Job.ScaleStatus", args, &st); err != nil || st.JobScaleStatus == nil {
+			t.Fatalf("Job.ScaleStatus: %+v, %v", st.JobScaleStatus, err)
+		}
+	}
+	var st structs.JobScaleStatusResponse
+	if err := s.RPC("Job.ScaleStatus", &structs.JobSpecificRequest{JobID: job.ID}, &st); !isDenied(err) {
+		t.Fatalf("anonymous Job.ScaleStatus: %v, want permission denied", err)
+	}
+}

@@ -82,6 +82,10 @@ type Config struct {
 	// NumSchedulers is the number of scheduler workers; 0 means
 	// runtime.NumCPU() and -1 none (tests that play the worker).
 	NumSchedulers int
+	// JobTrackedVersions is how many versions of each job the state keeps
+	// (fsm.Config.JobTrackedVersions); 0 means structs.JobTrackedVersions.
+	// Every server of a cluster must use the same value.
+	JobTrackedVersions int
 	// LeaderWorkerFraction is the share of workers kept running while this
 	// server leads (the rest pause, since the leader also applies plans);
 	// at least one always runs. 0 means DefaultLeaderWorkerFraction; 1 or

@@ -58,7 +58,9 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 		return err
 	}
 	if args.Diff {
-		reply.Diff = jobDiff(existing, job)
+		if reply.Diff, err = existing.Diff(job, true); err != nil {
+			return err
+		}
 	}
 	if existing != nil {
 		reply.JobModifyIndex = existing.JobModifyIndex
@@ -90,6 +92,7 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 		return err
 	}
 	reply.Annotations = rec.annotations(snap.StateStore, job)
+	annotateDiff(reply.Diff, reply.Annotations)
 	if rec.update != nil {
 		reply.FailedTGAllocs = rec.update.FailedTGAllocs
 	}
@@ -183,23 +186,6 @@ func (r *planRecorder) annotations(st *state.StateStore, job *structs.Job) *stru
 		}
 	}
 	return out
-}
-
-// jobDiff classifies the change from existing to job. Only the type is
-// computed (field-level diffs are not).
-func jobDiff(existing, job *structs.Job) *structs.JobDiff {
-	d := &structs.JobDiff{ID: job.ID}
-	switch {
-	case existing == nil:
-		d.Type = "Added"
-	case job.Stop && !existing.Stop:
-		d.Type = "Deleted"
-	case !existing.SpecChanged(job):
-		d.Type = "None"
-	default:
-		d.Type = "Edited"
-	}
-	return d
 }
 
 // storedForm returns job as the store would hold it: encoded and decoded

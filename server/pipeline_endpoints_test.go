@@ -230,8 +230,19 @@ func TestJobPlanDryRun(t *testing.T) {
 	} {
 		edited := job.Copy()
 		tc.edit(edited)
-		if du := plan(edited).Annotations.DesiredTGUpdates["web"]; du == nil || *du != tc.want {
+		resp := plan(edited)
+		if du := resp.Annotations.DesiredTGUpdates["web"]; du == nil || *du != tc.want {
 			t.Fatalf("%s change annotations %+v, want %+v", tc.name, du, tc.want)
+		}
+		// The diff says the same: the group's update counts, and what the
+		// task's change forces.
+		g := resp.Diff.TaskGroups[0]
+		forces, update := "forces create/destroy update", "create/destroy update"
+		if tc.want.InPlaceUpdate > 0 {
+			forces, update = "forces in-place update", "in-place update"
+		}
+		if task := g.Tasks[0]; g.Updates[update] != 5 || len(task.Annotations) != 1 || task.Annotations[0] != forces {
+			t.Fatalf("%s change diff: updates %v, task %s annotations %v", tc.name, g.Updates, task.Type, task.Annotations)
 		}
 	}
 
@@ -243,6 +254,10 @@ func TestJobPlanDryRun(t *testing.T) {
 	}
 	if resp.Diff.Type != "Edited" {
 		t.Fatalf("scaled job diff %+v", resp.Diff)
+	}
+	if g := resp.Diff.TaskGroups[0]; g.Updates["create"] != 2 || g.Updates["in-place update"] != 5 || len(g.Fields) != 1 ||
+		g.Fields[0].Name != "Count" || len(g.Fields[0].Annotations) != 1 || g.Fields[0].Annotations[0] != "forces create" {
+		t.Fatalf("scaled job group diff: updates %v fields %+v", g.Updates, g.Fields[0])
 	}
 
 	huge := smallJob("huge", 1)

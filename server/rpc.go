@@ -41,6 +41,7 @@ func (s *Server) endpoints(inproc bool) map[string]any {
 		"Keyring":   &Keyring{srv: s},
 		// Native service discovery (service_endpoint.go).
 		"ServiceRegistration": &ServiceRegistration{srv: s},
+		"Scaling":             &Scaling{srv: s},
 	}
 }
 

@@ -67,15 +67,26 @@ var rpcACLRules = map[string]aclRule{
 	// read for /v1/agent/members itself.
 	"Status.Members": {class: aclOpen},
 
-	"Job.Register":    {allow: jobNamespaceCap(acl.NamespaceCapabilitySubmitJob)},
-	"Job.Plan":        {allow: jobNamespaceCap(acl.NamespaceCapabilitySubmitJob)},
-	"Job.Validate":    {allow: nsCap(acl.NamespaceCapabilityReadJob)},
-	"Job.Deregister":  {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
-	"Job.GetJob":      {allow: nsCap(acl.NamespaceCapabilityReadJob)},
-	"Job.List":        {allow: nsCap(acl.NamespaceCapabilityListJobs)},
-	"Job.Allocations": {allow: nsCap(acl.NamespaceCapabilityReadJob)},
-	"Job.Evaluations": {allow: nsCap(acl.NamespaceCapabilityReadJob)},
-	"Job.Summary":     {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.Register":       {allow: jobNamespaceCap(acl.NamespaceCapabilitySubmitJob)},
+	"Job.Plan":           {allow: jobNamespaceCap(acl.NamespaceCapabilitySubmitJob)},
+	"Job.Validate":       {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.Deregister":     {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	"Job.GetJob":         {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.List":           {allow: nsCap(acl.NamespaceCapabilityListJobs)},
+	"Job.Allocations":    {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.Evaluations":    {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.Summary":        {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.GetJobVersions": {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.Revert":         {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	"Job.Stable":         {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	// As Nomad: scaling needs scale-job or submit-job; its status
+	// read-job-scaling or read-job.
+	"Job.Scale":       {allow: nsAnyCap(acl.NamespaceCapabilityScaleJob, acl.NamespaceCapabilitySubmitJob)},
+	"Job.ScaleStatus": {allow: nsAnyCap(acl.NamespaceCapabilityReadJobScaling, acl.NamespaceCapabilityReadJob)},
+	// Scaling policies: list-scaling-policies or list-jobs; one policy
+	// read-scaling-policy or read-job.
+	"Scaling.ListPolicies": {allow: nsAnyCap(acl.NamespaceCapabilityListScalingPolicies, acl.NamespaceCapabilityListJobs)},
+	"Scaling.GetPolicy":    {allow: nsAnyCap(acl.NamespaceCapabilityReadScalingPolicy, acl.NamespaceCapabilityReadJob)},
 
 	"Node.Register":          {class: aclNodeSecret},
 	"Node.UpdateStatus":      {class: aclNodeSecret},
@@ -208,6 +219,19 @@ func serviceRead(a *acl.ACL, _ *Server, args any) bool {
 func nsCap(capability string) func(*acl.ACL, *Server, any) bool {
 	return func(a *acl.ACL, _ *Server, args any) bool {
 		return allowNamespace(a, requestNamespace(args), capability)
+	}
+}
+
+// nsAnyCap requires one of capabilities in the request's namespace.
+func nsAnyCap(capabilities ...string) func(*acl.ACL, *Server, any) bool {
+	return func(a *acl.ACL, _ *Server, args any) bool {
+		ns := requestNamespace(args)
+		for _, c := range capabilities {
+			if allowNamespace(a, ns, c) {
+				return true
+			}
+		}
+		return false
 	}
 }
 

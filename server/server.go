@@ -171,7 +171,8 @@ func (s *Server) start() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.leaderHooks = append(s.builtinLeaderHooks(), s.config.LeaderHooks...)
-	s.fsm, err = fsm.New(fsm.Config{Logger: s.logger, Hooks: &fsmHooks{s: s, next: s.config.FSMHooks}})
+	s.fsm, err = fsm.New(fsm.Config{Logger: s.logger, Hooks: &fsmHooks{s: s, next: s.config.FSMHooks},
+		JobTrackedVersions: s.config.JobTrackedVersions})
 	if err != nil {
 		return fmt.Errorf("server: fsm: %w", err)
 	}

@@ -25,7 +25,7 @@ type Batch struct {
 // Batch opens a write batch. Always Abort it (a deferred Abort after
 // Commit does nothing).
 func (s *StateStore) Batch() *Batch {
-	return &Batch{txn: newWriteTxn(s.db, s.allocWatches, s.snapTables)}
+	return &Batch{txn: newWriteTxn(s.db, s.allocWatches, s.snapTables, s.jobVersions)}
 }
 
 // Commit writes the index table and makes every write of the batch

@@ -72,6 +72,9 @@ func upsertJobTxn(txn *writeTxn, index uint64, job *structs.Job) error {
 		return fmt.Errorf("state: inserting job: %w", err)
 	}
 	txn.t.add(TableJobs)
+	if err := upsertJobVersionTxn(txn, job); err != nil {
+		return err
+	}
 	return ensureSummaryTxn(txn, index, job)
 }
 
@@ -109,6 +112,12 @@ func (b *Batch) DeregisterJob(index uint64, namespace, jobID string, purge bool,
 		if err := txn.deleteServicesBy(IndexJob, namespace, jobID); err != nil {
 			return err
 		}
+		if err := deleteJobVersionsTxn(txn, namespace, jobID); err != nil {
+			return err
+		}
+		if err := deleteByIDTxn(txn, TableScalingEvents, namespace, jobID); err != nil {
+			return err
+		}
 	} else {
 		stopped := job.Copy()
 		stopped.Stop = true
@@ -123,6 +132,9 @@ func (b *Batch) DeregisterJob(index uint64, namespace, jobID string, purge bool,
 			return fmt.Errorf("state: inserting job: %w", err)
 		}
 		txn.t.add(TableJobs)
+		if err := upsertJobVersionTxn(txn, stopped); err != nil {
+			return err
+		}
 	}
 	if eval != nil {
 		return upsertEvalsTxn(txn, index, []*structs.Evaluation{eval})
@@ -156,6 +168,9 @@ func setJobStatusesTxn(txn *writeTxn, index uint64, jobs []jobRef) error {
 			return fmt.Errorf("state: inserting job: %w", err)
 		}
 		txn.t.add(TableJobs)
+		if err := replaceJobVersionTxn(txn, updated); err != nil {
+			return err
+		}
 	}
 	return nil
 }

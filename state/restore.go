@@ -52,8 +52,13 @@ func (r *StateRestore) insert(table string, obj any) error {
 // IndexRestore loads an index table row.
 func (r *StateRestore) IndexRestore(e *IndexEntry) error { return r.insert(TableIndex, e) }
 
-// JobRestore loads a job.
-func (r *StateRestore) JobRestore(j *structs.Job) error { return r.insert(TableJobs, j) }
+// JobRestore loads a job, and records it as the job's current version.
+func (r *StateRestore) JobRestore(j *structs.Job) error {
+	if err := r.insert(TableJobs, j); err != nil {
+		return err
+	}
+	return r.insert(TableJobVersions, j)
+}
 
 // JobSummaryRestore loads a job summary.
 func (r *StateRestore) JobSummaryRestore(js *structs.JobSummary) error {

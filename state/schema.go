@@ -34,6 +34,12 @@ const (
 	// (services.go), by ID, by (namespace, service name), allocation,
 	// (namespace, job) and node.
 	TableServiceRegs = "service_registrations"
+	// TableJobVersions keeps the last versions of every job, the current
+	// one included, by (namespace, job, version) (job_versions.go).
+	TableJobVersions = "job_version"
+	// TableScalingEvents keeps each job's recent scaling events, one row
+	// per job (scaling_events.go).
+	TableScalingEvents = "scaling_event"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -54,7 +60,7 @@ const (
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -267,6 +273,18 @@ func schema() *memdb.DBSchema {
 				IndexAlloc:       {Name: IndexAlloc, Indexer: fieldIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) string { return r.AllocID }}},
 				IndexJob:         {Name: IndexJob, Indexer: pairIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) (string, string) { return r.Namespace, r.JobID }}},
 				IndexNode:        {Name: IndexNode, Indexer: fieldIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) string { return r.NodeID }}},
+			},
+		},
+		TableJobVersions: {
+			Name: TableJobVersions,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: jobVersionIndex{}},
+			},
+		},
+		TableScalingEvents: {
+			Name: TableScalingEvents,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.JobScalingEvents]{get: func(e *structs.JobScalingEvents) (string, string) { return e.Namespace, e.JobID }}},
 			},
 		},
 		TableAllocs: {

@@ -31,6 +31,10 @@ type StateStore struct {
 	// the snapshot is taken and by each write to it, before that write
 	// releases the writer lock (see StateStore.tables).
 	snapTables *atomic.Pointer[allocTables]
+
+	// jobVersions is how many versions of a job the job_version table
+	// keeps (job_versions.go).
+	jobVersions int
 }
 
 // StateSnapshot is a point-in-time, read-only view of a StateStore. Every
@@ -40,21 +44,44 @@ type StateSnapshot struct {
 	*StateStore
 }
 
+// Option configures a new store.
+type Option func(*StateStore)
+
+// WithJobTrackedVersions sets how many versions of each job the store
+// keeps (the current one included); n < 1 keeps the default,
+// structs.JobTrackedVersions. Every server must use the same value: the
+// versions dropped are part of the replicated state.
+func WithJobTrackedVersions(n int) Option {
+	return func(s *StateStore) {
+		if n >= 1 {
+			s.jobVersions = n
+		}
+	}
+}
+
 // NewStateStore returns an empty store.
-func NewStateStore() (*StateStore, error) {
+func NewStateStore(opts ...Option) (*StateStore, error) {
 	db, err := memdb.NewMemDB(schema())
 	if err != nil {
 		return nil, fmt.Errorf("state: creating memdb: %w", err)
 	}
-	return &StateStore{
+	s := &StateStore{
 		db:           db,
 		abandonCh:    make(chan struct{}),
 		abandonOnce:  new(sync.Once),
 		replacement:  new(atomic.Pointer[StateStore]),
 		nodeViews:    new(nodeViewCache),
 		allocWatches: new(allocWatches),
-	}, nil
+		jobVersions:  structs.JobTrackedVersions,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
+
+// JobTrackedVersions is how many versions of each job the store keeps.
+func (s *StateStore) JobTrackedVersions() int { return s.jobVersions }
 
 // Snapshot returns a consistent view of the store in O(1). The snapshot
 // shares the store's abandon channel.
@@ -71,6 +98,7 @@ func (s *StateStore) Snapshot() (*StateSnapshot, error) {
 		replacement: s.replacement,
 		nodeViews:   s.nodeViews,
 		snapTables:  new(atomic.Pointer[allocTables]),
+		jobVersions: s.jobVersions,
 	}
 	snap.snapTables.Store(t)
 	return &StateSnapshot{StateStore: snap}, nil

@@ -58,6 +58,7 @@ func TestIndexTable(t *testing.T) {
 	wantIndex(t, s, TableJobs, 5)
 	wantIndex(t, s, TableJobSummary, 5)
 	wantIndex(t, s, TableEvals, 5)
+	wantIndex(t, s, TableJobVersions, 5)
 	wantIndex(t, s, TableNodes, 7)
 	wantIndex(t, s, TableAllocs, 0)
 	latest, err = s.LatestIndex()
@@ -67,8 +68,8 @@ func TestIndexTable(t *testing.T) {
 	}
 	entries, err := s.Indexes()
 	must(t, err)
-	if len(entries) != 4 {
-		t.Fatalf("index rows = %d, want 4 (evals, job_summary, jobs, nodes): %+v", len(entries), entries)
+	if len(entries) != 5 {
+		t.Fatalf("index rows = %d, want 5 (evals, job_summary, job_version, jobs, nodes): %+v", len(entries), entries)
 	}
 }
 

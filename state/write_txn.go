@@ -41,13 +41,15 @@ type writeTxn struct {
 	// svcRows caches whether the service registrations table has rows
 	// (services.go).
 	svcRows svcRows
+	// jobVersions is the store's number of kept job versions.
+	jobVersions int
 }
 
-func newWriteTxn(db *memdb.MemDB, watches *allocWatches, snapTables *atomic.Pointer[allocTables]) *writeTxn {
+func newWriteTxn(db *memdb.MemDB, watches *allocWatches, snapTables *atomic.Pointer[allocTables], jobVersions int) *writeTxn {
 	txn := db.Txn(true)
 	// The writer lock is held now, so base is exactly the state txn
 	// started from.
-	return &writeTxn{txn: txn, base: db.Txn(false), watches: watches, snapTables: snapTables}
+	return &writeTxn{txn: txn, base: db.Txn(false), watches: watches, snapTables: snapTables, jobVersions: jobVersions}
 }
 
 // primaryIndexers are the ID indexers of every table.
@@ -219,7 +221,7 @@ func listWrite[T any](w *writeTxn, table, index string, args ...any) ([]*T, erro
 // indexedTables are the tables whose last write the index table records,
 // in the order of touched.last.
 var indexedTables = [...]string{TableJobs, TableJobSummary, TableNodes, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents}
 
 // touched records, per table, the Raft index of the last write in a
 // transaction that changed it, so that commitIndex writes each table's

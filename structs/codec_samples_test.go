@@ -112,6 +112,12 @@ func raftSamples() []raftSample {
 			func() any { return new(ServiceRegistrationDeleteByIDRequest) }},
 		{ServiceRegistrationDeleteByAllocIDsRequestType, &ServiceRegistrationDeleteByAllocIDsRequest{AllocIDs: []string{fixtureID("a", 1)}, WriteRequest: wr},
 			func() any { return new(ServiceRegistrationDeleteByAllocIDsRequest) }},
+		{JobStabilityRequestType, &JobStabilityRequest{JobID: "web", JobVersion: 3, Stable: true, WriteRequest: wr},
+			func() any { return new(JobStabilityRequest) }},
+		{ScalingEventRegisterRequestType, &ScalingEventRegisterRequest{JobID: "web", TaskGroup: "g",
+			Event: &ScalingEvent{Time: 1700000000, Count: new(int64(3)), PreviousCount: 2, Message: "m", Meta: map[string]any{"a": "b"},
+				EvalID: new("e"), CreateIndex: 4}, Job: job, Eval: eval, WriteRequest: wr},
+			func() any { return new(ScalingEventRegisterRequest) }},
 	}
 }
 

@@ -67,6 +67,14 @@ var wireTypes = []any{
 	new(NodeClientAllocsResponse), new(AllocsGetRequest), new(AllocsGetResponse),
 	new(AllocStopRequest), new(AllocStopResponse), new(JobSummaryResponse), new(JobPlanRequest),
 	new(JobPlanResponse), new(JobValidateRequest), new(JobValidateResponse), new(JobDiff), new(SnapshotSaveResponse), new(SnapshotRestoreRequest), new(SnapshotUploadRequest), new(SnapshotUploadResponse),
+	// Job versions (structs/job_versions.go, structs/diff.go).
+	new(TaskGroupDiff), new(TaskDiff), new(ObjectDiff), new(FieldDiff), new(JobVersionsRequest),
+	new(JobVersionsResponse), new(JobRevertRequest), new(JobStabilityRequest), new(JobStabilityResponse),
+	// Scaling (structs/scaling.go).
+	new(ScalingPolicy), new(ScalingEvent), new(JobScalingEvents), new(ScalingRequest),
+	new(ScalingEventRegisterRequest), new(JobScaleStatusResponse), new(JobScaleStatus), new(TaskGroupScaleStatus),
+	new(ScalingPolicyListRequest), new(ScalingPolicyListStub), new(ScalingPolicyListResponse),
+	new(ScalingPolicySpecificRequest), new(ScalingPolicyDetail), new(SingleScalingPolicyResponse),
 	// ACLs.
 	new(ACLPolicy), new(ACLPolicyListStub), new(ACLToken), new(ACLTokenListStub), new(ACLClusterSecret),
 	new(ACLPolicyUpsertRequest), new(ACLPolicyDeleteRequest), new(ACLPolicySpecificRequest),
@@ -91,7 +99,7 @@ var wireTypes = []any{
 var notWireTypes = map[string]bool{
 	"Error": true, "FieldError": true, "ValidationError": true, "NodeUsage": true,
 	"ComparableResources": true, "NamespacedID": true, "JobRegisterHTTPRequest": true,
-	"JobPlanHTTPRequest": true, "JobValidateHTTPRequest": true, "JobsParseHTTPRequest": true, "DrainSpec": true,
+	"JobPlanHTTPRequest": true, "JobRevertHTTPRequest": true, "ScalingHTTPRequest": true, "JobStabilityHTTPRequest": true, "JobValidateHTTPRequest": true, "JobsParseHTTPRequest": true, "DrainSpec": true,
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,
 	"NodeUpdateHTTPResponse": true, "AgentSelf": true, "AgentMember": true,
 	"AgentMembersResponse": true, "AgentHealthResponse": true, "AgentHealth": true,

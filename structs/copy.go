@@ -85,7 +85,20 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	c.Migrate = shallow(tg.Migrate)
 	c.Services = copySlice(tg.Services, (*Service).Copy)
 	c.Networks = copySlice(tg.Networks, (*NetworkResource).Copy)
+	c.Scaling = tg.Scaling.Copy()
 	c.Meta = maps.Clone(tg.Meta)
+	return &c
+}
+
+// Copy returns a deep copy of the scaling block.
+func (p *ScalingPolicy) Copy() *ScalingPolicy {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	if p.Policy != nil {
+		c.Policy = copyAny(p.Policy).(map[string]any)
+	}
 	return &c
 }
 

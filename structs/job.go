@@ -44,6 +44,10 @@ const (
 	MaxKillTimeout        = 24 * time.Hour
 	DefaultMigrateMaxPar  = 1
 	maxConstraintsPerList = 100
+	// JobTrackedVersions is how many versions of a job the servers keep,
+	// the current one included (Nomad's default; the server option
+	// job_tracked_versions changes it).
+	JobTrackedVersions = 6
 )
 
 // Upper bounds of one task's resource asks. They are far beyond any
@@ -117,7 +121,10 @@ type TaskGroup struct {
 	// allocations need on the node.
 	Networks []*NetworkResource
 	Services []*Service
-	Meta     map[string]string
+	// Scaling is the group's scaling block (nil: none): the bounds of
+	// its count, checked at registration and by scaling requests.
+	Scaling *ScalingPolicy
+	Meta    map[string]string
 }
 
 // Task is one process run by a driver.
@@ -427,6 +434,9 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 	for _, n := range tg.Networks {
 		n.canonicalize()
 	}
+	if tg.Scaling != nil && tg.Scaling.Type == "" {
+		tg.Scaling.Type = ScalingPolicyTypeHorizontal
+	}
 	for _, t := range tg.Tasks {
 		if t == nil {
 			continue
@@ -592,6 +602,9 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 		} else if m.MaxParallel < 0 {
 			v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
 		}
+	}
+	if sp := tg.Scaling; sp != nil {
+		tg.validateScaling(v, join(p, "Scaling"), jobType)
 	}
 	switch {
 	case len(tg.Tasks) == 0:

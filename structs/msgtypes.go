@@ -52,6 +52,14 @@ const (
 	ServiceRegistrationUpsertRequestType
 	ServiceRegistrationDeleteByIDRequestType
 	ServiceRegistrationDeleteByAllocIDsRequestType
+	// JobStabilityRequestType sets a job version's Stable flag. Written
+	// without the ignore flag: auto-revert picks its target by it, so a
+	// server that skipped it would choose differently.
+	JobStabilityRequestType
+	// ScalingEventRegisterRequestType is a scaling request: the scaled
+	// job with its evaluation, and the scaling event. Not ignorable: it
+	// may carry a new job version.
+	ScalingEventRegisterRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -67,7 +75,8 @@ func (t MessageType) String() string {
 		"ACLPolicyUpsert", "ACLPolicyDelete", "ACLTokenUpsert", "ACLTokenDelete",
 		"ACLTokenBootstrap", "ACLClusterSecret", "VarApplyState", "VariablesRekey",
 		"RootKeyMetaUpsert", "ServiceRegistrationUpsert",
-		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs"}
+		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs",
+		"JobStability", "ScalingEventRegister"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]

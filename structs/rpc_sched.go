@@ -141,17 +141,6 @@ type JobPlanResponse struct {
 	WriteMeta
 }
 
-// JobDiff is the difference between the registered job and a new version.
-// Drover fills Type ("Added", "Deleted", "Edited", "None") and the ID;
-// field-level diffs are not computed yet.
-type JobDiff struct {
-	Type       string
-	ID         string
-	Fields     []any
-	Objects    []any
-	TaskGroups []any
-}
-
 // JobValidateRequest asks a server to check a job as registering it would,
 // without writing anything.
 type JobValidateRequest struct {

@@ -72,3 +72,45 @@ type NodeUpdateHTTPResponse struct {
 	EvalIDs         []string
 	EvalCreateIndex uint64
 }
+
+// JobRevertHTTPRequest is the body of PUT|POST /v1/job/<id>/revert
+// (Nomad's JobRevertRequest).
+type JobRevertHTTPRequest struct {
+	JobID               string
+	JobVersion          uint64
+	EnforcePriorVersion *uint64
+	ConsulToken         string
+	VaultToken          string
+	// Region, Namespace and SecretID: see JobRegisterHTTPRequest.
+	Region    string
+	Namespace string
+	SecretID  string
+}
+
+// JobStabilityHTTPRequest is the body of PUT|POST /v1/job/<id>/stable
+// (Nomad's JobStabilityRequest).
+type JobStabilityHTTPRequest struct {
+	JobID      string
+	JobVersion uint64
+	Stable     bool
+	// Region, Namespace and SecretID: see JobRegisterHTTPRequest.
+	Region    string
+	Namespace string
+	SecretID  string
+}
+
+// ScalingHTTPRequest is the body of PUT|POST /v1/job/<id>/scale (Nomad's
+// ScalingRequest).
+type ScalingHTTPRequest struct {
+	Count          *int64
+	Target         map[string]string
+	Message        string
+	Error          bool
+	Meta           map[string]any
+	PolicyOverride bool
+	JobModifyIndex uint64
+	// Region, Namespace and SecretID: see JobRegisterHTTPRequest.
+	Region    string
+	Namespace string
+	SecretID  string
+}

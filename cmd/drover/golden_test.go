@@ -85,6 +85,51 @@ func templateEventsAlloc(a *structs.Allocation) *structs.Allocation {
 	return &c
 }
 
+// editedJob is fixtureJob with a changed count and command.
+func editedJob() *structs.Job {
+	j := fixtureJob()
+	j.TaskGroups[0].Count = 4
+	j.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/bash", "args": []any{"-c", "sleep 60"}}
+	j.Meta = map[string]string{"owner": "ops"}
+	return j
+}
+
+// planDiff is the diff a plan from old to new answers, with the group's
+// update counts and the task's annotation.
+func planDiff(old, new *structs.Job, updates map[string]uint64, taskAnnotation string) *structs.JobDiff {
+	d, err := old.Diff(new, true)
+	if err != nil {
+		panic(err)
+	}
+	g := d.TaskGroups[0]
+	g.Updates = updates
+	if taskAnnotation != "" {
+		g.Tasks[0].Annotations = []string{taskAnnotation}
+	}
+	for _, f := range g.Fields {
+		if f.Name == "Count" {
+			f.Annotations = []string{"forces create"}
+		}
+	}
+	return d
+}
+
+// versionsRoute answers GET /v1/job/web/versions: versions 1 (stable)
+// and 0 of the job, with the diff between them when diffs.
+func versionsRoute(diffs bool) structs.JobVersionsResponse {
+	v0, v1 := fixtureJob(), editedJob()
+	v1.Version, v1.Stable, v1.SubmitTime = 1, true, ago(5*time.Minute)
+	out := structs.JobVersionsResponse{Versions: []*structs.Job{v1, v0}}
+	if diffs {
+		d, err := v0.Diff(v1, true)
+		if err != nil {
+			panic(err)
+		}
+		out.Diffs = []*structs.JobDiff{d}
+	}
+	return out
+}
+
 func stubs(allocs []*structs.Allocation) []*structs.AllocListStub {
 	out := make([]*structs.AllocListStub, 0, len(allocs))
 	for _, a := range allocs {
@@ -251,17 +296,56 @@ func TestCLIGolden(t *testing.T) {
 		{name: "job_status_missing", args: []string{"job", "status", "nope"}, wantCode: 1,
 			routes: map[string]any{"GET /v1/jobs": jobsRoute}},
 		{name: "job_plan_changes", args: []string{"job", "plan", "testdata/web.nomad.hcl"}, wantCode: 1, routes: map[string]any{
-			"PUT /v1/job/web/plan": structs.JobPlanResponse{JobModifyIndex: 0, Diff: &structs.JobDiff{Type: "Added", ID: "web"},
+			"PUT /v1/job/web/plan": structs.JobPlanResponse{JobModifyIndex: 0,
+				Diff:        planDiff(nil, fixtureJob(), map[string]uint64{"create": 3}, "forces create"),
 				Annotations: &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{"web": {Place: 3}}}},
 		}},
 		{name: "job_plan_no_change", args: []string{"job", "plan", "testdata/web.nomad.hcl"}, wantCode: 0, routes: map[string]any{
-			"PUT /v1/job/web/plan": structs.JobPlanResponse{JobModifyIndex: 10, Diff: &structs.JobDiff{Type: "None", ID: "web"},
+			"PUT /v1/job/web/plan": structs.JobPlanResponse{JobModifyIndex: 10, Diff: planDiff(fixtureJob(), fixtureJob(), map[string]uint64{"ignore": 3}, ""),
 				Annotations: &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{"web": {Ignore: 3}}}},
 		}},
 		{name: "job_plan_failure", args: []string{"job", "plan", "testdata/web.nomad.hcl"}, wantCode: 1, routes: map[string]any{
-			"PUT /v1/job/web/plan": structs.JobPlanResponse{JobModifyIndex: 10, Diff: &structs.JobDiff{Type: "Edited", ID: "web"},
+			"PUT /v1/job/web/plan": structs.JobPlanResponse{JobModifyIndex: 10, Diff: planDiff(fixtureJob(), editedJob(), map[string]uint64{"create": 1, "ignore": 2}, "forces create/destroy update"),
 				Annotations:    &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{"web": {Place: 1, Ignore: 2}}},
 				FailedTGAllocs: map[string]*structs.AllocMetric{"web": failedMetric()}},
+		}},
+		{name: "job_history", args: []string{"job", "history", "web"}, routes: map[string]any{
+			"GET /v1/jobs":             jobsRoute,
+			"GET /v1/job/web/versions": versionsRoute(false),
+		}},
+		{name: "job_history_diffs", args: []string{"job", "history", "-p", "web"}, routes: map[string]any{
+			"GET /v1/jobs":             jobsRoute,
+			"GET /v1/job/web/versions": versionsRoute(true),
+		}},
+		{name: "job_history_version", args: []string{"job", "history", "-p", "-version", "1", "web"}, routes: map[string]any{
+			"GET /v1/jobs":             jobsRoute,
+			"GET /v1/job/web/versions": versionsRoute(true),
+		}},
+		{name: "job_history_missing_version", args: []string{"job", "history", "-version", "7", "web"}, wantCode: 1, routes: map[string]any{
+			"GET /v1/jobs":             jobsRoute,
+			"GET /v1/job/web/versions": versionsRoute(false),
+		}},
+		{name: "job_revert_detach", args: []string{"job", "revert", "-detach", "web", "0"}, routes: map[string]any{
+			"GET /v1/jobs":           jobsRoute,
+			"PUT /v1/job/web/revert": structs.JobRegisterResponse{EvalID: evalID},
+		}},
+		{name: "job_revert_conflict", args: []string{"job", "revert", "web", "0"}, wantCode: 1, routes: map[string]any{
+			"GET /v1/jobs":           jobsRoute,
+			"PUT /v1/job/web/revert": status(409, "revert request enforcing prior version 4 but job \"web\" has version 5"),
+		}},
+		{name: "job_scale_detach", args: []string{"job", "scale", "-detach", "web", "5"}, routes: map[string]any{
+			"GET /v1/jobs":          jobsRoute,
+			"GET /v1/job/web/scale": structs.JobScaleStatus{JobID: "web", TaskGroups: map[string]*structs.TaskGroupScaleStatus{"web": {Desired: 3}}},
+			"PUT /v1/job/web/scale": structs.JobRegisterResponse{EvalID: evalID},
+		}},
+		{name: "job_scale_unknown_group", args: []string{"job", "scale", "web", "db", "5"}, wantCode: 1, routes: map[string]any{
+			"GET /v1/jobs":          jobsRoute,
+			"GET /v1/job/web/scale": structs.JobScaleStatus{JobID: "web", TaskGroups: map[string]*structs.TaskGroupScaleStatus{"web": {Desired: 3}}},
+		}},
+		{name: "job_scale_above_max", args: []string{"job", "scale", "web", "web", "50"}, wantCode: 1, routes: map[string]any{
+			"GET /v1/jobs":          jobsRoute,
+			"GET /v1/job/web/scale": structs.JobScaleStatus{JobID: "web", TaskGroups: map[string]*structs.TaskGroupScaleStatus{"web": {Desired: 3}}},
+			"PUT /v1/job/web/scale": status(400, "Count: group count was greater than scaling policy maximum: 50 > 10"),
 		}},
 		{name: "job_plan_error", args: []string{"job", "plan", "testdata/web.nomad.hcl"}, wantCode: 255,
 			routes: map[string]any{"PUT /v1/job/web/plan": status(500, "No cluster leader")}},

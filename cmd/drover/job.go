@@ -25,6 +25,9 @@ func jobCommands() []*command {
 		{name: "job plan", synopsis: "Dry run: show what submitting a job file would change", run: runJobPlan},
 		{name: "job validate", synopsis: "Check a job file as the servers would, without submitting it", run: runJobValidate},
 		{name: "job inspect", synopsis: "Print a registered job as JSON", run: runJobInspect},
+		{name: "job history", synopsis: "Show the kept versions of a job, with -p their changes", run: runJobHistory},
+		{name: "job revert", synopsis: "Register an earlier version of a job again", run: runJobRevert},
+		{name: "job scale", synopsis: "Set the count of a job's group", run: runJobScale},
 		{name: "job init", synopsis: "Write an example job file", run: runJobInit},
 	}
 }

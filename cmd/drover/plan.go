@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/drover-project/drover/structs"
@@ -47,37 +48,18 @@ func runJobPlan(e *env, args []string) int {
 	}
 	out := e.stdout
 
-	diffType := ""
-	if resp.Diff != nil {
-		diffType = resp.Diff.Type
-	}
-	fmt.Fprintf(out, "%sJob: %q\n", diffMarker(diffType), job.ID)
 	changes := false
-	var groups []string
-	for _, tg := range job.TaskGroups {
-		groups = append(groups, tg.Name)
-	}
 	if resp.Annotations != nil {
-		for name := range resp.Annotations.DesiredTGUpdates {
-			if job.LookupTaskGroup(name) == nil {
-				groups = append(groups, name) // a group the new version removes
+		for _, u := range resp.Annotations.DesiredTGUpdates {
+			if u != nil && (u.Place > 0 || u.Stop > 0 || u.DestructiveUpdate > 0 || u.Migrate > 0 || u.Canary > 0) {
+				changes = true
 			}
 		}
 	}
-	for _, name := range groups {
-		var u *structs.DesiredUpdates
-		if resp.Annotations != nil {
-			u = resp.Annotations.DesiredTGUpdates[name]
-		}
-		marker, counts := groupPlan(u)
-		if u != nil && (u.Place > 0 || u.Stop > 0 || u.DestructiveUpdate > 0 || u.Migrate > 0) {
-			changes = true
-		}
-		line := fmt.Sprintf("%sTask Group: %q", marker, name)
-		if counts != "" {
-			line += " (" + counts + ")"
-		}
-		fmt.Fprintln(out, line)
+	if resp.Diff != nil {
+		fmt.Fprintln(out, strings.TrimSpace(formatJobDiff(resp.Diff, verbose)))
+	} else {
+		writeGroupPlans(out, job, resp.Annotations)
 	}
 
 	fmt.Fprintln(out)
@@ -106,18 +88,33 @@ func runJobPlan(e *env, args []string) int {
 	return planNoChange
 }
 
-// diffMarker is the sign (and a space) Nomad prints before a changed
-// object; "" for an unchanged one.
-func diffMarker(diffType string) string {
-	switch diffType {
-	case "Added":
-		return "+ "
-	case "Deleted":
-		return "- "
-	case "Edited":
-		return "+/- "
+// writeGroupPlans prints one line per group from the plan's annotations,
+// for a server that sent no diff.
+func writeGroupPlans(out io.Writer, job *structs.Job, ann *structs.PlanAnnotations) {
+	fmt.Fprintf(out, "Job: %q\n", job.ID)
+	var groups []string
+	for _, tg := range job.TaskGroups {
+		groups = append(groups, tg.Name)
 	}
-	return ""
+	if ann != nil {
+		for name := range ann.DesiredTGUpdates {
+			if job.LookupTaskGroup(name) == nil {
+				groups = append(groups, name) // a group the new version removes
+			}
+		}
+	}
+	for _, name := range groups {
+		var u *structs.DesiredUpdates
+		if ann != nil {
+			u = ann.DesiredTGUpdates[name]
+		}
+		marker, counts := groupPlan(u)
+		line := fmt.Sprintf("%sTask Group: %q", marker, name)
+		if counts != "" {
+			line += " (" + counts + ")"
+		}
+		fmt.Fprintln(out, line)
+	}
 }
 
 // groupPlan returns the sign (as diffMarker) and the counts ("3 create,
