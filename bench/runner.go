@@ -532,6 +532,13 @@ func (r *runner) job(id string, count int) *nomad.Job {
 		}
 		tg.Networks = []*nomad.NetworkResource{net}
 	}
+	if sc.Services {
+		svc := &nomad.Service{Name: "svc-" + id, Provider: "nomad"}
+		if sc.DynamicPorts > 0 {
+			svc.PortLabel = "p0"
+		}
+		tg.Services = []*nomad.Service{svc}
+	}
 	if r.cfg.Nomad {
 		// Nomad keeps 10 x 10 MB of task logs by default, and refuses a
 		// job whose logs do not fit in its ephemeral disk, of which it

@@ -43,6 +43,10 @@ type Scenario struct {
 	// DynamicPorts is the number of dynamic ports each allocation asks
 	// for in its group's network block (0: no network block).
 	DynamicPorts int
+	// Services gives each group a native service (provider "nomad", on
+	// its first dynamic port when it has one), which the simulator
+	// registers when an allocation runs, as client agents do.
+	Services bool
 	// Duration of a churn or idle scenario.
 	Duration time.Duration
 	// Writers is how many job writes are in flight (0: DefaultConcurrency).
@@ -85,6 +89,7 @@ var burst = Scenario{
 var scenarios = []Scenario{
 	burst,
 	WithPorts(burst, 1),
+	WithServices(WithPorts(burst, 1)),
 	{
 		Name: "dense", Kind: KindPlace,
 		Description: "1 node big enough for 5,000 allocations, one job of 5,000",
@@ -94,6 +99,7 @@ var scenarios = []Scenario{
 	},
 	c1mSmall,
 	WithPorts(c1mSmall, 1),
+	WithServices(WithPorts(c1mSmall, 1)),
 	withLeaderKill(c1mSmall, 5*time.Second),
 	{
 		Name: "churn", Kind: KindChurn,
@@ -131,6 +137,16 @@ func WithPorts(s Scenario, n int) Scenario {
 	s.Name += "-ports"
 	s.Description += fmt.Sprintf(", %d dynamic port(s) per allocation", n)
 	s.DynamicPorts = n
+	return s
+}
+
+// WithServices is s with a native service per group, registered by the
+// simulator for every running allocation, named "<name>-services". Its
+// targets are s's.
+func WithServices(s Scenario) Scenario {
+	s.Name += "-services"
+	s.Description += ", a native service per group (registered as allocations run)"
+	s.Services = true
 	return s
 }
 

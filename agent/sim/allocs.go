@@ -38,8 +38,14 @@ type simAlloc struct {
 // groupInfo is what the simulator needs of a job's task group, decoded
 // once per job version.
 type groupInfo struct {
+	name  string
 	tasks []string
 	batch bool
+	// jobID and namespace are the group's job's; services are the names
+	// of the group's native services and its tasks', registered when an
+	// allocation runs (services.go).
+	jobID, namespace string
+	services         []string
 	// runFor and exitCode: the group finishes when its longest task does,
 	// failed if any task exits non-zero.
 	runFor   time.Duration
@@ -99,12 +105,21 @@ func (c *groupCache) lookup(a *wireAlloc, defaultRunFor time.Duration) (*groupIn
 
 // newGroupInfo reads what the simulator needs of a job's task group.
 func newGroupInfo(job *structs.Job, group string, defaultRunFor time.Duration) *groupInfo {
-	g := &groupInfo{batch: job.Type == structs.JobTypeBatch}
+	g := &groupInfo{name: group, batch: job.Type == structs.JobTypeBatch, jobID: job.ID, namespace: job.Namespace}
+	if g.namespace == "" {
+		g.namespace = structs.DefaultNamespace
+	}
 	for _, tg := range job.TaskGroups {
 		if tg.Name != group {
 			continue
 		}
+		for _, s := range tg.Services {
+			g.services = append(g.services, s.Name)
+		}
 		for _, t := range tg.Tasks {
+			for _, s := range t.Services {
+				g.services = append(g.services, s.Name)
+			}
 			g.tasks = append(g.tasks, t.Name)
 			runFor, exitCode, set := mockPlan(t)
 			if !set {
@@ -168,6 +183,9 @@ func (n *simNode) runLocked(sa *simAlloc) {
 	n.s.counters.allocsPending.Add(-1)
 	n.s.counters.allocsRunning.Add(1)
 	n.s.updates.add(n.node, n.update(sa, now))
+	if len(sa.group.services) > 0 {
+		n.s.services.addLocked(n, sa)
+	}
 	if !sa.group.batch {
 		return
 	}

@@ -25,6 +25,7 @@ type Sim struct {
 	transports []Transport
 	nodes      []*simNode
 	updates    *updateBatcher
+	services   *serviceBatcher
 	groups     *groupCache
 
 	regSem chan struct{} // bounds registrations in flight
@@ -67,6 +68,9 @@ type counters struct {
 	updatesSent      atomic.Uint64 // allocation updates delivered
 	updateRPCs       atomic.Uint64
 	updatesFailed    atomic.Uint64 // RPCs that failed (updates requeued)
+	// Native service registrations (services.go).
+	servicesRegistered atomic.Uint64
+	servicesFailed     atomic.Uint64 // Upsert calls that failed
 }
 
 // Stats is a snapshot of what the Sim has done.
@@ -96,14 +100,22 @@ type Stats struct {
 	UpdatesSent   uint64
 	UpdateRPCs    uint64
 	UpdatesFailed uint64
+	// ServicesRegistered counts native service registrations delivered;
+	// ServicesFailed the ServiceRegistration.Upsert calls that failed.
+	ServicesRegistered uint64
+	ServicesFailed     uint64
 }
 
 // String is the one-line status `drover sim` prints.
 func (s Stats) String() string {
-	return fmt.Sprintf("nodes %d/%d registered, heartbeats %d (%d failed), allocs pending %d running %d complete %d failed %d stopped %d, updates %d in %d RPCs (%d failed), watch answers %d, fetches %d, watch errors %d",
+	out := fmt.Sprintf("nodes %d/%d registered, heartbeats %d (%d failed), allocs pending %d running %d complete %d failed %d stopped %d, updates %d in %d RPCs (%d failed), watch answers %d, fetches %d, watch errors %d",
 		s.Registered, s.Nodes, s.Heartbeats, s.HeartbeatsFailed,
 		s.AllocsPending, s.AllocsRunning, s.AllocsComplete, s.AllocsFailed, s.AllocsStopped,
 		s.UpdatesSent, s.UpdateRPCs, s.UpdatesFailed, s.WatchAnswers, s.Fetches, s.WatchErrors)
+	if s.ServicesRegistered+s.ServicesFailed > 0 {
+		out += fmt.Sprintf(", services registered %d (%d calls failed)", s.ServicesRegistered, s.ServicesFailed)
+	}
+	return out
 }
 
 // New validates cfg and builds the nodes; nothing is sent until Start.
@@ -148,6 +160,7 @@ func New(cfg *Config) (*Sim, error) {
 		s.nodes[i] = newSimNode(s, i, cfg.buildNode(i, now))
 	}
 	s.updates = newUpdateBatcher(s)
+	s.services = newServiceBatcher(s)
 	return s, nil
 }
 
@@ -161,6 +174,11 @@ func (s *Sim) Start() {
 		s.started.Store(true)
 		if !s.goTracked(s.updates.run) {
 			close(s.updates.done)
+			close(s.services.done)
+			return
+		}
+		if !s.goTracked(s.services.run) {
+			close(s.services.done)
 			return
 		}
 		next := make(chan *simNode)
@@ -209,6 +227,7 @@ func (s *Sim) Stop() {
 		}
 		// The batcher's last flush still has the connections.
 		s.updates.wait()
+		s.services.wait()
 		s.trackMu.Lock()
 		s.stopped = true
 		s.trackMu.Unlock()
@@ -223,23 +242,25 @@ func (s *Sim) Stop() {
 func (s *Sim) Stats() Stats {
 	c := &s.counters
 	return Stats{
-		Nodes:            len(s.nodes),
-		Registered:       int(c.registered.Load()),
-		Registrations:    c.registrations.Load(),
-		RegisterFailed:   c.registerFailed.Load(),
-		Heartbeats:       c.heartbeats.Load(),
-		HeartbeatsFailed: c.heartbeatsFailed.Load(),
-		WatchErrors:      c.watchErrors.Load(),
-		WatchAnswers:     c.watchAnswers.Load(),
-		Fetches:          c.fetches.Load(),
-		AllocsPending:    c.allocsPending.Load(),
-		AllocsRunning:    c.allocsRunning.Load(),
-		AllocsComplete:   c.allocsComplete.Load(),
-		AllocsFailed:     c.allocsFailed.Load(),
-		AllocsStopped:    c.allocsStopped.Load(),
-		UpdatesSent:      c.updatesSent.Load(),
-		UpdateRPCs:       c.updateRPCs.Load(),
-		UpdatesFailed:    c.updatesFailed.Load(),
+		Nodes:              len(s.nodes),
+		Registered:         int(c.registered.Load()),
+		Registrations:      c.registrations.Load(),
+		RegisterFailed:     c.registerFailed.Load(),
+		Heartbeats:         c.heartbeats.Load(),
+		HeartbeatsFailed:   c.heartbeatsFailed.Load(),
+		WatchErrors:        c.watchErrors.Load(),
+		WatchAnswers:       c.watchAnswers.Load(),
+		Fetches:            c.fetches.Load(),
+		AllocsPending:      c.allocsPending.Load(),
+		AllocsRunning:      c.allocsRunning.Load(),
+		AllocsComplete:     c.allocsComplete.Load(),
+		AllocsFailed:       c.allocsFailed.Load(),
+		AllocsStopped:      c.allocsStopped.Load(),
+		UpdatesSent:        c.updatesSent.Load(),
+		UpdateRPCs:         c.updateRPCs.Load(),
+		UpdatesFailed:      c.updatesFailed.Load(),
+		ServicesRegistered: c.servicesRegistered.Load(),
+		ServicesFailed:     c.servicesFailed.Load(),
 	}
 }
 

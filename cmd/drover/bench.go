@@ -54,6 +54,7 @@ func runBench(e *env, args []string) int {
 		nodes       int
 		jobs, count int
 		ports       int
+		services    bool
 		duration    time.Duration
 		pids        listFlag
 		dataDirs    listFlag
@@ -94,6 +95,8 @@ func runBench(e *env, args []string) int {
 	fs.IntVar(&count, "count", 0, "override the scenario's allocations per job")
 	fs.IntVar(&ports, "ports", -1, "dynamic ports per allocation, in each group's network block (default: the scenario's;\n"+
 		"the *-ports scenarios have 1)")
+	fs.BoolVar(&services, "services", false, "give each group a native service, registered by the simulator as allocations run\n"+
+		"(the *-services scenarios have one)")
 	fs.DurationVar(&duration, "duration", 0, "override the duration of churn and heartbeats")
 	fs.Var(&pids, "server-pids", "PIDs of the local servers, in the order of -address, comma-separated")
 	fs.Var(&dataDirs, "data-dirs", "the servers' data directories (Raft data size), comma-separated")
@@ -153,6 +156,10 @@ func runBench(e *env, args []string) int {
 	}
 	if count > 0 {
 		sc.Count = count
+	}
+	if services && !sc.Services {
+		sc.Services = true
+		sc.Description += " [a native service per group]"
 	}
 	if ports >= 0 && ports != sc.DynamicPorts {
 		sc.DynamicPorts = ports
