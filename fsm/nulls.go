@@ -24,6 +24,8 @@ func checkNulls(req any) error {
 		nulls(&errs, "CreateEvals", r.CreateEvals)
 	case *structs.JobRegisterRequest:
 		jobNulls(&errs, "Job", r.Job)
+	case *structs.PeriodicLaunchRequest:
+		jobNulls(&errs, "Job", r.Job)
 	case *structs.EvalUpdateRequest:
 		nulls(&errs, "Evals", r.Evals)
 	case *structs.AllocUpdateRequest:

@@ -52,6 +52,7 @@ const (
 	recACLPolicy
 	recACLToken
 	recACLCluster
+	recPeriodicLaunch
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

@@ -309,6 +309,8 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.ACLToken)
 		case recACLCluster:
 			d.v = new(structs.ACLClusterSecret)
+		case recPeriodicLaunch:
+			d.v = new(structs.PeriodicLaunch)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -375,6 +377,8 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.ACLTokenRestore(v)
 	case *structs.ACLClusterSecret:
 		return in.restore.ACLClusterSecretRestore(v)
+	case *structs.PeriodicLaunch:
+		return in.restore.PeriodicLaunchRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

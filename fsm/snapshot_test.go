@@ -84,6 +84,18 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 						Events: []*structs.TaskEvent{{Type: structs.TaskStarted, Time: 1700000004, Details: map[string]string{"a": "b"}}}}})}}, nil))
 		}
 	}
+	if jobs > 0 {
+		// A periodic job with one launch: the periodic index and the
+		// periodic_launch table.
+		parent := mock.BatchJob()
+		parent.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "*/5 * * * *", SpecType: structs.PeriodicSpecCron, TimeZone: "UTC"}
+		must(t, store.UpsertJob(next(), parent, nil))
+		launchAt := time.Unix(1700000100, 0).UTC()
+		child := parent.Copy()
+		child.ID, child.ParentID, child.Periodic = structs.PeriodicChildID(parent.ID, launchAt), parent.ID, nil
+		must(t, store.LaunchPeriodicJob(next(), child, mock.EvalFor(child),
+			&structs.PeriodicLaunch{Namespace: parent.Namespace, ID: parent.ID, Launch: launchAt}))
+	}
 	return index
 }
 
@@ -119,6 +131,8 @@ func tables(s *state.StateStore) (map[string]any, error) {
 		err = errors.Join(err, e)
 	}
 	out[state.TableACLCluster] = v9
+	v10, e := s.PeriodicLaunches(nil)
+	read(state.TablePeriodicLaunch, v10, e)
 	return out, err
 }
 

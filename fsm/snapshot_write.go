@@ -151,7 +151,7 @@ func collectRows(snap *state.StateSnapshot) ([]row, error) {
 }
 
 // appendACLRows adds the ACL policies, tokens (secret hashes only) and
-// the cluster secret.
+// the cluster secret, then the periodic jobs' last launches.
 func appendACLRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	policies, err := snap.ACLPolicies(nil, "")
 	if err != nil {
@@ -173,6 +173,13 @@ func appendACLRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	}
 	if secret != nil {
 		rows = append(rows, row{t: recACLCluster, v: secret})
+	}
+	launches, err := snap.PeriodicLaunches(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range launches {
+		rows = append(rows, row{t: recPeriodicLaunch, v: l})
 	}
 	return rows, nil
 }

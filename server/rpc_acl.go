@@ -72,6 +72,8 @@ var rpcACLRules = map[string]aclRule{
 	"Job.Allocations": {allow: nsCap(acl.NamespaceCapabilityReadJob)},
 	"Job.Evaluations": {allow: nsCap(acl.NamespaceCapabilityReadJob)},
 	"Job.Summary":     {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	// Periodic force needs submit-job, as in Nomad.
+	"Job.PeriodicForce": {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
 
 	"Node.Register":          {class: aclNodeSecret},
 	"Node.UpdateStatus":      {class: aclNodeSecret},

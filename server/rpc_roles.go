@@ -67,6 +67,7 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Job.Summary":                   accessAny,
 	"Job.Allocations":               accessAny,
 	"Job.Evaluations":               accessAny,
+	"Job.PeriodicForce":             accessAny,
 	"Node.GetNode":                  accessAny,
 	"Node.List":                     accessAny,
 	"Node.GetAllocs":                accessAny,

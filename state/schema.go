@@ -26,6 +26,9 @@ const (
 	TableACLPolicies = "acl_policy"
 	TableACLTokens   = "acl_token"
 	TableACLCluster  = "acl_cluster"
+	// TablePeriodicLaunch holds each periodic job's last launch
+	// (periodic.go).
+	TablePeriodicLaunch = "periodic_launch"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -37,13 +40,15 @@ const (
 	// IndexSecret indexes ACL tokens by structs.SecretKey of their
 	// secret's hash.
 	IndexSecret = "secret"
+	// IndexPeriodic indexes the jobs table's periodic jobs only.
+	IndexPeriodic = "periodic"
 
 	prefixSuffix = "_prefix"
 )
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TablePeriodicLaunch}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -192,7 +197,14 @@ func schema() *memdb.DBSchema {
 		TableJobs: {
 			Name: TableJobs,
 			Indexes: map[string]*memdb.IndexSchema{
-				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.Job]{get: func(j *structs.Job) (string, string) { return j.Namespace, j.ID }}},
+				IndexID:       {Name: IndexID, Unique: true, Indexer: pairIndex[structs.Job]{get: func(j *structs.Job) (string, string) { return j.Namespace, j.ID }}},
+				IndexPeriodic: {Name: IndexPeriodic, Unique: true, AllowMissing: true, Indexer: fieldIndex[structs.Job]{get: periodicKey}},
+			},
+		},
+		TablePeriodicLaunch: {
+			Name: TablePeriodicLaunch,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.PeriodicLaunch]{get: func(l *structs.PeriodicLaunch) (string, string) { return l.Namespace, l.ID }}},
 			},
 		},
 		TableJobSummary: {

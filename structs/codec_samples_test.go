@@ -96,7 +96,19 @@ func raftSamples() []raftSample {
 			func() any { return new(ACLTokenBootstrapRequest) }},
 		{ACLClusterSecretRequestType, &ACLClusterSecretRequest{Secret: &ACLClusterSecret{Secret: fixtureID("f", 9)}, WriteRequest: wr},
 			func() any { return new(ACLClusterSecretRequest) }},
+		{PeriodicLaunchRequestType, fixturePeriodicLaunch(), func() any { return new(PeriodicLaunchRequest) }},
 	}
+}
+
+// fixturePeriodicLaunch is a periodic job's child with its evaluation and
+// launch record.
+func fixturePeriodicLaunch() *PeriodicLaunchRequest {
+	child := fixtureJob()
+	child.Type = JobTypeBatch
+	child.ParentID = child.ID
+	child.ID = PeriodicChildID(child.ID, fixtureTime)
+	return &PeriodicLaunchRequest{Job: child, Eval: fixtureEval(3),
+		Launch: &PeriodicLaunch{Namespace: DefaultNamespace, ID: child.ParentID, Launch: fixtureTime, CreateIndex: 4, ModifyIndex: 5}}
 }
 
 func fixtureACLPolicy() *ACLPolicy {

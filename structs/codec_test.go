@@ -65,6 +65,9 @@ var wireTypes = []any{
 	new(ACLTokenUpsertRequest), new(ACLTokenUpsertResponse), new(ACLTokenBootstrapRequest),
 	new(ACLTokenDeleteRequest), new(ACLTokenSpecificRequest), new(SingleACLTokenResponse),
 	new(ACLTokenListRequest), new(ACLTokenListResponse), new(ACLResolveResponse), new(ACLClusterSecretRequest), new(ACLClusterSecretRotateRequest),
+	// Periodic jobs.
+	new(PeriodicConfig), new(PeriodicLaunch), new(PeriodicLaunchRequest), new(PeriodicForceRequest),
+	new(PeriodicForceResponse),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded

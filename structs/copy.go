@@ -66,6 +66,7 @@ func (j *Job) Copy() *Job {
 	c.Constraints = copySlice(j.Constraints, shallow[Constraint])
 	c.TaskGroups = copySlice(j.TaskGroups, (*TaskGroup).Copy)
 	c.Meta = maps.Clone(j.Meta)
+	c.Periodic = j.Periodic.Copy()
 	return &c
 }
 

@@ -90,6 +90,12 @@ type Job struct {
 	TaskGroups  []*TaskGroup
 	Meta        map[string]string
 
+	// Periodic makes the job a template the leader launches as child jobs
+	// on a cron schedule (structs/periodic.go); ParentID names the job a
+	// child was launched from.
+	Periodic *PeriodicConfig
+	ParentID string
+
 	// Stop marks the job as stopped; its allocations are stopped but the
 	// job is kept until garbage collection or a purge.
 	Stop              bool
@@ -277,6 +283,7 @@ func (j *Job) Stub(summary *JobSummary) *JobListStub {
 	return &JobListStub{
 		ID: j.ID, Name: j.Name, Namespace: j.Namespace, Datacenters: j.Datacenters,
 		Type: j.Type, Priority: j.Priority, Stop: j.Stop, Status: j.Status,
+		ParentID: j.ParentID, Periodic: j.Periodic != nil,
 		StatusDescription: j.StatusDescription, JobSummary: summary,
 		CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex,
 		JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime,
@@ -378,6 +385,9 @@ func (j *Job) Canonicalize() {
 	if len(j.Datacenters) == 0 {
 		j.Datacenters = []string{"*"}
 	}
+	if j.Periodic != nil {
+		j.Periodic.canonicalize()
+	}
 	for _, tg := range j.TaskGroups {
 		if tg != nil {
 			tg.canonicalize(j)
@@ -470,6 +480,9 @@ func (j *Job) Validate() error {
 	}
 	validateConstraints(v, "Constraints", j.Constraints)
 	validateMeta(v, "Meta", j.Meta)
+	if j.Periodic != nil {
+		j.Periodic.validate(v, j.Type)
+	}
 	switch {
 	case len(j.TaskGroups) == 0:
 		v.add("TaskGroups", "a job needs at least one task group")

@@ -40,6 +40,10 @@ const (
 	ACLTokenDeleteRequestType
 	ACLTokenBootstrapRequestType
 	ACLClusterSecretRequestType
+	// PeriodicLaunchRequestType registers a periodic job's child with the
+	// parent's last launch (structs/periodic.go). Without the ignore flag:
+	// an older server must stop rather than lose a launch record.
+	PeriodicLaunchRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -53,7 +57,7 @@ func (t MessageType) String() string {
 		"EvalUpdate", "EvalDelete", "AllocClientUpdate", "ApplyPlanResults",
 		"AllocUpdateDesiredTransition", "ApplyPlanResultsGrouped",
 		"ACLPolicyUpsert", "ACLPolicyDelete", "ACLTokenUpsert", "ACLTokenDelete",
-		"ACLTokenBootstrap", "ACLClusterSecret"}
+		"ACLTokenBootstrap", "ACLClusterSecret", "PeriodicLaunch"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]
