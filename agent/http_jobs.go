@@ -299,3 +299,18 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// PUT|POST /v1/job/<id>/periodic/force: launch a run of a periodic job
+// now; Nomad's answer {EvalID, EvalCreateIndex, Index}.
+func (h *httpAPI) jobPeriodicForce(w http.ResponseWriter, r *http.Request) (any, error) {
+	args := structs.PeriodicForceRequest{JobID: r.PathValue("id")}
+	if err := h.parseWrite(r, &args.WriteRequest); err != nil {
+		return nil, err
+	}
+	var out structs.PeriodicForceResponse
+	if err := h.srv.RPC("Job.PeriodicForce", &args, &out); err != nil {
+		return nil, err
+	}
+	setIndex(w, out.Index)
+	return out, nil
+}

@@ -160,6 +160,20 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 		{name: "node eligibility bad value", method: "POST", target: "/v1/node/n1/eligibility", body: `{"Eligibility": "maybe"}`,
 			wantCode: 400, wantBody: `Invalid Eligibility "maybe"`},
 
+		{name: "periodic force", method: "PUT", target: "/v1/job/web/periodic/force", rpc: "Job.PeriodicForce", wantCode: 200,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.PeriodicForceRequest); a.JobID != "web" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "periodic force of a child id", method: "POST", target: "/v1/job/web%2Fperiodic-1/periodic/force", rpc: "Job.PeriodicForce", wantCode: 200,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.PeriodicForceRequest); a.JobID != "web/periodic-1" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "periodic force needs PUT or POST", method: "GET", target: "/v1/job/web/periodic/force", wantCode: 405},
+
 		{name: "system gc", method: "PUT", target: "/v1/system/gc", body: `{}`, rpc: "System.GarbageCollect", wantCode: 200},
 		{name: "system gc needs PUT", method: "GET", target: "/v1/system/gc", wantCode: 405},
 

@@ -165,6 +165,9 @@ func (w *fieldWalker) refusedAt(steps []pathStep, name string, ft reflect.Type, 
 	if extra, ok := companions[name]; ok {
 		extra(locateParent(reflect.ValueOf(job), steps))
 	}
+	if steps[0].field == "Periodic" {
+		job.Type = new("batch") // only batch jobs may be periodic
+	}
 	label := stepsPath(steps)
 	_, _, err := w.c.Jobs().Register(job, nil)
 	if err != nil {
@@ -289,7 +292,14 @@ func newElem(t reflect.Type) reflect.Value {
 var companions = map[string]func(parent reflect.Value){
 	// A limited reschedule policy needs an interval.
 	"ReschedulePolicy.Attempts": func(p reflect.Value) { p.FieldByName("Interval").Set(reflect.ValueOf(new(time.Hour))) },
+	// A periodic block needs a spec (and a batch job: see refusedAt).
+	"PeriodicConfig.Enabled":         periodicSpec,
+	"PeriodicConfig.SpecType":        periodicSpec,
+	"PeriodicConfig.ProhibitOverlap": periodicSpec,
+	"PeriodicConfig.TimeZone":        periodicSpec,
 }
+
+func periodicSpec(p reflect.Value) { p.FieldByName("Spec").Set(reflect.ValueOf(new("@daily"))) }
 
 // sampleOverrides are non-empty samples that are also valid, for the
 // fields whose generic sample would fail validation.
@@ -304,6 +314,8 @@ var sampleOverrides = map[string]any{
 	"ReschedulePolicy.DelayFunction": "fibonacci",
 	"MigrateStrategy.HealthCheck":    "task_states",
 	"Resources.CPU":                  250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
+	"PeriodicConfig.Spec": "@daily", "PeriodicConfig.Specs": []string{"@daily", "0 3 * * *"},
+	"PeriodicConfig.SpecType": "cron", "PeriodicConfig.TimeZone": "Europe/Paris",
 }
 
 // sampleValue returns a non-empty value of type t for the field name
@@ -461,12 +473,12 @@ func TestNomadJobValidate(t *testing.T) {
 	}
 	bad := baseProbeJob("bad")
 	bad.TaskGroups[0].Tasks[0].Config = map[string]any{"run_for": "soon"}
-	bad.Periodic = &nomad.PeriodicConfig{Spec: new("@yearly")}
+	bad.Multiregion = &nomad.Multiregion{Regions: []*nomad.MultiregionRegion{{Name: "west"}}}
 	resp, _, err := c.Jobs().Validate(bad, nil)
-	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "Job.Periodic: Drover does not support periodic jobs") {
+	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "Job.Multiregion: Drover does not support multiregion jobs") {
 		t.Fatalf("unsupported field: %+v, %v", resp, err)
 	}
-	bad.Periodic = nil
+	bad.Multiregion = nil
 	resp, _, err = c.Jobs().Validate(bad, nil)
 	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "TaskGroups[0].Tasks[0].Config.run_for") {
 		t.Fatalf("bad driver config: %+v, %v", resp, err)

@@ -46,6 +46,14 @@ func TestClientSurfaceRequests(t *testing.T) {
 				}
 				return err
 			}},
+		{name: "periodic force", reply: `{"EvalID":"e1","EvalCreateIndex":9}`, wantMeth: "PUT", wantPath: "/v1/job/web/periodic/force",
+			call: func(c *Client) error {
+				out, _, err := c.PeriodicForce(ctx, "web", nil)
+				if err == nil && (out.EvalID != "e1" || out.EvalCreateIndex != 9) {
+					t.Errorf("force = %+v", out)
+				}
+				return err
+			}},
 		{name: "allocations paged", reply: `[]`, wantMeth: "GET", wantPath: "/v1/allocations",
 			wantQuery: "next_token=abc&per_page=5&prefix=ab",
 			call: func(c *Client) error {

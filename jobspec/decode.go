@@ -18,7 +18,7 @@ type decoder struct {
 var (
 	jobSpec = &bodySpec{what: "job",
 		attrs:  []string{"name", "type", "priority", "datacenters", "region", "namespace", "all_at_once", "meta"},
-		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate"}}
+		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate", "periodic"}}
 	groupSpec = &bodySpec{what: "group",
 		attrs:  []string{"count", "meta"},
 		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta"}}
@@ -32,6 +32,8 @@ var (
 	restartSpec    = &bodySpec{what: "restart", attrs: []string{"attempts", "interval", "delay", "mode"}}
 	rescheduleSpec = &bodySpec{what: "reschedule",
 		attrs: []string{"attempts", "interval", "delay", "delay_function", "max_delay", "unlimited"}}
+	periodicSpec = &bodySpec{what: "periodic",
+		attrs: []string{"cron", "crons", "prohibit_overlap", "time_zone", "enabled"}}
 	migrateSpec = &bodySpec{what: "migrate",
 		attrs: []string{"max_parallel", "health_check", "min_healthy_time", "healthy_deadline"}}
 )
@@ -57,6 +59,9 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	d.boolean(attrs, "all_at_once", &job.AllAtOnce)
 	job.Meta = d.strMap(attrs, blocks, "meta", "job")
 	job.Constraints = d.constraints(blocks["constraint"])
+	if b := d.single(blocks["periodic"], "job"); b != nil {
+		job.Periodic = d.periodic(b)
+	}
 
 	jobType := job.Type
 	if jobType == "" {
@@ -307,6 +312,21 @@ func (d *decoder) reschedule(blk *hclsyntax.Block, base *structs.ReschedulePolic
 	d.duration(attrs, "max_delay", &p.MaxDelay)
 	d.boolean(attrs, "unlimited", &p.Unlimited)
 	return &p
+}
+
+// periodic decodes a periodic block as Nomad's parser and API defaults
+// leave it: enabled unless it says otherwise, spec type cron, time zone
+// UTC. cron (one spec, the older argument) and crons (a list) are kept
+// apart, as Nomad's Spec and Specs.
+func (d *decoder) periodic(blk *hclsyntax.Block) *structs.PeriodicConfig {
+	attrs, _ := d.content(blk.Body, periodicSpec)
+	p := &structs.PeriodicConfig{Enabled: true, SpecType: structs.PeriodicSpecCron, TimeZone: "UTC"}
+	d.str(attrs, "cron", &p.Spec)
+	d.strList(attrs, "crons", &p.Specs)
+	d.boolean(attrs, "prohibit_overlap", &p.ProhibitOverlap)
+	d.str(attrs, "time_zone", &p.TimeZone)
+	d.boolean(attrs, "enabled", &p.Enabled)
+	return p
 }
 
 func (d *decoder) migrate(blk *hclsyntax.Block, base *structs.MigrateStrategy) *structs.MigrateStrategy {

@@ -41,10 +41,6 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if err := checkJobShape(args.Job); err != nil {
 		return err
 	}
-	if args.Job.ParentID != "" {
-		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "ParentID",
-			Message: "is set by the servers on the child jobs they launch; Drover does not accept it on a registered job"}}}
-	}
 	// The caller's job is never modified: an in-process caller's job is
 	// copied; one decoded from the wire is this call's own. The store owns
 	// it afterwards.

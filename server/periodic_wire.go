@@ -4,7 +4,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hashicorp/go-memdb"
+
 	"github.com/drover-project/drover/server/periodic"
+	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -107,4 +110,37 @@ func (j *Job) PeriodicForce(args *structs.PeriodicForceRequest, reply *structs.P
 	reply.EvalCreateIndex = index
 	reply.Index = index
 	return nil
+}
+
+// withChildren returns the summary of a job, with, for a periodic or
+// parameterized job, the count of its children by status (Nomad's
+// Children summary) read from the jobs under "<id>/"; and the index of
+// the answer. The stored summary is not modified.
+func withChildren(ws memdb.WatchSet, st *state.StateStore, summary *structs.JobSummary) (*structs.JobSummary, uint64, error) {
+	job, err := st.JobByID(ws, summary.Namespace, summary.JobID)
+	if err != nil || !job.IsTemplate() {
+		return summary, summary.ModifyIndex, nil
+	}
+	children, err := st.JobsByIDPrefix(ws, summary.Namespace, job.ID+"/")
+	if err != nil {
+		return nil, 0, err
+	}
+	c := &structs.JobChildrenSummary{}
+	for _, child := range children {
+		if child.ParentID != job.ID {
+			continue
+		}
+		switch child.Status {
+		case structs.JobStatusPending:
+			c.Pending++
+		case structs.JobStatusRunning:
+			c.Running++
+		default:
+			c.Dead++
+		}
+	}
+	out := *summary
+	out.Children = c
+	idx, err := st.Index(state.TableJobs)
+	return &out, max(idx, summary.ModifyIndex), err
 }

@@ -11,9 +11,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/drover-project/drover/api"
 	"github.com/drover-project/drover/jobspec"
+	"github.com/drover-project/drover/server/periodic"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -26,6 +28,7 @@ func jobCommands() []*command {
 		{name: "job validate", synopsis: "Check a job file as the servers would, without submitting it", run: runJobValidate},
 		{name: "job inspect", synopsis: "Print a registered job as JSON", run: runJobInspect},
 		{name: "job init", synopsis: "Write an example job file", run: runJobInit},
+		{name: "job periodic force", synopsis: "Launch a periodic job now, whatever its schedule", run: runJobPeriodicForce},
 	}
 }
 
@@ -153,6 +156,11 @@ func runJobRun(e *env, args []string) int {
 	}
 	if detach || resp.EvalID == "" {
 		fmt.Fprintln(e.stdout, "Job registration successful")
+		if job.IsPeriodicActive() {
+			// As Nomad: a periodic job runs nothing now; say when it will.
+			job.Canonicalize()
+			fmt.Fprintf(e.stdout, "Approximate next launch time: %s\n", e.nextPeriodicLaunch(job))
+		}
 		if resp.EvalID != "" {
 			fmt.Fprintf(e.stdout, "Evaluation ID: %s\n", resp.EvalID)
 		}
@@ -228,7 +236,7 @@ func runJobStatus(e *env, args []string) int {
 	if job.Stop {
 		status += " (stopped)"
 	}
-	kv(e.stdout,
+	basic := []string{
 		"ID", job.ID,
 		"Name", job.Name,
 		"Submit Date", e.formatUnixNano(job.SubmitTime),
@@ -237,10 +245,17 @@ func runJobStatus(e *env, args []string) int {
 		"Datacenters", strings.Join(job.Datacenters, ","),
 		"Namespace", job.Namespace,
 		"Status", status,
-		"Periodic", "false",
+		"Periodic", strconv.FormatBool(job.IsPeriodic()),
 		"Parameterized", "false",
-	)
+	}
+	if job.IsPeriodic() {
+		basic = append(basic, "Next Periodic Launch", e.nextPeriodicLaunch(job))
+	}
+	kv(e.stdout, basic...)
 	fmt.Fprintln(e.stdout)
+	if job.IsPeriodic() {
+		return e.periodicStatus(c, job, summary, q)
+	}
 	fmt.Fprintln(e.stdout, "Summary")
 	t := newTable(e.stdout)
 	t.row("Task Group", "Queued", "Starting", "Running", "Failed", "Complete", "Lost", "Unknown")
@@ -398,4 +413,101 @@ func runJobInit(e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "Example job file written to %s\n", path)
 	return exitOK
+}
+
+// nextPeriodicLaunch renders a periodic job's next launch as Nomad's
+// job status does: the time and how far from now it is.
+func (e *env) nextPeriodicLaunch(job *structs.Job) string {
+	if job.Stop {
+		return "none (job stopped)"
+	}
+	if !job.Periodic.Enabled {
+		return "none (periodic block disabled)"
+	}
+	sched, err := periodic.NewSchedule(job.Periodic)
+	if err != nil {
+		return "none (" + err.Error() + ")"
+	}
+	now := e.now()
+	next := sched.Next(now)
+	if next.IsZero() {
+		return "none"
+	}
+	return fmt.Sprintf("%s (%s from now)", e.formatTime(next), next.Truncate(time.Second).Sub(now.Truncate(time.Second)))
+}
+
+// periodicStatus prints what job status shows of a periodic job instead
+// of allocations (it has none): its children by status and the jobs it
+// launched, found as Nomad's CLI finds them, by the prefix "<id>/periodic-".
+func (e *env) periodicStatus(c *api.Client, job *structs.Job, summary *structs.JobSummary, q *api.QueryOptions) int {
+	fmt.Fprintln(e.stdout, "Children Job Summary")
+	var ch structs.JobChildrenSummary
+	if summary != nil && summary.Children != nil {
+		ch = *summary.Children
+	}
+	t := newTable(e.stdout)
+	t.row("Pending", "Running", "Dead")
+	t.row(strconv.FormatInt(ch.Pending, 10), strconv.FormatInt(ch.Running, 10), strconv.FormatInt(ch.Dead, 10))
+	t.flush()
+	pq := *q
+	pq.Prefix = job.ID + structs.PeriodicLaunchSuffix
+	children, _, err := c.Jobs(context.Background(), &pq)
+	if err != nil {
+		return errorf(e, "querying the jobs launched: %v", err)
+	}
+	t = newTable(e.stdout)
+	t.row("ID", "Status")
+	n := 0
+	for _, child := range children {
+		if child.ParentID == job.ID {
+			t.row(child.ID, child.Status)
+			n++
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(e.stdout)
+		fmt.Fprintln(e.stdout, "No instances of periodic job found")
+		return exitOK
+	}
+	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.stdout, "Previously Launched Jobs")
+	t.flush()
+	return exitOK
+}
+
+func runJobPeriodicForce(e *env, args []string) int {
+	var af apiFlags
+	var detach, verbose bool
+	fs := newFlagSet(e, "job periodic force", "[options] <job>",
+		"Launch a periodic job now, whatever its schedule. Monitors the child's evaluation unless -detach.")
+	af.register(fs, e)
+	fs.BoolVar(&detach, "detach", false, "return once the launch is registered, printing the evaluation ID")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitError
+	}
+	c := af.client()
+	stub, code, ok := resolveJob(e, c, fs.Arg(0))
+	if !ok {
+		return code
+	}
+	if !stub.Periodic {
+		fmt.Fprintf(e.stderr, "Job %q is not periodic\n", stub.ID)
+		return exitError
+	}
+	ctx := context.Background()
+	resp, _, err := c.PeriodicForce(ctx, stub.ID, &api.WriteOptions{Namespace: stub.Namespace})
+	if err != nil {
+		return errorf(e, "forcing periodic job %q: %v", stub.ID, err)
+	}
+	if detach {
+		fmt.Fprintln(e.stdout, "Force periodic successful")
+		fmt.Fprintf(e.stdout, "Evaluation ID: %s\n", resp.EvalID)
+		return exitOK
+	}
+	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
 }
