@@ -22,13 +22,13 @@ type bodySpec struct {
 // and Drover does not, so that the error says so instead of "unexpected".
 var nomadOnly = map[string][]string{
 	"file": {"variables"},
-	"job": {"node_pool", "update", "multiregion", "spread", "affinity", "parameterized",
+	"job": {"node_pool", "update", "multiregion", "spread", "affinity",
 		"ui", "vault", "consul", "vault_token", "consul_token", "id", "group_selection"},
 	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk", "update", "network",
 		"service", "shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
 		"max_client_disconnect", "scaling", "consul", "prevent_reschedule_on_lost", "vault"},
 	"task": {"lifecycle", "affinity", "service", "restart", "logs", "artifact", "vault", "consul",
-		"template", "dispatch_payload", "volume_mount", "csi_plugin", "shutdown_delay", "kind",
+		"template", "volume_mount", "csi_plugin", "shutdown_delay", "kind",
 		"scaling", "secret", "identity", "action", "schedule"},
 	"resources": {"memory_max", "network", "device", "numa", "secrets", "iops"},
 	"restart":   {"render_templates"},

@@ -150,6 +150,15 @@ func TestNomadCorpusMeaning(t *testing.T) {
 				ProhibitOverlap: true, TimeZone: "UTC"}
 			return j
 		},
+		"e2e-parameterized-simple": func() *structs.Job {
+			j := nomadJob("periodic", "batch", nomadGroup("group", 1, nomadTask("task", "docker", map[string]any{
+				"image": "busybox:1", "command": "/bin/sh", "args": args("-c", "sleep 5")})))
+			j.Datacenters = []string{"dc1"}
+			j.Constraints = []*structs.Constraint{{LTarget: "${attr.kernel.name}", Operand: "set_contains_any", RTarget: "darwin,linux"}}
+			// payload is optional by default.
+			j.ParameterizedJob = &structs.ParameterizedJobConfig{Payload: "optional", MetaOptional: []string{"i"}}
+			return j
+		},
 		"e2e-clientstate-sleeper": func() *structs.Job {
 			// A task directly in the job is a group of its own.
 			j := nomadJob("sleeper", "service", nomadGroup("sleeper", 1, nomadTask("sleeper", "raw_exec", map[string]any{

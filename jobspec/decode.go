@@ -18,13 +18,13 @@ type decoder struct {
 var (
 	jobSpec = &bodySpec{what: "job",
 		attrs:  []string{"name", "type", "priority", "datacenters", "region", "namespace", "all_at_once", "meta"},
-		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate", "periodic"}}
+		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate", "periodic", "parameterized"}}
 	groupSpec = &bodySpec{what: "group",
 		attrs:  []string{"count", "meta"},
 		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta"}}
 	taskSpec = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
-		blocks: []string{"config", "env", "meta", "resources", "constraint"}}
+		blocks: []string{"config", "env", "meta", "resources", "constraint", "dispatch_payload"}}
 	resourcesSpec  = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "cores", "disk"}}
 	constraintSpec = &bodySpec{what: "constraint", attrs: []string{"attribute", "operator", "value",
 		"distinct_hosts", "distinct_property", "regexp", "version", "semver",
@@ -34,7 +34,10 @@ var (
 		attrs: []string{"attempts", "interval", "delay", "delay_function", "max_delay", "unlimited"}}
 	periodicSpec = &bodySpec{what: "periodic",
 		attrs: []string{"cron", "crons", "prohibit_overlap", "time_zone", "enabled"}}
-	migrateSpec = &bodySpec{what: "migrate",
+	parameterizedSpec = &bodySpec{what: "parameterized",
+		attrs: []string{"payload", "meta_required", "meta_optional"}}
+	dispatchPayloadSpec = &bodySpec{what: "dispatch_payload", attrs: []string{"file"}}
+	migrateSpec         = &bodySpec{what: "migrate",
 		attrs: []string{"max_parallel", "health_check", "min_healthy_time", "healthy_deadline"}}
 )
 
@@ -61,6 +64,9 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	job.Constraints = d.constraints(blocks["constraint"])
 	if b := d.single(blocks["periodic"], "job"); b != nil {
 		job.Periodic = d.periodic(b)
+	}
+	if b := d.single(blocks["parameterized"], "job"); b != nil {
+		job.ParameterizedJob = d.parameterized(b)
 	}
 
 	jobType := job.Type
@@ -189,6 +195,11 @@ func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
 	t.Constraints = d.constraints(blocks["constraint"])
 	if b := d.single(blocks["resources"], "task"); b != nil {
 		t.Resources = d.resources(b)
+	}
+	if b := d.single(blocks["dispatch_payload"], "task"); b != nil {
+		attrs, _ := d.content(b.Body, dispatchPayloadSpec)
+		t.DispatchPayload = &structs.DispatchPayloadConfig{}
+		d.str(attrs, "file", &t.DispatchPayload.File)
 	}
 	return t
 }
@@ -326,6 +337,17 @@ func (d *decoder) periodic(blk *hclsyntax.Block) *structs.PeriodicConfig {
 	d.boolean(attrs, "prohibit_overlap", &p.ProhibitOverlap)
 	d.str(attrs, "time_zone", &p.TimeZone)
 	d.boolean(attrs, "enabled", &p.Enabled)
+	return p
+}
+
+// parameterized decodes a parameterized block; an absent payload is left
+// for the server's default (optional), as Nomad's parser leaves it.
+func (d *decoder) parameterized(blk *hclsyntax.Block) *structs.ParameterizedJobConfig {
+	attrs, _ := d.content(blk.Body, parameterizedSpec)
+	p := &structs.ParameterizedJobConfig{}
+	d.str(attrs, "payload", &p.Payload)
+	d.strList(attrs, "meta_required", &p.MetaRequired)
+	d.strList(attrs, "meta_optional", &p.MetaOptional)
 	return p
 }
 

@@ -41,6 +41,11 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if err := checkJobShape(args.Job); err != nil {
 		return err
 	}
+	if args.Job.Dispatched {
+		// Nomad refuses it too: only a dispatch makes a dispatched job.
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Dispatched",
+			Message: "Drover does not support registering a job with Dispatched set: dispatch a parameterized job instead"}}}
+	}
 	// The caller's job is never modified: an in-process caller's job is
 	// copied; one decoded from the wire is this call's own. The store owns
 	// it afterwards.

@@ -74,6 +74,8 @@ var rpcACLRules = map[string]aclRule{
 	"Job.Summary":     {allow: nsCap(acl.NamespaceCapabilityReadJob)},
 	// Periodic force needs submit-job, as in Nomad.
 	"Job.PeriodicForce": {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	// Dispatch needs dispatch-job, as in Nomad.
+	"Job.Dispatch": {allow: nsCap(acl.NamespaceCapabilityDispatchJob)},
 
 	"Node.Register":          {class: aclNodeSecret},
 	"Node.UpdateStatus":      {class: aclNodeSecret},

@@ -68,6 +68,7 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Job.Allocations":               accessAny,
 	"Job.Evaluations":               accessAny,
 	"Job.PeriodicForce":             accessAny,
+	"Job.Dispatch":                  accessAny,
 	"Node.GetNode":                  accessAny,
 	"Node.List":                     accessAny,
 	"Node.GetAllocs":                accessAny,

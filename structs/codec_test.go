@@ -68,6 +68,8 @@ var wireTypes = []any{
 	// Periodic jobs.
 	new(PeriodicConfig), new(PeriodicLaunch), new(PeriodicLaunchRequest), new(PeriodicForceRequest),
 	new(PeriodicForceResponse),
+	// Parameterized jobs.
+	new(ParameterizedJobConfig), new(DispatchPayloadConfig), new(JobDispatchRequest), new(JobDispatchResponse),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded

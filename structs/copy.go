@@ -1,6 +1,9 @@
 package structs
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // Deep copies. Objects read from the state store are shared; copy before
 // changing anything.
@@ -67,6 +70,8 @@ func (j *Job) Copy() *Job {
 	c.TaskGroups = copySlice(j.TaskGroups, (*TaskGroup).Copy)
 	c.Meta = maps.Clone(j.Meta)
 	c.Periodic = j.Periodic.Copy()
+	c.ParameterizedJob = j.ParameterizedJob.Copy()
+	c.Payload = slices.Clone(j.Payload)
 	return &c
 }
 
@@ -98,6 +103,7 @@ func (t *Task) Copy() *Task {
 	c.Constraints = copySlice(t.Constraints, shallow[Constraint])
 	c.Resources = shallow(t.Resources)
 	c.Meta = maps.Clone(t.Meta)
+	c.DispatchPayload = shallow(t.DispatchPayload)
 	return &c
 }
 

@@ -95,6 +95,13 @@ type Job struct {
 	// child was launched from.
 	Periodic *PeriodicConfig
 	ParentID string
+	// ParameterizedJob makes the job a template run only by a dispatch
+	// (structs/dispatch.go); a dispatched child has Dispatched set, its
+	// Payload and the request's IdempotencyToken.
+	ParameterizedJob         *ParameterizedJobConfig
+	Payload                  []byte
+	Dispatched               bool
+	DispatchIdempotencyToken string
 
 	// Stop marks the job as stopped; its allocations are stopped but the
 	// job is kept until garbage collection or a purge.
@@ -135,6 +142,9 @@ type Task struct {
 	KillTimeout time.Duration
 	KillSignal  string
 	Leader      bool
+	// DispatchPayload names the file the payload of a dispatched job is
+	// written to, under local/.
+	DispatchPayload *DispatchPayloadConfig
 }
 
 // Resources a task asks for. CPU is in MHz, memory in MB.
@@ -283,7 +293,7 @@ func (j *Job) Stub(summary *JobSummary) *JobListStub {
 	return &JobListStub{
 		ID: j.ID, Name: j.Name, Namespace: j.Namespace, Datacenters: j.Datacenters,
 		Type: j.Type, Priority: j.Priority, Stop: j.Stop, Status: j.Status,
-		ParentID: j.ParentID, Periodic: j.Periodic != nil,
+		ParentID: j.ParentID, Periodic: j.Periodic != nil, ParameterizedJob: j.ParameterizedJob != nil,
 		StatusDescription: j.StatusDescription, JobSummary: summary,
 		CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex,
 		JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime,
@@ -388,6 +398,9 @@ func (j *Job) Canonicalize() {
 	if j.Periodic != nil {
 		j.Periodic.canonicalize()
 	}
+	if j.ParameterizedJob != nil {
+		j.ParameterizedJob.canonicalize()
+	}
 	for _, tg := range j.TaskGroups {
 		if tg != nil {
 			tg.canonicalize(j)
@@ -482,6 +495,12 @@ func (j *Job) Validate() error {
 	validateMeta(v, "Meta", j.Meta)
 	if j.Periodic != nil {
 		j.Periodic.validate(v, j.Type)
+	}
+	if j.ParameterizedJob != nil {
+		j.ParameterizedJob.validate(v, j.Type)
+		if j.Periodic != nil {
+			v.add("Periodic", "a job cannot be both periodic and parameterized")
+		}
 	}
 	switch {
 	case len(j.TaskGroups) == 0:
@@ -620,6 +639,9 @@ func (t *Task) validate(v *validator, p string) {
 	}
 	validateConstraints(v, join(p, "Constraints"), t.Constraints)
 	validateMeta(v, join(p, "Meta"), t.Meta)
+	if t.DispatchPayload != nil {
+		t.DispatchPayload.validate(v, p)
+	}
 }
 
 // validateResourceBounds checks a task's asks against the Max* bounds.

@@ -52,7 +52,7 @@ func (j *Job) IsPeriodicActive() bool {
 
 // IsTemplate reports whether the job only launches children and never
 // runs allocations of its own (periodic and parameterized jobs).
-func (j *Job) IsTemplate() bool { return j.IsPeriodic() }
+func (j *Job) IsTemplate() bool { return j.IsPeriodic() || j.IsParameterized() }
 
 // PeriodicChildID is the ID of the child of periodic job id launched at t.
 func PeriodicChildID(id string, t time.Time) string {
