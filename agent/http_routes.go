@@ -43,6 +43,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("POST /v1/job/{id}/plan", h.jobPlan)
 	handle("PUT /v1/job/{id}/periodic/force", h.jobPeriodicForce)
 	handle("POST /v1/job/{id}/periodic/force", h.jobPeriodicForce)
+	handle("PUT /v1/job/{id}/dispatch", h.jobDispatch)
+	handle("POST /v1/job/{id}/dispatch", h.jobDispatch)
 
 	handle("GET /v1/nodes", h.nodeList)
 	handle("GET /v1/node/{id}", h.nodeGet)
@@ -105,7 +107,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/job/{id}/revert", "job versions (revert)"},
 	{"/v1/job/{id}/stable", "job versions (stable)"},
 	{"/v1/job/{id}/submission", "job submissions"},
-	{"/v1/job/{id}/dispatch", "parameterized jobs (dispatch)"},
 	{"/v1/job/{id}/scale", "job scaling"},
 	{"/v1/job/{id}/services", "services"},
 	{"/v1/job/{id}/evaluate", "forced job evaluation"},

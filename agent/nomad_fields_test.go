@@ -165,8 +165,8 @@ func (w *fieldWalker) refusedAt(steps []pathStep, name string, ft reflect.Type, 
 	if extra, ok := companions[name]; ok {
 		extra(locateParent(reflect.ValueOf(job), steps))
 	}
-	if steps[0].field == "Periodic" {
-		job.Type = new("batch") // only batch jobs may be periodic
+	if steps[0].field == "Periodic" || steps[0].field == "ParameterizedJob" {
+		job.Type = new("batch") // only batch jobs may be periodic or parameterized
 	}
 	label := stepsPath(steps)
 	_, _, err := w.c.Jobs().Register(job, nil)
@@ -316,6 +316,7 @@ var sampleOverrides = map[string]any{
 	"Resources.CPU":                  250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
 	"PeriodicConfig.Spec": "@daily", "PeriodicConfig.Specs": []string{"@daily", "0 3 * * *"},
 	"PeriodicConfig.SpecType": "cron", "PeriodicConfig.TimeZone": "Europe/Paris",
+	"ParameterizedJobConfig.Payload": "required",
 }
 
 // sampleValue returns a non-empty value of type t for the field name

@@ -54,6 +54,15 @@ func TestClientSurfaceRequests(t *testing.T) {
 				}
 				return err
 			}},
+		{name: "dispatch", reply: `{"DispatchedJobID":"web/dispatch-1-abcdef01","EvalID":"e1"}`, wantMeth: "PUT",
+			wantPath: "/v1/job/web/dispatch", wantBody: `"Payload":"aGk="`,
+			call: func(c *Client) error {
+				out, _, err := c.DispatchJob(ctx, "web", []byte("hi"), map[string]string{"k": "v"}, "", nil)
+				if err == nil && out.DispatchedJobID != "web/dispatch-1-abcdef01" {
+					t.Errorf("dispatch = %+v", out)
+				}
+				return err
+			}},
 		{name: "allocations paged", reply: `[]`, wantMeth: "GET", wantPath: "/v1/allocations",
 			wantQuery: "next_token=abc&per_page=5&prefix=ab",
 			call: func(c *Client) error {

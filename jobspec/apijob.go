@@ -79,6 +79,11 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 		}
 	}
 	dropIfDefault(job, "Update", nomadDefaultUpdate)
+	if key, d, ok := lookupKey(job, "Dispatched"); ok && d == true {
+		// Nomad refuses it too: only a dispatch makes a dispatched job.
+		*errs = append(*errs, structs.FieldError{Field: path + "." + key,
+			Message: unsupportedPrefix + "registering a dispatched job (Dispatched): dispatch a parameterized job instead"})
+	}
 	if p := objectAt(job, "Periodic"); p != nil {
 		fillNulls(p, nomadDefaultPeriodic)
 	}

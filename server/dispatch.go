@@ -78,7 +78,10 @@ func (j *Job) Dispatch(args *structs.JobDispatchRequest, reply *structs.JobDispa
 // it, Dispatched set and no parameterized block.
 func dispatchedChild(parent *structs.Job, args *structs.JobDispatchRequest, now time.Time) *structs.Job {
 	child := parent.Copy()
-	child.ID = structs.DispatchedID(parent.ID, now, structs.GenerateUUID()[:8])
+	child.ID = structs.DispatchedID(parent.ID, args.IdPrefixTemplate, now, structs.GenerateUUID()[:8])
+	if args.Priority != 0 {
+		child.Priority = args.Priority
+	}
 	child.Name = child.ID
 	child.ParentID = parent.ID
 	child.ParameterizedJob = nil
@@ -113,6 +116,14 @@ func checkDispatch(parent *structs.Job, args *structs.JobDispatchRequest) error 
 		add("Payload", "payload is not allowed: the job's parameterized block forbids it")
 	case p.Payload == structs.DispatchPayloadRequired && len(args.Payload) == 0:
 		add("Payload", "payload is required by the job's parameterized block")
+	}
+	if args.Priority != 0 && (args.Priority < structs.MinPriority || args.Priority > structs.MaxPriority) {
+		add("Priority", "must be between %d and %d; got %d", structs.MinPriority, structs.MaxPriority, args.Priority)
+	}
+	if t := args.IdPrefixTemplate; t != "" {
+		if msg := structs.ValidName(t); msg != "" {
+			add("IdPrefixTemplate", "%s", msg)
+		}
 	}
 	var missing, unknown []string
 	for _, k := range p.MetaRequired {

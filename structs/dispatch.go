@@ -41,9 +41,13 @@ type DispatchPayloadConfig struct {
 func (j *Job) IsParameterized() bool { return j != nil && j.ParameterizedJob != nil && !j.Dispatched }
 
 // DispatchedID is the ID of a child of parameterized job id dispatched at
-// t; suffix is 8 hex characters that make it unique.
-func DispatchedID(id string, t time.Time, suffix string) string {
-	return id + DispatchLaunchSuffix + strconv.FormatInt(t.Unix(), 10) + "-" + suffix
+// t, as Nomad forms it: "<id>/dispatch-[<prefix>-]<unix>-<suffix>", where
+// suffix is 8 hex characters that make it unique.
+func DispatchedID(id, prefix string, t time.Time, suffix string) string {
+	if prefix != "" {
+		prefix += "-"
+	}
+	return id + DispatchLaunchSuffix + prefix + strconv.FormatInt(t.Unix(), 10) + "-" + suffix
 }
 
 func (p *ParameterizedJobConfig) validate(v *validator, jobType string) {
@@ -102,6 +106,10 @@ type JobDispatchRequest struct {
 	Payload          []byte
 	Meta             map[string]string
 	IdempotencyToken string
+	// IdPrefixTemplate goes into the child's ID after "dispatch-";
+	// Priority, when set, is the child's priority.
+	IdPrefixTemplate string
+	Priority         int
 	WriteRequest
 }
 

@@ -29,6 +29,7 @@ func jobCommands() []*command {
 		{name: "job inspect", synopsis: "Print a registered job as JSON", run: runJobInspect},
 		{name: "job init", synopsis: "Write an example job file", run: runJobInit},
 		{name: "job periodic force", synopsis: "Launch a periodic job now, whatever its schedule", run: runJobPeriodicForce},
+		{name: "job dispatch", synopsis: "Run a parameterized job once, with a payload and meta", run: runJobDispatch},
 	}
 }
 
@@ -246,15 +247,20 @@ func runJobStatus(e *env, args []string) int {
 		"Namespace", job.Namespace,
 		"Status", status,
 		"Periodic", strconv.FormatBool(job.IsPeriodic()),
-		"Parameterized", "false",
+		"Parameterized", strconv.FormatBool(job.IsParameterized()),
 	}
 	if job.IsPeriodic() {
 		basic = append(basic, "Next Periodic Launch", e.nextPeriodicLaunch(job))
 	}
 	kv(e.stdout, basic...)
 	fmt.Fprintln(e.stdout)
-	if job.IsPeriodic() {
-		return e.periodicStatus(c, job, summary, q)
+	switch {
+	case job.IsPeriodic():
+		return e.childrenStatus(c, job, summary, q, structs.PeriodicLaunchSuffix,
+			"Previously Launched Jobs", "No instances of periodic job found")
+	case job.IsParameterized():
+		return e.childrenStatus(c, job, summary, q, structs.DispatchLaunchSuffix,
+			"Dispatched Jobs", "No dispatched instances of parameterized job found")
 	}
 	fmt.Fprintln(e.stdout, "Summary")
 	t := newTable(e.stdout)
@@ -436,10 +442,11 @@ func (e *env) nextPeriodicLaunch(job *structs.Job) string {
 	return fmt.Sprintf("%s (%s from now)", e.formatTime(next), next.Truncate(time.Second).Sub(now.Truncate(time.Second)))
 }
 
-// periodicStatus prints what job status shows of a periodic job instead
-// of allocations (it has none): its children by status and the jobs it
-// launched, found as Nomad's CLI finds them, by the prefix "<id>/periodic-".
-func (e *env) periodicStatus(c *api.Client, job *structs.Job, summary *structs.JobSummary, q *api.QueryOptions) int {
+// childrenStatus prints what job status shows of a periodic or
+// parameterized job instead of allocations (it has none): its children by
+// status and the jobs it launched, found as Nomad's CLI finds them, by the
+// prefix "<id>/periodic-" or "<id>/dispatch-".
+func (e *env) childrenStatus(c *api.Client, job *structs.Job, summary *structs.JobSummary, q *api.QueryOptions, suffix, title, none string) int {
 	fmt.Fprintln(e.stdout, "Children Job Summary")
 	var ch structs.JobChildrenSummary
 	if summary != nil && summary.Children != nil {
@@ -450,7 +457,7 @@ func (e *env) periodicStatus(c *api.Client, job *structs.Job, summary *structs.J
 	t.row(strconv.FormatInt(ch.Pending, 10), strconv.FormatInt(ch.Running, 10), strconv.FormatInt(ch.Dead, 10))
 	t.flush()
 	pq := *q
-	pq.Prefix = job.ID + structs.PeriodicLaunchSuffix
+	pq.Prefix = job.ID + suffix
 	children, _, err := c.Jobs(context.Background(), &pq)
 	if err != nil {
 		return errorf(e, "querying the jobs launched: %v", err)
@@ -466,11 +473,11 @@ func (e *env) periodicStatus(c *api.Client, job *structs.Job, summary *structs.J
 	}
 	if n == 0 {
 		fmt.Fprintln(e.stdout)
-		fmt.Fprintln(e.stdout, "No instances of periodic job found")
+		fmt.Fprintln(e.stdout, none)
 		return exitOK
 	}
 	fmt.Fprintln(e.stdout)
-	fmt.Fprintln(e.stdout, "Previously Launched Jobs")
+	fmt.Fprintln(e.stdout, title)
 	t.flush()
 	return exitOK
 }
@@ -509,5 +516,59 @@ func runJobPeriodicForce(e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "Evaluation ID: %s\n", resp.EvalID)
 		return exitOK
 	}
+	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
+}
+
+func runJobDispatch(e *env, args []string) int {
+	var af apiFlags
+	var detach, verbose bool
+	var token string
+	meta := varFlags{}
+	fs := newFlagSet(e, "job dispatch", "[options] <parameterized job> [input source]",
+		"Run a parameterized job once. The payload is read from the input source, a file or - for standard input "+
+			"(at most 16 KiB). Monitors the dispatched job's evaluation unless -detach.")
+	af.register(fs, e)
+	fs.Var(meta, "meta", "a meta key=value of the dispatched job (repeatable)")
+	fs.StringVar(&token, "idempotency-token", "", "a token: a dispatch with the token of a child that is not dead returns that child")
+	fs.BoolVar(&detach, "detach", false, "return once the job is dispatched, without monitoring")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	if code, ok := parseFlags(fs, args, 2); !ok {
+		return code
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fs.Usage()
+		return exitError
+	}
+	var payload []byte
+	if fs.NArg() == 2 {
+		var err error
+		if src := fs.Arg(1); src == "-" {
+			payload, err = io.ReadAll(io.LimitReader(e.stdin, structs.DispatchPayloadSizeLimit+1))
+		} else {
+			payload, err = os.ReadFile(src)
+		}
+		if err != nil {
+			return errorf(e, "reading input data: %v", err)
+		}
+	}
+	c := af.client()
+	stub, code, ok := resolveJob(e, c, fs.Arg(0))
+	if !ok {
+		return code
+	}
+	ctx := context.Background()
+	resp, _, err := c.DispatchJob(ctx, stub.ID, payload, meta, token, &api.WriteOptions{Namespace: stub.Namespace})
+	if err != nil {
+		return errorf(e, "dispatching job: %v", err)
+	}
+	pairs := []string{"Dispatched Job ID", resp.DispatchedJobID}
+	if resp.EvalID != "" {
+		pairs = append(pairs, "Evaluation ID", shortID(resp.EvalID, verbose))
+	}
+	kv(e.stdout, pairs...)
+	if detach || resp.EvalID == "" {
+		return exitOK
+	}
+	fmt.Fprintln(e.stdout)
 	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
 }
