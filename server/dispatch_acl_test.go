@@ -20,7 +20,9 @@ func TestACLDispatchAndPeriodicForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := boot.Tokens[0].SecretID
-	wr := func(token string) structs.WriteRequest { return structs.WriteRequest{Region: "global", AuthToken: token} }
+	wr := func(token string) structs.WriteRequest {
+		return structs.WriteRequest{Region: "global", AuthToken: token}
+	}
 	var gr structs.GenericResponse
 	if err := s.RPC("ACL.UpsertPolicies", &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{
 		{Name: "dispatcher", Rules: `namespace "default" { capabilities = ["dispatch-job", "read-job"] }`},
