@@ -181,6 +181,26 @@ func resolveJob(e *env, c *api.Client, id string) (*structs.JobListStub, int, bo
 		func(jobs []*structs.JobListStub) { jobTable(e, e.stderr, jobs) })
 }
 
+// resolveJobOf finds, among the jobs keep accepts, one by ID or unique
+// prefix (as Nomad's periodic force and dispatch resolve only periodic or
+// parameterized jobs, so that a job's children do not make its prefix
+// ambiguous).
+func resolveJobOf(e *env, c *api.Client, kind, id string, keep func(*structs.JobListStub) bool) (*structs.JobListStub, int, bool) {
+	return resolve(e, kind, id,
+		func(prefix string) ([]*structs.JobListStub, error) {
+			jobs, _, err := c.Jobs(context.Background(), &api.QueryOptions{Prefix: prefix})
+			var out []*structs.JobListStub
+			for _, j := range jobs {
+				if keep(j) {
+					out = append(out, j)
+				}
+			}
+			return out, err
+		},
+		func(j *structs.JobListStub) string { return j.ID },
+		func(jobs []*structs.JobListStub) { jobTable(e, e.stderr, jobs) })
+}
+
 func runJobStatus(e *env, args []string) int {
 	var af apiFlags
 	var asJSON, verbose bool
@@ -498,13 +518,9 @@ func runJobPeriodicForce(e *env, args []string) int {
 		return exitError
 	}
 	c := af.client()
-	stub, code, ok := resolveJob(e, c, fs.Arg(0))
+	stub, code, ok := resolveJobOf(e, c, "periodic job", fs.Arg(0), func(j *structs.JobListStub) bool { return j.Periodic })
 	if !ok {
 		return code
-	}
-	if !stub.Periodic {
-		fmt.Fprintf(e.stderr, "Job %q is not periodic\n", stub.ID)
-		return exitError
 	}
 	ctx := context.Background()
 	resp, _, err := c.PeriodicForce(ctx, stub.ID, &api.WriteOptions{Namespace: stub.Namespace})
@@ -552,7 +568,7 @@ func runJobDispatch(e *env, args []string) int {
 		}
 	}
 	c := af.client()
-	stub, code, ok := resolveJob(e, c, fs.Arg(0))
+	stub, code, ok := resolveJobOf(e, c, "parameterized job", fs.Arg(0), func(j *structs.JobListStub) bool { return j.ParameterizedJob })
 	if !ok {
 		return code
 	}

@@ -65,8 +65,16 @@ func TestCLIPeriodicJob(t *testing.T) {
 		t.Fatalf("job status children: %d\n%s", code, out)
 	}
 
+	// A prefix resolves among periodic jobs only: the children do not
+	// make "ti" ambiguous, and a child is not a periodic job. (Children
+	// are named by the second: force the next one in another.)
+	time.Sleep(time.Second)
+	code, out, errOut = cli(addr, "job", "periodic", "force", "-detach", "ti")
+	if code != 0 || !strings.Contains(out, "Force periodic successful\nEvaluation ID: ") {
+		t.Fatalf("force by prefix: %d\n%s%s", code, out, errOut)
+	}
 	code, _, errOut = cli(addr, "job", "periodic", "force", "tick/periodic-")
-	if code == 0 || !strings.Contains(errOut, "is not periodic") {
+	if code == 0 || !strings.Contains(errOut, `No periodic job(s) with prefix or id "tick/periodic-" found`) {
 		t.Fatalf("force of a child: %d %s", code, errOut)
 	}
 }
