@@ -3,6 +3,7 @@ package agent
 import (
 	"strings"
 	"testing"
+	"time"
 
 	nomad "github.com/hashicorp/nomad/api"
 )
@@ -38,6 +39,11 @@ func TestNomadPeriodicJob(t *testing.T) {
 	}
 	if *got.Status != "running" {
 		t.Fatalf("status %q, want running (a periodic job runs while it can launch)", *got.Status)
+	}
+
+	plan, _, err := c.Jobs().Plan(job, false, nil)
+	if err != nil || plan.NextPeriodicLaunch.IsZero() || plan.NextPeriodicLaunch.UTC().Month() != time.January || plan.NextPeriodicLaunch.UTC().Day() != 1 {
+		t.Fatalf("plan of a periodic job: next launch %v, %v", plan.NextPeriodicLaunch, err)
 	}
 
 	evalID, _, err := c.Jobs().PeriodicForce("nightly", nil)
