@@ -40,7 +40,12 @@ func TestCLIPeriodicJob(t *testing.T) {
 	if err := os.WriteFile(file, []byte(periodicJobFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := cli(addr, "job", "run", file)
+	code, out, errOut := cli(addr, "job", "plan", file)
+	// Exit 0: registering it places nothing now.
+	if code != 0 || !strings.Contains(out, "- If submitted now, next periodic launch would be at ") {
+		t.Fatalf("job plan: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli(addr, "job", "run", file)
 	if code != 0 || !strings.Contains(out, "Job registration successful") || !strings.Contains(out, "Approximate next launch time: ") {
 		t.Fatalf("job run: %d\n%s%s", code, out, errOut)
 	}
