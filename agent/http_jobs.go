@@ -299,3 +299,58 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// PUT|POST /v1/job/<id>/periodic/force: launch a run of a periodic job
+// now; Nomad's answer {EvalID, EvalCreateIndex, Index}.
+func (h *httpAPI) jobPeriodicForce(w http.ResponseWriter, r *http.Request) (any, error) {
+	args := structs.PeriodicForceRequest{JobID: r.PathValue("id")}
+	if err := h.parseWrite(r, &args.WriteRequest); err != nil {
+		return nil, err
+	}
+	var out structs.PeriodicForceResponse
+	if err := h.srv.RPC("Job.PeriodicForce", &args, &out); err != nil {
+		return nil, err
+	}
+	setIndex(w, out.Index)
+	return out, nil
+}
+
+// dispatchBody is the body of a dispatch, Nomad's JobDispatchRequest
+// (Payload is base64 in JSON). Every field of Nomad's is acted on.
+type dispatchBody struct {
+	JobID            string
+	Payload          []byte
+	Meta             map[string]string
+	IdempotencyToken string
+	IdPrefixTemplate string
+	Priority         int
+}
+
+// PUT|POST /v1/job/<id>/dispatch: run a parameterized job once; Nomad's
+// answer {DispatchedJobID, EvalID, EvalCreateIndex, JobCreateIndex, Index}.
+func (h *httpAPI) jobDispatch(w http.ResponseWriter, r *http.Request) (any, error) {
+	var body dispatchBody
+	if err := decodeBody(w, r, &body); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	if body.JobID != "" && body.JobID != id {
+		return nil, badRequest("Job ID %q does not match the URL's job %q", body.JobID, id)
+	}
+	args := structs.JobDispatchRequest{JobID: id, Payload: body.Payload, Meta: body.Meta,
+		IdempotencyToken: body.IdempotencyToken, IdPrefixTemplate: body.IdPrefixTemplate, Priority: body.Priority}
+	if err := h.parseWrite(r, &args.WriteRequest); err != nil {
+		return nil, err
+	}
+	// Nomad's client sends the token as a query parameter (its
+	// WriteOptions.IdempotencyToken); older ones in the body.
+	if t := r.URL.Query().Get("idempotency_token"); t != "" {
+		args.IdempotencyToken = t
+	}
+	var out structs.JobDispatchResponse
+	if err := h.srv.RPC("Job.Dispatch", &args, &out); err != nil {
+		return nil, err
+	}
+	setIndex(w, out.Index)
+	return out, nil
+}

@@ -52,6 +52,10 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/scaling/policy/{id}", h.scalingPolicy)
 	handle("PUT /v1/job/{id}/plan", h.jobPlan)
 	handle("POST /v1/job/{id}/plan", h.jobPlan)
+	handle("PUT /v1/job/{id}/periodic/force", h.jobPeriodicForce)
+	handle("POST /v1/job/{id}/periodic/force", h.jobPeriodicForce)
+	handle("PUT /v1/job/{id}/dispatch", h.jobDispatch)
+	handle("POST /v1/job/{id}/dispatch", h.jobDispatch)
 
 	handle("GET /v1/nodes", h.nodeList)
 	handle("GET /v1/node/{id}", h.nodeGet)
@@ -119,8 +123,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/deployments", "deployments"},
 	{"/v1/deployment/", "deployments"},
 	{"/v1/job/{id}/submission", "job submissions"},
-	{"/v1/job/{id}/dispatch", "parameterized jobs (dispatch)"},
-	{"/v1/job/{id}/periodic/force", "periodic jobs"},
 	{"/v1/job/{id}/evaluate", "forced job evaluation"},
 	{"/v1/job/{id}/action", "task actions"},
 	{"/v1/job/{id}/actions", "task actions"},

@@ -257,13 +257,36 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 		{name: "node eligibility bad value", method: "POST", target: "/v1/node/n1/eligibility", body: `{"Eligibility": "maybe"}`,
 			wantCode: 400, wantBody: `Invalid Eligibility "maybe"`},
 
+		{name: "periodic force", method: "PUT", target: "/v1/job/web/periodic/force", rpc: "Job.PeriodicForce", wantCode: 200,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.PeriodicForceRequest); a.JobID != "web" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "periodic force of a child id", method: "POST", target: "/v1/job/web%2Fperiodic-1/periodic/force", rpc: "Job.PeriodicForce", wantCode: 200,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.PeriodicForceRequest); a.JobID != "web/periodic-1" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "periodic force needs PUT or POST", method: "GET", target: "/v1/job/web/periodic/force", wantCode: 405},
+
 		{name: "system gc", method: "PUT", target: "/v1/system/gc", body: `{}`, rpc: "System.GarbageCollect", wantCode: 200},
 		{name: "system gc needs PUT", method: "GET", target: "/v1/system/gc", wantCode: 405},
 
 		{name: "unsupported endpoint", method: "GET", target: "/v1/deployments", wantCode: 501,
 			wantBody: "Drover does not support deployments"},
-		{name: "unsupported job sub-path", method: "POST", target: "/v1/job/web/dispatch", wantCode: 501,
-			wantBody: "Drover does not support parameterized jobs (dispatch)"},
+		{name: "unsupported job sub-path", method: "POST", target: "/v1/job/web/actions", wantCode: 501,
+			wantBody: "Drover does not support task actions"},
+		{name: "dispatch", method: "PUT", target: "/v1/job/web/dispatch", rpc: "Job.Dispatch", wantCode: 200,
+			body: `{"Payload": "aGVsbG8=", "Meta": {"k": "v"}, "IdempotencyToken": "t1"}`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.JobDispatchRequest); a.JobID != "web" || string(a.Payload) != "hello" || a.Meta["k"] != "v" || a.IdempotencyToken != "t1" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "dispatch id mismatch", method: "POST", target: "/v1/job/web/dispatch", body: `{"JobID": "api"}`,
+			wantCode: 400, wantBody: "does not match"},
 		{name: "unsupported subtree", method: "GET", target: "/v1/acl/roles", wantCode: 501, wantBody: "Drover does not support ACL roles"},
 		{name: "unsupported client api", method: "GET", target: "/v1/client/allocation/a1/stats", wantCode: 501, wantBody: "Drover does not support this client endpoint"},
 		{name: "logs need a task", method: "GET", target: "/v1/client/fs/logs/a1", wantCode: 400, wantBody: "Missing task"},

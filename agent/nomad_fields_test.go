@@ -168,6 +168,9 @@ func (w *fieldWalker) refusedAt(steps []pathStep, name string, ft reflect.Type, 
 	if strings.HasPrefix(name, "Port.") {
 		portCompanion(locateParent(reflect.ValueOf(job), steps), steps)
 	}
+	if steps[0].field == "Periodic" || steps[0].field == "ParameterizedJob" {
+		job.Type = new("batch") // only batch jobs may be periodic or parameterized
+	}
 	label := stepsPath(steps)
 	_, _, err := w.c.Jobs().Register(job, nil)
 	if err != nil {
@@ -316,6 +319,11 @@ var companions = map[string]func(parent reflect.Value){
 	"ScalingPolicy.Enabled": scalingMax,
 	"ScalingPolicy.Policy":  scalingMax,
 	"ScalingPolicy.Type":    scalingMax,
+	// A periodic block needs a spec (and a batch job: see refusedAt).
+	"PeriodicConfig.Enabled":         periodicSpec,
+	"PeriodicConfig.SpecType":        periodicSpec,
+	"PeriodicConfig.ProhibitOverlap": periodicSpec,
+	"PeriodicConfig.TimeZone":        periodicSpec,
 }
 
 // portCompanion makes a probed port valid: it needs a label, and a port in
@@ -330,6 +338,8 @@ func portCompanion(p reflect.Value, steps []pathStep) {
 }
 
 func scalingMax(p reflect.Value) { p.FieldByName("Max").Set(reflect.ValueOf(new(int64(7)))) }
+
+func periodicSpec(p reflect.Value) { p.FieldByName("Spec").Set(reflect.ValueOf(new("@daily"))) }
 
 // sampleOverrides are non-empty samples that are also valid, for the
 // fields whose generic sample would fail validation.
@@ -353,6 +363,9 @@ var sampleOverrides = map[string]any{
 	"NetworkResource.Mode": "host",
 	"ScalingPolicy.Min":    1, "ScalingPolicy.Max": 7, "ScalingPolicy.Type": "horizontal",
 	"Resources.CPU": 250, "Resources.MemoryMB": 64, "Resources.Cores": 1, "Resources.DiskMB": 20,
+	"PeriodicConfig.Spec": "@daily", "PeriodicConfig.Specs": []string{"@daily", "0 3 * * *"},
+	"PeriodicConfig.SpecType": "cron", "PeriodicConfig.TimeZone": "Europe/Paris",
+	"ParameterizedJobConfig.Payload": "required",
 }
 
 // sampleValue returns a non-empty value of type t for the field name
@@ -511,12 +524,12 @@ func TestNomadJobValidate(t *testing.T) {
 	}
 	bad := baseProbeJob("bad")
 	bad.TaskGroups[0].Tasks[0].Config = map[string]any{"run_for": "soon"}
-	bad.Periodic = &nomad.PeriodicConfig{Spec: new("@yearly")}
+	bad.Multiregion = &nomad.Multiregion{Regions: []*nomad.MultiregionRegion{{Name: "west"}}}
 	resp, _, err := c.Jobs().Validate(bad, nil)
-	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "Job.Periodic: Drover does not support periodic jobs") {
+	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "Job.Multiregion: Drover does not support multiregion jobs") {
 		t.Fatalf("unsupported field: %+v, %v", resp, err)
 	}
-	bad.Periodic = nil
+	bad.Multiregion = nil
 	resp, _, err = c.Jobs().Validate(bad, nil)
 	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "TaskGroups[0].Tasks[0].Config.run_for") {
 		t.Fatalf("bad driver config: %+v, %v", resp, err)

@@ -54,6 +54,27 @@ func (c *Client) PlanJob(ctx context.Context, job *structs.Job, diff bool, w *Wr
 	return &out, wm, nil
 }
 
+// PeriodicForce launches a run of periodic job id now.
+func (c *Client) PeriodicForce(ctx context.Context, id string, w *WriteOptions) (*structs.PeriodicForceResponse, *WriteMeta, error) {
+	var out structs.PeriodicForceResponse
+	wm, err := c.write(ctx, http.MethodPut, "/v1/job/"+url.PathEscape(id)+"/periodic/force", nil, w, nil, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, wm, nil
+}
+
+// DispatchJob runs parameterized job id once with payload and meta.
+func (c *Client) DispatchJob(ctx context.Context, id string, payload []byte, meta map[string]string, token string, w *WriteOptions) (*structs.JobDispatchResponse, *WriteMeta, error) {
+	req := map[string]any{"JobID": id, "Payload": payload, "Meta": meta, "IdempotencyToken": token}
+	var out structs.JobDispatchResponse
+	wm, err := c.write(ctx, http.MethodPut, "/v1/job/"+url.PathEscape(id)+"/dispatch", nil, w, req, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &out, wm, nil
+}
+
 // ValidateJob checks job as registering it would, writing nothing; the
 // job's problems are in the response's ValidationErrors.
 func (c *Client) ValidateJob(ctx context.Context, job *structs.Job, w *WriteOptions) (*structs.JobValidateResponse, error) {

@@ -72,6 +72,23 @@ func TestClientSurfaceRequests(t *testing.T) {
 			}},
 		{name: "scale", reply: `{"EvalID":"e1"}`, wantMeth: "PUT", wantPath: "/v1/job/web/scale", wantBody: `"Count":3`,
 			call: func(c *Client) error { _, _, err := c.ScaleJob(ctx, "web", "g", 3, "m", nil); return err }},
+		{name: "periodic force", reply: `{"EvalID":"e1","EvalCreateIndex":9}`, wantMeth: "PUT", wantPath: "/v1/job/web/periodic/force",
+			call: func(c *Client) error {
+				out, _, err := c.PeriodicForce(ctx, "web", nil)
+				if err == nil && (out.EvalID != "e1" || out.EvalCreateIndex != 9) {
+					t.Errorf("force = %+v", out)
+				}
+				return err
+			}},
+		{name: "dispatch", reply: `{"DispatchedJobID":"web/dispatch-1-abcdef01","EvalID":"e1"}`, wantMeth: "PUT",
+			wantPath: "/v1/job/web/dispatch", wantBody: `"Payload":"aGk="`,
+			call: func(c *Client) error {
+				out, _, err := c.DispatchJob(ctx, "web", []byte("hi"), map[string]string{"k": "v"}, "", nil)
+				if err == nil && out.DispatchedJobID != "web/dispatch-1-abcdef01" {
+					t.Errorf("dispatch = %+v", out)
+				}
+				return err
+			}},
 		{name: "allocations paged", reply: `[]`, wantMeth: "GET", wantPath: "/v1/allocations",
 			wantQuery: "next_token=abc&per_page=5&prefix=ab",
 			call: func(c *Client) error {

@@ -139,6 +139,31 @@ func checkJobModifyIndex(b *state.Batch, job *structs.Job, want uint64) error {
 	return nil
 }
 
+// applyPeriodicLaunch registers a periodic job's child and records the
+// launch; a launch not later than the recorded one is refused (code
+// conflict) and writes nothing.
+func (f *FSM) applyPeriodicLaunch(b *state.Batch, buf []byte, index uint64) (any, error) {
+	defer metrics.MeasureSince(metricKey(metricPeriodicLaunch), time.Now())
+	var req structs.PeriodicLaunchRequest
+	if err := f.decodeLocked(buf, &req, structs.PeriodicLaunchRequestType, index); err != nil {
+		return err, nil
+	}
+	if req.Job == nil || req.Launch == nil {
+		return structs.NewError(structs.ErrCodeInvalid, "periodic launch entry without a job or a launch"), nil
+	}
+	if err := b.LaunchPeriodicJob(index, req.Job, req.Eval, req.Launch); err != nil {
+		if structs.CodeOf(err) == structs.ErrCodeConflict {
+			return err, nil
+		}
+		f.logger.Error("periodic launch failed", "job_id", req.Job.ID, "namespace", req.Job.Namespace, "error", err)
+		return nil, err
+	}
+	if req.Eval != nil {
+		f.queueEvalsUpserted([]*structs.Evaluation{req.Eval})
+	}
+	return nil, nil
+}
+
 func (f *FSM) applyJobDeregister(b *state.Batch, buf []byte, index uint64) (any, error) {
 	defer metrics.MeasureSince(metricKey(metricJobDeregister), time.Now())
 	var req structs.JobDeregisterRequest

@@ -121,6 +121,7 @@ const (
 	metricAllocClientUpdate     = "alloc_client_update"
 	metricApplyPlanResults      = "apply_plan_results"
 	metricAllocTransition       = "alloc_desired_transition"
+	metricPeriodicLaunch        = "periodic_launch"
 	metricPersist               = "persist"
 	metricRestore               = "restore"
 )
@@ -258,6 +259,8 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyJobStability(b, buf[1:], log.Index)
 	case structs.ScalingEventRegisterRequestType:
 		return f.applyScalingEvent(b, buf[1:], log.Index)
+	case structs.PeriodicLaunchRequestType:
+		return f.applyPeriodicLaunch(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

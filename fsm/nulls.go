@@ -25,6 +25,7 @@ func checkNulls(req any) error {
 	case *structs.JobRegisterRequest:
 		jobNulls(&errs, "Job", r.Job)
 	case *structs.ScalingEventRegisterRequest:
+	case *structs.PeriodicLaunchRequest:
 		jobNulls(&errs, "Job", r.Job)
 	case *structs.EvalUpdateRequest:
 		nulls(&errs, "Evals", r.Evals)

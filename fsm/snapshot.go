@@ -61,6 +61,7 @@ const (
 	recJobVersion
 	// recScalingEvents is one job's kept scaling events.
 	recScalingEvents
+	recPeriodicLaunch
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

@@ -109,6 +109,18 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 			Data:             []byte{1, 2, 3, byte(i)}, KeyID: "k2"}})
 		must(t, err)
 	}
+	if jobs > 0 {
+		// A periodic job with one launch: the periodic index and the
+		// periodic_launch table.
+		parent := mock.BatchJob()
+		parent.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "*/5 * * * *", SpecType: structs.PeriodicSpecCron, TimeZone: "UTC"}
+		must(t, store.UpsertJob(next(), parent, nil))
+		launchAt := time.Unix(1700000100, 0).UTC()
+		child := parent.Copy()
+		child.ID, child.ParentID, child.Periodic = structs.PeriodicChildID(parent.ID, launchAt), parent.ID, nil
+		must(t, store.LaunchPeriodicJob(next(), child, mock.EvalFor(child),
+			&structs.PeriodicLaunch{Namespace: parent.Namespace, ID: parent.ID, Launch: launchAt}))
+	}
 	return index
 }
 
@@ -157,6 +169,8 @@ func tables(s *state.StateStore) (map[string]any, error) {
 	read(state.TableJobVersions, v13, e)
 	v14, e := s.ScalingEvents(nil)
 	read(state.TableScalingEvents, v14, e)
+	v15, e := s.PeriodicLaunches(nil)
+	read(state.TablePeriodicLaunch, v15, e)
 	return out, err
 }
 

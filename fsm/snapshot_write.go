@@ -171,7 +171,8 @@ func collectRows(snap *state.StateSnapshot) ([]row, error) {
 }
 
 // appendACLRows adds the ACL policies, tokens (secret hashes only) and
-// the cluster secret, then the service registrations.
+// the cluster secret, then the service registrations and the periodic
+// jobs' last launches.
 func appendACLRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	policies, err := snap.ACLPolicies(nil, "")
 	if err != nil {
@@ -198,7 +199,10 @@ func appendACLRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendServiceRows(snap, rows)
+	if rows, err = appendServiceRows(snap, rows); err != nil {
+		return nil, err
+	}
+	return appendPeriodicRows(snap, rows)
 }
 
 // appendVariableRows adds the variables (encrypted, as stored) and the
@@ -229,6 +233,18 @@ func appendServiceRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	}
 	for _, r := range regs {
 		rows = append(rows, row{t: recServiceRegistration, v: r})
+	}
+	return rows, nil
+}
+
+// appendPeriodicRows adds the periodic jobs' last launches.
+func appendPeriodicRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
+	launches, err := snap.PeriodicLaunches(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range launches {
+		rows = append(rows, row{t: recPeriodicLaunch, v: l})
 	}
 	return rows, nil
 }

@@ -102,6 +102,14 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 		}
 	}
 	dropIfDefault(job, "Update", nomadDefaultUpdate)
+	if key, d, ok := lookupKey(job, "Dispatched"); ok && d == true {
+		// Nomad refuses it too: only a dispatch makes a dispatched job.
+		*errs = append(*errs, structs.FieldError{Field: path + "." + key,
+			Message: unsupportedPrefix + "registering a dispatched job (Dispatched): dispatch a parameterized job instead"})
+	}
+	if p := objectAt(job, "Periodic"); p != nil {
+		fillNulls(p, nomadDefaultPeriodic)
+	}
 	jobResched := takeObject(path, job, "Reschedule", reflect.TypeFor[structs.ReschedulePolicy](), errs)
 	jobMigrate := takeObject(path, job, "Migrate", reflect.TypeFor[structs.MigrateStrategy](), errs)
 
@@ -208,6 +216,10 @@ var (
 		"ProgressDeadline": json.Number("600000000000"), "AutoRevert": false, "Canary": json.Number("0"),
 		"AutoPromote": false,
 	}
+	// nomadDefaultPeriodic is what Nomad's API gives a periodic block's
+	// null fields (api.PeriodicConfig.Canonicalize).
+	nomadDefaultPeriodic = map[string]any{"Enabled": true, "SpecType": structs.PeriodicSpecCron,
+		"ProhibitOverlap": false, "TimeZone": "UTC"}
 	nomadDefaultEphemeralDisk = map[string]any{"Sticky": false, "Migrate": false, "SizeMB": json.Number("300")}
 	nomadDefaultLogConfig     = map[string]any{"MaxFiles": json.Number("10"), "MaxFileSizeMB": json.Number("10"),
 		"Disabled": false, "Enabled": nil}

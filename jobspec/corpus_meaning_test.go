@@ -147,6 +147,25 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			j.Constraints = []*structs.Constraint{linux()}
 			return j
 		},
+		"e2e-periodic-simple": func() *structs.Job {
+			j := nomadJob("periodic", "batch", nomadGroup("group", 1, nomadTask("task", "docker", map[string]any{
+				"image": "busybox:1", "command": "/bin/sh", "args": args("-c", "sleep 5")})))
+			j.Constraints = []*structs.Constraint{{LTarget: "${attr.kernel.name}", Operand: "set_contains_any", RTarget: "darwin,linux"}}
+			// cron is Spec (the older argument); enabled, spec type cron
+			// and time zone UTC are Nomad's defaults.
+			j.Periodic = &structs.PeriodicConfig{Enabled: true, Spec: "13 13 31 1 7", SpecType: "cron",
+				ProhibitOverlap: true, TimeZone: "UTC"}
+			return j
+		},
+		"e2e-parameterized-simple": func() *structs.Job {
+			j := nomadJob("periodic", "batch", nomadGroup("group", 1, nomadTask("task", "docker", map[string]any{
+				"image": "busybox:1", "command": "/bin/sh", "args": args("-c", "sleep 5")})))
+			j.Datacenters = []string{"dc1"}
+			j.Constraints = []*structs.Constraint{{LTarget: "${attr.kernel.name}", Operand: "set_contains_any", RTarget: "darwin,linux"}}
+			// payload is optional by default.
+			j.ParameterizedJob = &structs.ParameterizedJobConfig{Payload: "optional", MetaOptional: []string{"i"}}
+			return j
+		},
 		"e2e-clientstate-sleeper": func() *structs.Job {
 			// A task directly in the job is a group of its own.
 			j := nomadJob("sleeper", "service", nomadGroup("sleeper", 1, nomadTask("sleeper", "raw_exec", map[string]any{

@@ -37,6 +37,9 @@ var nomadInvalid = map[string]string{
 	"jobspec-reschedule-job-unlimited.nomad.hcl": "must be 0 when Unlimited is true",
 	// Nomad: Job type "batch" does not allow migrate block.
 	"jobspec-migrate-job.nomad.hcl": `job type "batch" does not allow a migrate block`,
+	// Nomad: Parameterized job can only be used with "batch" or
+	// "sysbatch" scheduler (the file is a service job).
+	"jobspec2-parameterized.nomad.hcl": `parameterized job can only be used with the "batch" scheduler`,
 }
 
 // knownGaps lists corpus files that Nomad's server rejects and Drover's

@@ -19,13 +19,13 @@ type decoder struct {
 var (
 	jobSpec = &bodySpec{what: "job",
 		attrs:  []string{"name", "type", "priority", "datacenters", "region", "namespace", "all_at_once", "meta"},
-		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate"}}
+		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate", "periodic", "parameterized"}}
 	groupSpec = &bodySpec{what: "group",
 		attrs:  []string{"count", "meta"},
 		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling"}}
 	taskSpec = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
-		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service", "template"}}
+		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service", "template", "dispatch_payload"}}
 	identitySpec = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
 	templateSpec = &bodySpec{what: "template",
 		attrs: []string{"data", "source", "destination", "env", "change_mode", "change_signal", "splay",
@@ -45,7 +45,12 @@ var (
 	restartSpec    = &bodySpec{what: "restart", attrs: []string{"attempts", "interval", "delay", "mode", "render_templates"}}
 	rescheduleSpec = &bodySpec{what: "reschedule",
 		attrs: []string{"attempts", "interval", "delay", "delay_function", "max_delay", "unlimited"}}
-	migrateSpec = &bodySpec{what: "migrate",
+	periodicSpec = &bodySpec{what: "periodic",
+		attrs: []string{"cron", "crons", "prohibit_overlap", "time_zone", "enabled"}}
+	parameterizedSpec = &bodySpec{what: "parameterized",
+		attrs: []string{"payload", "meta_required", "meta_optional"}}
+	dispatchPayloadSpec = &bodySpec{what: "dispatch_payload", attrs: []string{"file"}}
+	migrateSpec         = &bodySpec{what: "migrate",
 		attrs: []string{"max_parallel", "health_check", "min_healthy_time", "healthy_deadline"}}
 	scalingSpec = &bodySpec{what: "scaling", attrs: []string{"min", "max", "enabled", "type"}, blocks: []string{"policy"}}
 )
@@ -71,6 +76,12 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	d.boolean(attrs, "all_at_once", &job.AllAtOnce)
 	job.Meta = d.strMap(attrs, blocks, "meta", "job")
 	job.Constraints = d.constraints(blocks["constraint"])
+	if b := d.single(blocks["periodic"], "job"); b != nil {
+		job.Periodic = d.periodic(b)
+	}
+	if b := d.single(blocks["parameterized"], "job"); b != nil {
+		job.ParameterizedJob = d.parameterized(b)
+	}
 
 	jobType := job.Type
 	if jobType == "" {
@@ -205,6 +216,11 @@ func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
 	t.Services = d.services(blocks["service"])
 	if b := d.single(blocks["resources"], "task"); b != nil {
 		t.Resources = d.resources(b)
+	}
+	if b := d.single(blocks["dispatch_payload"], "task"); b != nil {
+		attrs, _ := d.content(b.Body, dispatchPayloadSpec)
+		t.DispatchPayload = &structs.DispatchPayloadConfig{}
+		d.str(attrs, "file", &t.DispatchPayload.File)
 	}
 	t.Identity = d.identity(blocks["identity"])
 	for _, tb := range blocks["template"] {
@@ -464,6 +480,32 @@ func (d *decoder) reschedule(blk *hclsyntax.Block, base *structs.ReschedulePolic
 	d.duration(attrs, "max_delay", &p.MaxDelay)
 	d.boolean(attrs, "unlimited", &p.Unlimited)
 	return &p
+}
+
+// periodic decodes a periodic block as Nomad's parser and API defaults
+// leave it: enabled unless it says otherwise, spec type cron, time zone
+// UTC. cron (one spec, the older argument) and crons (a list) are kept
+// apart, as Nomad's Spec and Specs.
+func (d *decoder) periodic(blk *hclsyntax.Block) *structs.PeriodicConfig {
+	attrs, _ := d.content(blk.Body, periodicSpec)
+	p := &structs.PeriodicConfig{Enabled: true, SpecType: structs.PeriodicSpecCron, TimeZone: "UTC"}
+	d.str(attrs, "cron", &p.Spec)
+	d.strList(attrs, "crons", &p.Specs)
+	d.boolean(attrs, "prohibit_overlap", &p.ProhibitOverlap)
+	d.str(attrs, "time_zone", &p.TimeZone)
+	d.boolean(attrs, "enabled", &p.Enabled)
+	return p
+}
+
+// parameterized decodes a parameterized block; an absent payload is left
+// for the server's default (optional), as Nomad's parser leaves it.
+func (d *decoder) parameterized(blk *hclsyntax.Block) *structs.ParameterizedJobConfig {
+	attrs, _ := d.content(blk.Body, parameterizedSpec)
+	p := &structs.ParameterizedJobConfig{}
+	d.str(attrs, "payload", &p.Payload)
+	d.strList(attrs, "meta_required", &p.MetaRequired)
+	d.strList(attrs, "meta_optional", &p.MetaOptional)
+	return p
 }
 
 func (d *decoder) migrate(blk *hclsyntax.Block, base *structs.MigrateStrategy) *structs.MigrateStrategy {

@@ -255,7 +255,9 @@ func (r *reconciler) reconcileGroup(name string, tg *structs.TaskGroup, allocs [
 	du := &structs.DesiredUpdates{}
 	r.result.desired[name] = du
 	gs := r.classify(tg, allocs)
-	if tg == nil || r.job.Stopped() || tg.Count == 0 {
+	// A periodic or parameterized job only launches children: it never
+	// runs allocations of its own, whatever evaluates it.
+	if tg == nil || r.job.Stopped() || tg.Count == 0 || r.job.IsTemplate() {
 		r.stopGroup(gs, du)
 		return
 	}

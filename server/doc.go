@@ -38,7 +38,8 @@
 // revokes them in reverse order when leadership is lost. The built-in
 // hooks, in order: the plan queue and applier, the eval broker and blocked
 // evals (re-filled from state), the heartbeat timers, worker pausing, the
-// node drainer and the garbage collector; then Config.LeaderHooks.
+// periodic dispatcher (periodic_wire.go, package periodic), the node
+// drainer and the garbage collector; then Config.LeaderHooks.
 //
 // Scheduling pipeline (sched_leader.go, workers.go, eval_endpoint.go,
 // plan_endpoint.go):

@@ -41,6 +41,11 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if err := checkJobShape(args.Job); err != nil {
 		return err
 	}
+	if args.Job.Dispatched {
+		// Nomad refuses it too: only a dispatch makes a dispatched job.
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Dispatched",
+			Message: "Drover does not support registering a job with Dispatched set: dispatch a parameterized job instead"}}}
+	}
 	// The caller's job is never modified: an in-process caller's job is
 	// copied; one decoded from the wire is this call's own. The store owns
 	// it afterwards.
@@ -68,7 +73,12 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 
 	now := time.Now()
 	job.SubmitTime = now.UnixNano()
-	eval := structs.NewEval(job, structs.EvalTriggerJobRegister, now)
+	// A periodic or parameterized job only launches children: its
+	// registration creates no evaluation (as in Nomad).
+	var eval *structs.Evaluation
+	if !job.IsTemplate() {
+		eval = structs.NewEval(job, structs.EvalTriggerJobRegister, now)
+	}
 	req := *args
 	req.Job = job
 	req.Eval = eval
@@ -86,6 +96,11 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 		if err != nil {
 			return err
 		}
+		if same && eval == nil {
+			reply.JobModifyIndex = existing.JobModifyIndex
+			reply.Index = existing.ModifyIndex
+			return nil
+		}
 		if same {
 			return j.registerUnchanged(existing, eval, reply)
 		}
@@ -95,8 +110,10 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 		return err
 	}
 
-	reply.EvalID = eval.ID
-	reply.EvalCreateIndex = index
+	if eval != nil {
+		reply.EvalID = eval.ID
+		reply.EvalCreateIndex = index
+	}
 	reply.JobModifyIndex = index
 	if stored, err := j.srv.fsm.State().JobByID(nil, job.Namespace, job.ID); err == nil {
 		reply.JobModifyIndex = stored.JobModifyIndex
@@ -217,7 +234,10 @@ func (j *Job) Deregister(args *structs.JobDeregisterRequest, reply *structs.JobD
 	}
 
 	now := time.Now()
-	eval := structs.NewEval(job, structs.EvalTriggerJobDeregister, now)
+	var eval *structs.Evaluation
+	if !job.IsTemplate() { // as Nomad: a periodic or parameterized job has nothing to stop
+		eval = structs.NewEval(job, structs.EvalTriggerJobDeregister, now)
+	}
 	req := *args
 	req.Namespace = ns
 	req.Eval = eval
@@ -226,8 +246,10 @@ func (j *Job) Deregister(args *structs.JobDeregisterRequest, reply *structs.JobD
 	if err != nil {
 		return err
 	}
-	reply.EvalID = eval.ID
-	reply.EvalCreateIndex = index
+	if eval != nil {
+		reply.EvalID = eval.ID
+		reply.EvalCreateIndex = index
+	}
 	reply.JobModifyIndex = index
 	reply.Index = index
 	return nil

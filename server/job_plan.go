@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/scheduler"
+	"github.com/drover-project/drover/server/periodic"
 	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
 )
@@ -97,6 +98,11 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 		reply.FailedTGAllocs = rec.update.FailedTGAllocs
 	}
 	reply.CreatedEvals = rec.created
+	if job.IsPeriodicActive() { // as Nomad: when the job would first launch
+		if sched, err := periodic.NewSchedule(job.Periodic); err == nil {
+			reply.NextPeriodicLaunch = sched.Next(now)
+		}
+	}
 	reply.Index = index - 1
 	return nil
 }

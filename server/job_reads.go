@@ -53,8 +53,9 @@ func (j *Job) Summary(args *structs.JobSpecificRequest, reply *structs.JobSummar
 		summary, err := st.JobSummary(ws, ns, args.JobID)
 		switch {
 		case err == nil:
-			reply.JobSummary = summary
-			return summary.ModifyIndex, nil
+			var index uint64
+			reply.JobSummary, index, err = withChildren(ws, st, summary)
+			return index, err
 		case errors.Is(err, structs.ErrNotFound):
 			reply.JobSummary = nil
 			return st.Index(state.TableJobSummary)

@@ -80,7 +80,7 @@ func restoredStateEvals(st *state.StateStore, now time.Time) ([]*structs.Evaluat
 	for _, j := range jobs {
 		k := key{Namespace: j.Namespace, ID: j.ID}
 		live[k] = j
-		if !j.Stopped() {
+		if !j.Stopped() && !j.IsTemplate() {
 			add(k, structs.NewEval(j, structs.EvalTriggerSnapshotRestore, now))
 		}
 	}

@@ -87,6 +87,10 @@ var rpcACLRules = map[string]aclRule{
 	// read-scaling-policy or read-job.
 	"Scaling.ListPolicies": {allow: nsAnyCap(acl.NamespaceCapabilityListScalingPolicies, acl.NamespaceCapabilityListJobs)},
 	"Scaling.GetPolicy":    {allow: nsAnyCap(acl.NamespaceCapabilityReadScalingPolicy, acl.NamespaceCapabilityReadJob)},
+	// Periodic force needs submit-job, as in Nomad.
+	"Job.PeriodicForce": {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	// Dispatch needs dispatch-job, as in Nomad.
+	"Job.Dispatch": {allow: nsCap(acl.NamespaceCapabilityDispatchJob)},
 
 	"Node.Register":          {class: aclNodeSecret},
 	"Node.UpdateStatus":      {class: aclNodeSecret},

@@ -80,6 +80,8 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Job.ScaleStatus":               accessAny,
 	"Scaling.ListPolicies":          accessAny,
 	"Scaling.GetPolicy":             accessAny,
+	"Job.PeriodicForce":             accessAny,
+	"Job.Dispatch":                  accessAny,
 	"Node.GetNode":                  accessAny,
 	"Node.List":                     accessAny,
 	"Node.GetAllocs":                accessAny,

@@ -136,6 +136,9 @@ func (b *Batch) DeregisterJob(index uint64, namespace, jobID string, purge bool,
 			return err
 		}
 	}
+	if err := deletePeriodicLaunchTxn(txn, namespace, jobID); err != nil {
+		return err
+	}
 	if eval != nil {
 		return upsertEvalsTxn(txn, index, []*structs.Evaluation{eval})
 	}
@@ -184,6 +187,11 @@ func setJobStatusesTxn(txn *writeTxn, index uint64, jobs []jobRef) error {
 func jobStatusTxn(txn *writeTxn, job *structs.Job, liveEval bool) (string, error) {
 	if job.Stop {
 		return structs.JobStatusDead, nil
+	}
+	if job.IsTemplate() {
+		// A periodic or parameterized job runs nothing itself; it is
+		// running while it can launch children (Nomad).
+		return structs.JobStatusRunning, nil
 	}
 	hasAny, live := false, false
 	err := txn.eachAlloc(job.Namespace, job.ID, func(a *structs.Allocation) bool {

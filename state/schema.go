@@ -40,6 +40,9 @@ const (
 	// TableScalingEvents keeps each job's recent scaling events, one row
 	// per job (scaling_events.go).
 	TableScalingEvents = "scaling_event"
+	// TablePeriodicLaunch holds each periodic job's last launch
+	// (periodic.go).
+	TablePeriodicLaunch = "periodic_launch"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -54,13 +57,15 @@ const (
 	// Service registration indexes.
 	IndexServiceName = "service_name"
 	IndexAlloc       = "alloc"
+	// IndexPeriodic indexes the jobs table's periodic jobs only.
+	IndexPeriodic = "periodic"
 
 	prefixSuffix = "_prefix"
 )
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -209,7 +214,14 @@ func schema() *memdb.DBSchema {
 		TableJobs: {
 			Name: TableJobs,
 			Indexes: map[string]*memdb.IndexSchema{
-				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.Job]{get: func(j *structs.Job) (string, string) { return j.Namespace, j.ID }}},
+				IndexID:       {Name: IndexID, Unique: true, Indexer: pairIndex[structs.Job]{get: func(j *structs.Job) (string, string) { return j.Namespace, j.ID }}},
+				IndexPeriodic: {Name: IndexPeriodic, Unique: true, AllowMissing: true, Indexer: fieldIndex[structs.Job]{get: periodicKey}},
+			},
+		},
+		TablePeriodicLaunch: {
+			Name: TablePeriodicLaunch,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.PeriodicLaunch]{get: func(l *structs.PeriodicLaunch) (string, string) { return l.Namespace, l.ID }}},
 			},
 		},
 		TableJobSummary: {

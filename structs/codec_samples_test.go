@@ -118,6 +118,7 @@ func raftSamples() []raftSample {
 			Event: &ScalingEvent{Time: 1700000000, Count: new(int64(3)), PreviousCount: 2, Message: "m", Meta: map[string]any{"a": "b"},
 				EvalID: new("e"), CreateIndex: 4}, Job: job, Eval: eval, WriteRequest: wr},
 			func() any { return new(ScalingEventRegisterRequest) }},
+		{PeriodicLaunchRequestType, fixturePeriodicLaunch(), func() any { return new(PeriodicLaunchRequest) }},
 	}
 }
 
@@ -125,6 +126,17 @@ func fixtureVariable() *VariableEncrypted {
 	return &VariableEncrypted{VariableMetadata: VariableMetadata{Namespace: "default", Path: "nomad/jobs/web",
 		ModifyIndex: 4, CreateTime: fixtureTime.UnixNano(), ModifyTime: fixtureTime.UnixNano()},
 		Data: []byte{9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3}, KeyID: fixtureID("e", 1)}
+}
+
+// fixturePeriodicLaunch is a periodic job's child with its evaluation and
+// launch record.
+func fixturePeriodicLaunch() *PeriodicLaunchRequest {
+	child := fixtureJob()
+	child.Type = JobTypeBatch
+	child.ParentID = child.ID
+	child.ID = PeriodicChildID(child.ID, fixtureTime)
+	return &PeriodicLaunchRequest{Job: child, Eval: fixtureEval(3),
+		Launch: &PeriodicLaunch{Namespace: DefaultNamespace, ID: child.ParentID, Launch: fixtureTime, CreateIndex: 4, ModifyIndex: 5}}
 }
 
 func fixtureACLPolicy() *ACLPolicy {

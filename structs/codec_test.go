@@ -91,6 +91,11 @@ var wireTypes = []any{
 	new(KeyringRotateRootKeyRequest), new(KeyringRotateRootKeyResponse),
 	new(KeyringGetRootKeyRequest), new(KeyringGetRootKeyResponse),
 	new(AllocIdentitiesRequest), new(SignedWorkloadIdentity), new(AllocIdentitiesResponse), new(WorkloadIdentity),
+	// Periodic jobs.
+	new(PeriodicConfig), new(PeriodicLaunch), new(PeriodicLaunchRequest), new(PeriodicForceRequest),
+	new(PeriodicForceResponse),
+	// Parameterized jobs.
+	new(ParameterizedJobConfig), new(DispatchPayloadConfig), new(JobDispatchRequest), new(JobDispatchResponse),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded

@@ -69,6 +69,9 @@ func (j *Job) Copy() *Job {
 	c.Constraints = copySlice(j.Constraints, shallow[Constraint])
 	c.TaskGroups = copySlice(j.TaskGroups, (*TaskGroup).Copy)
 	c.Meta = maps.Clone(j.Meta)
+	c.Periodic = j.Periodic.Copy()
+	c.ParameterizedJob = j.ParameterizedJob.Copy()
+	c.Payload = slices.Clone(j.Payload)
 	return &c
 }
 
@@ -118,6 +121,7 @@ func (t *Task) Copy() *Task {
 	c.Meta = maps.Clone(t.Meta)
 	c.Identity = shallow(t.Identity)
 	c.Templates = copySlice(t.Templates, (*Template).Copy)
+	c.DispatchPayload = shallow(t.DispatchPayload)
 	return &c
 }
 

@@ -94,6 +94,19 @@ type Job struct {
 	TaskGroups  []*TaskGroup
 	Meta        map[string]string
 
+	// Periodic makes the job a template the leader launches as child jobs
+	// on a cron schedule (structs/periodic.go); ParentID names the job a
+	// child was launched from.
+	Periodic *PeriodicConfig
+	ParentID string
+	// ParameterizedJob makes the job a template run only by a dispatch
+	// (structs/dispatch.go); a dispatched child has Dispatched set, its
+	// Payload and the request's IdempotencyToken.
+	ParameterizedJob         *ParameterizedJobConfig
+	Payload                  []byte
+	Dispatched               bool
+	DispatchIdempotencyToken string
+
 	// Stop marks the job as stopped; its allocations are stopped but the
 	// job is kept until garbage collection or a purge.
 	Stop              bool
@@ -144,6 +157,9 @@ type Task struct {
 	// Templates are rendered into the task's directory before it starts
 	// (structs/template.go).
 	Templates []*Template
+	// DispatchPayload names the file the payload of a dispatched job is
+	// written to, under local/.
+	DispatchPayload *DispatchPayloadConfig
 	// Identity is the task's default workload identity block: whether
 	// the client hands the task its identity token (NOMAD_TOKEN with Env,
 	// secrets/nomad_token with File). Every task may fetch its identity
@@ -313,6 +329,7 @@ func (j *Job) Stub(summary *JobSummary) *JobListStub {
 	return &JobListStub{
 		ID: j.ID, Name: j.Name, Namespace: j.Namespace, Datacenters: j.Datacenters,
 		Type: j.Type, Priority: j.Priority, Stop: j.Stop, Status: j.Status,
+		ParentID: j.ParentID, Periodic: j.Periodic != nil, ParameterizedJob: j.ParameterizedJob != nil,
 		StatusDescription: j.StatusDescription, JobSummary: summary,
 		CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex,
 		JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime,
@@ -413,6 +430,12 @@ func (j *Job) Canonicalize() {
 	}
 	if len(j.Datacenters) == 0 {
 		j.Datacenters = []string{"*"}
+	}
+	if j.Periodic != nil {
+		j.Periodic.canonicalize()
+	}
+	if j.ParameterizedJob != nil {
+		j.ParameterizedJob.canonicalize()
 	}
 	for _, tg := range j.TaskGroups {
 		if tg != nil {
@@ -524,6 +547,15 @@ func (j *Job) Validate() error {
 	}
 	validateConstraints(v, "Constraints", j.Constraints)
 	validateMeta(v, "Meta", j.Meta)
+	if j.Periodic != nil {
+		j.Periodic.validate(v, j.Type)
+	}
+	if j.ParameterizedJob != nil {
+		j.ParameterizedJob.validate(v, j.Type)
+		if j.Periodic != nil {
+			v.add("Periodic", "a job cannot be both periodic and parameterized")
+		}
+	}
 	switch {
 	case len(j.TaskGroups) == 0:
 		v.add("TaskGroups", "a job needs at least one task group")
@@ -672,6 +704,9 @@ func (t *Task) validate(v *validator, p string) {
 		v.add(join(join(p, "Identity"), "Name"), "Drover does not support named workload identities (only the default identity); got %q", id.Name)
 	}
 	validateServices(v, join(p, "Services"), t.Services, nil, t.Name)
+	if t.DispatchPayload != nil {
+		t.DispatchPayload.validate(v, p)
+	}
 	if len(t.Templates) > maxTemplatesPerTask {
 		v.add(join(p, "Templates"), "at most %d templates per task; got %d", maxTemplatesPerTask, len(t.Templates))
 		return

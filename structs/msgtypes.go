@@ -60,6 +60,10 @@ const (
 	// job with its evaluation, and the scaling event. Not ignorable: it
 	// may carry a new job version.
 	ScalingEventRegisterRequestType
+	// PeriodicLaunchRequestType registers a periodic job's child with the
+	// parent's last launch (structs/periodic.go). Without the ignore flag:
+	// an older server must stop rather than lose a launch record.
+	PeriodicLaunchRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -76,7 +80,7 @@ func (t MessageType) String() string {
 		"ACLTokenBootstrap", "ACLClusterSecret", "VarApplyState", "VariablesRekey",
 		"RootKeyMetaUpsert", "ServiceRegistrationUpsert",
 		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs",
-		"JobStability", "ScalingEventRegister"}
+		"JobStability", "ScalingEventRegister", "PeriodicLaunch"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]

@@ -11,9 +11,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/drover-project/drover/api"
 	"github.com/drover-project/drover/jobspec"
+	"github.com/drover-project/drover/server/periodic"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -29,6 +31,8 @@ func jobCommands() []*command {
 		{name: "job revert", synopsis: "Register an earlier version of a job again", run: runJobRevert},
 		{name: "job scale", synopsis: "Set the count of a job's group", run: runJobScale},
 		{name: "job init", synopsis: "Write an example job file", run: runJobInit},
+		{name: "job periodic force", synopsis: "Launch a periodic job now, whatever its schedule", run: runJobPeriodicForce},
+		{name: "job dispatch", synopsis: "Run a parameterized job once, with a payload and meta", run: runJobDispatch},
 	}
 }
 
@@ -156,6 +160,11 @@ func runJobRun(e *env, args []string) int {
 	}
 	if detach || resp.EvalID == "" {
 		fmt.Fprintln(e.stdout, "Job registration successful")
+		if job.IsPeriodicActive() {
+			// As Nomad: a periodic job runs nothing now; say when it will.
+			job.Canonicalize()
+			fmt.Fprintf(e.stdout, "Approximate next launch time: %s\n", e.nextPeriodicLaunch(job))
+		}
 		if resp.EvalID != "" {
 			fmt.Fprintf(e.stdout, "Evaluation ID: %s\n", resp.EvalID)
 		}
@@ -170,6 +179,26 @@ func resolveJob(e *env, c *api.Client, id string) (*structs.JobListStub, int, bo
 		func(prefix string) ([]*structs.JobListStub, error) {
 			jobs, _, err := c.Jobs(context.Background(), &api.QueryOptions{Prefix: prefix})
 			return jobs, err
+		},
+		func(j *structs.JobListStub) string { return j.ID },
+		func(jobs []*structs.JobListStub) { jobTable(e, e.stderr, jobs) })
+}
+
+// resolveJobOf finds, among the jobs keep accepts, one by ID or unique
+// prefix (as Nomad's periodic force and dispatch resolve only periodic or
+// parameterized jobs, so that a job's children do not make its prefix
+// ambiguous).
+func resolveJobOf(e *env, c *api.Client, kind, id string, keep func(*structs.JobListStub) bool) (*structs.JobListStub, int, bool) {
+	return resolve(e, kind, id,
+		func(prefix string) ([]*structs.JobListStub, error) {
+			jobs, _, err := c.Jobs(context.Background(), &api.QueryOptions{Prefix: prefix})
+			var out []*structs.JobListStub
+			for _, j := range jobs {
+				if keep(j) {
+					out = append(out, j)
+				}
+			}
+			return out, err
 		},
 		func(j *structs.JobListStub) string { return j.ID },
 		func(jobs []*structs.JobListStub) { jobTable(e, e.stderr, jobs) })
@@ -231,7 +260,7 @@ func runJobStatus(e *env, args []string) int {
 	if job.Stop {
 		status += " (stopped)"
 	}
-	kv(e.stdout,
+	basic := []string{
 		"ID", job.ID,
 		"Name", job.Name,
 		"Submit Date", e.formatUnixNano(job.SubmitTime),
@@ -240,10 +269,22 @@ func runJobStatus(e *env, args []string) int {
 		"Datacenters", strings.Join(job.Datacenters, ","),
 		"Namespace", job.Namespace,
 		"Status", status,
-		"Periodic", "false",
-		"Parameterized", "false",
-	)
+		"Periodic", strconv.FormatBool(job.IsPeriodic()),
+		"Parameterized", strconv.FormatBool(job.IsParameterized()),
+	}
+	if job.IsPeriodic() {
+		basic = append(basic, "Next Periodic Launch", e.nextPeriodicLaunch(job))
+	}
+	kv(e.stdout, basic...)
 	fmt.Fprintln(e.stdout)
+	switch {
+	case job.IsPeriodic():
+		return e.childrenStatus(c, job, summary, q, structs.PeriodicLaunchSuffix,
+			"Previously Launched Jobs", "No instances of periodic job found")
+	case job.IsParameterized():
+		return e.childrenStatus(c, job, summary, q, structs.DispatchLaunchSuffix,
+			"Dispatched Jobs", "No dispatched instances of parameterized job found")
+	}
 	fmt.Fprintln(e.stdout, "Summary")
 	t := newTable(e.stdout)
 	t.row("Task Group", "Queued", "Starting", "Running", "Failed", "Complete", "Lost", "Unknown")
@@ -401,4 +442,152 @@ func runJobInit(e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "Example job file written to %s\n", path)
 	return exitOK
+}
+
+// nextPeriodicLaunch renders a periodic job's next launch as Nomad's
+// job status does: the time and how far from now it is.
+func (e *env) nextPeriodicLaunch(job *structs.Job) string {
+	if job.Stop {
+		return "none (job stopped)"
+	}
+	if !job.Periodic.Enabled {
+		return "none (periodic block disabled)"
+	}
+	sched, err := periodic.NewSchedule(job.Periodic)
+	if err != nil {
+		return "none (" + err.Error() + ")"
+	}
+	now := e.now()
+	next := sched.Next(now)
+	if next.IsZero() {
+		return "none"
+	}
+	return fmt.Sprintf("%s (%s from now)", e.formatTime(next), next.Truncate(time.Second).Sub(now.Truncate(time.Second)))
+}
+
+// childrenStatus prints what job status shows of a periodic or
+// parameterized job instead of allocations (it has none): its children by
+// status and the jobs it launched, found as Nomad's CLI finds them, by the
+// prefix "<id>/periodic-" or "<id>/dispatch-".
+func (e *env) childrenStatus(c *api.Client, job *structs.Job, summary *structs.JobSummary, q *api.QueryOptions, suffix, title, none string) int {
+	fmt.Fprintln(e.stdout, "Children Job Summary")
+	var ch structs.JobChildrenSummary
+	if summary != nil && summary.Children != nil {
+		ch = *summary.Children
+	}
+	t := newTable(e.stdout)
+	t.row("Pending", "Running", "Dead")
+	t.row(strconv.FormatInt(ch.Pending, 10), strconv.FormatInt(ch.Running, 10), strconv.FormatInt(ch.Dead, 10))
+	t.flush()
+	pq := *q
+	pq.Prefix = job.ID + suffix
+	children, _, err := c.Jobs(context.Background(), &pq)
+	if err != nil {
+		return errorf(e, "querying the jobs launched: %v", err)
+	}
+	t = newTable(e.stdout)
+	t.row("ID", "Status")
+	n := 0
+	for _, child := range children {
+		if child.ParentID == job.ID {
+			t.row(child.ID, child.Status)
+			n++
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(e.stdout)
+		fmt.Fprintln(e.stdout, none)
+		return exitOK
+	}
+	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.stdout, title)
+	t.flush()
+	return exitOK
+}
+
+func runJobPeriodicForce(e *env, args []string) int {
+	var af apiFlags
+	var detach, verbose bool
+	fs := newFlagSet(e, "job periodic force", "[options] <job>",
+		"Launch a periodic job now, whatever its schedule. Monitors the child's evaluation unless -detach.")
+	af.register(fs, e)
+	fs.BoolVar(&detach, "detach", false, "return once the launch is registered, printing the evaluation ID")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	if code, ok := parseFlags(fs, args, 1); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitError
+	}
+	c := af.client()
+	stub, code, ok := resolveJobOf(e, c, "periodic job", fs.Arg(0), func(j *structs.JobListStub) bool { return j.Periodic })
+	if !ok {
+		return code
+	}
+	ctx := context.Background()
+	resp, _, err := c.PeriodicForce(ctx, stub.ID, &api.WriteOptions{Namespace: stub.Namespace})
+	if err != nil {
+		return errorf(e, "forcing periodic job %q: %v", stub.ID, err)
+	}
+	if detach {
+		fmt.Fprintln(e.stdout, "Force periodic successful")
+		fmt.Fprintf(e.stdout, "Evaluation ID: %s\n", resp.EvalID)
+		return exitOK
+	}
+	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
+}
+
+func runJobDispatch(e *env, args []string) int {
+	var af apiFlags
+	var detach, verbose bool
+	var token string
+	meta := varFlags{}
+	fs := newFlagSet(e, "job dispatch", "[options] <parameterized job> [input source]",
+		"Run a parameterized job once. The payload is read from the input source, a file or - for standard input "+
+			"(at most 16 KiB). Monitors the dispatched job's evaluation unless -detach.")
+	af.register(fs, e)
+	fs.Var(meta, "meta", "a meta key=value of the dispatched job (repeatable)")
+	fs.StringVar(&token, "idempotency-token", "", "a token: a dispatch with the token of a child that is not dead returns that child")
+	fs.BoolVar(&detach, "detach", false, "return once the job is dispatched, without monitoring")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	if code, ok := parseFlags(fs, args, 2); !ok {
+		return code
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fs.Usage()
+		return exitError
+	}
+	var payload []byte
+	if fs.NArg() == 2 {
+		var err error
+		if src := fs.Arg(1); src == "-" {
+			payload, err = io.ReadAll(io.LimitReader(e.stdin, structs.DispatchPayloadSizeLimit+1))
+		} else {
+			payload, err = os.ReadFile(src)
+		}
+		if err != nil {
+			return errorf(e, "reading input data: %v", err)
+		}
+	}
+	c := af.client()
+	stub, code, ok := resolveJobOf(e, c, "parameterized job", fs.Arg(0), func(j *structs.JobListStub) bool { return j.ParameterizedJob })
+	if !ok {
+		return code
+	}
+	ctx := context.Background()
+	resp, _, err := c.DispatchJob(ctx, stub.ID, payload, meta, token, &api.WriteOptions{Namespace: stub.Namespace})
+	if err != nil {
+		return errorf(e, "dispatching job: %v", err)
+	}
+	pairs := []string{"Dispatched Job ID", resp.DispatchedJobID}
+	if resp.EvalID != "" {
+		pairs = append(pairs, "Evaluation ID", shortID(resp.EvalID, verbose))
+	}
+	kv(e.stdout, pairs...)
+	if detach || resp.EvalID == "" {
+		return exitOK
+	}
+	fmt.Fprintln(e.stdout)
+	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
 }

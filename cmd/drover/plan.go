@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/drover-project/drover/structs"
 )
@@ -69,6 +70,11 @@ func runJobPlan(e *env, args []string) int {
 	} else {
 		fmt.Fprintln(out, "- WARNING: Failed to place all allocations.")
 		writeFailedPlacements(out, resp.FailedTGAllocs, "  ")
+	}
+	if next := resp.NextPeriodicLaunch; !next.IsZero() {
+		now := e.now()
+		fmt.Fprintf(out, "- If submitted now, next periodic launch would be at %s (%s from now).\n",
+			e.formatTime(next), next.Truncate(time.Second).Sub(now.Truncate(time.Second)))
 	}
 	if resp.Warnings != "" {
 		fmt.Fprintf(out, "\nJob Warnings:\n%s\n", resp.Warnings)

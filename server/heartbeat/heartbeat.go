@@ -41,6 +41,11 @@ type Heartbeater struct {
 	timers  map[string]Timer // guarded by mu
 	gen     map[string]uint64
 	nextGen uint64 // guarded by mu
+	// pending holds, while disabled, the deadline Reset handed a node
+	// (a node that registers or heartbeats while a new leader is still
+	// establishing itself): Initialize arms it with that deadline, not
+	// the much longer FailoverTTL. Guarded by mu.
+	pending map[string]time.Time
 }
 
 // New returns a disabled Heartbeater; the leader enables it with Initialize.
@@ -66,19 +71,27 @@ func New(cfg Config) *Heartbeater {
 	if cfg.Expired == nil {
 		cfg.Expired = func(string) {}
 	}
-	return &Heartbeater{cfg: cfg, timers: map[string]Timer{}, gen: map[string]uint64{}}
+	return &Heartbeater{cfg: cfg, timers: map[string]Timer{}, gen: map[string]uint64{}, pending: map[string]time.Time{}}
 }
 
 // Initialize enables the Heartbeater and arms a FailoverTTL timer for each
-// node (the ones not down), replacing any timers from an earlier term.
+// node (the ones not down), replacing any timers from an earlier term; a
+// node that Reset saw while disabled keeps the earlier deadline Reset gave
+// it.
 func (h *Heartbeater) Initialize(nodeIDs []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stopAllLocked()
 	h.enabled = true
+	now := h.cfg.Clock.Now()
 	for _, id := range nodeIDs {
-		h.armLocked(id, h.cfg.FailoverTTL)
+		d := h.cfg.FailoverTTL
+		if dl, ok := h.pending[id]; ok && dl.Sub(now) < d {
+			d = max(dl.Sub(now), 0)
+		}
+		h.armLocked(id, d)
 	}
+	clear(h.pending)
 }
 
 // Disable stops every timer; used when leadership is lost.
@@ -87,6 +100,7 @@ func (h *Heartbeater) Disable() {
 	defer h.mu.Unlock()
 	h.enabled = false
 	h.stopAllLocked()
+	clear(h.pending)
 }
 
 // TTL returns the heartbeat TTL for a cluster of n nodes, with stagger:
@@ -112,6 +126,8 @@ func (h *Heartbeater) Reset(nodeID string) time.Duration {
 	ttl := h.TTL(n)
 	if h.enabled {
 		h.armLocked(nodeID, ttl+h.cfg.Grace)
+	} else {
+		h.pending[nodeID] = h.cfg.Clock.Now().Add(ttl + h.cfg.Grace)
 	}
 	return ttl
 }

@@ -152,3 +152,38 @@ func TestRealClockConcurrentResets(t *testing.T) {
 		t.Fatalf("expired %d times, want exactly once", len(got))
 	}
 }
+
+// A node that registers (or heartbeats) while the new leader is still
+// establishing itself, before Initialize, keeps the deadline it was told:
+// it is not given the much longer FailoverTTL, so a client that dies right
+// after registering is marked down in time (seen in e2e's client SIGKILL
+// test once the keyring hook made establishment write through Raft).
+func TestResetBeforeInitializeKeepsItsDeadline(t *testing.T) {
+	h, clk, rec := newTest()
+	if ttl := h.Reset("early"); ttl != 10*time.Second {
+		t.Fatalf("ttl = %v", ttl)
+	}
+	clk.Advance(2 * time.Second)
+	h.Initialize([]string{"early", "known"})
+	clk.Advance(13*time.Second - time.Millisecond) // 15 s after the Reset: TTL + grace, less a tick
+	if got := rec.got(); len(got) != 0 {
+		t.Fatalf("expired too early: %v", got)
+	}
+	clk.Advance(time.Millisecond)
+	if got := rec.got(); len(got) != 1 || got[0] != "early" {
+		t.Fatalf("expired = %v, want [early] at its own deadline", got)
+	}
+	clk.Advance(time.Minute)
+	if got := rec.got(); len(got) != 2 || got[1] != "known" {
+		t.Fatalf("expired = %v, want known after the failover TTL", got)
+	}
+	// A Disable forgets what was pending.
+	h.Disable()
+	h.Reset("late")
+	h.Disable()
+	h.Initialize([]string{"late"})
+	clk.Advance(30 * time.Second)
+	if got := rec.got(); len(got) != 2 {
+		t.Fatalf("a Reset before a Disable still counted: %v", got)
+	}
+}

@@ -35,6 +35,7 @@ const (
 	envTaskName     = "NOMAD_TASK_NAME"
 	envJobID        = "NOMAD_JOB_ID"
 	envJobName      = "NOMAD_JOB_NAME"
+	envJobParentID  = "NOMAD_JOB_PARENT_ID"
 	envDatacenter   = "NOMAD_DC"
 	envRegion       = "NOMAD_REGION"
 	envNamespace    = "NOMAD_NAMESPACE"
@@ -168,6 +169,9 @@ func taskVars(alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Ta
 		envCPUCores: cpuSet(res.Cpu.ReservedCores),
 		// Drover's own additions (Nomad offers these only as ${node.*}).
 		"NOMAD_NODE_ID": node.ID, "NOMAD_NODE_NAME": node.Name, "NOMAD_NODE_CLASS": node.Class,
+	}
+	if job.ParentID != "" { // periodic and dispatched children
+		vars[envJobParentID] = job.ParentID
 	}
 	for name, n := range map[string]int64{envCPULimit: res.Cpu.CpuShares,
 		envMemLimit: res.Memory.MemoryMB, envMemMaxLimit: res.Memory.MemoryMaxMB} {

@@ -72,6 +72,9 @@ func TestBuildTaskEnv(t *testing.T) {
 			},
 			want: map[string]string{"NOMAD_CPU_LIMIT": "100", "NOMAD_MEMORY_LIMIT": "64",
 				"NOMAD_MEMORY_MAX_LIMIT": "", "NOMAD_CPU_CORES": "", "NOMAD_REGION": "job-region"}},
+		{name: "a child job's parent",
+			change: func(t *testing.T, f *envFixture) { f.alloc.Job.ParentID = "nightly" },
+			want:   map[string]string{"NOMAD_JOB_PARENT_ID": "nightly"}},
 		{name: "meta merged, in the key's case and in upper case",
 			change: func(t *testing.T, f *envFixture) {
 				f.alloc.Job.Meta = map[string]string{"owner": "job", "team": "infra", "a.b": "dotted"}

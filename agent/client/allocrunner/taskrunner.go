@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -409,6 +410,9 @@ func (tr *taskRunner) setup() error {
 	if err := tr.taskDir.Build(); err != nil {
 		return err
 	}
+	if err := tr.writePayload(); err != nil {
+		return err
+	}
 	ad := tr.ar.allocDir
 	for _, typ := range []string{allocdir.Stdout, allocdir.Stderr} {
 		w, err := logs.NewRotator(ad.LogDir, allocdir.LogBase(tr.task.Name, typ), tr.ar.cfg.LogMaxFiles, tr.ar.cfg.LogMaxFileSize)
@@ -732,4 +736,27 @@ func (tr *taskRunner) finish(failed bool, events ...*structs.TaskEvent) {
 		ts.Failed = failed
 		ts.FinishedAt = now
 	}, events...)
+}
+
+// writePayload writes a dispatched job's payload to the file the task's
+// dispatch_payload block names, under local/, before the task starts (as
+// Nomad's dispatch hook does). A task without the block, or a job without
+// a payload, writes nothing.
+func (tr *taskRunner) writePayload() error {
+	dp := tr.task.DispatchPayload
+	alloc := tr.ar.Alloc()
+	if dp == nil || dp.File == "" || alloc.Job == nil || len(alloc.Job.Payload) == 0 {
+		return nil
+	}
+	path := filepath.Join(tr.taskDir.LocalDir, dp.File)
+	if rel, err := filepath.Rel(tr.taskDir.LocalDir, path); err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("dispatch_payload file %q escapes the task's local directory", dp.File)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("writing the dispatch payload: %w", err)
+	}
+	if err := os.WriteFile(path, alloc.Job.Payload, 0o644); err != nil {
+		return fmt.Errorf("writing the dispatch payload: %w", err)
+	}
+	return nil
 }
