@@ -81,6 +81,9 @@ type Server struct {
 	planQueue    *planqueue.Queue
 	heartbeats   *heartbeat.Heartbeater
 	allocUpdates *allocUpdateBatcher
+	// serviceUpserts group-commits service registrations
+	// (service_endpoint.go).
+	serviceUpserts *serviceUpsertBatcher
 	// snapshotUploads are operator snapshot uploads in progress, on
 	// the leader (snapshot_uploads.go).
 	snapshotUploads *snapshotUploads
@@ -166,6 +169,7 @@ func (s *Server) start() error {
 	}
 	s.allocUpdates = &allocUpdateBatcher{s: s}
 	s.snapshotUploads = newSnapshotUploads(s.config.DataDir)
+	s.serviceUpserts = &serviceUpsertBatcher{s: s}
 	var err error
 	if s.keystore, err = newKeystore(s.config.DataDir, s.logger.Named("keystore")); err != nil {
 		return fmt.Errorf("server: %w", err)

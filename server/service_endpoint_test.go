@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -247,4 +248,37 @@ func TestServiceRegistrationACL(t *testing.T) {
 	}
 	must(t, del(node.SecretID, allocs[0]))
 	must(t, del(writer, allocs[1]))
+}
+
+// Registrations sent at once by many nodes are group-committed: every
+// call succeeds, every registration is stored, and the calls share Raft
+// entries (fewer entries than calls).
+func TestServiceUpsertsGroupCommit(t *testing.T) {
+	s, nodes, allocs := servicesFixture(t)
+	before, _ := s.State().LatestIndex()
+	const perAlloc = 20
+	errs := make(chan error, len(allocs)*perAlloc)
+	for _, al := range allocs {
+		for i := range perAlloc {
+			go func() {
+				var resp structs.GenericResponse
+				errs <- s.RPC("ServiceRegistration.Upsert", &structs.ServiceRegistrationUpsertRequest{
+					Services:     []*structs.ServiceRegistration{svcReg(al, "svc"+strconv.Itoa(i), 8080)},
+					WriteRequest: structs.WriteRequest{AuthToken: nodeOf(nodes, al.NodeID).SecretID}}, &resp)
+			}()
+		}
+	}
+	for range len(allocs) * perAlloc {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	regs, err := s.State().ServiceRegistrations(nil)
+	if err != nil || len(regs) != len(allocs)*perAlloc {
+		t.Fatalf("%d registrations stored (%v), want %d", len(regs), err, len(allocs)*perAlloc)
+	}
+	after, _ := s.State().LatestIndex()
+	if calls := uint64(len(allocs) * perAlloc); after-before >= calls {
+		t.Fatalf("%d calls took %d Raft entries: not group-committed", calls, after-before)
+	}
 }
