@@ -357,6 +357,105 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			j.Constraints = []*structs.Constraint{linux()}
 			return j
 		},
+		"command-asset-hello": func() *structs.Job {
+			task := withResources(nomadTask("app", "docker", map[string]any{
+				"image": "laoqui/hello-nomad:v1", "ports": args("http"), "auth_soft_fail": true}), 500, 256)
+			// An identity block without a name is the default identity;
+			// Nomad's server names it "default".
+			task.Identity = &structs.WorkloadIdentity{Name: "default", Env: true, File: true}
+			g := nomadGroup("web", 1, task)
+			g.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http", To: 8080, HostNetwork: "default"}}}}
+			return nomadJob("hello-nomad", "service", g)
+		},
+		"e2e-clientstate-alloc-zombie": func() *structs.Job {
+			// ${NOMAD_PORT_http} is left for the client.
+			g := nomadGroup("group", 1, withResources(nomadTask("python", "raw_exec", map[string]any{
+				"command": "python3", "args": args("-m", "http.server", "${NOMAD_PORT_http}", "--directory", "/tmp")}), 10, 64))
+			g.Networks = []*structs.NetworkResource{{Mode: "host", DynamicPorts: []structs.Port{{Label: "http", HostNetwork: "default"}}}}
+			// A group service: no task name on it or its check; address
+			// mode auto and on_update require_healthy are the defaults,
+			// the check inherits on_update, and its own check_restart
+			// keeps its grace. (Nomad's server also appends placement
+			// constraints on the clients' native service discovery
+			// fingerprints; Drover's clients all run native services and
+			// it adds none.)
+			g.Services = []*structs.Service{{Name: "alloczombie", PortLabel: "http", AddressMode: "auto",
+				OnUpdate: "require_healthy", Provider: "nomad",
+				Checks: []*structs.ServiceCheck{{Name: "alloczombiecheck", Type: "http", PortLabel: "http",
+					Path: "/does/not/exist.txt", Interval: 2 * time.Second, Timeout: time.Second,
+					CheckRestart: &structs.CheckRestart{Limit: 1, Grace: 3 * time.Second}, OnUpdate: "require_healthy"}}}}
+			// max_delay keeps the service default; interval the restart one.
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 3, Interval: time.Minute, Delay: 5 * time.Second,
+				DelayFunction: "constant", MaxDelay: time.Hour, Unlimited: false}
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 30 * time.Minute, Delay: 5 * time.Second, Mode: "fail"}
+			return nomadJob("alloc_zombie", "service", g)
+		},
+		"e2e-dhv-register-volumes": func() *structs.Job {
+			task := withResources(nomadTask("task", "raw_exec", map[string]any{
+				"command": "bash", "args": args("${NOMAD_TASK_DIR}/register.sh", "${node.unique.id}")}), 100, 100)
+			// Change mode restart is the default; a <<EOT heredoc keeps its
+			// indentation and ends with the line before the marker (here
+			// an empty one).
+			task.Templates = []*structs.Template{
+				nomadTemplate("#!/usr/bin/env bash\nset -ex\n\n"+
+					"export NOMAD_ADDR=\"unix://${NOMAD_SECRETS_DIR}/api.sock\"\nNODE_ID=$1\nmkdir -p \"${NOMAD_META_vol_path}\"\n\n"+
+					"sed -e \"s~NODE_ID~$NODE_ID~\" \\\n"+
+					"    -e \"s~VOL_NAME~${NOMAD_META_vol_name}~\" \\\n"+
+					"    -e \"s~VOL_SIZE~${NOMAD_META_vol_size}~\" \\\n"+
+					"    -e \"s~VOL_PATH~${NOMAD_META_vol_path}~\" \\\n"+
+					"    local/volume.hcl | nomad volume register -\n\n", "local/register.sh", "restart"),
+				nomadTemplate("name      = \"VOL_NAME\"\nnode_id   = \"NODE_ID\"\ntype      = \"host\"\n"+
+					"host_path = \"VOL_PATH\"\ncapacity  = \"VOL_SIZE\"\n\ncapability {\n"+
+					"  access_mode     = \"single-node-writer\"\n  attachment_mode = \"file-system\"\n}\n", "local/volume.hcl", "restart"),
+			}
+			task.Identity = &structs.WorkloadIdentity{Name: "default", Env: true}
+			g := nomadGroup("group", 1, task)
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
+			j := nomadJob("register-volumes", "batch", g)
+			j.ParameterizedJob = &structs.ParameterizedJobConfig{Payload: "optional", MetaRequired: []string{"vol_name", "vol_size", "vol_path"}}
+			return j
+		},
+		"e2e-podman-auth-basic": func() *structs.Job {
+			// The variables' defaults: the number-typed port becomes text
+			// in the image string; the auth block inside config is a list
+			// of one map.
+			g := nomadGroup("basic", 1, withResources(nomadTask("echo", "podman", map[string]any{
+				"image": "localhost:7511/docker.io/library/bash_auth_basic:private",
+				"args":  args("echo", "The auth basic test is OK!"), "auth_soft_fail": true,
+				"auth": []any{map[string]any{"username": "auth_basic_user", "password": "auth_basic_pass", "tls_verify": false}},
+			}), 100, 64))
+			g.Networks = []*structs.NetworkResource{{Mode: "host"}}
+			// attempts and unlimited over the batch defaults.
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 0, Interval: 24 * time.Hour,
+				Delay: 5 * time.Second, DelayFunction: "constant", Unlimited: false}
+			j := nomadJob("auth_basic", "batch", g)
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-workload-id-node-meta": func() *structs.Job {
+			// The variables come from corpusVars; is_set and is_not_set
+			// take no value.
+			docker := nomadTask("docker-nm", "docker", map[string]any{
+				"image": "curlimages/curl:7.87.0",
+				"args": args("--unix-socket", "${NOMAD_SECRETS_DIR}/api.sock", "-H", "Authorization: Bearer ${NOMAD_TOKEN}",
+					"--data-binary", `{"Meta": {"unset": "set"}}`, "--fail-with-body", "--verbose", "localhost/v1/client/metadata")})
+			exec := nomadTask("exec-nm", "exec", map[string]any{
+				"command": "curl",
+				"args": args("-H", "Authorization: Bearer ${NOMAD_TOKEN}", "--unix-socket", "${NOMAD_SECRETS_DIR}/api.sock",
+					"--data-binary", `{"Meta": {"empty": null}}`, "--fail-with-body", "--verbose", "localhost/v1/client/metadata")})
+			for _, task := range []*structs.Task{docker, exec} {
+				// The task-level disk is kept as written.
+				task.Resources = &structs.Resources{CPU: 16, MemoryMB: 32, DiskMB: 64}
+				task.Identity = &structs.WorkloadIdentity{Name: "default", Env: true}
+			}
+			j := nomadJob("node-meta", "batch", nomadGroup("node-meta", 1, docker, exec))
+			j.Datacenters = []string{"dc1"}
+			j.Constraints = []*structs.Constraint{linux(),
+				{LTarget: "${meta.foo}", RTarget: "bar", Operand: "="},
+				{LTarget: "${meta.empty}", Operand: "is_set"},
+				{LTarget: "${meta.unset}", Operand: "is_not_set"}}
+			return j
+		},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {

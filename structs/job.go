@@ -481,6 +481,11 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 		if t.KillTimeout == 0 {
 			t.KillTimeout = DefaultKillTimeout
 		}
+		// An identity block without a name is the default identity, and
+		// Nomad's server names it so.
+		if t.Identity != nil && t.Identity.Name == "" {
+			t.Identity.Name = WorkloadIdentityDefaultName
+		}
 		canonicalizeServices(t.Services, j.Name, tg.Name, t.Name)
 		for _, tmpl := range t.Templates {
 			if tmpl != nil {

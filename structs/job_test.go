@@ -62,3 +62,22 @@ func TestCombinedTaskMeta(t *testing.T) {
 		t.Fatal("CombinedTaskMeta returned the job's own map")
 	}
 }
+
+// TestCanonicalizeDefaultIdentityName: an identity block without a name is
+// the default identity, named "default" on registration as Nomad's server
+// names it; a task without the block keeps none.
+func TestCanonicalizeDefaultIdentityName(t *testing.T) {
+	j := specJob()
+	j.TaskGroups[0].Tasks = append(j.TaskGroups[0].Tasks, &Task{Name: "u", Driver: "raw_exec"})
+	j.TaskGroups[0].Tasks[0].Identity = &WorkloadIdentity{Env: true}
+	j.Canonicalize()
+	if got := j.TaskGroups[0].Tasks[0].Identity; *got != (WorkloadIdentity{Name: WorkloadIdentityDefaultName, Env: true}) {
+		t.Fatalf("identity = %+v", got)
+	}
+	if got := j.TaskGroups[0].Tasks[1].Identity; got != nil {
+		t.Fatalf("task without an identity block: %+v", got)
+	}
+	if err := j.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
