@@ -38,6 +38,13 @@ type AllocGroup struct {
 	// has one entry per allocation: its position in Metrics.
 	Metrics     []*AllocMetric
 	MetricIndex []int
+	// Ports and Networks are each allocation's own ports and granted
+	// networks (AllocatedResources.Shared.Ports and .Networks), one entry
+	// per allocation; nil when no allocation of the group has any. The
+	// template's resources hold neither: placements with ports differ
+	// only there, and still share everything else.
+	Ports    [][]AllocatedPortMapping
+	Networks [][]*NetworkResource
 }
 
 // groupScanLimit bounds the groups Compact tries for each allocation, so
@@ -111,6 +118,18 @@ func (r *ApplyPlanResultsRequest) Compact() {
 func newAllocGroup(members []*Allocation) *AllocGroup {
 	t := *members[0]
 	t.ID, t.Name, t.NodeID, t.NodeName, t.Metrics = "", "", "", "", nil
+	withPorts := false
+	for _, a := range members {
+		if ar := a.AllocatedResources; ar != nil && (len(ar.Shared.Ports) > 0 || len(ar.Shared.Networks) > 0) {
+			withPorts = true
+			break
+		}
+	}
+	if withPorts {
+		ar := *t.AllocatedResources
+		ar.Shared.Ports, ar.Shared.Networks = nil, nil
+		t.AllocatedResources = &ar
+	}
 	n := len(members)
 	g := &AllocGroup{
 		Template: &t,
@@ -118,9 +137,15 @@ func newAllocGroup(members []*Allocation) *AllocGroup {
 		NodeIDs: make([]string, n), NodeNames: make([]string, n),
 		MetricIndex: make([]int, n),
 	}
+	if withPorts {
+		g.Ports, g.Networks = make([][]AllocatedPortMapping, n), make([][]*NetworkResource, n)
+	}
 	for i, a := range members {
 		g.IDs[i], g.Names[i], g.NodeIDs[i], g.NodeNames[i] = a.ID, a.Name, a.NodeID, a.NodeName
 		g.MetricIndex[i] = g.metricIndex(a.Metrics)
+		if withPorts && a.AllocatedResources != nil {
+			g.Ports[i], g.Networks[i] = a.AllocatedResources.Shared.Ports, a.AllocatedResources.Shared.Networks
+		}
 	}
 	return g
 }
@@ -157,11 +182,22 @@ func (r *ApplyPlanResultsRequest) Expand() error {
 	out = append(out, r.AllocsUpdated...)
 	for _, g := range r.AllocGroups {
 		block := make([]Allocation, len(g.IDs))
+		// Allocations with ports each get their own resources: the
+		// template's, with their ports (the task resources stay shared).
+		var res []AllocatedResources
+		if g.Ports != nil && g.Template.AllocatedResources != nil {
+			res = make([]AllocatedResources, len(g.IDs))
+		}
 		for i := range block {
 			a := &block[i]
 			*a = *g.Template
 			a.ID, a.Name, a.NodeID, a.NodeName = g.IDs[i], g.Names[i], g.NodeIDs[i], g.NodeNames[i]
 			a.Metrics = g.Metrics[g.MetricIndex[i]]
+			if res != nil {
+				res[i] = *g.Template.AllocatedResources
+				res[i].Shared.Ports, res[i].Shared.Networks = g.Ports[i], g.Networks[i]
+				a.AllocatedResources = &res[i]
+			}
 			out = append(out, a)
 		}
 	}
@@ -178,6 +214,10 @@ func (g *AllocGroup) check() error {
 	switch {
 	case len(g.Names) != n || len(g.NodeIDs) != n || len(g.NodeNames) != n || len(g.MetricIndex) != n:
 		return errString("per-allocation lists of different lengths")
+	case g.Ports != nil && (len(g.Ports) != n || len(g.Networks) != n):
+		return errString("per-allocation port lists of different lengths")
+	case g.Ports == nil && g.Networks != nil:
+		return errString("networks without ports")
 	}
 	for _, m := range g.MetricIndex {
 		if m < 0 || m >= len(g.Metrics) {
@@ -214,9 +254,19 @@ func sameGroup(a, b *Allocation) bool {
 		!sameBoolPtr(a.DesiredTransition.ForceReschedule, b.DesiredTransition.ForceReschedule) {
 		return false
 	}
-	return a.AllocatedResources == b.AllocatedResources ||
-		(a.AllocatedResources != nil && b.AllocatedResources != nil &&
-			reflect.DeepEqual(a.AllocatedResources, b.AllocatedResources))
+	return sameResources(a.AllocatedResources, b.AllocatedResources)
+}
+
+// sameResources compares two allocations' resources but for their own
+// ports and granted networks (which a group carries per allocation).
+func sameResources(a, b *AllocatedResources) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	return a.Shared.DiskMB == b.Shared.DiskMB && reflect.DeepEqual(a.Tasks, b.Tasks)
 }
 
 func sameBoolPtr(a, b *bool) bool {

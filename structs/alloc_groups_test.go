@@ -190,3 +190,73 @@ func encodedLen(t *testing.T, req *ApplyPlanResultsRequest) int {
 	}
 	return len(buf)
 }
+
+// Placements that differ only in their ports still form one group: the
+// group carries each allocation's ports and granted networks, and Expand
+// gives each its own resources with them (task resources shared).
+func TestCompactExpandWithPorts(t *testing.T) {
+	req := fixturePlanResults(20)
+	base := req.AllocsUpdated[0].AllocatedResources
+	for i, a := range req.AllocsUpdated {
+		ar := *base
+		ar.Shared.Ports = []AllocatedPortMapping{{Label: "http", Value: 20000 + i, HostIP: "10.0.0.1"}}
+		ar.Shared.Networks = []*NetworkResource{{Mode: NetworkModeHost,
+			DynamicPorts: []Port{{Label: "http", Value: 20000 + i, HostNetwork: "default"}}}}
+		a.AllocatedResources = &ar
+	}
+	want := make([]Allocation, len(req.AllocsUpdated))
+	for i, a := range req.AllocsUpdated {
+		want[i] = *a
+	}
+	req.Compact()
+	if len(req.AllocGroups) != 1 || len(req.AllocsUpdated) != 0 {
+		t.Fatalf("Compact: %d groups, %d single allocations; want one group", len(req.AllocGroups), len(req.AllocsUpdated))
+	}
+	if tr := req.AllocGroups[0].Template.AllocatedResources; len(tr.Shared.Ports) != 0 || len(tr.Shared.Networks) != 0 {
+		t.Fatalf("the template carries ports: %+v", tr.Shared)
+	}
+	buf, err := Encode(ApplyPlanResultsRequestType, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got ApplyPlanResultsRequest
+	if err := Decode(buf[1:], &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := got.Expand(); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*Allocation{}
+	for _, a := range got.AllocsUpdated {
+		byID[a.ID] = a
+	}
+	for i := range want {
+		a := byID[want[i].ID]
+		if a == nil || !reflect.DeepEqual(*a, want[i]) {
+			t.Fatalf("allocation %s differs after the round trip:\n got %+v\nwant %+v", want[i].ID, a, want[i])
+		}
+	}
+	a0, a1 := byID[want[0].ID], byID[want[1].ID]
+	if a0.AllocatedResources == a1.AllocatedResources {
+		t.Error("allocations with ports share one resources object")
+	}
+	// A malformed port list is refused.
+	req.AllocGroups = []*AllocGroup{{Template: &Allocation{}, IDs: []string{"a"}, Names: []string{"n"},
+		NodeIDs: []string{"x"}, NodeNames: []string{"y"}, Metrics: []*AllocMetric{nil}, MetricIndex: []int{0},
+		Ports: [][]AllocatedPortMapping{}, Networks: [][]*NetworkResource{}}}
+	if err := req.Expand(); err == nil {
+		t.Error("a group with a short port list expanded")
+	}
+}
+
+// sameResources compares every field of AllocatedSharedResources but
+// the per-allocation ones; a new field must be added there.
+func TestSameResourcesCoversSharedFields(t *testing.T) {
+	var names []string
+	for f := range reflect.TypeFor[AllocatedSharedResources]().Fields() {
+		names = append(names, f.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"DiskMB", "Networks", "Ports"}) {
+		t.Fatalf("AllocatedSharedResources has fields %v: update sameResources and AllocGroup", names)
+	}
+}

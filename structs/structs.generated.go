@@ -17214,9 +17214,9 @@ func (x *AllocGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(7)
+				r.WriteArrayStart(9)
 			} else {
-				r.WriteMapStart(7)
+				r.WriteMapStart(9)
 			}
 			var yyn3 bool
 			if x.Template == nil {
@@ -17417,6 +17417,60 @@ func (x *AllocGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 				}
 			}
 			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if x.Ports == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSliceSliceAllocatedPortMapping(([][]AllocatedPortMapping)(x.Ports), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Ports\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Ports`)
+				}
+				r.WriteMapElemValue()
+				if x.Ports == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSliceSliceAllocatedPortMapping(([][]AllocatedPortMapping)(x.Ports), e)
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if x.Networks == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSliceSlicePtrtoNetworkResource(([][]*NetworkResource)(x.Networks), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Networks\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Networks`)
+				}
+				r.WriteMapElemValue()
+				if x.Networks == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSliceSlicePtrtoNetworkResource(([][]*NetworkResource)(x.Networks), e)
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
 				r.WriteArrayEnd()
 			} else {
 				r.WriteMapEnd()
@@ -17539,6 +17593,24 @@ func (x *AllocGroup) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 					h.decSliceint((*[]int)(&x.MetricIndex), d)
 				}
 			}
+		case "Ports":
+			if r.TryDecodeAsNil() {
+				x.Ports = nil
+			} else {
+				if false {
+				} else {
+					h.decSliceSliceAllocatedPortMapping((*[][]AllocatedPortMapping)(&x.Ports), d)
+				}
+			}
+		case "Networks":
+			if r.TryDecodeAsNil() {
+				x.Networks = nil
+			} else {
+				if false {
+				} else {
+					h.decSliceSlicePtrtoNetworkResource((*[][]*NetworkResource)(&x.Networks), d)
+				}
+			}
 		default:
 			z.DecStructFieldNotFound(-1, yys3)
 		} // end switch yys3
@@ -17550,16 +17622,16 @@ func (x *AllocGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj17 int
-	var yyb17 bool
-	var yyhl17 bool = l >= 0
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	var yyj21 int
+	var yyb21 bool
+	var yyhl21 bool = l >= 0
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -17575,13 +17647,13 @@ func (x *AllocGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Template.CodecDecodeSelf(d)
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -17594,13 +17666,13 @@ func (x *AllocGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicestring((*[]string)(&x.IDs), d)
 		}
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -17613,13 +17685,13 @@ func (x *AllocGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicestring((*[]string)(&x.Names), d)
 		}
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -17632,13 +17704,13 @@ func (x *AllocGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicestring((*[]string)(&x.NodeIDs), d)
 		}
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -17651,13 +17723,13 @@ func (x *AllocGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicestring((*[]string)(&x.NodeNames), d)
 		}
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -17670,13 +17742,13 @@ func (x *AllocGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoAllocMetric((*[]*AllocMetric)(&x.Metrics), d)
 		}
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -17689,18 +17761,56 @@ func (x *AllocGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSliceint((*[]int)(&x.MetricIndex), d)
 		}
 	}
-	for {
-		yyj17++
-		if yyhl17 {
-			yyb17 = yyj17 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
+	} else {
+		yyb21 = r.CheckBreak()
+	}
+	if yyb21 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Ports = nil
+	} else {
+		if false {
 		} else {
-			yyb17 = r.CheckBreak()
+			h.decSliceSliceAllocatedPortMapping((*[][]AllocatedPortMapping)(&x.Ports), d)
 		}
-		if yyb17 {
+	}
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
+	} else {
+		yyb21 = r.CheckBreak()
+	}
+	if yyb21 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Networks = nil
+	} else {
+		if false {
+		} else {
+			h.decSliceSlicePtrtoNetworkResource((*[][]*NetworkResource)(&x.Networks), d)
+		}
+	}
+	for {
+		yyj21++
+		if yyhl21 {
+			yyb21 = yyj21 > l
+		} else {
+			yyb21 = r.CheckBreak()
+		}
+		if yyb21 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj17-1, "")
+		z.DecStructFieldNotFound(yyj21-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -99566,6 +99676,212 @@ func (x codecSelfer1978) decSliceint(v *[]int, d *codec1978.Decoder) {
 			yyc1 = true
 		} else if yyj1 == 0 && yyv1 == nil {
 			yyv1 = make([]int, 0)
+			yyc1 = true
+		}
+	}
+	yyh1.End()
+	if yyc1 {
+		*v = yyv1
+	}
+}
+
+func (x codecSelfer1978) encSliceSliceAllocatedPortMapping(v [][]AllocatedPortMapping, e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	r.WriteArrayStart(len(v))
+	for _, yyv1 := range v {
+		r.WriteArrayElem()
+		if yyv1 == nil {
+			r.EncodeNil()
+		} else {
+			if false {
+			} else {
+				h.encSliceAllocatedPortMapping(([]AllocatedPortMapping)(yyv1), e)
+			}
+		}
+	}
+	r.WriteArrayEnd()
+}
+
+func (x codecSelfer1978) decSliceSliceAllocatedPortMapping(v *[][]AllocatedPortMapping, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+
+	yyv1 := *v
+	yyh1, yyl1 := z.DecSliceHelperStart()
+	var yyc1 bool
+	_ = yyc1
+	if yyl1 == 0 {
+		if yyv1 == nil {
+			yyv1 = [][]AllocatedPortMapping{}
+			yyc1 = true
+		} else if len(yyv1) != 0 {
+			yyv1 = yyv1[:0]
+			yyc1 = true
+		}
+	} else {
+		yyhl1 := yyl1 > 0
+		var yyrl1 int
+		_ = yyrl1
+		if yyhl1 {
+			if yyl1 > cap(yyv1) {
+				yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 24)
+				if yyrl1 <= cap(yyv1) {
+					yyv1 = yyv1[:yyrl1]
+				} else {
+					yyv1 = make([][]AllocatedPortMapping, yyrl1)
+				}
+				yyc1 = true
+			} else if yyl1 != len(yyv1) {
+				yyv1 = yyv1[:yyl1]
+				yyc1 = true
+			}
+		}
+		var yyj1 int
+		// var yydn1 bool
+		for yyj1 = 0; (yyhl1 && yyj1 < yyl1) || !(yyhl1 || r.CheckBreak()); yyj1++ { // bounds-check-elimination
+			if yyj1 == 0 && yyv1 == nil {
+				if yyhl1 {
+					yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 24)
+				} else {
+					yyrl1 = 8
+				}
+				yyv1 = make([][]AllocatedPortMapping, yyrl1)
+				yyc1 = true
+			}
+			yyh1.ElemContainerState(yyj1)
+
+			var yydb1 bool
+			if yyj1 >= len(yyv1) {
+				yyv1 = append(yyv1, nil)
+				yyc1 = true
+
+			}
+			if yydb1 {
+				z.DecSwallow()
+			} else {
+				if r.TryDecodeAsNil() {
+					yyv1[yyj1] = nil
+				} else {
+					if false {
+					} else {
+						h.decSliceAllocatedPortMapping((*[]AllocatedPortMapping)(&yyv1[yyj1]), d)
+					}
+				}
+
+			}
+
+		}
+		if yyj1 < len(yyv1) {
+			yyv1 = yyv1[:yyj1]
+			yyc1 = true
+		} else if yyj1 == 0 && yyv1 == nil {
+			yyv1 = make([][]AllocatedPortMapping, 0)
+			yyc1 = true
+		}
+	}
+	yyh1.End()
+	if yyc1 {
+		*v = yyv1
+	}
+}
+
+func (x codecSelfer1978) encSliceSlicePtrtoNetworkResource(v [][]*NetworkResource, e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	r.WriteArrayStart(len(v))
+	for _, yyv1 := range v {
+		r.WriteArrayElem()
+		if yyv1 == nil {
+			r.EncodeNil()
+		} else {
+			if false {
+			} else {
+				h.encSlicePtrtoNetworkResource(([]*NetworkResource)(yyv1), e)
+			}
+		}
+	}
+	r.WriteArrayEnd()
+}
+
+func (x codecSelfer1978) decSliceSlicePtrtoNetworkResource(v *[][]*NetworkResource, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+
+	yyv1 := *v
+	yyh1, yyl1 := z.DecSliceHelperStart()
+	var yyc1 bool
+	_ = yyc1
+	if yyl1 == 0 {
+		if yyv1 == nil {
+			yyv1 = [][]*NetworkResource{}
+			yyc1 = true
+		} else if len(yyv1) != 0 {
+			yyv1 = yyv1[:0]
+			yyc1 = true
+		}
+	} else {
+		yyhl1 := yyl1 > 0
+		var yyrl1 int
+		_ = yyrl1
+		if yyhl1 {
+			if yyl1 > cap(yyv1) {
+				yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 24)
+				if yyrl1 <= cap(yyv1) {
+					yyv1 = yyv1[:yyrl1]
+				} else {
+					yyv1 = make([][]*NetworkResource, yyrl1)
+				}
+				yyc1 = true
+			} else if yyl1 != len(yyv1) {
+				yyv1 = yyv1[:yyl1]
+				yyc1 = true
+			}
+		}
+		var yyj1 int
+		// var yydn1 bool
+		for yyj1 = 0; (yyhl1 && yyj1 < yyl1) || !(yyhl1 || r.CheckBreak()); yyj1++ { // bounds-check-elimination
+			if yyj1 == 0 && yyv1 == nil {
+				if yyhl1 {
+					yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 24)
+				} else {
+					yyrl1 = 8
+				}
+				yyv1 = make([][]*NetworkResource, yyrl1)
+				yyc1 = true
+			}
+			yyh1.ElemContainerState(yyj1)
+
+			var yydb1 bool
+			if yyj1 >= len(yyv1) {
+				yyv1 = append(yyv1, nil)
+				yyc1 = true
+
+			}
+			if yydb1 {
+				z.DecSwallow()
+			} else {
+				if r.TryDecodeAsNil() {
+					yyv1[yyj1] = nil
+				} else {
+					if false {
+					} else {
+						h.decSlicePtrtoNetworkResource((*[]*NetworkResource)(&yyv1[yyj1]), d)
+					}
+				}
+
+			}
+
+		}
+		if yyj1 < len(yyv1) {
+			yyv1 = yyv1[:yyj1]
+			yyc1 = true
+		} else if yyj1 == 0 && yyv1 == nil {
+			yyv1 = make([][]*NetworkResource, 0)
 			yyc1 = true
 		}
 	}
