@@ -221,9 +221,12 @@ func (s *Server) waitFuture(f raft.Future) error {
 			return nil
 		}
 		rerr := raftError(err)
-		if structs.CodeOf(rerr) == structs.ErrCodeInternal {
-			// raft's log cache reports a failed append as text: the
-			// cause is in the disk watch.
+		switch structs.CodeOf(rerr) {
+		case structs.ErrCodeInternal, structs.ErrCodeNotLeader:
+			// raft's log cache reports a failed append as text, and the
+			// leader steps down after it (later writes are not_leader):
+			// while the last write failed for lack of space, that is the
+			// cause to report.
 			if cause := s.disk.full(); cause != nil {
 				return diskFullError(cause)
 			}
