@@ -57,6 +57,20 @@ type keystore struct {
 
 	mu   sync.RWMutex
 	keys map[string]*rootKeyEntry // by KeyID; guarded by mu
+
+	// writeMu: a key file write holds it shared; close takes it whole, so
+	// that once the server has shut down nothing writes in its data
+	// directory any more.
+	writeMu sync.RWMutex
+	closed  bool // guarded by writeMu
+}
+
+// close makes every later add fail without writing, once the writes in
+// progress are done (server shutdown).
+func (ks *keystore) close() {
+	ks.writeMu.Lock()
+	ks.closed = true
+	ks.writeMu.Unlock()
 }
 
 // newKeystore opens (creating) the keystore under dataDir and loads every
@@ -149,6 +163,11 @@ func (ks *keystore) add(rk *structs.RootKey) error {
 	}
 	if _, ok := ks.get(rk.Meta.KeyID); ok {
 		return nil
+	}
+	ks.writeMu.RLock()
+	defer ks.writeMu.RUnlock()
+	if ks.closed {
+		return structs.ErrShutdown
 	}
 	entry, err := newRootKeyEntry(rk.Key)
 	if err != nil {

@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/server/testcluster"
@@ -79,8 +82,17 @@ func TestClusterPeriodicAcrossLeaderChange(t *testing.T) {
 	// about 2 s and the new leader is up well before.
 	before := periodicChildren(t, leader, job.ID)
 	waitChildren(t, leader, job.ID, len(before)+1, 5*time.Second)
-	if err := leader.Raft().LeadershipTransfer().Error(); err != nil {
-		t.Fatal(err)
+	// Under load an election may already have moved leadership: transfer
+	// from whoever leads now.
+	for attempt := 0; ; attempt++ {
+		err := leader.Raft().LeadershipTransfer().Error()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, raft.ErrNotLeader) || attempt == 5 {
+			t.Fatal(err)
+		}
+		leader = c.WaitForLeader(t, 10*time.Second)
 	}
 	leader = waitNewLeader(t, c, leader, 10*time.Second)
 	waitChildren(t, leader, job.ID, len(before)+3, 10*time.Second)

@@ -266,6 +266,9 @@ func (s *Server) Shutdown() error {
 	if s.snapshotUploads != nil {
 		s.snapshotUploads.closeAll()
 	}
+	if s.keystore != nil {
+		s.keystore.close()
+	}
 	if s.raftStore != nil {
 		if err := s.raftStore.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close raft store: %w", err))

@@ -198,70 +198,51 @@ func (t *Task) Diff(other *Task, contextual bool) (*TaskDiff, error) {
 }
 
 func taskGroupDiffs(old, new []*TaskGroup, contextual bool) ([]*TaskGroupDiff, error) {
-	byName := make(map[string]*TaskGroup, len(new))
-	for _, g := range new {
-		if g != nil {
-			byName[g.Name] = g
-		}
-	}
-	var out []*TaskGroupDiff
-	seen := make(map[string]bool, len(old))
-	for _, g := range old {
-		if g == nil {
-			continue
-		}
-		seen[g.Name] = true
-		d, err := g.Diff(byName[g.Name], contextual)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	for _, g := range new {
-		if g == nil || seen[g.Name] {
-			continue
-		}
-		d, err := (*TaskGroup)(nil).Diff(g, contextual)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	slices.SortFunc(out, func(a, b *TaskGroupDiff) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return namedDiffs(old, new, func(g *TaskGroup) string { return g.Name },
+		func(a, b *TaskGroup) (*TaskGroupDiff, error) { return a.Diff(b, contextual) },
+		func(d *TaskGroupDiff) string { return d.Name })
 }
 
 func taskDiffs(old, new []*Task, contextual bool) ([]*TaskDiff, error) {
-	byName := make(map[string]*Task, len(new))
-	for _, t := range new {
-		if t != nil {
-			byName[t.Name] = t
+	return namedDiffs(old, new, func(t *Task) string { return t.Name },
+		func(a, b *Task) (*TaskDiff, error) { return a.Diff(b, contextual) },
+		func(d *TaskDiff) string { return d.Name })
+}
+
+// namedDiffs pairs the items of old and new by name (nil items skipped)
+// and diffs each pair, an item only in old against nil and one only in
+// new from nil; the diffs come sorted by name.
+func namedDiffs[T any, D any](old, new []*T, name func(*T) string, diff func(a, b *T) (D, error), diffName func(D) string) ([]D, error) {
+	byName := make(map[string]*T, len(new))
+	for _, x := range new {
+		if x != nil {
+			byName[name(x)] = x
 		}
 	}
-	var out []*TaskDiff
+	var out []D
 	seen := make(map[string]bool, len(old))
-	for _, t := range old {
-		if t == nil {
+	for _, x := range old {
+		if x == nil {
 			continue
 		}
-		seen[t.Name] = true
-		d, err := t.Diff(byName[t.Name], contextual)
+		seen[name(x)] = true
+		d, err := diff(x, byName[name(x)])
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, d)
 	}
-	for _, t := range new {
-		if t == nil || seen[t.Name] {
+	for _, x := range new {
+		if x == nil || seen[name(x)] {
 			continue
 		}
-		d, err := (*Task)(nil).Diff(t, contextual)
+		d, err := diff(nil, x)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, d)
 	}
-	slices.SortFunc(out, func(a, b *TaskDiff) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b D) int { return strings.Compare(diffName(a), diffName(b)) })
 	return out, nil
 }
 
