@@ -160,6 +160,9 @@ type Task struct {
 	// DispatchPayload names the file the payload of a dispatched job is
 	// written to, under local/.
 	DispatchPayload *DispatchPayloadConfig
+	// Lifecycle makes the task a prestart, poststart or poststop task of
+	// its group (structs/lifecycle.go); nil: a main task.
+	Lifecycle *TaskLifecycleConfig `codec:",omitempty"`
 	// Identity is the task's default workload identity block: whether
 	// the client hands the task its identity token (NOMAD_TOKEN with Env,
 	// secrets/nomad_token with File). Every task may fetch its identity
@@ -658,6 +661,7 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 		seen[t.Name] = i
 		t.validate(v, tp)
 	}
+	tg.validateLifecycle(v, p)
 	validateServices(v, join(p, "Services"), tg.Services, tg.Tasks, "")
 	tg.validateServiceNames(v, p)
 	tg.validateServicePorts(v, p)
@@ -706,6 +710,9 @@ func (t *Task) validate(v *validator, p string) {
 	validateServices(v, join(p, "Services"), t.Services, nil, t.Name)
 	if t.DispatchPayload != nil {
 		t.DispatchPayload.validate(v, p)
+	}
+	if t.Lifecycle != nil {
+		t.Lifecycle.validate(v, p)
 	}
 	if len(t.Templates) > maxTemplatesPerTask {
 		v.add(join(p, "Templates"), "at most %d templates per task; got %d", maxTemplatesPerTask, len(t.Templates))
