@@ -112,6 +112,25 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			j.Constraints = []*structs.Constraint{linux()}
 			return j
 		},
+		"e2e-lifecycle-batch": func() *structs.Job {
+			// Three docker tasks, each with a script template: a prestart
+			// task, the main task and a poststart task.
+			task := func(name, script, data, hook string) *structs.Task {
+				t := withResources(nomadTask(name, "docker", map[string]any{
+					"image": "busybox:1", "command": "/bin/sh", "args": args("local/" + script)}), 64, 64)
+				t.Templates = []*structs.Template{nomadTemplate(data, "local/"+script, "restart")}
+				if hook != "" {
+					t.Lifecycle = &structs.TaskLifecycleConfig{Hook: hook}
+				}
+				return t
+			}
+			j := nomadJob("batch-lifecycle", "batch", nomadGroup("test", 1,
+				task("init", "prestart.sh", "#!/bin/sh\nsleep 1\ntouch ${NOMAD_ALLOC_DIR}/init-ran\ntouch ${NOMAD_ALLOC_DIR}/init-running\nsleep 5\nif [ -f ${NOMAD_ALLOC_DIR}/main ]; then exit 7; fi\nif [ -f ${NOMAD_ALLOC_DIR}/poststart-running ]; then exit 8; fi\nrm ${NOMAD_ALLOC_DIR}/init-running\n", "prestart"),
+				task("main", "main.sh", "#!/bin/sh\nsleep 1\ntouch ${NOMAD_ALLOC_DIR}/main-running\ntouch ${NOMAD_ALLOC_DIR}/main-started\n# NEED TO HANG AROUND TO GIVE POSTSTART TIME TO GET STARTED\nsleep 10\nif [ ! -f ${NOMAD_ALLOC_DIR}/init-ran ]; then exit 9; fi\nif [ -f ${NOMAD_ALLOC_DIR}/init-running ]; then exit 10; fi\n\nif [ ! -f ${NOMAD_ALLOC_DIR}/poststart-started ]; then exit 11; fi\n\ntouch ${NOMAD_ALLOC_DIR}/main-ran\nrm ${NOMAD_ALLOC_DIR}/main-running\n", ""),
+				task("poststart", "poststart.sh", "#!/bin/sh\nsleep 1\ntouch ${NOMAD_ALLOC_DIR}/poststart-ran\ntouch ${NOMAD_ALLOC_DIR}/poststart-running\ntouch ${NOMAD_ALLOC_DIR}/poststart-started\nsleep 10\n# THIS IS WHERE THE ACTUAL TESTING HAPPENS\n# IF init-ran doesn't exist, then the init task hasn't run yet, so fail\nif [ ! -f ${NOMAD_ALLOC_DIR}/init-ran ]; then exit 12; fi\nif [ ! -f ${NOMAD_ALLOC_DIR}/main-started ]; then exit 15; fi\nif [ -f ${NOMAD_ALLOC_DIR}/init-running ]; then exit 14; fi\nrm ${NOMAD_ALLOC_DIR}/poststart-running\n", "poststart")))
+			j.Datacenters = []string{"dc1"}
+			return j
+		},
 		"e2e-rescheduling-fail": func() *structs.Job {
 			g := nomadGroup("t2", 3, nomadTask("t2", "raw_exec", map[string]any{
 				"command": "bash", "args": args("-c", "lol 5000")}))

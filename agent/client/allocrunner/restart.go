@@ -31,7 +31,7 @@ type decision struct {
 // It is not safe for concurrent use (one task runner owns it).
 type restartTracker struct {
 	policy  structs.RestartPolicy
-	batch   bool
+	batch   bool // a successful exit ends the task (batch jobs, ephemeral lifecycle tasks)
 	count   int
 	window  time.Time // start of the current interval
 	now     func() time.Time
