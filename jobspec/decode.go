@@ -116,10 +116,10 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	return job
 }
 
-// jobTypes are the job types Nomad has; Drover runs the first three.
+// jobTypes are the job types Drover runs: all of Nomad's.
 var (
-	jobTypes       = []string{structs.JobTypeService, structs.JobTypeBatch, structs.JobTypeSystem}
-	nomadOnlyTypes = []string{"sysbatch"}
+	jobTypes       = []string{structs.JobTypeService, structs.JobTypeBatch, structs.JobTypeSystem, structs.JobTypeSysBatch}
+	nomadOnlyTypes []string
 )
 
 // jobType refuses a job type Nomad has and Drover does not run; any other

@@ -15,7 +15,18 @@ const (
 	JobTypeService = "service"
 	JobTypeBatch   = "batch"
 	JobTypeSystem  = "system"
+	// JobTypeSysBatch jobs run to completion once on every eligible node
+	// (the system scheduler's node iteration with batch semantics).
+	JobTypeSysBatch = "sysbatch"
 )
+
+// IsSystemType reports whether jobs of the type run one allocation per
+// node (system and sysbatch).
+func IsSystemType(jobType string) bool { return jobType == JobTypeSystem || jobType == JobTypeSysBatch }
+
+// IsBatchType reports whether jobs of the type run to completion (batch
+// and sysbatch): a successful exit ends a task.
+func IsBatchType(jobType string) bool { return jobType == JobTypeBatch || jobType == JobTypeSysBatch }
 
 // Job statuses.
 const (
@@ -496,7 +507,7 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 
 // DefaultRestartPolicy returns Nomad's defaults for the job type.
 func DefaultRestartPolicy(jobType string) *RestartPolicy {
-	if jobType == JobTypeBatch {
+	if IsBatchType(jobType) {
 		return &RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
 	}
 	return &RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
@@ -514,7 +525,7 @@ func DefaultReschedulePolicy(jobType string) *ReschedulePolicy {
 	switch jobType {
 	case JobTypeBatch:
 		return &ReschedulePolicy{Attempts: 1, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: DelayFunctionConstant}
-	case JobTypeSystem:
+	case JobTypeSystem, JobTypeSysBatch:
 		return &ReschedulePolicy{}
 	}
 	return &ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: DelayFunctionExponential, MaxDelay: time.Hour, Unlimited: true}
@@ -534,9 +545,9 @@ func (j *Job) Validate() error {
 		v.add("Namespace", "%s", msg)
 	}
 	switch j.Type {
-	case JobTypeService, JobTypeBatch, JobTypeSystem:
+	case JobTypeService, JobTypeBatch, JobTypeSystem, JobTypeSysBatch:
 	default:
-		v.add("Type", "must be one of service, batch, system; got %q", j.Type)
+		v.add("Type", "must be one of service, batch, system, sysbatch; got %q", j.Type)
 	}
 	if j.Priority < MinPriority || j.Priority > MaxPriority {
 		v.add("Priority", "must be between %d and %d; got %d", MinPriority, MaxPriority, j.Priority)
@@ -588,8 +599,8 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 	if tg.Count < 0 || tg.Count > MaxGroupCount {
 		v.add(join(p, "Count"), "must be between 0 and %d; got %d", MaxGroupCount, tg.Count)
 	}
-	if jobType == JobTypeSystem && tg.Count > 1 {
-		v.add(join(p, "Count"), "system jobs run one allocation per node; count must be 0 or 1")
+	if IsSystemType(jobType) && tg.Count > 1 {
+		v.add(join(p, "Count"), "%s jobs run one allocation per node; count must be 0 or 1", jobType)
 	}
 	validateConstraints(v, join(p, "Constraints"), tg.Constraints)
 	validateMeta(v, join(p, "Meta"), tg.Meta)

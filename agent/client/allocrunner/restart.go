@@ -42,7 +42,7 @@ func newRestartTracker(p *structs.RestartPolicy, jobType string) *restartTracker
 	if p == nil {
 		p = structs.DefaultRestartPolicy(jobType)
 	}
-	return &restartTracker{policy: *p, batch: jobType == structs.JobTypeBatch, now: time.Now, jitterF: rand.Float64}
+	return &restartTracker{policy: *p, batch: structs.IsBatchType(jobType), now: time.Now, jitterF: rand.Float64}
 }
 
 // setPolicy replaces the policy (an in-place update), keeping the count
