@@ -17,7 +17,7 @@ import (
 // 30 minutes for service and system jobs, three in 24 hours for batch
 // jobs, 15s apart, then fail.
 func nomadRestart(jobType string) *structs.RestartPolicy {
-	if jobType == structs.JobTypeBatch {
+	if jobType == structs.JobTypeBatch || jobType == structs.JobTypeSysBatch {
 		return &structs.RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
 	}
 	return &structs.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"}
@@ -25,14 +25,14 @@ func nomadRestart(jobType string) *structs.RestartPolicy {
 
 // nomadReschedule is the reschedule block a group gets in Nomad: unlimited
 // with an exponential delay from 30s up to 1h for service jobs, one
-// attempt a day 5s later for batch jobs. System jobs are never
+// attempt a day 5s later for batch jobs. System and sysbatch jobs are never
 // rescheduled (Nomad leaves the policy out; Drover writes an empty one,
 // which means the same).
 func nomadReschedule(jobType string) *structs.ReschedulePolicy {
 	switch jobType {
 	case structs.JobTypeBatch:
 		return &structs.ReschedulePolicy{Attempts: 1, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: "constant"}
-	case structs.JobTypeSystem:
+	case structs.JobTypeSystem, structs.JobTypeSysBatch:
 		return &structs.ReschedulePolicy{}
 	}
 	return &structs.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true}
@@ -108,6 +108,14 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			// restart sets attempts, delay and mode; interval keeps the default.
 			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 30 * time.Minute, Delay: 0, Mode: "fail"}
 			j := nomadJob("test", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-sysbatch-fast": func() *structs.Job {
+			// sysbatch: batch restart defaults, no rescheduling, no migrate.
+			j := nomadJob("sysbatchjob", "sysbatch", nomadGroup("sysbatch_job_group", 1, nomadTask("sysbatch_task", "docker",
+				map[string]any{"image": "busybox:1", "command": "/bin/sh", "args": args("-c", "echo hi; sleep 1")})))
 			j.Datacenters = []string{"dc1", "dc2"}
 			j.Constraints = []*structs.Constraint{linux()}
 			return j
