@@ -103,7 +103,7 @@ func (ar *AllocRunner) coordinate() {
 	}
 	if killSidecars {
 		for _, tr := range ar.tasks {
-			if tr.task.Lifecycle.IsSidecar() {
+			if tr.task.Lifecycle.IsSidecar() && !tr.isPoststop() { // a poststop "sidecar" runs as any poststop task
 				tr.kill(ReasonMainTasksDead)
 			}
 		}

@@ -196,7 +196,8 @@ func TestLifecycleLeader(t *testing.T) {
 		withLifecycle(rawExec("side", "exec sleep 60"), structs.TaskLifecycleHookPrestart, true),
 		leader,
 		rawExec("other", "exec sleep 60"),
-		withLifecycle(rawExec("cleanup", stamp(d, "cleanup.start")), structs.TaskLifecycleHookPoststop, false),
+		// sidecar means nothing on a poststop task: it runs all the same.
+		withLifecycle(rawExec("cleanup", stamp(d, "cleanup.start")), structs.TaskLifecycleHookPoststop, true),
 	)
 	ar := e.start(t, a, nil)
 	select {

@@ -117,7 +117,7 @@ func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, t
 		restored:  restored,
 		gate:      ar.coord.gate(task.Lifecycle),
 	}
-	if l := task.Lifecycle; !l.IsMain() && !l.Sidecar {
+	if l := task.Lifecycle; !l.IsMain() && (!l.Sidecar || l.HookIs(structs.TaskLifecycleHookPoststop)) {
 		// An ephemeral lifecycle task is done when it succeeds, whatever
 		// the job type (a service job's main tasks restart instead).
 		tr.restart.batch = true
