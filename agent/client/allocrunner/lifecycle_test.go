@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	clientstate "github.com/drover-project/drover/agent/client/state"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -216,4 +217,34 @@ func TestLifecycleLeader(t *testing.T) {
 		t.Fatalf("poststop task %+v", cl)
 	}
 	readStamp(t, d, "cleanup.start")
+}
+
+// TestLifecycleRestoredAfterPrestart: an allocation restored after a client
+// restart, whose prestart task had completed and whose main task had not
+// started, starts the main task without running the prestart task again.
+func TestLifecycleRestoredAfterPrestart(t *testing.T) {
+	e := newEnv(t)
+	d := t.TempDir()
+	a := testAlloc(structs.JobTypeBatch, failPolicy(0),
+		withLifecycle(rawExec("init", stamp(d, "init.again")), structs.TaskLifecycleHookPrestart, false),
+		rawExec("main", stamp(d, "main.start")),
+	)
+	if err := e.db.PutAlloc(a); err != nil {
+		t.Fatal(err)
+	}
+	restored := map[string]*clientstate.TaskRunnerState{
+		"init": {State: &structs.TaskState{State: structs.TaskStateDead, StartedAt: time.Now().Add(-time.Second), FinishedAt: time.Now()}},
+		"main": {State: &structs.TaskState{State: structs.TaskStatePending}},
+	}
+	ar := e.start(t, a, restored)
+	select {
+	case <-ar.DoneCh():
+	case <-time.After(20 * time.Second):
+		t.Fatalf("allocation did not finish: %s", describe(e.rec.get()))
+	}
+	e.rec.waitFor(t, "complete", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusComplete })
+	readStamp(t, d, "main.start")
+	if _, err := os.Stat(filepath.Join(d, "init.again")); err == nil {
+		t.Fatal("the completed prestart task ran again")
+	}
 }
