@@ -172,6 +172,11 @@ func (w *fieldWalker) refusedAt(steps []pathStep, name string, ft reflect.Type, 
 		job.Type = new("batch") // only batch jobs may be periodic or parameterized
 	}
 	label := stepsPath(steps)
+	if strings.HasPrefix(label, "Job.TaskGroups[0].Tasks[0].Lifecycle") {
+		// A group of lifecycle tasks only is invalid, as in Nomad.
+		tg := job.TaskGroups[0]
+		tg.Tasks = append(tg.Tasks, &nomad.Task{Name: "main", Driver: "mock_driver", Config: map[string]any{"run_for": "1s"}})
+	}
 	_, _, err := w.c.Jobs().Register(job, nil)
 	if err != nil {
 		var ue nomad.UnexpectedResponseError
@@ -324,6 +329,9 @@ var companions = map[string]func(parent reflect.Value){
 	"PeriodicConfig.SpecType":        periodicSpec,
 	"PeriodicConfig.ProhibitOverlap": periodicSpec,
 	"PeriodicConfig.TimeZone":        periodicSpec,
+	// A lifecycle block needs a hook (and a main task beside it: see
+	// refusedAt).
+	"TaskLifecycle.Sidecar": func(p reflect.Value) { p.FieldByName("Hook").SetString("prestart") },
 }
 
 // portCompanion makes a probed port valid: it needs a label, and a port in
@@ -366,6 +374,7 @@ var sampleOverrides = map[string]any{
 	"PeriodicConfig.Spec": "@daily", "PeriodicConfig.Specs": []string{"@daily", "0 3 * * *"},
 	"PeriodicConfig.SpecType": "cron", "PeriodicConfig.TimeZone": "Europe/Paris",
 	"ParameterizedJobConfig.Payload": "required",
+	"TaskLifecycle.Hook":             "prestart",
 }
 
 // sampleValue returns a non-empty value of type t for the field name

@@ -97,7 +97,7 @@ func TestNomadPeriodicJob(t *testing.T) {
 	bad := baseProbeJob("bad")
 	bad.Periodic = &nomad.PeriodicConfig{Spec: new("61 * * * *"), TimeZone: new("Nowhere/Land")}
 	_, _, err = c.Jobs().Register(bad, nil)
-	for _, want := range []string{"Periodic.Spec: invalid cron spec", "Periodic.TimeZone: invalid time zone", `only be used with the "batch" scheduler`} {
+	for _, want := range []string{"Periodic.Spec: invalid cron spec", "Periodic.TimeZone: invalid time zone", `only be used with the "batch" or "sysbatch" scheduler`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("bad periodic job: %v; want %q", err, want)
 		}

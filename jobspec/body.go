@@ -27,7 +27,7 @@ var nomadOnly = map[string][]string{
 	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk", "update",
 		"shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
 		"max_client_disconnect", "consul", "prevent_reschedule_on_lost", "vault"},
-	"task": {"lifecycle", "affinity", "restart", "logs", "artifact", "vault", "consul",
+	"task": {"affinity", "restart", "logs", "artifact", "vault", "consul",
 		"volume_mount", "csi_plugin", "shutdown_delay", "kind",
 		"scaling", "secret", "action", "schedule"},
 	"identity":  {"aud", "change_mode", "change_signal", "filepath", "service_name", "ttl", "extra_claims"},

@@ -17,7 +17,7 @@ import (
 // 30 minutes for service and system jobs, three in 24 hours for batch
 // jobs, 15s apart, then fail.
 func nomadRestart(jobType string) *structs.RestartPolicy {
-	if jobType == structs.JobTypeBatch {
+	if jobType == structs.JobTypeBatch || jobType == structs.JobTypeSysBatch {
 		return &structs.RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
 	}
 	return &structs.RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: "fail"}
@@ -25,14 +25,14 @@ func nomadRestart(jobType string) *structs.RestartPolicy {
 
 // nomadReschedule is the reschedule block a group gets in Nomad: unlimited
 // with an exponential delay from 30s up to 1h for service jobs, one
-// attempt a day 5s later for batch jobs. System jobs are never
+// attempt a day 5s later for batch jobs. System and sysbatch jobs are never
 // rescheduled (Nomad leaves the policy out; Drover writes an empty one,
 // which means the same).
 func nomadReschedule(jobType string) *structs.ReschedulePolicy {
 	switch jobType {
 	case structs.JobTypeBatch:
 		return &structs.ReschedulePolicy{Attempts: 1, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: "constant"}
-	case structs.JobTypeSystem:
+	case structs.JobTypeSystem, structs.JobTypeSysBatch:
 		return &structs.ReschedulePolicy{}
 	}
 	return &structs.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "exponential", MaxDelay: time.Hour, Unlimited: true}
@@ -110,6 +110,33 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			j := nomadJob("test", "service", g)
 			j.Datacenters = []string{"dc1", "dc2"}
 			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-sysbatch-fast": func() *structs.Job {
+			// sysbatch: batch restart defaults, no rescheduling, no migrate.
+			j := nomadJob("sysbatchjob", "sysbatch", nomadGroup("sysbatch_job_group", 1, nomadTask("sysbatch_task", "docker",
+				map[string]any{"image": "busybox:1", "command": "/bin/sh", "args": args("-c", "echo hi; sleep 1")})))
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-lifecycle-batch": func() *structs.Job {
+			// Three docker tasks, each with a script template: a prestart
+			// task, the main task and a poststart task.
+			task := func(name, script, data, hook string) *structs.Task {
+				t := withResources(nomadTask(name, "docker", map[string]any{
+					"image": "busybox:1", "command": "/bin/sh", "args": args("local/" + script)}), 64, 64)
+				t.Templates = []*structs.Template{nomadTemplate(data, "local/"+script, "restart")}
+				if hook != "" {
+					t.Lifecycle = &structs.TaskLifecycleConfig{Hook: hook}
+				}
+				return t
+			}
+			j := nomadJob("batch-lifecycle", "batch", nomadGroup("test", 1,
+				task("init", "prestart.sh", "#!/bin/sh\nsleep 1\ntouch ${NOMAD_ALLOC_DIR}/init-ran\ntouch ${NOMAD_ALLOC_DIR}/init-running\nsleep 5\nif [ -f ${NOMAD_ALLOC_DIR}/main ]; then exit 7; fi\nif [ -f ${NOMAD_ALLOC_DIR}/poststart-running ]; then exit 8; fi\nrm ${NOMAD_ALLOC_DIR}/init-running\n", "prestart"),
+				task("main", "main.sh", "#!/bin/sh\nsleep 1\ntouch ${NOMAD_ALLOC_DIR}/main-running\ntouch ${NOMAD_ALLOC_DIR}/main-started\n# NEED TO HANG AROUND TO GIVE POSTSTART TIME TO GET STARTED\nsleep 10\nif [ ! -f ${NOMAD_ALLOC_DIR}/init-ran ]; then exit 9; fi\nif [ -f ${NOMAD_ALLOC_DIR}/init-running ]; then exit 10; fi\n\nif [ ! -f ${NOMAD_ALLOC_DIR}/poststart-started ]; then exit 11; fi\n\ntouch ${NOMAD_ALLOC_DIR}/main-ran\nrm ${NOMAD_ALLOC_DIR}/main-running\n", ""),
+				task("poststart", "poststart.sh", "#!/bin/sh\nsleep 1\ntouch ${NOMAD_ALLOC_DIR}/poststart-ran\ntouch ${NOMAD_ALLOC_DIR}/poststart-running\ntouch ${NOMAD_ALLOC_DIR}/poststart-started\nsleep 10\n# THIS IS WHERE THE ACTUAL TESTING HAPPENS\n# IF init-ran doesn't exist, then the init task hasn't run yet, so fail\nif [ ! -f ${NOMAD_ALLOC_DIR}/init-ran ]; then exit 12; fi\nif [ ! -f ${NOMAD_ALLOC_DIR}/main-started ]; then exit 15; fi\nif [ -f ${NOMAD_ALLOC_DIR}/init-running ]; then exit 14; fi\nrm ${NOMAD_ALLOC_DIR}/poststart-running\n", "poststart")))
+			j.Datacenters = []string{"dc1"}
 			return j
 		},
 		"e2e-rescheduling-fail": func() *structs.Job {

@@ -39,7 +39,7 @@ var nomadInvalid = map[string]string{
 	"jobspec-migrate-job.nomad.hcl": `job type "batch" does not allow a migrate block`,
 	// Nomad: Parameterized job can only be used with "batch" or
 	// "sysbatch" scheduler (the file is a service job).
-	"jobspec2-parameterized.nomad.hcl": `parameterized job can only be used with the "batch" scheduler`,
+	"jobspec2-parameterized.nomad.hcl": `parameterized job can only be used with the "batch" or "sysbatch" scheduler`,
 }
 
 // knownGaps lists corpus files that Nomad's server rejects and Drover's

@@ -25,7 +25,7 @@ var (
 		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling"}}
 	taskSpec = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
-		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service", "template", "dispatch_payload"}}
+		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service", "template", "dispatch_payload", "lifecycle"}}
 	identitySpec = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
 	templateSpec = &bodySpec{what: "template",
 		attrs: []string{"data", "source", "destination", "env", "change_mode", "change_signal", "splay",
@@ -50,6 +50,7 @@ var (
 	parameterizedSpec = &bodySpec{what: "parameterized",
 		attrs: []string{"payload", "meta_required", "meta_optional"}}
 	dispatchPayloadSpec = &bodySpec{what: "dispatch_payload", attrs: []string{"file"}}
+	lifecycleSpec       = &bodySpec{what: "lifecycle", attrs: []string{"hook", "sidecar"}}
 	migrateSpec         = &bodySpec{what: "migrate",
 		attrs: []string{"max_parallel", "health_check", "min_healthy_time", "healthy_deadline"}}
 	scalingSpec = &bodySpec{what: "scaling", attrs: []string{"min", "max", "enabled", "type"}, blocks: []string{"policy"}}
@@ -115,10 +116,10 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	return job
 }
 
-// jobTypes are the job types Nomad has; Drover runs the first three.
+// jobTypes are the job types Drover runs: all of Nomad's.
 var (
-	jobTypes       = []string{structs.JobTypeService, structs.JobTypeBatch, structs.JobTypeSystem}
-	nomadOnlyTypes = []string{"sysbatch"}
+	jobTypes       = []string{structs.JobTypeService, structs.JobTypeBatch, structs.JobTypeSystem, structs.JobTypeSysBatch}
+	nomadOnlyTypes []string
 )
 
 // jobType refuses a job type Nomad has and Drover does not run; any other
@@ -221,6 +222,12 @@ func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
 		attrs, _ := d.content(b.Body, dispatchPayloadSpec)
 		t.DispatchPayload = &structs.DispatchPayloadConfig{}
 		d.str(attrs, "file", &t.DispatchPayload.File)
+	}
+	if b := d.single(blocks["lifecycle"], "task"); b != nil {
+		attrs, _ := d.content(b.Body, lifecycleSpec)
+		t.Lifecycle = &structs.TaskLifecycleConfig{}
+		d.str(attrs, "hook", &t.Lifecycle.Hook)
+		d.boolean(attrs, "sidecar", &t.Lifecycle.Sidecar)
 	}
 	t.Identity = d.identity(blocks["identity"])
 	for _, tb := range blocks["template"] {

@@ -71,7 +71,7 @@ func TestParseParameterized(t *testing.T) {
 // TestValidateParameterized: Nomad's rules, each naming the field.
 func TestValidateParameterized(t *testing.T) {
 	cases := []struct{ name, from, to, want string }{
-		{"service job", `type = "batch"`, `type = "service"`, `ParameterizedJob: parameterized job can only be used with the "batch" scheduler`},
+		{"service job", `type = "batch"`, `type = "service"`, `ParameterizedJob: parameterized job can only be used with the "batch" or "sysbatch" scheduler`},
 		{"bad payload", `"required"`, `"sometimes"`, `ParameterizedJob.Payload: unknown payload requirement "sometimes"`},
 		{"meta in both", `["color"]`, `["color", "customer"]`, "ParameterizedJob.MetaOptional: required and optional meta keys should be disjoint; in both: customer"},
 		{"payload file escapes", `"input/payload.txt"`, `"../../secrets/x"`, `TaskGroups[0].Tasks[0].DispatchPayload.File: dispatch_payload file "../../secrets/x" escapes`},

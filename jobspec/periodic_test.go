@@ -75,8 +75,8 @@ func TestValidatePeriodic(t *testing.T) {
 		{"unknown time zone", `"Europe/Paris"`, `"Mars/Olympus"`, `Periodic.TimeZone: invalid time zone "Mars/Olympus"`},
 		{"no spec", `crons            = ["*/15 * * * *", "0 3 * * 1-5"]`, ``, "Periodic.Spec: must specify a spec"},
 		{"cron and crons", `prohibit_overlap = true`, `cron = "@daily"`, "Periodic.Specs: only one of cron and crons"},
-		{"service job", `type = "batch"`, `type = "service"`, `Periodic: periodic can only be used with the "batch" scheduler`},
-		{"system job", `type = "batch"`, `type = "system"`, `Periodic: periodic can only be used with the "batch" scheduler`},
+		{"service job", `type = "batch"`, `type = "service"`, `Periodic: periodic can only be used with the "batch" or "sysbatch" scheduler`},
+		{"system job", `type = "batch"`, `type = "system"`, `Periodic: periodic can only be used with the "batch" or "sysbatch" scheduler`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -40,7 +40,6 @@ var unsupportedFeatures = map[string]string{
 	"taskgroup.vault":                     "Vault",
 	"taskgroup.preventrescheduleonlost":   "prevent_reschedule_on_lost",
 
-	"task.lifecycle":       "task lifecycle hooks",
 	"task.affinities":      "affinity blocks",
 	"task.restartpolicy":   "a task's own restart block (use the group's)",
 	"task.logconfig":       "the logs block",

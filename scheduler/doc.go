@@ -10,7 +10,8 @@
 // replace lost, failed and migrating allocations, update in place or
 // destructively), then places through the iterator stack (stack.go) and
 // submits the plan, retrying on a partial commit. "system" runs one
-// allocation per matching node (system_sched.go). README.md draws the
+// allocation per matching node (system_sched.go); "sysbatch" shares it,
+// with batch semantics (a node that finished the current version is done). README.md draws the
 // pipeline.
 //
 // Placement cost is linear in the number of placements plus the nodes

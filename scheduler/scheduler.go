@@ -69,9 +69,10 @@ type Factory func(logger hclog.Logger, state State, planner Planner, now func() 
 
 // BuiltinSchedulers maps a job type to its scheduler.
 var BuiltinSchedulers = map[string]Factory{
-	structs.JobTypeService: NewServiceScheduler,
-	structs.JobTypeBatch:   NewBatchScheduler,
-	structs.JobTypeSystem:  NewSystemScheduler,
+	structs.JobTypeService:  NewServiceScheduler,
+	structs.JobTypeBatch:    NewBatchScheduler,
+	structs.JobTypeSystem:   NewSystemScheduler,
+	structs.JobTypeSysBatch: NewSystemScheduler,
 }
 
 // NewScheduler returns the scheduler for an evaluation type, or an error

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -13,6 +14,11 @@ import (
 // eligible node that matches the job (datacenters, drivers, constraints),
 // including nodes that join later, and stops allocations on nodes that
 // went down, are being drained, or no longer match.
+//
+// It also schedules sysbatch jobs, with batch semantics: a node whose
+// allocation of the group finished (complete or failed) under the job's
+// current version is done and gets no other; a new version runs again
+// everywhere, as a batch job's does. Nothing is rescheduled.
 type systemScheduler struct {
 	logger  hclog.Logger
 	state   State
@@ -69,10 +75,11 @@ func (s *systemScheduler) attempt() (done, progress bool, err error) {
 			live[a.NodeID] = append(live[a.NodeID], a)
 		}
 	}
+	finished := finishedSysBatch(job, allocs)
 	st := newStack(ctx, false, dropNone)
 	for pos := range ctx.view.Len() { // every node: a system job's work is O(nodes)
 		n := ctx.info(int32(pos))
-		s.reconcileNode(ctx, st, n, live[n.node.ID])
+		s.reconcileNode(ctx, st, n, live[n.node.ID], finished[n.node.ID])
 		delete(live, n.node.ID)
 	}
 	for _, gone := range sortedKeys(live) { // allocations on deleted nodes
@@ -90,8 +97,30 @@ func (s *systemScheduler) attempt() (done, progress bool, err error) {
 	return done, progress, err
 }
 
-// reconcileNode makes node n run exactly the allocations it should.
-func (s *systemScheduler) reconcileNode(ctx *evalContext, st *stack, n *nodeInfo, live []*structs.Allocation) {
+// finishedSysBatch maps, for a sysbatch job, each node to the groups
+// whose allocation there finished (complete or failed) under the job's
+// current version; nil for any other job.
+func finishedSysBatch(job *structs.Job, allocs []*structs.Allocation) map[string][]string {
+	if job == nil || job.Type != structs.JobTypeSysBatch {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, a := range allocs {
+		switch a.ClientStatus {
+		case structs.AllocClientStatusComplete, structs.AllocClientStatusFailed:
+		default:
+			continue
+		}
+		if a.Job != nil && a.Job.JobModifyIndex == job.JobModifyIndex {
+			out[a.NodeID] = append(out[a.NodeID], a.TaskGroup)
+		}
+	}
+	return out
+}
+
+// reconcileNode makes node n run exactly the allocations it should;
+// finished lists the groups a sysbatch job already ran there.
+func (s *systemScheduler) reconcileNode(ctx *evalContext, st *stack, n *nodeInfo, live []*structs.Allocation, finished []string) {
 	job, node := ctx.job, n.node
 	if node.TerminalStatus() {
 		for _, a := range live {
@@ -129,7 +158,7 @@ func (s *systemScheduler) reconcileNode(ctx *evalContext, st *stack, n *nodeInfo
 			s.placeOn(ctx, st, tg, g, n, have)
 			continue
 		}
-		if have == nil && inDCs && tg.Count > 0 && node.Ready() {
+		if have == nil && inDCs && tg.Count > 0 && node.Ready() && !slices.Contains(finished, tg.Name) {
 			s.placeOn(ctx, st, tg, g, n, nil)
 		}
 	}

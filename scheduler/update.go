@@ -72,8 +72,19 @@ func taskChange(a, b *structs.Task) string {
 		return "identity"
 	case !templatesEqual(a.Templates, b.Templates):
 		return "templates"
+	case lifecycleOf(a.Lifecycle) != lifecycleOf(b.Lifecycle):
+		return "lifecycle"
 	}
 	return resourcesChange(a.Resources, b.Resources)
+}
+
+// lifecycleOf is a task's lifecycle as a comparable value (nil: a main
+// task).
+func lifecycleOf(l *structs.TaskLifecycleConfig) structs.TaskLifecycleConfig {
+	if l == nil {
+		return structs.TaskLifecycleConfig{}
+	}
+	return *l
 }
 
 // identityExposure is how a task is handed its workload identity (the

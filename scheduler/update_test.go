@@ -252,6 +252,12 @@ func TestDestructiveChange(t *testing.T) {
 			j.TaskGroups[0].Tasks[0].Templates[0].ChangeMode = structs.TemplateChangeModeNoop
 		}, "task web templates"},
 		{"template splay", withTemplate, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates[0].Splay = time.Second }, "task web templates"},
+		{"lifecycle added", nil, func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Lifecycle = &structs.TaskLifecycleConfig{Hook: structs.TaskLifecycleHookPrestart}
+		}, "task web lifecycle"},
+		{"lifecycle sidecar", func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Lifecycle = &structs.TaskLifecycleConfig{Hook: structs.TaskLifecycleHookPrestart}
+		}, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Lifecycle.Sidecar = true }, "task web lifecycle"},
 		{"templates nil and empty", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates = nil },
 			func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates = []*structs.Template{} }, ""},
 		{"network added", nil, func(j *structs.Job) {

@@ -85,7 +85,8 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 // without the servers having stopped it gets one too (trigger alloc-stop):
 // it no longer counts and needs a replacement. That is what a client
 // reports after a snapshot restore brought back, as running, allocations
-// it had already stopped. A batch allocation that completed is done.
+// it had already stopped. A batch or sysbatch allocation that completed is
+// done.
 func finishedAllocEval(st *state.StateStore, update *structs.Allocation, now time.Time) *structs.Evaluation {
 	trigger := structs.EvalTriggerRetryFailedAlloc
 	switch update.ClientStatus {
@@ -103,7 +104,7 @@ func finishedAllocEval(st *state.StateStore, update *structs.Allocation, now tim
 	if err != nil || job.Stopped() {
 		return nil
 	}
-	if trigger == structs.EvalTriggerAllocStop && job.Type == structs.JobTypeBatch {
+	if trigger == structs.EvalTriggerAllocStop && structs.IsBatchType(job.Type) {
 		return nil
 	}
 	return structs.NewEval(job, trigger, now)

@@ -56,7 +56,7 @@ func nodeEvalsFor(st *state.StateStore, node *structs.Node, trigger string, syst
 		return nil, err
 	}
 	for _, j := range jobs {
-		if j.Type == structs.JobTypeSystem && !j.Stopped() {
+		if structs.IsSystemType(j.Type) && !j.Stopped() {
 			add(j)
 		}
 	}

@@ -21,7 +21,7 @@ const (
 )
 
 // workerSchedulers are the scheduler types every worker serves.
-var workerSchedulers = []string{structs.JobTypeService, structs.JobTypeBatch, structs.JobTypeSystem}
+var workerSchedulers = []string{structs.JobTypeService, structs.JobTypeBatch, structs.JobTypeSystem, structs.JobTypeSysBatch}
 
 // startWorkers starts Config.NumSchedulers workers; they stop when the
 // server shuts down.

@@ -95,7 +95,7 @@ var wireTypes = []any{
 	new(PeriodicConfig), new(PeriodicLaunch), new(PeriodicLaunchRequest), new(PeriodicForceRequest),
 	new(PeriodicForceResponse),
 	// Parameterized jobs.
-	new(ParameterizedJobConfig), new(DispatchPayloadConfig), new(JobDispatchRequest), new(JobDispatchResponse),
+	new(ParameterizedJobConfig), new(DispatchPayloadConfig), new(TaskLifecycleConfig), new(JobDispatchRequest), new(JobDispatchResponse),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded

@@ -122,6 +122,7 @@ func (t *Task) Copy() *Task {
 	c.Identity = shallow(t.Identity)
 	c.Templates = copySlice(t.Templates, (*Template).Copy)
 	c.DispatchPayload = shallow(t.DispatchPayload)
+	c.Lifecycle = shallow(t.Lifecycle)
 	return &c
 }
 

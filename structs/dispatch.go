@@ -51,8 +51,8 @@ func DispatchedID(id, prefix string, t time.Time, suffix string) string {
 }
 
 func (p *ParameterizedJobConfig) validate(v *validator, jobType string) {
-	if jobType != JobTypeBatch {
-		v.add("ParameterizedJob", "parameterized job can only be used with the %q scheduler; the job's type is %q", JobTypeBatch, jobType)
+	if !IsBatchType(jobType) {
+		v.add("ParameterizedJob", "parameterized job can only be used with the %q or %q scheduler; the job's type is %q", JobTypeBatch, JobTypeSysBatch, jobType)
 	}
 	switch p.Payload {
 	case DispatchPayloadOptional, DispatchPayloadRequired, DispatchPayloadForbidden:

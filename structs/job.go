@@ -15,7 +15,18 @@ const (
 	JobTypeService = "service"
 	JobTypeBatch   = "batch"
 	JobTypeSystem  = "system"
+	// JobTypeSysBatch jobs run to completion once on every eligible node
+	// (the system scheduler's node iteration with batch semantics).
+	JobTypeSysBatch = "sysbatch"
 )
+
+// IsSystemType reports whether jobs of the type run one allocation per
+// node (system and sysbatch).
+func IsSystemType(jobType string) bool { return jobType == JobTypeSystem || jobType == JobTypeSysBatch }
+
+// IsBatchType reports whether jobs of the type run to completion (batch
+// and sysbatch): a successful exit ends a task.
+func IsBatchType(jobType string) bool { return jobType == JobTypeBatch || jobType == JobTypeSysBatch }
 
 // Job statuses.
 const (
@@ -160,6 +171,9 @@ type Task struct {
 	// DispatchPayload names the file the payload of a dispatched job is
 	// written to, under local/.
 	DispatchPayload *DispatchPayloadConfig
+	// Lifecycle makes the task a prestart, poststart or poststop task of
+	// its group (structs/lifecycle.go); nil: a main task.
+	Lifecycle *TaskLifecycleConfig `codec:",omitempty"`
 	// Identity is the task's default workload identity block: whether
 	// the client hands the task its identity token (NOMAD_TOKEN with Env,
 	// secrets/nomad_token with File). Every task may fetch its identity
@@ -498,7 +512,7 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 
 // DefaultRestartPolicy returns Nomad's defaults for the job type.
 func DefaultRestartPolicy(jobType string) *RestartPolicy {
-	if jobType == JobTypeBatch {
+	if IsBatchType(jobType) {
 		return &RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
 	}
 	return &RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: RestartPolicyModeFail}
@@ -516,7 +530,7 @@ func DefaultReschedulePolicy(jobType string) *ReschedulePolicy {
 	switch jobType {
 	case JobTypeBatch:
 		return &ReschedulePolicy{Attempts: 1, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: DelayFunctionConstant}
-	case JobTypeSystem:
+	case JobTypeSystem, JobTypeSysBatch:
 		return &ReschedulePolicy{}
 	}
 	return &ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: DelayFunctionExponential, MaxDelay: time.Hour, Unlimited: true}
@@ -536,9 +550,9 @@ func (j *Job) Validate() error {
 		v.add("Namespace", "%s", msg)
 	}
 	switch j.Type {
-	case JobTypeService, JobTypeBatch, JobTypeSystem:
+	case JobTypeService, JobTypeBatch, JobTypeSystem, JobTypeSysBatch:
 	default:
-		v.add("Type", "must be one of service, batch, system; got %q", j.Type)
+		v.add("Type", "must be one of service, batch, system, sysbatch; got %q", j.Type)
 	}
 	if j.Priority < MinPriority || j.Priority > MaxPriority {
 		v.add("Priority", "must be between %d and %d; got %d", MinPriority, MaxPriority, j.Priority)
@@ -590,8 +604,8 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 	if tg.Count < 0 || tg.Count > MaxGroupCount {
 		v.add(join(p, "Count"), "must be between 0 and %d; got %d", MaxGroupCount, tg.Count)
 	}
-	if jobType == JobTypeSystem && tg.Count > 1 {
-		v.add(join(p, "Count"), "system jobs run one allocation per node; count must be 0 or 1")
+	if IsSystemType(jobType) && tg.Count > 1 {
+		v.add(join(p, "Count"), "%s jobs run one allocation per node; count must be 0 or 1", jobType)
 	}
 	validateConstraints(v, join(p, "Constraints"), tg.Constraints)
 	validateMeta(v, join(p, "Meta"), tg.Meta)
@@ -663,6 +677,7 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 		seen[t.Name] = i
 		t.validate(v, tp)
 	}
+	tg.validateLifecycle(v, p)
 	validateServices(v, join(p, "Services"), tg.Services, tg.Tasks, "")
 	tg.validateServiceNames(v, p)
 	tg.validateServicePorts(v, p)
@@ -711,6 +726,9 @@ func (t *Task) validate(v *validator, p string) {
 	validateServices(v, join(p, "Services"), t.Services, nil, t.Name)
 	if t.DispatchPayload != nil {
 		t.DispatchPayload.validate(v, p)
+	}
+	if t.Lifecycle != nil {
+		t.Lifecycle.validate(v, p)
 	}
 	if len(t.Templates) > maxTemplatesPerTask {
 		v.add(join(p, "Templates"), "at most %d templates per task; got %d", maxTemplatesPerTask, len(t.Templates))

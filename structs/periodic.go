@@ -88,8 +88,8 @@ func (p *PeriodicConfig) validate(v *validator, jobType string) {
 	if !p.Enabled {
 		return
 	}
-	if jobType != JobTypeBatch {
-		v.add("Periodic", "periodic can only be used with the %q scheduler; the job's type is %q", JobTypeBatch, jobType)
+	if !IsBatchType(jobType) {
+		v.add("Periodic", "periodic can only be used with the %q or %q scheduler; the job's type is %q", JobTypeBatch, JobTypeSysBatch, jobType)
 	}
 	switch {
 	case p.Spec != "" && len(p.Specs) > 0:

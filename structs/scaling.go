@@ -127,8 +127,8 @@ type TaskGroupScaleStatus struct {
 // within its bounds, as Nomad does.
 func (tg *TaskGroup) validateScaling(v *validator, p, jobType string) {
 	sp := tg.Scaling
-	if jobType == JobTypeSystem {
-		v.add(p, "system jobs cannot be scaled (their count is one per node)")
+	if IsSystemType(jobType) {
+		v.add(p, "%s jobs cannot be scaled (their count is one per node)", jobType)
 	}
 	if sp.Type != ScalingPolicyTypeHorizontal {
 		v.add(join(p, "Type"), "a group's scaling policy must be of type %q; got %q", ScalingPolicyTypeHorizontal, sp.Type)

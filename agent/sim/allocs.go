@@ -105,7 +105,7 @@ func (c *groupCache) lookup(a *wireAlloc, defaultRunFor time.Duration) (*groupIn
 
 // newGroupInfo reads what the simulator needs of a job's task group.
 func newGroupInfo(job *structs.Job, group string, defaultRunFor time.Duration) *groupInfo {
-	g := &groupInfo{name: group, batch: job.Type == structs.JobTypeBatch, jobID: job.ID, namespace: job.Namespace}
+	g := &groupInfo{name: group, batch: structs.IsBatchType(job.Type), jobID: job.ID, namespace: job.Namespace}
 	if g.namespace == "" {
 		g.namespace = structs.DefaultNamespace
 	}

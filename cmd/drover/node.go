@@ -309,7 +309,7 @@ func (e *env) monitorDrain(ctx context.Context, c *api.Client, nodeID string, ig
 				fmt.Fprintf(e.stdout, "Alloc %q status %s -> %s\n", shortID(a.ID, verbose), prev, a.ClientStatus)
 			}
 			status[a.ID] = a.ClientStatus
-			system := a.Job != nil && a.Job.Type == structs.JobTypeSystem
+			system := a.Job != nil && structs.IsSystemType(a.Job.Type)
 			if !a.ClientTerminalStatus() && !(system && ignoreSystem) {
 				remaining++
 			}

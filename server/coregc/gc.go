@@ -205,8 +205,11 @@ func (f *finder) collectEvals() error {
 		if job != nil {
 			typ = job.Type
 		}
-		if typ == structs.JobTypeBatch && job != nil && !job.Stop {
-			continue // the job collection takes a finished batch job whole
+		if structs.IsBatchType(typ) && job != nil && !job.Stop {
+			// The job collection takes a finished batch job whole; a
+			// sysbatch job's finished allocations are what keep it from
+			// running again on their nodes.
+			continue
 		}
 		allocs, err := f.evalAllocs(e)
 		if err != nil {

@@ -179,6 +179,13 @@ func TestFind(t *testing.T) {
 			w.alloc("a1", "b", "e1", "complete", 2*time.Hour)
 			w.alloc("a2", "b", "e1", "running", 2*time.Hour)
 		}, want: "evals=[] allocs=[] jobs=[] nodes=[]"},
+		{name: "a live sysbatch job keeps its finished work", setup: func(w *world) {
+			// Its finished allocations keep it from running again there.
+			w.job("sb", structs.JobTypeSysBatch, 10*time.Hour)
+			w.eval("e1", "sb", structs.JobTypeSysBatch, complete, 2*time.Hour)
+			w.alloc("a1", "sb", "e1", "complete", 2*time.Hour)
+			w.alloc("a2", "sb", "e1", "running", 2*time.Hour)
+		}, want: "evals=[] allocs=[] jobs=[] nodes=[]"},
 		{name: "a finished batch job goes whole after the job threshold", setup: func(w *world) {
 			w.job("b", batch, 10*time.Hour)
 			w.eval("e1", "b", batch, complete, 5*time.Hour)

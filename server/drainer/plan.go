@@ -74,7 +74,7 @@ func Plan(r Reader, ws memdb.WatchSet, now time.Time) (*Pass, error) {
 		for _, a := range allocs {
 			switch {
 			case a.TerminalStatus():
-			case jobType(a) == structs.JobTypeSystem:
+			case structs.IsSystemType(jobType(a)): // system and sysbatch
 				system = append(system, a)
 			default:
 				others = append(others, a)

@@ -106,6 +106,10 @@ type AllocRunner struct {
 	// svc registers services and runs checks; nil when the group has no
 	// service (set in New or by the first Update that brings one).
 	svc *serviceHook // guarded by mu
+
+	// coord orders lifecycle tasks; nil when the group has none. Fixed
+	// after New.
+	coord *coordinator
 }
 
 // New prepares a runner (nothing runs until Run).
@@ -137,6 +141,9 @@ func New(cfg Config) (*AllocRunner, error) {
 	if tg == nil {
 		ar.setupErr = fmt.Sprintf("task group %q not found in the allocation's job", a.TaskGroup)
 		return ar, nil
+	}
+	if tg.HasLifecycleTasks() {
+		ar.coord = newCoordinator()
 	}
 	for _, t := range tg.Tasks {
 		td, err := ad.TaskDir(t.Name)
@@ -223,6 +230,7 @@ func (ar *AllocRunner) Run() {
 	if svc != nil {
 		go svc.loop()
 	}
+	ar.coordinate() // a restored allocation reopens the gates it had reached
 	var wg sync.WaitGroup
 	for _, name := range ar.taskOrder {
 		tr := ar.tasks[name]
@@ -308,7 +316,9 @@ func (ar *AllocRunner) saveAlloc() {
 	}
 }
 
-// killAll asks every task to stop.
+// killAll asks every task to stop. Poststop tasks are spared, as in
+// Nomad, unless the allocation is being destroyed: they run once the
+// others are dead.
 func (ar *AllocRunner) killAll(reason string) {
 	ar.mu.Lock()
 	ar.killing = true
@@ -318,7 +328,9 @@ func (ar *AllocRunner) killAll(reason string) {
 		svc.changed() // group services go first
 	}
 	for _, tr := range ar.tasks {
-		tr.kill(reason)
+		if reason == ReasonDestroyed || !tr.isPoststop() {
+			tr.kill(reason)
+		}
 	}
 }
 
@@ -438,13 +450,16 @@ func (ar *AllocRunner) taskChanged(changed *taskRunner) {
 			ar.killOthers(changed, ReasonLeaderDead)
 		}
 	}
+	ar.coordinate()
 	ar.publish()
 	ar.servicesChanged()
 }
 
+// killOthers kills every task but except, and but the poststop tasks,
+// which run once the others are dead.
 func (ar *AllocRunner) killOthers(except *taskRunner, reason string) {
 	for _, tr := range ar.tasks {
-		if tr != except {
+		if tr != except && !tr.isPoststop() {
 			tr.kill(reason)
 		}
 	}

@@ -31,7 +31,7 @@ type decision struct {
 // It is not safe for concurrent use (one task runner owns it).
 type restartTracker struct {
 	policy  structs.RestartPolicy
-	batch   bool
+	batch   bool // a successful exit ends the task (batch jobs, ephemeral lifecycle tasks)
 	count   int
 	window  time.Time // start of the current interval
 	now     func() time.Time
@@ -42,7 +42,7 @@ func newRestartTracker(p *structs.RestartPolicy, jobType string) *restartTracker
 	if p == nil {
 		p = structs.DefaultRestartPolicy(jobType)
 	}
-	return &restartTracker{policy: *p, batch: jobType == structs.JobTypeBatch, now: time.Now, jitterF: rand.Float64}
+	return &restartTracker{policy: *p, batch: structs.IsBatchType(jobType), now: time.Now, jitterF: rand.Float64}
 }
 
 // setPolicy replaces the policy (an in-place update), keeping the count

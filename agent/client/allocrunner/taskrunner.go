@@ -41,6 +41,9 @@ type taskRunner struct {
 	taskDir *allocdir.TaskDir
 	logger  hclog.Logger
 	restart *restartTracker
+	// gate, when not nil, closes when the task's lifecycle phase may
+	// start (see coordinator).
+	gate <-chan struct{}
 
 	killCh     chan struct{} // closed by kill
 	killOnce   sync.Once
@@ -112,6 +115,12 @@ func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, t
 		restartCh: make(chan restartRequest, 1),
 		state:     &structs.TaskState{State: structs.TaskStatePending},
 		restored:  restored,
+		gate:      ar.coord.gate(task.Lifecycle),
+	}
+	if l := task.Lifecycle; !l.IsMain() && (!l.Sidecar || l.HookIs(structs.TaskLifecycleHookPoststop)) {
+		// An ephemeral lifecycle task is done when it succeeds, whatever
+		// the job type (a service job's main tasks restart instead).
+		tr.restart.batch = true
 	}
 	if ar.cfg.Drivers != nil {
 		tr.drv = ar.cfg.Drivers.Driver(task.Driver)
@@ -153,6 +162,11 @@ func (tr *taskRunner) State() *structs.TaskState {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.state.Copy()
+}
+
+// isPoststop reports whether the task is a poststop task.
+func (tr *taskRunner) isPoststop() bool {
+	return tr.task.Lifecycle.HookIs(structs.TaskLifecycleHookPoststop)
 }
 
 // kill asks the task to stop for good (non-blocking).
@@ -269,6 +283,9 @@ func (tr *taskRunner) run() {
 	}
 	if tr.restored == nil {
 		tr.update(nil, newEvent(structs.TaskReceived, "Task received by client"))
+	}
+	if !tr.waitGate() {
+		return
 	}
 	if err := tr.setup(); err != nil {
 		ev := newEvent(structs.TaskSetupFailure, "Task setup failed: "+err.Error())
