@@ -51,7 +51,7 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 	}
 	// Evals are the servers' to add; a client's are dropped. The nodes'
 	// secrets go with a forward and are checked by the leader, against
-	// its latest state; the Raft entry (allocUpdateBatcher) carries none.
+	// its latest state; the Raft entry (allocBatch) carries none.
 	req := &structs.AllocUpdateRequest{Alloc: updates, NodeSecrets: args.NodeSecrets, WriteRequest: args.WriteRequest}
 	if done, err := s.forward("Node.UpdateAlloc", req, req, reply); done {
 		return err
@@ -68,7 +68,10 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 			evals = append(evals, e)
 		}
 	}
-	index, err := s.allocUpdates.submit(updates, evals)
+	index, err := s.allocUpdates.submit(func(b *allocBatch) {
+		b.allocs = append(b.allocs, updates...)
+		b.evals = append(b.evals, evals...)
+	})
 	if err != nil {
 		return err
 	}
@@ -110,60 +113,19 @@ func finishedAllocEval(st *state.StateStore, update *structs.Allocation, now tim
 	return structs.NewEval(job, trigger, now)
 }
 
-// allocUpdateBatcher group-commits client allocation updates: the first
-// caller starts a writer; callers that arrive while it writes join the
-// next batch.
-type allocUpdateBatcher struct {
-	s *Server
-
-	mu      sync.Mutex
-	next    *allocBatch // batch being gathered; guarded by mu
-	running bool        // a writer goroutine is active; guarded by mu
-}
-
+// allocBatch is the work of one client-update Raft entry: the updates of
+// every Node.UpdateAlloc gathered while the previous entry was written
+// (groupCommit), and the evaluations they need.
 type allocBatch struct {
 	allocs []*structs.Allocation
 	evals  []*structs.Evaluation
-	done   chan struct{} // closed once index and err are set
-	index  uint64
-	err    error
 }
 
-// submit adds updates (and evals) to the next batch and waits for it to
-// be written.
-func (b *allocUpdateBatcher) submit(allocs []*structs.Allocation, evals []*structs.Evaluation) (uint64, error) {
-	b.mu.Lock()
-	if b.next == nil {
-		b.next = &allocBatch{done: make(chan struct{})}
-	}
-	batch := b.next
-	batch.allocs = append(batch.allocs, allocs...)
-	batch.evals = append(batch.evals, evals...)
-	if !b.running {
-		b.running = true
-		go b.write()
-	}
-	b.mu.Unlock()
-	<-batch.done
-	return batch.index, batch.err
-}
-
-// write applies batches until none is waiting.
-func (b *allocUpdateBatcher) write() {
-	for {
-		b.mu.Lock()
-		batch := b.next
-		b.next = nil
-		if batch == nil {
-			b.running = false
-			b.mu.Unlock()
-			return
-		}
-		b.mu.Unlock()
-		req := &structs.AllocUpdateRequest{Alloc: batch.allocs, Evals: dedupeJobEvals(batch.evals)}
-		batch.index, _, batch.err = b.s.raftApply(structs.AllocClientUpdateRequestType, req)
-		close(batch.done)
-	}
+// writeAllocBatch writes one batch of client updates.
+func (s *Server) writeAllocBatch(b *allocBatch) (uint64, error) {
+	req := &structs.AllocUpdateRequest{Alloc: b.allocs, Evals: dedupeJobEvals(b.evals)}
+	index, _, err := s.raftApply(structs.AllocClientUpdateRequestType, req)
+	return index, err
 }
 
 // dedupeJobEvals keeps the first evaluation of each job.

@@ -80,10 +80,10 @@ type Server struct {
 	blocked      *blockedevals.BlockedEvals
 	planQueue    *planqueue.Queue
 	heartbeats   *heartbeat.Heartbeater
-	allocUpdates *allocUpdateBatcher
+	allocUpdates *groupCommit[allocBatch]
 	// serviceUpserts group-commits service registrations
 	// (service_endpoint.go).
-	serviceUpserts *serviceUpsertBatcher
+	serviceUpserts *groupCommit[[]*structs.ServiceRegistration]
 	// snapshotUploads are operator snapshot uploads in progress, on
 	// the leader (snapshot_uploads.go).
 	snapshotUploads *snapshotUploads
@@ -167,9 +167,9 @@ func (s *Server) start() error {
 	if err := s.newPipeline(); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	s.allocUpdates = &allocUpdateBatcher{s: s}
+	s.allocUpdates = &groupCommit[allocBatch]{write: s.writeAllocBatch}
 	s.snapshotUploads = newSnapshotUploads(s.config.DataDir)
-	s.serviceUpserts = &serviceUpsertBatcher{s: s}
+	s.serviceUpserts = &groupCommit[[]*structs.ServiceRegistration]{write: s.writeServiceBatch}
 	var err error
 	if s.keystore, err = newKeystore(s.config.DataDir, s.logger.Named("keystore")); err != nil {
 		return fmt.Errorf("server: %w", err)

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -52,7 +51,7 @@ func (r *ServiceRegistration) Upsert(args *structs.ServiceRegistrationUpsertRequ
 			return err
 		}
 	}
-	index, err := s.serviceUpserts.submit(args.Services)
+	index, err := s.serviceUpserts.submit(func(b *[]*structs.ServiceRegistration) { *b = append(*b, args.Services...) })
 	if err != nil {
 		return err
 	}
@@ -60,60 +59,15 @@ func (r *ServiceRegistration) Upsert(args *structs.ServiceRegistrationUpsertRequ
 	return nil
 }
 
-// serviceUpsertBatcher group-commits checked service registrations, as
-// allocUpdateBatcher does client allocation updates: the first caller
-// starts a writer; callers that arrive while it writes join the next
-// Raft entry. Every client registers its tasks' services as they start,
-// so at scale the registrations would otherwise cost one Raft entry per
-// node and flush, competing with the plan applier.
-type serviceUpsertBatcher struct {
-	s *Server
-
-	mu      sync.Mutex
-	next    *serviceBatch // batch being gathered; guarded by mu
-	running bool          // a writer goroutine is active; guarded by mu
-}
-
-type serviceBatch struct {
-	regs  []*structs.ServiceRegistration
-	done  chan struct{} // closed once index and err are set
-	index uint64
-	err   error
-}
-
-// submit adds regs to the next batch and waits for it to be written.
-func (b *serviceUpsertBatcher) submit(regs []*structs.ServiceRegistration) (uint64, error) {
-	b.mu.Lock()
-	if b.next == nil {
-		b.next = &serviceBatch{done: make(chan struct{})}
-	}
-	batch := b.next
-	batch.regs = append(batch.regs, regs...)
-	if !b.running {
-		b.running = true
-		go b.write()
-	}
-	b.mu.Unlock()
-	<-batch.done
-	return batch.index, batch.err
-}
-
-// write applies batches until none is waiting.
-func (b *serviceUpsertBatcher) write() {
-	for {
-		b.mu.Lock()
-		batch := b.next
-		b.next = nil
-		if batch == nil {
-			b.running = false
-			b.mu.Unlock()
-			return
-		}
-		b.mu.Unlock()
-		req := &structs.ServiceRegistrationUpsertRequest{Services: batch.regs}
-		batch.index, _, batch.err = b.s.raftApply(structs.ServiceRegistrationUpsertRequestType, req)
-		close(batch.done)
-	}
+// writeServiceBatch writes checked service registrations gathered from
+// concurrent Upserts (groupCommit) as one Raft entry: every client
+// registers its tasks' services as they start, so at scale they would
+// otherwise cost one entry per node and flush, competing with the plan
+// applier.
+func (s *Server) writeServiceBatch(regs *[]*structs.ServiceRegistration) (uint64, error) {
+	req := &structs.ServiceRegistrationUpsertRequest{Services: *regs}
+	index, _, err := s.raftApply(structs.ServiceRegistrationUpsertRequestType, req)
+	return index, err
 }
 
 // DeleteByAllocIDs removes the registrations of allocations on the node

@@ -140,20 +140,12 @@ func (j *Job) Diff(other *Job, contextual bool) (*JobDiff, error) {
 // Diff returns the difference from tg to other (either may be nil).
 func (tg *TaskGroup) Diff(other *TaskGroup, contextual bool) (*TaskGroupDiff, error) {
 	d := &TaskGroupDiff{Type: DiffTypeNone}
-	switch {
-	case tg == nil && other == nil:
+	if tg == nil && other == nil {
 		return d, nil
-	case tg == nil:
-		d.Type, d.Name = DiffTypeAdded, other.Name
-	case other == nil:
-		d.Type, d.Name = DiffTypeDeleted, tg.Name
-	case tg.Name != other.Name:
-		return nil, fmt.Errorf("cannot diff task groups with different names: %q and %q", tg.Name, other.Name)
-	default:
-		d.Name = other.Name
-		if !reflect.DeepEqual(tg, other) {
-			d.Type = DiffTypeEdited
-		}
+	}
+	var err error
+	if d.Type, d.Name, err = pairDiffType(tg, other, func(g *TaskGroup) string { return g.Name }, "task groups"); err != nil {
+		return nil, err
 	}
 	a, b := reflect.ValueOf(tg), reflect.ValueOf(other)
 	d.Fields = fieldDiffs(flatPrimitives(a, groupDiffSkip), flatPrimitives(b, groupDiffSkip), false)
@@ -176,25 +168,34 @@ func (tg *TaskGroup) Diff(other *TaskGroup, contextual bool) (*TaskGroupDiff, er
 // Diff returns the difference from t to other (either may be nil).
 func (t *Task) Diff(other *Task, contextual bool) (*TaskDiff, error) {
 	d := &TaskDiff{Type: DiffTypeNone}
-	switch {
-	case t == nil && other == nil:
+	if t == nil && other == nil {
 		return d, nil
-	case t == nil:
-		d.Type, d.Name = DiffTypeAdded, other.Name
-	case other == nil:
-		d.Type, d.Name = DiffTypeDeleted, t.Name
-	case t.Name != other.Name:
-		return nil, fmt.Errorf("cannot diff tasks with different names: %q and %q", t.Name, other.Name)
-	default:
-		d.Name = other.Name
-		if !reflect.DeepEqual(t, other) {
-			d.Type = DiffTypeEdited
-		}
+	}
+	var err error
+	if d.Type, d.Name, err = pairDiffType(t, other, func(t *Task) string { return t.Name }, "tasks"); err != nil {
+		return nil, err
 	}
 	a, b := reflect.ValueOf(t), reflect.ValueOf(other)
 	d.Fields = fieldDiffs(flatPrimitives(a, taskDiffSkip), flatPrimitives(b, taskDiffSkip), false)
 	d.Objects = objectDiffs(a, b, taskDiffSkip, contextual)
 	return d, nil
+}
+
+// pairDiffType is the diff type and name of two named items, not both
+// nil: added, deleted, edited or none; items of different names are an
+// error (what names them).
+func pairDiffType[T any](a, b *T, name func(*T) string, what string) (DiffType, string, error) {
+	switch {
+	case a == nil:
+		return DiffTypeAdded, name(b), nil
+	case b == nil:
+		return DiffTypeDeleted, name(a), nil
+	case name(a) != name(b):
+		return "", "", fmt.Errorf("cannot diff %s with different names: %q and %q", what, name(a), name(b))
+	case reflect.DeepEqual(a, b):
+		return DiffTypeNone, name(b), nil
+	}
+	return DiffTypeEdited, name(b), nil
 }
 
 func taskGroupDiffs(old, new []*TaskGroup, contextual bool) ([]*TaskGroupDiff, error) {
