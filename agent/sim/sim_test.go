@@ -185,11 +185,25 @@ func TestSimAgainstCluster(t *testing.T) {
 			req := &structs.NodeSpecificRequest{NodeID: node.ID, SecretID: node.SecretID}
 			var raw rawReply
 			var want structs.NodeClientAllocsResponse
-			if err := p.RPC(leader.RPCAddr(), "Node.GetClientAllocs", req, &raw); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.RPC(leader.RPCAddr(), "Node.GetClientAllocs", req, &want); err != nil {
-				t.Fatal(err)
+			// The simulator keeps updating allocations: compare two reads
+			// of the same state (the same reply index).
+			for try := 0; ; try++ {
+				raw, want = rawReply{}, structs.NodeClientAllocsResponse{}
+				if err := p.RPC(leader.RPCAddr(), "Node.GetClientAllocs", req, &want); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.RPC(leader.RPCAddr(), "Node.GetClientAllocs", req, &raw); err != nil {
+					t.Fatal(err)
+				}
+				// want and again at one index: raw, read between, is that state.
+				var again structs.NodeClientAllocsResponse
+				if err := p.RPC(leader.RPCAddr(), "Node.GetClientAllocs", req, &again); err != nil {
+					t.Fatal(err)
+				}
+				if again.Index == want.Index || try == 50 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 			got, err := readClientAllocs(raw.body)
 			if err != nil || got.count != len(want.Allocs) || got.count == 0 {
