@@ -184,6 +184,7 @@ type Client struct {
 
 	allocMu sync.Mutex
 	runners map[string]*allocrunner.AllocRunner // guarded by allocMu
+	closing bool                                // Shutdown has begun; guarded by allocMu
 	// known maps every allocation the client has seen to the
 	// AllocModifyIndex it last acted on (also for allocations it chose not
 	// to run or already collected), so the watch fetches only changes.
@@ -294,6 +295,7 @@ func (c *Client) closeResources() {
 func (c *Client) Shutdown() error {
 	c.shutdownOnce.Do(func() {
 		c.allocMu.Lock()
+		c.closing = true // no runner is added from here on (addRunner)
 		runners := make([]*allocrunner.AllocRunner, 0, len(c.runners))
 		for _, ar := range c.runners {
 			runners = append(runners, ar)
@@ -425,11 +427,27 @@ func (c *Client) restore() {
 			c.logger.Error("cannot restore allocation", "alloc_id", e.Alloc.ID, "error", err)
 			continue
 		}
-		c.allocMu.Lock()
-		c.runners[e.Alloc.ID] = ar
-		c.known[e.Alloc.ID] = e.Alloc.AllocModifyIndex
-		c.allocMu.Unlock()
+		if !c.addRunner(e.Alloc.ID, ar, func() { c.known[e.Alloc.ID] = e.Alloc.AllocModifyIndex }) {
+			return
+		}
 		ar.Run()
 		c.logger.Info("restored allocation", "alloc_id", e.Alloc.ID)
 	}
+}
+
+// addRunner records a new allocation runner (and, under the same lock,
+// what also runs), unless Shutdown has begun: then it reports false and
+// the runner must not run, so that Shutdown stops every runner that ever
+// started and nothing writes in the allocation directories after it.
+func (c *Client) addRunner(id string, ar *allocrunner.AllocRunner, also func()) bool {
+	c.allocMu.Lock()
+	defer c.allocMu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.runners[id] = ar
+	if also != nil {
+		also()
+	}
+	return true
 }

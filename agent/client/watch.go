@@ -226,9 +226,9 @@ func (c *Client) runAllocs(allocs []*structs.Allocation, removed []string) {
 			c.logger.Error("cannot run allocation", "alloc_id", a.ID, "error", err)
 			continue
 		}
-		c.allocMu.Lock()
-		c.runners[a.ID] = ar
-		c.allocMu.Unlock()
+		if !c.addRunner(a.ID, ar, nil) {
+			return
+		}
 		c.logger.Debug("starting allocation", "alloc_id", a.ID, "job_id", a.JobID, "task_group", a.TaskGroup)
 		incr(metricAllocsStarted)
 		ar.Run()
