@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	nomad "github.com/hashicorp/nomad/api"
 )
@@ -32,9 +33,16 @@ func TestNomadClientJobVersions(t *testing.T) {
 		t.Fatalf("Register v1: %v", err)
 	}
 	job.TaskGroups[0].Tasks[0].Env["B"] = "2"
-	if _, _, err := c.Jobs().Register(job, nil); err != nil {
+	reg, _, err := c.Jobs().Register(job, nil)
+	if err != nil {
 		t.Fatalf("Register v2: %v", err)
 	}
+	// The plan below is of the state once v2 is placed: wait for its
+	// evaluation (else the plan also replaces v1's allocations).
+	pollUntil(t, "the v2 evaluation complete", 15*time.Second, func() bool {
+		ev, _, err := c.Evaluations().Info(reg.EvalID, nil)
+		return err == nil && ev.Status == "complete"
+	})
 
 	versions, diffs, qm, err := c.Jobs().Versions("hist", true, nil)
 	if err != nil || len(versions) != 3 || len(diffs) != 2 || qm.LastIndex == 0 {
