@@ -229,3 +229,34 @@ func BenchmarkServiceSchedulerSmallJobOn5kNodes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkServiceSchedulerPlaceOnBusyNodes places one job of count 100
+// on 1,000 nodes already holding 20 allocations each (200 jobs of 100
+// placed first), as the later evaluations of c1m-small do; the Ports
+// variant gives every allocation, old and new, a dynamic port, so each
+// node examined needs its taken ports.
+func BenchmarkServiceSchedulerPlaceOnBusyNodes(b *testing.B) {
+	for _, ports := range []bool{false, true} {
+		b.Run(fmt.Sprintf("ports=%v", ports), func(b *testing.B) {
+			h := testHarness(b)
+			mockNodes(b, h, 1000)
+			mk := func(i int) *structs.Job {
+				job := mock.Job()
+				job.ID = fmt.Sprintf("busy-%d", i)
+				tg := job.TaskGroups[0]
+				tg.Count = 100
+				tg.Tasks[0].Resources = &structs.Resources{CPU: 10, MemoryMB: 10}
+				if ports {
+					tg.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
+				}
+				return addJob(b, h, job)
+			}
+			for i := 0; i < 200; i++ {
+				if err := h.Process(mock.Eval(mk(i))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			benchPlace(b, h, mk(200), 100)
+		})
+	}
+}

@@ -53,6 +53,8 @@ type evalContext struct {
 	view  *state.NodeView     // every node in the snapshot; shared, read-only
 	infos map[int32]*nodeInfo // by position in view, created on first use
 	slab  []nodeInfo          // storage for the next nodeInfos
+	// portSlab is storage for the next nodes' port sets (loadPorts).
+	portSlab []structs.PortUsage
 
 	groupIdx    map[string]int // job task group name -> index
 	groupCounts []int32        // [node.idx*len(groups)+group]: live allocs of this job, plan included (see initJobAllocs)

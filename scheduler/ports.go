@@ -329,37 +329,43 @@ func (it *portIterator) Next() (rankedNode, bool) {
 func (it *portIterator) Reset() { it.src.Reset() }
 
 // loadPorts returns the ports taken on n, building the set on first use
-// from n's live allocations in the state, less those the plan stops or
-// updates, plus the plan's placements on n.
+// from what n's live allocations hold in the state, less those the plan
+// stops or updates, plus the plan's placements on n. The state's ports
+// are shared, not copied: a node examined and not chosen costs a lookup
+// and a pass over its holders only when the plan touches it.
 func (c *evalContext) loadPorts(n *nodeInfo) *structs.PortUsage {
 	if n.ports != nil {
 		return n.ports
 	}
-	u := structs.NewPortUsage(n.node)
-	n.ports = u
-	planned := c.plan.NodeAllocation[n.node.ID]
-	allocs, err := c.state.AllocsByNode(nil, n.node.ID)
+	held, err := c.state.NodePorts(nil, n.node.ID)
 	if err != nil {
 		if c.err == nil {
 			c.err = err
 		}
-		return u
+		held = nil
 	}
-	var plannedIDs map[string]struct{} // for a long list; else a scan
-	if len(planned) > 8 {
-		plannedIDs = make(map[string]struct{}, len(planned))
-		for _, a := range planned {
-			plannedIDs[a.ID] = struct{}{}
-		}
+	if len(c.portSlab) == 0 {
+		c.portSlab = make([]structs.PortUsage, min(max(16, len(c.infos)), 1024))
 	}
-	for _, a := range allocs {
-		if a.TerminalStatus() || inPlan(planned, plannedIDs, a.ID) {
-			continue
+	u := &c.portSlab[0]
+	c.portSlab = c.portSlab[1:]
+	u.Init(n.node, held)
+	n.ports = u
+	planned := c.plan.NodeAllocation[n.node.ID]
+	if held != nil && (len(planned) > 0 || len(c.stopped) > 0) {
+		var plannedIDs map[string]struct{} // for a long list; else a scan
+		if len(planned) > 8 {
+			plannedIDs = make(map[string]struct{}, len(planned))
+			for _, a := range planned {
+				plannedIDs[a.ID] = struct{}{}
+			}
 		}
-		if _, stopped := c.stopped[a.ID]; stopped {
-			continue
+		for _, h := range held.Holders {
+			_, stopped := c.stopped[h.AllocID]
+			if stopped || inPlan(planned, plannedIDs, h.AllocID) {
+				u.RemoveKeys(h.Ports)
+			}
 		}
-		u.Add(a)
 	}
 	for _, a := range planned {
 		if !a.TerminalStatus() {

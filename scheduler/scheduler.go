@@ -31,10 +31,10 @@ type State interface {
 	// NodeUsage returns the summed resources and number of the node's live
 	// (non-terminal) allocations, in O(1); zero for a node without any.
 	NodeUsage(ws memdb.WatchSet, nodeID string) (structs.NodeUsage, error)
-	// AllocsByNode returns every allocation on the node, terminal ones
-	// too. The scheduler reads it only for nodes it examines for a group
-	// that asks for ports.
-	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error)
+	// NodePorts returns the ports the node's live allocations hold (nil:
+	// none), shared: never modified. The scheduler reads it only for
+	// nodes it examines for a group that asks for ports.
+	NodePorts(ws memdb.WatchSet, nodeID string) (*structs.NodePorts, error)
 	// LatestIndex is the highest Raft index the view includes.
 	LatestIndex() (uint64, error)
 }

@@ -73,6 +73,10 @@ type nodeAllocs struct {
 	// once it is deleted. A client's watch reads the node and its
 	// allocations here, in one lookup (ClientNode).
 	Node *structs.Node
+	// Ports are the ports its live allocations hold (nil: none), so that
+	// the scheduler and the plan applier check ports without loading the
+	// node's allocations. Shared between rows: never modified.
+	Ports *structs.NodePorts
 	// changed is closed when a commit of the live store replaces or
 	// deletes the row (set by putNodeRow).
 	changed chan struct{}
@@ -129,6 +133,10 @@ type nodeDelta struct {
 	// refs are the allocations written onto the node or that left it
 	// (removed), in write order.
 	refs []refChange
+	// ports are the changes to what the node's live allocations hold of
+	// its ports, in write order (an empty Ports: the allocation holds
+	// none any more).
+	ports []structs.AllocPorts
 	// node is the node as last written to the nodes table (nil: deleted),
 	// if nodeSet.
 	node    *structs.Node
@@ -163,6 +171,9 @@ func (w *writeTxn) allocChanged(prev, next *structs.Allocation) {
 			d.used.Subtract(prev.AllocatedResources.Comparable())
 			d.allocs--
 			d.usageIndex = w.t.index
+			if prev.HasPorts() {
+				d.ports = append(d.ports, structs.AllocPorts{AllocID: prev.ID})
+			}
 		}
 	}
 	if next != nil && next.NodeID != "" {
@@ -172,6 +183,9 @@ func (w *writeTxn) allocChanged(prev, next *structs.Allocation) {
 			d.used.Add(next.AllocatedResources.Comparable())
 			d.allocs++
 			d.usageIndex = w.t.index
+			if keys := structs.AllocPortKeys(next); keys != nil {
+				d.ports = append(d.ports, structs.AllocPorts{AllocID: next.ID, Ports: keys})
+			}
 		}
 	}
 }
@@ -186,6 +200,9 @@ func (w *writeTxn) allocUpdated(prev, next *structs.Allocation) {
 	wasLive, isLive := !prev.TerminalStatus(), !next.TerminalStatus()
 	if !wasLive && !isLive {
 		return
+	}
+	if wasLive != isLive || prev.AllocatedResources != next.AllocatedResources {
+		w.allocPortsUpdated(prev, next, wasLive, isLive)
 	}
 	var before, after structs.ComparableResources
 	if wasLive {
@@ -211,6 +228,24 @@ func (w *writeTxn) allocUpdated(prev, next *structs.Allocation) {
 	d.usageIndex = w.t.index
 }
 
+// allocPortsUpdated records a change of the ports an allocation rewritten
+// on its node holds: it became terminal or live again, or its resources
+// were replaced.
+func (w *writeTxn) allocPortsUpdated(prev, next *structs.Allocation, wasLive, isLive bool) {
+	var before, after []structs.PortKey
+	if wasLive {
+		before = structs.AllocPortKeys(prev)
+	}
+	if isLive {
+		after = structs.AllocPortKeys(next)
+	}
+	if slices.Equal(before, after) {
+		return
+	}
+	d := w.deltaOf(next.NodeID)
+	d.ports = append(d.ports, structs.AllocPorts{AllocID: next.ID, Ports: after})
+}
+
 // deltaOf returns the transaction's delta for nodeID.
 func (w *writeTxn) deltaOf(nodeID string) *nodeDelta {
 	if w.nodes == nil {
@@ -232,7 +267,7 @@ func (w *writeTxn) deltaOf(nodeID string) *nodeDelta {
 func (w *writeTxn) flushNodeAllocs() error {
 	for nodeID, d := range w.nodes {
 		usageMoved := d.allocs != 0 || d.used != (structs.ComparableResources{})
-		if !usageMoved && len(d.refs) == 0 && !d.nodeSet {
+		if !usageMoved && len(d.refs) == 0 && !d.nodeSet && len(d.ports) == 0 {
 			continue
 		}
 		prev, err := w.nodeRow(nodeID)
@@ -268,6 +303,9 @@ func (w *writeTxn) flushNodeAllocs() error {
 				}
 			}
 		}
+		if len(d.ports) > 0 {
+			next.Ports = next.Ports.WithHolders(d.ports)
+		}
 		keep := len(next.Allocs) > 0 || next.Usage.Allocs > 0 || next.Node != nil
 		switch {
 		case !keep:
@@ -276,7 +314,7 @@ func (w *writeTxn) flushNodeAllocs() error {
 					return err
 				}
 			}
-		case prev == nil || refsMoved || next.Usage != prev.Usage || next.AllocIndex != prev.AllocIndex || next.Node != prev.Node:
+		case prev == nil || refsMoved || next.Usage != prev.Usage || next.AllocIndex != prev.AllocIndex || next.Node != prev.Node || next.Ports != prev.Ports:
 			row := next
 			if err := w.putNodeRow(&row); err != nil {
 				return err
@@ -368,6 +406,17 @@ func (s *StateStore) NodeUsage(ws memdb.WatchSet, nodeID string) (structs.NodeUs
 	return row.Usage, nil
 }
 
+// NodePorts returns the ports the node's live allocations hold (nil:
+// none), shared: never modify it. It adds to ws the watch of the node's
+// row.
+func (s *StateStore) NodePorts(ws memdb.WatchSet, nodeID string) (*structs.NodePorts, error) {
+	row, err := s.nodeAllocsRow(ws, nodeID)
+	if err != nil || row == nil {
+		return nil, err
+	}
+	return row.Ports, nil
+}
+
 // NodeAllocIndex returns the highest AllocModifyIndex of the node's
 // allocations: the index of the last change the servers made to them (0
 // when it has none, or is unknown). For a registered node (or one with
@@ -391,7 +440,8 @@ func (s *StateStore) NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, e
 type nodeAllocsRestore map[string]*restoredNodeAllocs
 
 type restoredNodeAllocs struct {
-	row nodeAllocs
+	row   nodeAllocs
+	ports []structs.AllocPorts
 }
 
 func (r nodeAllocsRestore) of(nodeID string) *restoredNodeAllocs {
@@ -421,6 +471,10 @@ func (r nodeAllocsRestore) add(a *structs.Allocation) {
 	if !a.TerminalStatus() {
 		row.Usage.Used.Add(a.AllocatedResources.Comparable())
 		row.Usage.Allocs++
+		if keys := structs.AllocPortKeys(a); keys != nil {
+			e := r.of(a.NodeID)
+			e.ports = append(e.ports, structs.AllocPorts{AllocID: a.ID, Ports: keys})
+		}
 	}
 }
 
@@ -429,6 +483,10 @@ func (r nodeAllocsRestore) add(a *structs.Allocation) {
 func (r nodeAllocsRestore) insert(byNode *ptree.Txn[*nodeAllocs]) {
 	for id, e := range r {
 		e.row.Allocs.Sort()
+		if len(e.ports) > 0 {
+			slices.SortFunc(e.ports, func(a, b structs.AllocPorts) int { return strings.Compare(a.AllocID, b.AllocID) })
+			e.row.Ports = structs.NewNodePorts(e.ports)
+		}
 		if e.row.Usage.Allocs == 0 {
 			e.row.Usage = structs.NodeUsage{NodeID: id}
 		}

@@ -188,6 +188,17 @@ func checkRandomAllocWrites(t *testing.T, check func(rt *rapid.T, s *StateStore,
 				}
 			}
 			ar.Shared.DiskMB = int64(rapid.IntRange(0, 500).Draw(rt, "disk"))
+			// Ports from a small range, so that allocations share some.
+			for range rapid.IntRange(0, 2).Draw(rt, "ports") {
+				ar.Shared.Ports = append(ar.Shared.Ports, structs.AllocatedPortMapping{Label: "p",
+					HostIP: "10.0.0.1", Value: rapid.IntRange(20000, 20004).Draw(rt, "port")})
+			}
+			for _, tr := range ar.Tasks {
+				if rapid.IntRange(0, 3).Draw(rt, "task_net") == 0 {
+					tr.Networks = []*structs.NetworkResource{{IP: "10.0.0.1",
+						ReservedPorts: []structs.Port{{Label: "s", Value: rapid.IntRange(20000, 20004).Draw(rt, "static")}}}}
+				}
+			}
 			return ar
 		}
 		newAlloc := func() *structs.Allocation {
@@ -369,6 +380,10 @@ func (c *nodeAllocsChecker) check(t *rapid.T, s *StateStore, when string) {
 		if live {
 			w.Usage.Used.Add(a.AllocatedResources.Comparable())
 			w.Usage.Allocs++
+			if keys := structs.AllocPortKeys(a); keys != nil {
+				slices.SortFunc(keys, structs.PortKey.Compare)
+				w.ports += fmt.Sprintf("%s%v;", a.ID, keys)
+			}
 		}
 		want[a.NodeID] = w
 	}
@@ -385,7 +400,7 @@ func (c *nodeAllocsChecker) check(t *rapid.T, s *StateStore, when string) {
 		}
 		u := got.Usage
 		if u.NodeID != id || u.Used != w.Usage.Used || u.Allocs != w.Usage.Allocs || got.AllocIndex != w.AllocIndex ||
-			refsString(got.Allocs) != w.refs {
+			refsString(got.Allocs) != w.refs || portsString(got.Ports) != w.ports {
 			t.Fatalf("%s: row of %q is %+v (%s), its allocations give %+v", when, id, *got, refsString(got.Allocs), w)
 		}
 		if got.Node != nodes[id] {
@@ -418,6 +433,27 @@ type wantRow struct {
 	Usage      structs.NodeUsage
 	AllocIndex uint64
 	refs       string // "ID@AllocModifyIndex," for each, by ID
+	ports      string // "ID[ports];" for each live holder, by ID
+}
+
+// portsString renders a row's ports as wantRow does, after checking that
+// its keys are its holders' ports, sorted.
+func portsString(p *structs.NodePorts) string {
+	if p == nil {
+		return ""
+	}
+	var b strings.Builder
+	var all []structs.PortKey
+	for _, h := range p.Holders {
+		keys := slices.SortedFunc(slices.Values(h.Ports), structs.PortKey.Compare)
+		fmt.Fprintf(&b, "%s%v;", h.AllocID, keys)
+		all = append(all, h.Ports...)
+	}
+	slices.SortFunc(all, structs.PortKey.Compare)
+	if !slices.Equal(all, p.Keys) {
+		return fmt.Sprintf("keys %v, holders' ports %v", p.Keys, all)
+	}
+	return b.String()
 }
 
 func refsString(refs structs.AllocIndexes) string {

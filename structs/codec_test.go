@@ -102,7 +102,8 @@ var wireTypes = []any{
 // (scripts/codecgen.sh leaves them out): HTTP bodies, state-only values,
 // errors (they cross RPC as text).
 var notWireTypes = map[string]bool{
-	"Error": true, "FieldError": true, "ValidationError": true, "NodeUsage": true,
+	"Error": true, "FieldError": true, "ValidationError": true, "NodeUsage": true, "NodePorts": true, "AllocPorts": true, // derived state, never sent
+
 	"ComparableResources": true, "NamespacedID": true, "JobRegisterHTTPRequest": true,
 	"JobPlanHTTPRequest": true, "JobRevertHTTPRequest": true, "ScalingHTTPRequest": true, "JobStabilityHTTPRequest": true, "JobValidateHTTPRequest": true, "JobsParseHTTPRequest": true, "DrainSpec": true,
 	"NodeDrainHTTPRequest": true, "NodeEligibilityHTTPRequest": true,

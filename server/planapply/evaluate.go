@@ -253,14 +253,16 @@ func portsFit(snap *state.StateSnapshot, node *structs.Node, pending inflight, h
 	for _, a := range placements {
 		replaced[a.ID] = struct{}{}
 	}
-	u := structs.NewPortUsage(node)
-	allocs, err := snap.AllocsByNode(nil, node.ID)
+	taken, err := snap.NodePorts(nil, node.ID)
 	if err != nil {
 		return "", err
 	}
-	for _, a := range allocs {
-		if _, gone := replaced[a.ID]; !gone && !a.TerminalStatus() {
-			u.Add(a)
+	u := structs.NewPortUsageOn(node, taken)
+	if taken != nil {
+		for _, h := range taken.Holders {
+			if _, gone := replaced[h.AllocID]; gone {
+				u.RemoveKeys(h.Ports)
+			}
 		}
 	}
 	extra, err := pending.onNode(held)
