@@ -109,7 +109,7 @@ func (b *Batch) DeregisterJob(index uint64, namespace, jobID string, purge bool,
 			return err
 		}
 		txn.t.add(TableJobSummary)
-		if err := txn.deleteServicesBy(IndexJob, namespace, jobID); err != nil {
+		if err := txn.deleteJobServices(namespace, jobID); err != nil {
 			return err
 		}
 		if err := deleteJobVersionsTxn(txn, namespace, jobID); err != nil {

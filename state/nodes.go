@@ -115,7 +115,7 @@ func (b *Batch) DeleteNodes(index uint64, nodeIDs []string) error {
 		}
 		b.txn.nodeAllocsNodeDeleted(id)
 		b.txn.t.add(TableNodes)
-		if err := b.txn.deleteServicesBy(IndexNode, id); err != nil {
+		if err := b.txn.deleteNodeServices(id); err != nil {
 			return err
 		}
 	}
@@ -149,7 +149,7 @@ func (b *Batch) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt 
 	}
 	if status == structs.NodeStatusDown {
 		// A lost node's services are gone with it, as in Nomad.
-		if err := b.txn.deleteServicesBy(IndexNode, nodeID); err != nil {
+		if err := b.txn.deleteNodeServices(nodeID); err != nil {
 			return err
 		}
 	}

@@ -56,7 +56,6 @@ const (
 	IndexSecret = "secret"
 	// Service registration indexes.
 	IndexServiceName = "service_name"
-	IndexAlloc       = "alloc"
 	// IndexPeriodic indexes the jobs table's periodic jobs only.
 	IndexPeriodic = "periodic"
 
@@ -282,9 +281,6 @@ func schema() *memdb.DBSchema {
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID:          {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) string { return r.ID }}},
 				IndexServiceName: {Name: IndexServiceName, Indexer: pairIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) (string, string) { return r.Namespace, r.ServiceName }}},
-				IndexAlloc:       {Name: IndexAlloc, Indexer: fieldIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) string { return r.AllocID }}},
-				IndexJob:         {Name: IndexJob, Indexer: pairIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) (string, string) { return r.Namespace, r.JobID }}},
-				IndexNode:        {Name: IndexNode, Indexer: fieldIndex[structs.ServiceRegistration]{get: func(r *structs.ServiceRegistration) string { return r.NodeID }}},
 			},
 		},
 		TableJobVersions: {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -122,7 +123,7 @@ func (s *StateStore) DeleteServiceRegistrationsByAllocIDs(index uint64, allocIDs
 func (b *Batch) DeleteServiceRegistrationsByAllocIDs(index uint64, allocIDs []string) error {
 	b.txn.t.begin(index)
 	for _, id := range allocIDs {
-		if err := b.txn.deleteServicesBy(IndexAlloc, id); err != nil {
+		if err := b.txn.deleteAllocServices(id); err != nil {
 			return err
 		}
 	}
@@ -155,12 +156,20 @@ func (w *writeTxn) hasServices() (bool, error) {
 	return w.svcRows == svcRowsSome, nil
 }
 
-// deleteServicesBy removes every registration matching args on index.
-func (w *writeTxn) deleteServicesBy(index string, args ...any) error {
+// The registrations table is indexed by ID and by service name only:
+// every registration's ID starts with its allocation's prefix
+// (structs.ServiceRegistrationAllocPrefix, checked by Validate), so an
+// allocation's registrations are a range of the ID index, and a job's or
+// a node's are those of its allocations. Each index costs every server a
+// radix-tree insert per registration; at a service per allocation, the
+// three others made registering cost more than placing.
+
+// deleteAllocServices removes every registration of the allocation.
+func (w *writeTxn) deleteAllocServices(allocID string) error {
 	if ok, err := w.hasServices(); !ok || err != nil {
 		return err
 	}
-	rows, err := listWrite[structs.ServiceRegistration](w, TableServiceRegs, index, args...)
+	rows, err := listWrite[structs.ServiceRegistration](w, TableServiceRegs, IndexID+prefixSuffix, structs.ServiceRegistrationAllocPrefix(allocID))
 	if err != nil {
 		return err
 	}
@@ -175,6 +184,56 @@ func (w *writeTxn) deleteServicesBy(index string, args ...any) error {
 	return nil
 }
 
+// deleteJobServices removes the registrations of every allocation of the
+// job.
+func (w *writeTxn) deleteJobServices(namespace, jobID string) error {
+	if ok, err := w.hasServices(); !ok || err != nil {
+		return err
+	}
+	var ids []string
+	if err := w.eachAlloc(namespace, jobID, func(a *structs.Allocation) bool {
+		ids = append(ids, a.ID)
+		return true
+	}); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := w.deleteAllocServices(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteNodeServices removes the registrations of every allocation on the
+// node: those its row lists and those this transaction placed on it.
+func (w *writeTxn) deleteNodeServices(nodeID string) error {
+	if ok, err := w.hasServices(); !ok || err != nil {
+		return err
+	}
+	row, err := w.nodeRow(nodeID)
+	if err != nil {
+		return err
+	}
+	if row != nil {
+		for _, r := range row.Allocs {
+			if err := w.deleteAllocServices(r.ID); err != nil {
+				return err
+			}
+		}
+	}
+	if d := w.nodes[nodeID]; d != nil {
+		for _, c := range d.refs {
+			if !c.removed {
+				if err := w.deleteAllocServices(c.ref.ID); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // allocServicesEnd removes the registrations of an allocation that has
 // just become terminal (a == nil: deleted). It is called for every
 // allocation write, and does nothing unless the allocation has just
@@ -182,9 +241,9 @@ func (w *writeTxn) deleteServicesBy(index string, args ...any) error {
 func (w *writeTxn) allocServicesEnd(prev, a *structs.Allocation) error {
 	switch {
 	case a == nil && prev != nil:
-		return w.deleteServicesBy(IndexAlloc, prev.ID)
+		return w.deleteAllocServices(prev.ID)
 	case a != nil && a.TerminalStatus() && (prev == nil || !prev.TerminalStatus()):
-		return w.deleteServicesBy(IndexAlloc, a.ID)
+		return w.deleteAllocServices(a.ID)
 	}
 	return nil
 }
@@ -223,17 +282,47 @@ func (s *StateStore) ServiceRegistrationsByNamespace(ws memdb.WatchSet, namespac
 
 // ServiceRegistrationsByAllocID returns an allocation's registrations.
 func (s *StateStore) ServiceRegistrationsByAllocID(ws memdb.WatchSet, allocID string) ([]*structs.ServiceRegistration, error) {
-	return listTxn[structs.ServiceRegistration](s.db.Txn(false), ws, TableServiceRegs, IndexAlloc, allocID)
+	return listTxn[structs.ServiceRegistration](s.db.Txn(false), ws, TableServiceRegs, IndexID+prefixSuffix, structs.ServiceRegistrationAllocPrefix(allocID))
 }
 
-// ServiceRegistrationsByJobID returns a job's registrations.
+// ServiceRegistrationsByJobID returns a job's registrations: those of its
+// allocations, by allocation ID. ws also watches the job's allocations.
 func (s *StateStore) ServiceRegistrationsByJobID(ws memdb.WatchSet, namespace, jobID string) ([]*structs.ServiceRegistration, error) {
-	return listTxn[structs.ServiceRegistration](s.db.Txn(false), ws, TableServiceRegs, IndexJob, defaultNamespace(namespace), jobID)
+	allocs, err := s.AllocsByJob(ws, defaultNamespace(namespace), jobID)
+	if err != nil {
+		return nil, err
+	}
+	return s.allocsServices(ws, allocs)
 }
 
-// ServiceRegistrationsByNodeID returns a node's registrations.
+// ServiceRegistrationsByNodeID returns a node's registrations: those of
+// its allocations, by allocation ID. ws also watches the node's
+// allocations.
 func (s *StateStore) ServiceRegistrationsByNodeID(ws memdb.WatchSet, nodeID string) ([]*structs.ServiceRegistration, error) {
-	return listTxn[structs.ServiceRegistration](s.db.Txn(false), ws, TableServiceRegs, IndexNode, nodeID)
+	allocs, err := s.AllocsByNode(ws, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	return s.allocsServices(ws, allocs)
+}
+
+// allocsServices returns the registrations of the live allocations among
+// allocs, read from one transaction (terminal allocations have none).
+func (s *StateStore) allocsServices(ws memdb.WatchSet, allocs []*structs.Allocation) ([]*structs.ServiceRegistration, error) {
+	allocs = slices.SortedFunc(slices.Values(allocs), func(a, b *structs.Allocation) int { return strings.Compare(a.ID, b.ID) })
+	txn := s.db.Txn(false)
+	var out []*structs.ServiceRegistration
+	for _, a := range allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		regs, err := listTxn[structs.ServiceRegistration](txn, ws, TableServiceRegs, IndexID+prefixSuffix, structs.ServiceRegistrationAllocPrefix(a.ID))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, regs...)
+	}
+	return out, nil
 }
 
 // ServiceRegistrationStubs groups registrations (sorted by namespace,

@@ -80,7 +80,11 @@ func TestServiceRegistrationsUpsertAndRead(t *testing.T) {
 	wrongNode := regFor(placed[0], "web2", 1)
 	wrongNode.NodeID = nodes[1].ID
 	bad := regFor(placed[0], "", 1)
-	must(t, s.UpsertServiceRegistrations(9, []*structs.ServiceRegistration{ghost, wrongNode, bad}))
+	// An ID must start with its own allocation's prefix: the store finds
+	// an allocation's registrations by it.
+	foreignID := regFor(placed[0], "web3", 1)
+	foreignID.ID = regFor(placed[1], "web3", 1).ID
+	must(t, s.UpsertServiceRegistrations(9, []*structs.ServiceRegistration{ghost, wrongNode, bad, foreignID}))
 	if n := countRegs(t, s); n != 3 {
 		t.Fatalf("%d registrations after skipped writes, want 3", n)
 	}

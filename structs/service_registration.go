@@ -56,10 +56,20 @@ func (s *ServiceRegistration) Validate() error {
 			v.add(f.name, "must be set")
 		}
 	}
+	if s.AllocID != "" && s.ID != "" && !strings.HasPrefix(s.ID, ServiceRegistrationAllocPrefix(s.AllocID)) {
+		v.add("ID", "must start with %q, its allocation's prefix", ServiceRegistrationAllocPrefix(s.AllocID))
+	}
 	if s.Port < 0 || s.Port > MaxValidPort {
 		v.add("Port", "must be between 0 and %d; got %d", MaxValidPort, s.Port)
 	}
 	return v.err()
+}
+
+// ServiceRegistrationAllocPrefix is how the ID of every registration of
+// the allocation starts (ServiceRegistrationID): the state store finds an
+// allocation's registrations by it.
+func ServiceRegistrationAllocPrefix(allocID string) string {
+	return "_nomad-task-" + allocID + "-"
 }
 
 // ServiceRegistrationID is the ID of a service's registration for an
