@@ -56,17 +56,18 @@ func artifactServer(t *testing.T, tgz []byte) (*httptest.Server, *atomic.Int32) 
 }
 
 // TestArtifactFetchedBeforeStart: a raw_exec task reads the file its
-// tar.gz artifact unpacked into local/; the artifact's header and
-// checksum carry references resolved against the task's environment;
+// tar.gz artifact unpacked into local/<datacenter>; the artifact's
+// destination, header and checksum carry references resolved against the
+// node and the task's environment;
 // the events are Nomad's.
 func TestArtifactFetchedBeforeStart(t *testing.T) {
 	tgz := appTarGz(t)
 	sum := sha256.Sum256(tgz)
 	srv, _ := artifactServer(t, tgz)
 	e := newEnv(t)
-	task := rawExec("app", `cat local/app/hello.txt > "$NOMAD_ALLOC_DIR/out"`)
+	task := rawExec("app", `cat local/dc7/app/hello.txt > "$NOMAD_ALLOC_DIR/out"`)
 	task.Meta = map[string]string{"sum": "sha256:" + hex.EncodeToString(sum[:])}
-	task.Artifacts = []*structs.TaskArtifact{{GetterSource: srv.URL + "/app.tar.gz", GetterMode: "any", RelativeDest: "local/",
+	task.Artifacts = []*structs.TaskArtifact{{GetterSource: srv.URL + "/app.tar.gz", GetterMode: "any", RelativeDest: "local/${node.datacenter}",
 		GetterOptions: map[string]string{"checksum": "${NOMAD_META_sum}"},
 		GetterHeaders: map[string]string{"X-Token": "tok-${NOMAD_JOB_ID}"}}}
 	a := testAlloc(structs.JobTypeBatch, failPolicy(0), task)

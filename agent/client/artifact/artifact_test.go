@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -336,6 +337,46 @@ func TestFetchLimits(t *testing.T) {
 
 func TestFetchRepositories(t *testing.T) {
 	allocDir, taskDir := dirs(t)
+	if _, err := exec.LookPath("git"); err == nil {
+		// A repository served over git's dumb http protocol by a local
+		// server, cloned at a tag.
+		repo := filepath.Join(t.TempDir(), "src")
+		bare := filepath.Join(t.TempDir(), "repo.git")
+		git := func(dir string, args ...string) {
+			t.Helper()
+			cmd := exec.Command("git", args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+				"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		if err := os.MkdirAll(repo, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		git(repo, "init", "-q", "-b", "main")
+		if err := os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module example.com/repo\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git(repo, "add", ".")
+		git(repo, "commit", "-q", "-m", "one")
+		git(repo, "tag", "v1.0.0")
+		git(repo, "clone", "-q", "--bare", repo, bare)
+		git(bare, "update-server-info")
+		srv := httptest.NewServer(http.StripPrefix("/", http.FileServer(http.Dir(filepath.Dir(bare)))))
+		defer srv.Close()
+		err := fetch(t, New(Config{}), &structs.TaskArtifact{GetterSource: "git::" + srv.URL + "/repo.git",
+			GetterOptions: map[string]string{"ref": "v1.0.0"}, RelativeDest: "local/repository"}, allocDir, taskDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if readFile(t, filepath.Join(taskDir, "local/repository/go.mod")) != "module example.com/repo\n" {
+			t.Fatal("repository not cloned")
+		}
+	} else {
+		t.Log("git is not installed: only the refusals are tested")
+	}
 	// A local repository would read the client's disk: refused.
 	for _, src := range []string{"git::file:///etc", "git::ext::sh -c touch% /tmp/pwned"} {
 		err := fetch(t, New(Config{}), &structs.TaskArtifact{GetterSource: src, RelativeDest: "local/repo"}, allocDir, taskDir)
