@@ -310,6 +310,8 @@ func initElem(p reflect.Value) {
 		x.Type, x.Interval, x.Timeout, x.TaskName = "tcp", 10*time.Second, 2*time.Second, "t"
 	case *nomad.Template:
 		x.EmbeddedTmpl, x.DestPath = new("x"), new("local/out")
+	case *nomad.TaskArtifact:
+		x.GetterSource = new("https://example.com/app.tar.gz")
 	}
 }
 
@@ -375,6 +377,7 @@ var sampleOverrides = map[string]any{
 	"PeriodicConfig.SpecType": "cron", "PeriodicConfig.TimeZone": "Europe/Paris",
 	"ParameterizedJobConfig.Payload": "required",
 	"TaskLifecycle.Hook":             "prestart",
+	"TaskArtifact.GetterMode":        "file",
 }
 
 // sampleValue returns a non-empty value of type t for the field name

@@ -163,6 +163,7 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 				dropIfDefault(task, "RestartPolicy", restart)
 				dropDefaultCluster(task)
 				templateDefaults(task)
+				artifactDefaults(task)
 			}
 		}
 	}
@@ -189,6 +190,30 @@ func templateDefaults(task map[string]any) {
 		}
 		if cs := objectAt(t, "ChangeScript"); cs != nil {
 			fillNulls(cs, nomadChangeScriptDefaults)
+		}
+	}
+}
+
+// artifactDefaults gives each of the task's artifacts Nomad's defaults
+// for its null arguments, as Nomad's server does (api.TaskArtifact's
+// Canonicalize): mode any, insecure false, and a null destination local/
+// (local/<the source's last element> in file mode). An empty destination
+// stays: it is the task directory itself.
+func artifactDefaults(task map[string]any) {
+	_, av, _ := lookupKey(task, "Artifacts")
+	list, _ := av.([]any)
+	for _, e := range list {
+		a, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		fillNulls(a, map[string]any{"GetterMode": structs.GetterModeAny, "GetterInsecure": false})
+		if _, dest, _ := lookupKey(a, "RelativeDest"); dest == nil {
+			_, src, _ := lookupKey(a, "GetterSource")
+			_, mode, _ := lookupKey(a, "GetterMode")
+			s, _ := src.(string)
+			m, _ := mode.(string)
+			setKey(a, "RelativeDest", structs.DefaultArtifactDest(s, m))
 		}
 	}
 }

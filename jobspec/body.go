@@ -27,7 +27,7 @@ var nomadOnly = map[string][]string{
 	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk", "update",
 		"shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
 		"max_client_disconnect", "consul", "prevent_reschedule_on_lost", "vault"},
-	"task": {"affinity", "restart", "logs", "artifact", "vault", "consul",
+	"task": {"affinity", "restart", "logs", "vault", "consul",
 		"volume_mount", "csi_plugin", "shutdown_delay", "kind",
 		"scaling", "secret", "action", "schedule"},
 	"identity":  {"aud", "change_mode", "change_signal", "filepath", "service_name", "ttl", "extra_claims"},
@@ -82,7 +82,9 @@ func (d *decoder) content(b *hclsyntax.Body, spec *bodySpec) (map[string]*hclsyn
 
 // isMapBlock reports whether name may be written either as a block or as
 // an argument holding a map.
-func isMapBlock(name string) bool { return name == "meta" || name == "env" || name == "config" }
+func isMapBlock(name string) bool {
+	return name == "meta" || name == "env" || name == "config" || name == "options" || name == "headers"
+}
 
 func (d *decoder) unsupported(rng hcl.Range, kind, name string, spec *bodySpec) {
 	where := "in " + article(spec.what) + " " + spec.what + " block"

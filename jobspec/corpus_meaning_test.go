@@ -3,6 +3,7 @@ package jobspec
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +96,26 @@ func args(a ...any) []any { return a }
 func nomadTemplate(data, dest, changeMode string) *structs.Template {
 	return &structs.Template{EmbeddedTmpl: data, DestPath: dest, ChangeMode: changeMode,
 		Splay: 5 * time.Second, Perms: "0644", LeftDelim: "{{", RightDelim: "}}"}
+}
+
+// nomadArtifact is an artifact block as Nomad's server stores it: mode
+// any unless given, not insecure, no options or headers.
+func nomadArtifact(source, dest, mode string) *structs.TaskArtifact {
+	return &structs.TaskArtifact{GetterSource: source, RelativeDest: dest, GetterMode: mode}
+}
+
+// artifactTask is a task of Nomad's e2e artifact jobs: one artifact, a
+// cat of what it fetched (raw_exec and exec) or a bash image running cat
+// (docker), 16 MHz, 32 MB and the disk asked for.
+func artifactTask(name, driver string, a *structs.TaskArtifact, file string, disk int) *structs.Task {
+	cfg := map[string]any{"command": "cat", "args": args(file)}
+	if driver == "docker" {
+		cfg = map[string]any{"image": "bash:5", "args": args("cat", file)}
+	}
+	t := nomadTask(name, driver, cfg)
+	t.Resources = &structs.Resources{CPU: 16, MemoryMB: 32, DiskMB: disk}
+	t.Artifacts = []*structs.TaskArtifact{a}
+	return t
 }
 
 // TestNomadCorpusMeaning checks, field by field, that accepted corpus files
@@ -456,6 +477,102 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 0, Interval: 24 * time.Hour,
 				Delay: 5 * time.Second, DelayFunction: "constant", Unlimited: false}
 			j := nomadJob("auth_basic", "batch", g)
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-artifact-linux": func() *structs.Job {
+			const gomod = "https://raw.githubusercontent.com/hashicorp/go-set/main/go.mod"
+			const zip = "https://github.com/hashicorp/go-set/archive/refs/heads/main.zip"
+			const git = "git::https://github.com/hashicorp/go-set"
+			// Without a destination an artifact goes to local/; a given
+			// destination is kept as written (${NOMAD_ALLOC_DIR} is the
+			// client's).
+			group := func(driver string, alloc string, disk, allocDisk int) []*structs.Task {
+				ts := []*structs.Task{
+					artifactTask(driver+"_file_default", driver, nomadArtifact(gomod, "local/", "any"), "local/go.mod", disk),
+					artifactTask(driver+"_file_custom", driver, nomadArtifact(gomod, "local/my/path", "any"), "local/my/path/go.mod", disk),
+				}
+				if driver == "raw_exec" {
+					ts = append(ts, artifactTask("rawexec_file_alloc_dots", driver, nomadArtifact(gomod, "../alloc/go.mod", "file"), "../alloc/go.mod", disk))
+				}
+				ts = append(ts,
+					artifactTask(alloc, driver, nomadArtifact(gomod, "${NOMAD_ALLOC_DIR}/go.mod", "file"), "${NOMAD_ALLOC_DIR}/go.mod", allocDisk),
+					artifactTask(driver+"_zip_default", driver, nomadArtifact(zip, "local/", "any"), "local/go-set-main/go.mod", disk),
+					artifactTask(driver+"_zip_custom", driver, nomadArtifact(zip, "local/my/zip", "any"), "local/my/zip/go-set-main/go.mod", disk),
+					artifactTask(driver+"_git_custom", driver, nomadArtifact(git, "local/repository", "any"), "local/repository/go.mod", disk))
+				for _, t := range ts {
+					t.Name = strings.Replace(t.Name, "raw_exec_", "rawexec_", 1)
+				}
+				return ts
+			}
+			j := nomadJob("linux", "batch",
+				nomadGroup("rawexec", 1, group("raw_exec", "rawexec_file_alloc_env", 64, 64)...),
+				nomadGroup("exec", 1, group("exec", "exec_file_alloc", 256, 64)...),
+				nomadGroup("docker", 1, group("docker", "docker_file_alloc", 64, 64)...))
+			j.Datacenters = []string{"dc1"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-artifact-darwin": func() *structs.Job {
+			const gomod = "https://raw.githubusercontent.com/hashicorp/go-set/main/go.mod"
+			const zip = "https://github.com/hashicorp/go-set/archive/refs/heads/main.zip"
+			j := nomadJob("darwin", "batch", nomadGroup("rawexec", 1,
+				artifactTask("rawexec", "raw_exec", nomadArtifact(gomod, "local/", "any"), "local/go.mod", 64),
+				artifactTask("rawexec_file_custom", "raw_exec", nomadArtifact(gomod, "local/my/path", "any"), "local/my/path/go.mod", 64),
+				artifactTask("rawexec_zip_default", "raw_exec", nomadArtifact(zip, "local/", "any"), "local/go-set-main/go.mod", 64),
+				artifactTask("rawexec_zip_custom", "raw_exec", nomadArtifact(zip, "local/my/zip", "any"), "local/my/zip/go-set-main/go.mod", 64),
+				artifactTask("rawexec_git_custom", "raw_exec", nomadArtifact("git::https://github.com/hashicorp/go-set", "local/repository", "any"), "local/repository/go.mod", 64)))
+			j.Datacenters = []string{"dc1"}
+			j.Constraints = []*structs.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "darwin", Operand: "="}}
+			return j
+		},
+		"e2e-artifact-limits": func() *structs.Job {
+			task := nomadTask("zip_bomb", "raw_exec", map[string]any{"command": "/usr/bin/false"})
+			task.Resources = &structs.Resources{CPU: 16, MemoryMB: 32}
+			task.Artifacts = []*structs.TaskArtifact{nomadArtifact(
+				"https://github.com/hashicorp/go-getter/raw/v1.7.0/testdata/decompress-zip/bomb.zip", "local/", "any")}
+			g := nomadGroup("limits", 1, task)
+			// attempts over the batch defaults; unlimited as written.
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: "constant"}
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
+			j := nomadJob("linux", "batch", g)
+			j.Datacenters = []string{"dc1"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-consultemplate-shared-alloc": func() *structs.Job {
+			// Three tasks share the allocation directory: artifacts written
+			// to ../alloc and ${NOMAD_ALLOC_DIR}, templates too; the
+			// raw_exec task is a prestart sidecar.
+			sh := func(name, driver string) *structs.Task {
+				cfg := map[string]any{"command": "/bin/sh", "args": args("-c", "sleep 300")}
+				if driver == "docker" {
+					cfg["image"] = "busybox:1"
+				}
+				return withResources(nomadTask(name, driver, cfg), 128, 64)
+			}
+			envTmpl := func(t *structs.Template) *structs.Template { t.Envvars = true; return t }
+			raw := sh("raw_exec", "raw_exec")
+			raw.Lifecycle = &structs.TaskLifecycleConfig{Hook: "prestart", Sidecar: true}
+			raw.Artifacts = []*structs.TaskArtifact{nomadArtifact("https://google.com", "../alloc/google1.html", "any")}
+			raw.Templates = []*structs.Template{
+				nomadTemplate("{{env \"NOMAD_ALLOC_DIR\"}}\n", "${NOMAD_ALLOC_DIR}/${NOMAD_TASK_NAME}.env", "restart"),
+				envTmpl(nomadTemplate("HELLO_FROM={{env \"NOMAD_TASK_NAME\"}}\n", "${NOMAD_ALLOC_DIR}/hello-from-raw.env", "restart")),
+			}
+			fromRaw := func() *structs.Template {
+				t := envTmpl(nomadTemplate("", "${NOMAD_LOCAL_DIR}/hello-from-raw.env", "restart"))
+				t.SourcePath = "${NOMAD_ALLOC_DIR}/hello-from-raw.env"
+				return t
+			}
+			docker := sh("docker", "docker")
+			docker.Artifacts = []*structs.TaskArtifact{nomadArtifact("https://google.com", "../alloc/google2.html", "any")}
+			docker.Templates = []*structs.Template{
+				nomadTemplate("{{env \"NOMAD_ALLOC_DIR\"}}\n", "${NOMAD_ALLOC_DIR}/${NOMAD_TASK_NAME}.env", "restart"), fromRaw()}
+			exec := sh("exec", "exec")
+			exec.Artifacts = []*structs.TaskArtifact{nomadArtifact("https://google.com", "${NOMAD_ALLOC_DIR}/google3.html", "any")}
+			exec.Templates = []*structs.Template{
+				nomadTemplate("{{env \"NOMAD_ALLOC_DIR\"}}\n", "${NOMAD_ALLOC_DIR}/${NOMAD_TASK_NAME}.env", "restart"), fromRaw()}
+			j := nomadJob("template-shared-alloc", "service", nomadGroup("template-paths", 1, raw, docker, exec))
 			j.Constraints = []*structs.Constraint{linux()}
 			return j
 		},

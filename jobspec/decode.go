@@ -25,12 +25,15 @@ var (
 		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling"}}
 	taskSpec = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
-		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service", "template", "dispatch_payload", "lifecycle"}}
+		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service", "template", "dispatch_payload", "lifecycle", "artifact"}}
 	identitySpec = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
 	templateSpec = &bodySpec{what: "template",
 		attrs: []string{"data", "source", "destination", "env", "change_mode", "change_signal", "splay",
 			"perms", "uid", "gid", "left_delimiter", "right_delimiter", "error_on_missing_key"},
 		blocks: []string{"change_script", "wait"}}
+	artifactSpec = &bodySpec{what: "artifact",
+		attrs:  []string{"source", "destination", "mode", "options", "headers", "insecure", "chown"},
+		blocks: []string{"options", "headers"}}
 	changeScriptSpec = &bodySpec{what: "change_script", attrs: []string{"command", "args", "timeout", "fail_on_error"}}
 	waitSpec         = &bodySpec{what: "wait", attrs: []string{"min", "max"}}
 	resourcesSpec    = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "cores", "disk"},
@@ -235,7 +238,37 @@ func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
 			t.Templates = append(t.Templates, d.template(tb))
 		}
 	}
+	for _, ab := range blocks["artifact"] {
+		if d.labels(ab, 0, "", "") {
+			t.Artifacts = append(t.Artifacts, d.artifact(ab))
+		}
+	}
 	return t
+}
+
+// artifact decodes an artifact block with the defaults Nomad's server
+// gives what it leaves out: mode any, and a destination of local/ (or
+// local/<the source's last element> in file mode). Empty options and
+// headers are none.
+func (d *decoder) artifact(blk *hclsyntax.Block) *structs.TaskArtifact {
+	attrs, blocks := d.content(blk.Body, artifactSpec)
+	a := &structs.TaskArtifact{GetterMode: structs.GetterModeAny}
+	d.str(attrs, "source", &a.GetterSource)
+	d.str(attrs, "mode", &a.GetterMode)
+	d.boolean(attrs, "insecure", &a.GetterInsecure)
+	d.boolean(attrs, "chown", &a.Chown)
+	if attrs["destination"] != nil {
+		d.str(attrs, "destination", &a.RelativeDest)
+	} else {
+		a.RelativeDest = structs.DefaultArtifactDest(a.GetterSource, a.GetterMode)
+	}
+	if m := d.strMap(attrs, blocks, "options", "artifact"); len(m) > 0 {
+		a.GetterOptions = m
+	}
+	if m := d.strMap(attrs, blocks, "headers", "artifact"); len(m) > 0 {
+		a.GetterHeaders = m
+	}
+	return a
 }
 
 // optDuration reads a duration that may be absent (nil).

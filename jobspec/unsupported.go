@@ -43,7 +43,6 @@ var unsupportedFeatures = map[string]string{
 	"task.affinities":      "affinity blocks",
 	"task.restartpolicy":   "a task's own restart block (use the group's)",
 	"task.logconfig":       "the logs block",
-	"task.artifacts":       "artifacts",
 	"task.vault":           "Vault",
 	"task.consul":          "Consul",
 	"task.volumemounts":    "volume mounts",

@@ -25,8 +25,8 @@ import (
 // new such that an allocation of old must be replaced to run new, or ""
 // when an in-place update will do:
 //   - the group: it is gone, or its number of tasks or their names differ;
-//   - a task's driver, user, driver config, env block or templates (any
-//     field of any template, as Nomad compares them);
+//   - a task's driver, user, driver config, env block, templates or
+//     artifacts (any field of any of them, as Nomad compares them);
 //   - the meta a task sees: the job's, group's and task's merged, since it
 //     reaches the task as NOMAD_META_* (so a job-level meta change is
 //     destructive too, unless every task overrides the key);
@@ -72,6 +72,8 @@ func taskChange(a, b *structs.Task) string {
 		return "identity"
 	case !templatesEqual(a.Templates, b.Templates):
 		return "templates"
+	case !artifactsEqual(a.Artifacts, b.Artifacts):
+		return "artifacts"
 	case lifecycleOf(a.Lifecycle) != lifecycleOf(b.Lifecycle):
 		return "lifecycle"
 	}
@@ -123,6 +125,14 @@ func resourcesChange(a, b *structs.Resources) string {
 
 // templatesEqual compares two tasks' templates; nil and empty are equal.
 func templatesEqual(a, b []*structs.Template) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// artifactsEqual compares two tasks' artifacts; nil and empty are equal.
+func artifactsEqual(a, b []*structs.TaskArtifact) bool {
 	if len(a) == 0 && len(b) == 0 {
 		return true
 	}

@@ -252,6 +252,16 @@ func TestDestructiveChange(t *testing.T) {
 			j.TaskGroups[0].Tasks[0].Templates[0].ChangeMode = structs.TemplateChangeModeNoop
 		}, "task web templates"},
 		{"template splay", withTemplate, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Templates[0].Splay = time.Second }, "task web templates"},
+		{"artifact added", nil, func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Artifacts = []*structs.TaskArtifact{{GetterSource: "https://example.com/a.tgz", GetterMode: "any", RelativeDest: "local/"}}
+		}, "task web artifacts"},
+		{"artifact checksum", func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Artifacts = []*structs.TaskArtifact{{GetterSource: "https://example.com/a.tgz", GetterMode: "any", RelativeDest: "local/"}}
+		}, func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Artifacts[0].GetterOptions = map[string]string{"checksum": "md5:00"}
+		}, "task web artifacts"},
+		{"artifacts nil and empty", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Artifacts = nil },
+			func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Artifacts = []*structs.TaskArtifact{} }, ""},
 		{"lifecycle added", nil, func(j *structs.Job) {
 			j.TaskGroups[0].Tasks[0].Lifecycle = &structs.TaskLifecycleConfig{Hook: structs.TaskLifecycleHookPrestart}
 		}, "task web lifecycle"},

@@ -202,6 +202,10 @@ const (
 	TaskSignaling     = "Signaling"
 	TaskHookMessage   = "Task hook message"
 	TaskHookFailed    = "Task hook failed"
+	// Artifact events: the client starts fetching a task's artifacts, or
+	// one could not be fetched (DownloadError says why).
+	TaskDownloadingArtifacts   = "Downloading Artifacts"
+	TaskArtifactDownloadFailed = "Failed Artifact Download"
 )
 
 // TaskEvent is one event in a task's life.
@@ -222,6 +226,8 @@ type TaskEvent struct {
 	FailsTask      bool          `codec:",omitempty"`
 	// TaskSignal is the signal a Signaling event sent ("SIGHUP").
 	TaskSignal string `codec:",omitempty"`
+	// DownloadError is why an artifact could not be fetched.
+	DownloadError string `codec:",omitempty"`
 }
 
 // AllocMetric records how placement went: what filtered nodes out, what was

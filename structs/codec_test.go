@@ -41,7 +41,7 @@ var wireTypes = []any{
 	new(Allocation), new(AllocGroup), new(AllocatedResources), new(AllocatedTaskResources), new(AllocatedCpuResources),
 	new(AllocatedMemoryResources), new(AllocatedSharedResources), new(DesiredTransition),
 	new(RescheduleTracker), new(RescheduleEvent), new(TaskState), new(TaskEvent), new(AllocMetric),
-	new(Template), new(ChangeScript), new(WaitConfig),
+	new(Template), new(ChangeScript), new(WaitConfig), new(TaskArtifact),
 	new(NodeScoreMeta), new(TaskStates),
 	// Services (structs/services.go).
 	new(Service), new(ServiceCheck), new(CheckRestart), new(ServiceRegistration), new(CheckQueryResult),

@@ -121,6 +121,7 @@ func (t *Task) Copy() *Task {
 	c.Meta = maps.Clone(t.Meta)
 	c.Identity = shallow(t.Identity)
 	c.Templates = copySlice(t.Templates, (*Template).Copy)
+	c.Artifacts = copySlice(t.Artifacts, (*TaskArtifact).Copy)
 	c.DispatchPayload = shallow(t.DispatchPayload)
 	c.Lifecycle = shallow(t.Lifecycle)
 	return &c

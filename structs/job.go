@@ -168,6 +168,9 @@ type Task struct {
 	// Templates are rendered into the task's directory before it starts
 	// (structs/template.go).
 	Templates []*Template
+	// Artifacts are fetched into the task's directory before it starts
+	// (structs/artifact.go), before its templates render.
+	Artifacts []*TaskArtifact
 	// DispatchPayload names the file the payload of a dispatched job is
 	// written to, under local/.
 	DispatchPayload *DispatchPayloadConfig
@@ -506,6 +509,11 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 				tmpl.canonicalize()
 			}
 		}
+		for _, a := range t.Artifacts {
+			if a != nil {
+				a.canonicalize()
+			}
+		}
 	}
 	canonicalizeServices(tg.Services, j.Name, tg.Name, "")
 }
@@ -730,6 +738,7 @@ func (t *Task) validate(v *validator, p string) {
 	if t.Lifecycle != nil {
 		t.Lifecycle.validate(v, p)
 	}
+	validateArtifacts(v, p, t.Artifacts)
 	if len(t.Templates) > maxTemplatesPerTask {
 		v.add(join(p, "Templates"), "at most %d templates per task; got %d", maxTemplatesPerTask, len(t.Templates))
 		return

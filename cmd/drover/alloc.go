@@ -206,6 +206,8 @@ func taskEventText(ev *structs.TaskEvent) string {
 		return ev.Message
 	case ev.DriverError != "":
 		return ev.DriverError
+	case ev.DownloadError != "":
+		return ev.DownloadError
 	case ev.Type == structs.TaskTerminated:
 		return fmt.Sprintf("Exit Code: %d", ev.ExitCode)
 	case ev.KillReason != "":

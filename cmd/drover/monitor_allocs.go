@@ -18,22 +18,24 @@ const allocFollowTimeout = 5 * time.Minute
 
 // startFailures are the task events that say a task could not start.
 var startFailures = map[string]bool{
-	structs.TaskHookFailed:     true, // a template that could not render
-	structs.TaskDriverFailure:  true,
-	structs.TaskSetupFailure:   true,
-	structs.TaskFailedValidate: true,
+	structs.TaskHookFailed:             true, // a template that could not render
+	structs.TaskArtifactDownloadFailed: true,
+	structs.TaskDriverFailure:          true,
+	structs.TaskSetupFailure:           true,
+	structs.TaskFailedValidate:         true,
 }
 
 // followedEvents are the task events job run prints while it follows the
 // allocations: why a task could not start, and what the client does next.
 var followedEvents = map[string]bool{
-	structs.TaskTemplate:       true, // what a template waits for
-	structs.TaskHookFailed:     true,
-	structs.TaskDriverFailure:  true,
-	structs.TaskSetupFailure:   true,
-	structs.TaskFailedValidate: true,
-	structs.TaskRestarting:     true,
-	structs.TaskNotRestarting:  true,
+	structs.TaskTemplate:               true, // what a template waits for
+	structs.TaskHookFailed:             true,
+	structs.TaskArtifactDownloadFailed: true,
+	structs.TaskDriverFailure:          true,
+	structs.TaskSetupFailure:           true,
+	structs.TaskFailedValidate:         true,
+	structs.TaskRestarting:             true,
+	structs.TaskNotRestarting:          true,
 }
 
 // runJob monitors the evaluation that registering a job created, then

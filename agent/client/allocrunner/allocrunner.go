@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-project/drover/agent/client/allocdir"
+	"github.com/drover-project/drover/agent/client/artifact"
 	"github.com/drover-project/drover/agent/client/driver"
 	clientstate "github.com/drover-project/drover/agent/client/state"
 	"github.com/drover-project/drover/agent/client/template"
@@ -73,6 +74,9 @@ type Config struct {
 	// workload identity); nil, or "", queries without one (enough while
 	// ACLs are off).
 	TemplateToken func(allocID, task string) (string, error)
+	// Artifacts fetches the tasks' artifact blocks (nil: a Getter with
+	// Nomad's default limits).
+	Artifacts *artifact.Getter
 }
 
 // AllocRunner runs one allocation's tasks. Create with New, then Run.

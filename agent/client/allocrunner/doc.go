@@ -17,6 +17,11 @@
 // config with the ${node.*}, ${attr.*}, ${meta.*} and ${NAME} references
 // resolved (interpolate.go); the allocation's job is never modified.
 //
+// A task with artifact blocks fetches them before its first start, after
+// its directory is built and before its templates render (artifacts.go,
+// with agent/client/artifact): a failed fetch is a "Failed Artifact
+// Download" event and the restart policy applies.
+//
 // A task with template blocks renders them before its first start
 // (templates.go, with agent/client/template) and waits while their data
 // is missing; env templates join its environment; a re-rendered template

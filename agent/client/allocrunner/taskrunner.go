@@ -71,6 +71,10 @@ type taskRunner struct {
 	// block exposes it (env or file); set by setup.
 	identity string
 	tmpl     *template.Manager // the task's templates, once rendered
+	// artifactsDone: every artifact was fetched; fetched marks each one
+	// fetched so far (a retry skips them).
+	artifactsDone bool
+	fetched       []bool
 
 	handle    driver.Handle     // the running task's handle; guarded by mu
 	killFails bool              // the kill fails the task; guarded by mu
@@ -224,6 +228,8 @@ func fillDetails(ev *structs.TaskEvent) {
 		set("setup_error", ev.Message)
 	case structs.TaskFailedValidate:
 		set("validation_error", ev.Message)
+	case structs.TaskArtifactDownloadFailed:
+		set("download_error", ev.DownloadError)
 	case structs.TaskTerminated:
 		d["exit_code"] = strconv.Itoa(ev.ExitCode)
 		d["signal"] = strconv.Itoa(ev.Signal)
@@ -309,6 +315,7 @@ func (tr *taskRunner) run() {
 		h = tr.adopt()
 	}
 	if h != nil {
+		tr.artifactsDone = true // fetched before the task first started
 		tr.watchRestoredTemplates()
 	}
 	for {
@@ -320,6 +327,20 @@ func (tr *taskRunner) run() {
 			if tr.killed() {
 				tr.finish(tr.killFailing(), tr.killedEvent())
 				return
+			}
+			if err := tr.fetchArtifacts(); err != nil {
+				if tr.detached() {
+					tr.detachLogs()
+					return
+				}
+				if tr.killed() {
+					tr.finish(tr.killFailing(), tr.killedEvent())
+					return
+				}
+				if !tr.afterArtifactFailure(err) {
+					return
+				}
+				continue
 			}
 			if err := tr.renderTemplates(); err != nil {
 				if tr.detached() {
