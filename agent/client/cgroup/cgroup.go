@@ -247,8 +247,8 @@ func (g *Group) dirs() []string {
 
 func (g *Group) v2Dir() string { return filepath.Join(g.h.v2, parentV2, g.name+".scope") }
 
-// dir is the directory of controller c (v1), or the group's (v2).
-func (g *Group) dir(c string) string {
+// Dir is the directory of controller c (v1), or the group's (v2).
+func (g *Group) Dir(c string) string {
 	if g.h.mode == V2 {
 		return g.v2Dir()
 	}
@@ -287,9 +287,9 @@ func (g *Group) Add(pid int) error {
 
 // Pids lists the processes in the group (none when it does not exist).
 func (g *Group) Pids() ([]int, error) {
-	d := g.dir(Pids)
+	d := g.Dir(Pids)
 	if g.h.mode == V1 && d == "" {
-		d = g.dir(Memory)
+		d = g.Dir(Memory)
 	}
 	b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -385,7 +385,7 @@ func (g *Group) OOMKills() (uint64, error) {
 	if g.h.mode == V2 {
 		return readKeyed(filepath.Join(g.v2Dir(), "memory.events"), "oom_kill")
 	}
-	d := g.dir(Memory)
+	d := g.Dir(Memory)
 	n, err := readKeyed(filepath.Join(d, "memory.oom_control"), "oom_kill")
 	if err == nil {
 		return n, nil

@@ -24,7 +24,7 @@ func (g *Group) createV1(l Limits) error {
 		}
 	}
 	if l.MemoryBytes > 0 {
-		d := g.dir(Memory)
+		d := g.Dir(Memory)
 		if err := writeFile(filepath.Join(d, "memory.limit_in_bytes"), strconv.FormatInt(l.MemoryBytes, 10)); err != nil {
 			return err
 		}
@@ -40,11 +40,11 @@ func (g *Group) createV1(l Limits) error {
 		}
 	}
 	if l.CPUShares > 0 {
-		if err := writeFile(filepath.Join(g.dir(CPU), "cpu.shares"), strconv.FormatInt(max(l.CPUShares, 2), 10)); err != nil {
+		if err := writeFile(filepath.Join(g.Dir(CPU), "cpu.shares"), strconv.FormatInt(max(l.CPUShares, 2), 10)); err != nil {
 			return err
 		}
 	}
-	if d := g.dir(CPUSet); d != "" {
+	if d := g.Dir(CPUSet); d != "" {
 		parent := filepath.Dir(d)
 		for _, f := range []string{"cpuset.mems", "cpuset.cpus"} {
 			v, err := os.ReadFile(filepath.Join(parent, f))
@@ -60,7 +60,7 @@ func (g *Group) createV1(l Limits) error {
 		}
 	}
 	if l.PidsMax > 0 {
-		if err := writeFile(filepath.Join(g.dir(Pids), "pids.max"), strconv.FormatInt(l.PidsMax, 10)); err != nil {
+		if err := writeFile(filepath.Join(g.Dir(Pids), "pids.max"), strconv.FormatInt(l.PidsMax, 10)); err != nil {
 			return err
 		}
 	}
@@ -99,7 +99,7 @@ const userHZ = 100
 // cpu.stat.
 func (g *Group) statsV1() (*Stats, error) {
 	st := &Stats{}
-	md := g.dir(Memory)
+	md := g.Dir(Memory)
 	ms, err := readKeyedAll(filepath.Join(md, "memory.stat"))
 	if err != nil {
 		return nil, err
@@ -114,14 +114,14 @@ func (g *Group) statsV1() (*Stats, error) {
 	st.KernelMaxUsage, _ = readUint(filepath.Join(md, "memory.kmem.max_usage_in_bytes"))
 	st.MemoryMeasured = []string{"RSS", "Cache", "Swap", "Usage", "Max Usage", "Kernel Usage", "Kernel Max Usage"}
 
-	ad := g.dir(CPUAcct)
+	ad := g.Dir(CPUAcct)
 	if st.CPUTotalNs, err = readUint(filepath.Join(ad, "cpuacct.usage")); err != nil {
 		return nil, err
 	}
 	if cs, err := readKeyedAll(filepath.Join(ad, "cpuacct.stat")); err == nil {
 		st.CPUUserNs, st.CPUSystemNs = cs["user"]*(1e9/userHZ), cs["system"]*(1e9/userHZ)
 	}
-	if cs, err := readKeyedAll(filepath.Join(g.dir(CPU), "cpu.stat")); err == nil {
+	if cs, err := readKeyedAll(filepath.Join(g.Dir(CPU), "cpu.stat")); err == nil {
 		st.ThrottledPeriods, st.ThrottledTimeNs = cs["nr_throttled"], cs["throttled_time"]
 	}
 	st.CPUMeasured = []string{"Throttled Periods", "Throttled Time", "Percent"}
