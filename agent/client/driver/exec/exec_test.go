@@ -209,7 +209,7 @@ func TestLimitsAndStatsAndStop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if usage.ResourceUsage.MemoryStats.RSS > 0 {
+		if pids, _ := g.Pids(); usage.ResourceUsage.MemoryStats.RSS > 0 && len(pids) >= 2 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -234,8 +234,8 @@ func TestLimitsAndStatsAndStop(t *testing.T) {
 	}
 	assertNoCgroup(t, d, cfg.ID)
 	// cores = 1 pinned the task to core 0.
-	if out, _ := stopLogs(); !strings.Contains(out, "Cpus_allowed_list:\t0\n") {
-		t.Fatalf("stdout %q: the task is not pinned to core 0", out)
+	if out, errOut := stopLogs(); !strings.Contains(out, "Cpus_allowed_list:\t0\n") {
+		t.Fatalf("stdout %q (stderr %q): the task is not pinned to core 0", out, errOut)
 	}
 }
 
