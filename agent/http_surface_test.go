@@ -288,7 +288,7 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 		{name: "dispatch id mismatch", method: "POST", target: "/v1/job/web/dispatch", body: `{"JobID": "api"}`,
 			wantCode: 400, wantBody: "does not match"},
 		{name: "unsupported subtree", method: "GET", target: "/v1/acl/roles", wantCode: 501, wantBody: "Drover does not support ACL roles"},
-		{name: "unsupported client api", method: "GET", target: "/v1/client/allocation/a1/stats", wantCode: 501, wantBody: "Drover does not support this client endpoint"},
+		{name: "unsupported client api", method: "GET", target: "/v1/client/fs/ls/a1", wantCode: 501, wantBody: "Drover does not support this client endpoint"},
 		{name: "logs need a task", method: "GET", target: "/v1/client/fs/logs/a1", wantCode: 400, wantBody: "Missing task"},
 		{name: "filter expressions refused", method: "GET", target: "/v1/jobs?filter=Status%3D%3D%22running%22",
 			wantCode: 501, wantBody: "Drover does not support filter expressions"},

@@ -170,6 +170,7 @@ type Client struct {
 	stateDB   *clientstate.DB
 	drivers   driverCatalog
 	allocRoot string
+	hostStats hostSampler // HostStats' previous CPU reading
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once

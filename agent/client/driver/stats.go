@@ -55,6 +55,15 @@ type TaskResourceUsage struct {
 	Pids          map[string]*ResourceUsage
 }
 
+// AllocResourceUsage is an allocation's usage, Nomad's
+// api.AllocResourceUsage: the sum over its tasks, and each task's by
+// name.
+type AllocResourceUsage struct {
+	ResourceUsage *ResourceUsage
+	Tasks         map[string]*TaskResourceUsage
+	Timestamp     int64
+}
+
 // CPUSampler turns cumulative CPU times into percentages of one core
 // since the previous sample. The zero value is ready; it is safe for
 // concurrent use.
