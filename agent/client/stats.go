@@ -264,4 +264,3 @@ func diskStats(path string) *HostDiskStats {
 	}
 	return d
 }
-
