@@ -87,8 +87,8 @@ func fakeV2(t *testing.T) string {
 		"memory.max": "max", "memory.low": "0", "cpu.weight": "100", "cpuset.cpus": "", "pids.max": "max",
 		"cgroup.procs": "", "memory.events": "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n",
 		"memory.current": "5242880", "memory.peak": "6291456",
-		"memory.stat":    "anon 4194304\nfile 1048576\nkernel 65536\nfile_mapped 4096\n",
-		"cpu.stat":       "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 0\nnr_throttled 2\nthrottled_usec 30\n",
+		"memory.stat": "anon 4194304\nfile 1048576\nkernel 65536\nfile_mapped 4096\n",
+		"cpu.stat":    "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 0\nnr_throttled 2\nthrottled_usec 30\n",
 	} {
 		if err := os.WriteFile(filepath.Join(scope, f), []byte(v), 0o644); err != nil {
 			t.Fatal(err)
