@@ -290,6 +290,8 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 		{name: "unsupported subtree", method: "GET", target: "/v1/acl/roles", wantCode: 501, wantBody: "Drover does not support ACL roles"},
 		{name: "unsupported client api", method: "GET", target: "/v1/client/fs/ls/a1", wantCode: 501, wantBody: "Drover does not support this client endpoint"},
 		{name: "logs need a task", method: "GET", target: "/v1/client/fs/logs/a1", wantCode: 400, wantBody: "Missing task"},
+		{name: "alloc stats of an unknown allocation", method: "GET", target: "/v1/client/allocation/a1/stats",
+			rpc: "Alloc.GetAlloc", wantCode: 404, wantBody: "not found"},
 		{name: "filter expressions refused", method: "GET", target: "/v1/jobs?filter=Status%3D%3D%22running%22",
 			wantCode: 501, wantBody: "Drover does not support filter expressions"},
 		{name: "bad per_page", method: "GET", target: "/v1/jobs?per_page=x", wantCode: 400, wantBody: "Invalid per_page"},
