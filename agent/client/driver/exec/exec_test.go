@@ -240,3 +240,28 @@ func TestLimitsAndStatsAndStop(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestExecInTheTaskChroot(t *testing.T) {
+	d := needRoot(t)
+	cfg, _ := taskEnv(t, "execer1", sh(`sleep 60`), nil)
+	h, err := d.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Stop("SIGKILL", time.Second) }()
+	// The script sees the task's chroot (its /local, the read-only /usr)
+	// and runs as nobody.
+	code, err := d.Exec(context.Background(), cfg, "/bin/sh", []string{"-c",
+		`[ "$(id -u)" = 65534 ] && [ "$NOMAD_TASK_DIR" = /local ] && echo hi > /local/from-script && ! touch /usr/x 2>/dev/null && exit 4`})
+	if err != nil || code != 4 {
+		t.Fatalf("exec = %d, %v; want 4", code, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(cfg.TaskDir, "local", "from-script")); err != nil || string(b) != "hi\n" {
+		t.Fatalf("the script's file: %q, %v", b, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := d.Exec(ctx, cfg, "sleep", []string{"30"}); err == nil {
+		t.Fatal("a script past its deadline returned no error")
+	}
+}
