@@ -174,7 +174,7 @@ func TestLimitsAndStatsAndStop(t *testing.T) {
 		Cpu:    structs.AllocatedCpuResources{CpuShares: 300, ReservedCores: []uint16{0}},
 		Memory: structs.AllocatedMemoryResources{MemoryMB: 64, MemoryMaxMB: 128},
 	}
-	cfg, stopLogs := taskEnv(t, "lim1", sh(`grep Cpus_allowed_list /proc/self/status; x=$(head -c 4000000 /dev/zero | tr '\0' a); sleep 300 & wait`), res)
+	cfg, stopLogs := taskEnv(t, "lim1", sh(`grep Cpus_allowed_list /proc/self/status; x=$(head -c 4000000 /dev/zero | tr '\0' a); sleep 300 & touch /local/ready; wait`), res)
 	cfg.Config["cap_drop"] = []any{"all"}
 	h, err := d.Start(context.Background(), cfg)
 	if err != nil {
@@ -203,6 +203,12 @@ func TestLimitsAndStatsAndStop(t *testing.T) {
 	}
 	// Usage: memory above zero once the task has touched some.
 	deadline := time.Now().Add(10 * time.Second)
+	for _, err := os.Stat(filepath.Join(cfg.TaskDir, "local", "ready")); err != nil; _, err = os.Stat(filepath.Join(cfg.TaskDir, "local", "ready")) {
+		if time.Now().After(deadline) {
+			t.Fatal("the task never got ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	var usage *driver.TaskResourceUsage
 	for time.Now().Before(deadline) {
 		usage, err = d.TaskStats(context.Background(), h)
