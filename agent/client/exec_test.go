@@ -119,3 +119,22 @@ func assertCgroupGone(t *testing.T, name string) {
 		}
 	}
 }
+
+// TestExecMissingCommandEvent: a command missing from the chroot fails
+// the start with the kernel's message in the Driver Failure event.
+func TestExecMissingCommandEvent(t *testing.T) {
+	needExec(t)
+	f := newFakeCluster(t, time.Second)
+	c := testClient(t, f, "")
+	cleanupKill(t, c)
+	waitFor(t, "registration", 5*time.Second, func() bool { return f.node(c.NodeID()) != nil })
+	a := execAlloc(c.NodeID(), "", 32)
+	a.Job.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/usr/bin/drover-not-in-chroot"}
+	f.upsertAlloc(a)
+	const want = `failed to exec "/usr/bin/drover-not-in-chroot": no such file or directory`
+	waitFor(t, "driver failure", 15*time.Second, func() bool {
+		ev := lastEvent(f.alloc(a.ID), structs.TaskDriverFailure)
+		return ev != nil && ev.DriverError == want
+	})
+	assertCgroupGone(t, a.ID+".t")
+}
