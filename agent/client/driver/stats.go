@@ -31,7 +31,7 @@ type MemoryStats struct {
 // are percentages of one core over the last sampling interval, as is
 // Percent; TotalTicks is Percent as MHz (the client fills it in from the
 // node's core speed); ThrottledTime is in nanoseconds.
-type CpuStats struct { //nolint:revive // Nomad's name
+type CpuStats struct {
 	SystemMode       float64
 	UserMode         float64
 	TotalTicks       float64
