@@ -103,7 +103,8 @@ func TestExecOOMKillEvent(t *testing.T) {
 	f.upsertAlloc(a)
 	waitFor(t, "OOM killed", 30*time.Second, func() bool {
 		ev := lastEvent(f.alloc(a.ID), structs.TaskTerminated)
-		return ev != nil && ev.Message == exec.OOMKilled && ev.Signal == 9 && ev.ExitCode == 137
+		return ev != nil && ev.Message == exec.OOMKilled && ev.Signal == 9 && ev.ExitCode == 137 &&
+			ev.Details["oom_killed"] == "true" && ev.Details["exit_message"] == exec.OOMKilled
 	})
 	assertCgroupGone(t, a.ID+".t")
 }

@@ -162,7 +162,7 @@ func TestOOMKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := waitExit(t, h, 60*time.Second)
-	if r.Signal != 9 || r.Err == nil || r.Err.Error() != OOMKilled {
+	if r.Signal != 9 || !r.OOMKilled || r.Err == nil || r.Err.Error() != OOMKilled {
 		t.Fatalf("result %v, want SIGKILL and %q", r, OOMKilled)
 	}
 	assertNoCgroup(t, d, cfg.ID)

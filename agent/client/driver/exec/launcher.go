@@ -135,7 +135,7 @@ func (launcher) Exited(spec *rawexec.LaunchSpec, es *rawexec.ExitStatus) {
 		return
 	}
 	if n, err := g.OOMKills(); err == nil && n > 0 && es.Signal == int(syscall.SIGKILL) && es.Error == "" {
-		es.Error = OOMKilled
+		es.Error, es.OOMKilled = OOMKilled, true
 	}
 	_ = g.Destroy()
 }

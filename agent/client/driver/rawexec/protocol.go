@@ -78,6 +78,7 @@ type exitStatus struct {
 	ExitCode      int       `json:"exit_code"`
 	Signal        int       `json:"signal"`
 	Error         string    `json:"error,omitempty"`
+	OOMKilled     bool      `json:"oom_killed,omitempty"`
 	ExitedAt      time.Time `json:"exited_at"`
 }
 
@@ -195,7 +196,7 @@ func readExitStatus(path string, st *driver.HandleState) (*driver.ExitResult, er
 		return nil, fmt.Errorf("exit status %s describes process %d (start %d), not %d (start %d)",
 			path, es.TaskPID, es.TaskStartTime, st.PID, st.ProcStartTime)
 	}
-	res := &driver.ExitResult{ExitCode: es.ExitCode, Signal: es.Signal}
+	res := &driver.ExitResult{ExitCode: es.ExitCode, Signal: es.Signal, OOMKilled: es.OOMKilled}
 	if es.Error != "" {
 		res.Err = errors.New(es.Error)
 	}
