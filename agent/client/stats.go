@@ -116,6 +116,10 @@ type HostDiskStats struct {
 	InodesUsedPercent float64
 }
 
+// firstCPUSample is the interval the first HostStats call measures CPU
+// use over.
+const firstCPUSample = 100 * time.Millisecond
+
 // hostSampler keeps the previous /proc/stat reading, so that each
 // HostStats call reports CPU use since the one before.
 type hostSampler struct {
@@ -149,6 +153,18 @@ func (c *Client) HostStats() (*HostStats, error) {
 	prev := c.hostStats.prev
 	c.hostStats.prev = cur
 	c.hostStats.mu.Unlock()
+	if prev == nil {
+		// The first call has nothing to compare with: take a short
+		// interval now rather than report an idle machine.
+		time.Sleep(firstCPUSample)
+		prev = cur
+		if cur, err = readCPUTimes(); err != nil {
+			return nil, err
+		}
+		c.hostStats.mu.Lock()
+		c.hostStats.prev = cur
+		c.hostStats.mu.Unlock()
+	}
 	mhz := c.coreMHz()
 	for _, name := range sortedCPUNames(cur) {
 		now := cur[name]

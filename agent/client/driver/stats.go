@@ -73,9 +73,20 @@ type CPUSampler struct {
 	total, user, sys uint64    // guarded by mu
 }
 
+// Seed makes the first sample's percentages averages since start (when
+// the task started: its cumulative times were zero then). It does nothing
+// once a sample was taken.
+func (s *CPUSampler) Seed(start time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.at.IsZero() {
+		s.at = start
+	}
+}
+
 // Sample records cumulative total, user and system CPU nanoseconds seen
 // at now and returns the percentages of one core used since the previous
-// sample (zero for the first).
+// sample (or since Seed's start; zero for an unseeded first sample).
 func (s *CPUSampler) Sample(now time.Time, total, user, sys uint64) (pTotal, pUser, pSys float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -44,6 +44,7 @@ func (d *Driver) TaskStats(_ context.Context, dh driver.Handle) (*driver.TaskRes
 	if ru.CpuStats == nil {
 		ru.CpuStats = &driver.CpuStats{}
 	}
+	h.cpu.Seed(h.state.StartedAt)
 	ru.CpuStats.Percent, ru.CpuStats.UserMode, ru.CpuStats.SystemMode = h.cpu.Sample(now, t.Total, t.User, t.System)
 	return &driver.TaskResourceUsage{ResourceUsage: ru, Timestamp: now.UnixNano()}, nil
 }
