@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent/client"
+	"github.com/drover-project/drover/agent/client/driver/exec"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/structs"
@@ -159,6 +160,9 @@ type ClientConfig struct {
 	MinDynamicPort, MaxDynamicPort int
 	// HostNetworks are the host_network blocks, in file order.
 	HostNetworks []HostNetworkConfig
+	// ChrootEnv is chroot_env: host path -> path in an exec task's
+	// chroot (nil: Nomad's default set).
+	ChrootEnv map[string]string
 }
 
 // HostNetworkConfig is client { host_network "<name>" { cidr, interface,
@@ -184,15 +188,26 @@ type ReservedConfig struct {
 // Task driver plugins the client knows.
 const (
 	PluginRawExec = "raw_exec"
+	PluginExec    = "exec"
 	PluginMock    = "mock_driver"
 )
 
 // knownPlugins lists the plugin names a config may set.
-var knownPlugins = map[string]bool{PluginRawExec: true, PluginMock: true}
+var knownPlugins = map[string]bool{PluginRawExec: true, PluginExec: true, PluginMock: true}
 
-// PluginConfig is one task driver's settings.
+// PluginConfig is one task driver's settings: enabled for raw_exec and
+// mock_driver; Nomad's exec options for exec (which is on wherever it
+// can run, as in Nomad).
 type PluginConfig struct {
 	Enabled bool
+	// exec: no_pivot_root, default_pid_mode, default_ipc_mode,
+	// allow_caps (nil: Nomad's defaults), and Drover's pids_limit (0: the
+	// driver's default, -1: none).
+	NoPivotRoot    bool
+	DefaultPidMode string
+	DefaultIpcMode string
+	AllowCaps      []string
+	PidsLimit      int64
 }
 
 // DefaultConfig returns the configuration used before any file or flag.
@@ -238,6 +253,17 @@ func DevConfig() *Config {
 	c.Plugins[PluginRawExec] = &PluginConfig{Enabled: true}
 	c.Plugins[PluginMock] = &PluginConfig{Enabled: true}
 	return c
+}
+
+// execConfig is the exec driver's configuration: plugin "exec" and the
+// client's chroot_env.
+func (c *Config) execConfig() exec.Config {
+	ec := exec.Config{ChrootEnv: c.Client.ChrootEnv}
+	if p := c.Plugins[PluginExec]; p != nil {
+		ec.NoPivotRoot, ec.DefaultPidMode, ec.DefaultIpcMode = p.NoPivotRoot, p.DefaultPidMode, p.DefaultIpcMode
+		ec.AllowCaps, ec.PidsLimit = p.AllowCaps, p.PidsLimit
+	}
+	return ec
 }
 
 // PluginEnabled reports whether the named driver plugin is enabled.
@@ -398,8 +424,12 @@ func (c *Config) Validate() error {
 	}
 	for name := range c.Plugins {
 		if !knownPlugins[name] {
-			add("plugin %q is not supported (Drover has raw_exec and mock_driver)", name)
+			add("plugin %q is not supported (Drover has raw_exec, exec and mock_driver)", name)
 		}
+	}
+	ec := c.execConfig()
+	if err := ec.Validate(); err != nil {
+		add("plugin \"exec\" or client chroot_env: %v", err)
 	}
 	errs = append(errs, c.Limits.validate()...)
 	return errors.Join(errs...)

@@ -355,3 +355,58 @@ func TestValidateClientNetwork(t *testing.T) {
 		}
 	}
 }
+
+func TestExecPluginAndChrootEnv(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.hcl")
+	src := `data_dir = "/tmp/x"
+client {
+  enabled = true
+  servers = ["127.0.0.1:4647"]
+  chroot_env = {
+    "/bin"     = "/bin"
+    "/usr/lib" = "/usr/lib"
+  }
+}
+plugin "exec" {
+  config {
+    no_pivot_root    = true
+    default_pid_mode = "host"
+    allow_caps       = ["chown", "net_raw"]
+    pids_limit       = 100
+  }
+}
+`
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	if err := LoadConfigFile(c, path); err != nil {
+		t.Fatal(err)
+	}
+	ec := c.execConfig()
+	if !ec.NoPivotRoot || ec.DefaultPidMode != "host" || ec.PidsLimit != 100 || len(ec.AllowCaps) != 2 ||
+		len(ec.ChrootEnv) != 2 || ec.ChrootEnv["/usr/lib"] != "/usr/lib" {
+		t.Fatalf("exec config %+v", ec)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string]string{
+		"raw_exec option on exec": "plugin \"exec\" {\n  config {\n    enabled = true\n  }\n}\n",
+		"exec option on raw_exec": "plugin \"raw_exec\" {\n  config {\n    no_pivot_root = true\n  }\n}\n",
+	} {
+		p := filepath.Join(dir, "bad.hcl")
+		if err := os.WriteFile(p, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := LoadConfigFile(DefaultConfig(), p)
+		if err == nil || !strings.Contains(err.Error(), "has no option") {
+			t.Errorf("%s: %v, want the option refused by name", name, err)
+		}
+	}
+	c.Plugins[PluginExec].DefaultIpcMode = "shared"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "default_ipc_mode") {
+		t.Fatalf("validate = %v, want default_ipc_mode refused", err)
+	}
+}

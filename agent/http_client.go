@@ -159,6 +159,12 @@ func (h *httpAPI) clientLogs(w http.ResponseWriter, r *http.Request) (any, error
 // it reads through the servers with the caller's token (so Drover also
 // needs read-job there, which Nomad's logs endpoint does not).
 func (h *httpAPI) authorizeLogs(r *http.Request, allocID string) error {
+	return h.authorizeAlloc(r, allocID, acl.NamespaceCapabilityReadLogs)
+}
+
+// authorizeAlloc checks capability in the allocation's namespace, read
+// through the servers with the caller's token.
+func (h *httpAPI) authorizeAlloc(r *http.Request, allocID, capability string) error {
 	if !h.cfg.ACL.Enabled {
 		return nil
 	}
@@ -174,7 +180,7 @@ func (h *httpAPI) authorizeLogs(r *http.Request, allocID string) error {
 	if ar.Alloc == nil {
 		return structs.NewError(structs.ErrCodeNotFound, "allocation %q not found", allocID)
 	}
-	if !a.AllowNamespaceOperation(ar.Alloc.Namespace, acl.NamespaceCapabilityReadLogs) {
+	if !a.AllowNamespaceOperation(ar.Alloc.Namespace, capability) {
 		return structs.ErrPermissionDenied
 	}
 	return nil

@@ -107,8 +107,11 @@ func TestHTTPClientLogs(t *testing.T) {
 		if rec.Code != 404 || !strings.Contains(rec.Body.String(), `allocation "a1" not found`) {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
-		if rec = do(t, testHandler(newFake()), "GET", "/v1/client/stats", ""); rec.Code != 501 {
+		if rec = do(t, testHandler(newFake()), "GET", "/v1/client/fs/ls/a1", ""); rec.Code != 501 {
 			t.Fatalf("other client endpoint: %d", rec.Code)
+		}
+		if rec = do(t, testHandler(newFake()), "GET", "/v1/client/stats", ""); rec.Code != 404 {
+			t.Fatalf("node stats without a client: %d", rec.Code)
 		}
 	})
 }

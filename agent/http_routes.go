@@ -95,6 +95,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/agent/members", h.agentMembers)
 
 	handle("GET /v1/client/fs/logs/{alloc}", h.clientLogs)
+	handle("GET /v1/client/allocation/{id}/stats", h.clientAllocStats)
+	handle("GET /v1/client/stats", h.clientHostStats)
 
 	h.registerACL(handle)
 	h.registerVariables(handle)
@@ -130,7 +132,7 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/node/{id}/purge", "node purge"},
 	{"/v1/node/{id}/meta", "dynamic node metadata"},
 	{"/v1/node/pools", "node pools"},
-	{"/v1/client/", "this client endpoint (Drover's clients serve task logs only)"},
+	{"/v1/client/", "this client endpoint (Drover's clients serve task logs and resource usage only)"},
 	{"/v1/acl/roles", "ACL roles"},
 	{"/v1/acl/role/", "ACL roles"},
 	{"/v1/acl/auth-methods", "ACL auth methods (SSO)"},

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -65,4 +66,14 @@ func (c *Client) EvalAllocations(ctx context.Context, id string, q *QueryOptions
 func (c *Client) GarbageCollect(ctx context.Context) error {
 	_, err := c.write(ctx, http.MethodPut, "/v1/system/gc", nil, nil, struct{}{}, nil)
 	return err
+}
+
+// AllocStats returns an allocation's resource usage, from the client
+// running it (any agent passes the request on).
+func (c *Client) AllocStats(ctx context.Context, id string, q *QueryOptions) (*driver.AllocResourceUsage, error) {
+	var out driver.AllocResourceUsage
+	if _, err := c.query(ctx, "/v1/client/allocation/"+url.PathEscape(id)+"/stats", q, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -121,6 +121,15 @@ func TestClientSurfaceRequests(t *testing.T) {
 				}
 				return err
 			}},
+		{name: "alloc stats", reply: `{"ResourceUsage":{"MemoryStats":{"RSS":4096}},"Tasks":{"web":{"ResourceUsage":{"MemoryStats":{"RSS":4096}}}}}`,
+			wantMeth: "GET", wantPath: "/v1/client/allocation/a1/stats",
+			call: func(c *Client) error {
+				out, err := c.AllocStats(ctx, "a1", nil)
+				if err == nil && (out.Tasks["web"] == nil || out.Tasks["web"].ResourceUsage.MemoryStats.RSS != 4096) {
+					t.Errorf("stats = %+v", out)
+				}
+				return err
+			}},
 		{name: "delete service", wantMeth: "DELETE", wantPath: "/v1/service/web/s1",
 			call: func(c *Client) error { _, err := c.DeleteService(ctx, "web", "s1", nil); return err }},
 		{name: "allocation", reply: `{"ID":"a1"}`, wantMeth: "GET", wantPath: "/v1/allocation/a1",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-project/drover/agent/client/allocrunner"
 	"github.com/drover-project/drover/agent/client/driver"
+	"github.com/drover-project/drover/agent/client/driver/exec"
 	"github.com/drover-project/drover/agent/client/driver/mock"
 	"github.com/drover-project/drover/agent/client/driver/rawexec"
 	"github.com/drover-project/drover/agent/client/fingerprint"
@@ -83,9 +84,11 @@ type Config struct {
 	// dynamic port range.
 	Network fingerprint.NetworkConfig
 
-	// Drivers.
+	// Drivers. The exec driver is always there, and healthy where it
+	// can run (root, cgroups), as in Nomad; Exec is its configuration.
 	RawExecEnabled bool
 	MockEnabled    bool
+	Exec           exec.Config
 
 	// Terminal allocations are removed GCRetention after they finished,
 	// and beyond the newest GCMaxAllocs terminal ones; checked every
@@ -167,6 +170,7 @@ type Client struct {
 	stateDB   *clientstate.DB
 	drivers   driverCatalog
 	allocRoot string
+	hostStats hostSampler // HostStats' previous CPU reading
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -232,6 +236,9 @@ func New(cfg *Config) (*Client, error) {
 	c.drivers = driverCatalog{
 		driverspec.RawExecName: rawexec.New(rawexec.Config{Enabled: cfg.RawExecEnabled, Logger: c.logger}),
 	}
+	execCfg := cfg.Exec
+	execCfg.Logger = c.logger
+	c.drivers[driverspec.ExecName] = exec.New(execCfg)
 	if cfg.MockEnabled {
 		c.drivers[driverspec.MockName] = mock.New(driverspec.MockName)
 		c.drivers[driverspec.MockAlias] = mock.New(driverspec.MockAlias)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/api"
 	"github.com/drover-project/drover/structs"
 )
@@ -72,7 +74,12 @@ func runAllocStatus(e *env, args []string) int {
 			checks, _ = c.AllocChecks(context.Background(), alloc.ID, nil)
 		}
 	}
-	e.printAlloc(alloc, checks, verbose)
+	var stats *driver.AllocResourceUsage
+	if alloc.ClientStatus == structs.AllocClientStatusRunning {
+		// As in Nomad, usage is left out when the client cannot be asked.
+		stats, _ = c.AllocStats(context.Background(), alloc.ID, nil)
+	}
+	e.printAlloc(alloc, checks, stats, verbose)
 	return exitOK
 }
 
@@ -99,7 +106,7 @@ func printAllocChecks(out io.Writer, checks map[string]*structs.CheckQueryResult
 	t.flush()
 }
 
-func (e *env) printAlloc(a *structs.Allocation, checks map[string]*structs.CheckQueryResult, verbose bool) {
+func (e *env) printAlloc(a *structs.Allocation, checks map[string]*structs.CheckQueryResult, stats *driver.AllocResourceUsage, verbose bool) {
 	out := e.stdout
 	kv(out,
 		"ID", shortID(a.ID, verbose),
@@ -155,7 +162,7 @@ func (e *env) printAlloc(a *structs.Allocation, checks map[string]*structs.Check
 			fmt.Fprintln(out, "Task Resources:")
 			t := newTable(out)
 			t.row("CPU", "Memory")
-			t.row(fmt.Sprintf("%d MHz", tr.Cpu.CpuShares), formatMiB(tr.Memory.MemoryMB))
+			t.row(taskUsage(tr, stats, name))
 			t.flush()
 		}
 		if state == nil {
@@ -280,4 +287,35 @@ func printAllocAddresses(out io.Writer, a *structs.Allocation) {
 		t.row("*"+p.Label, dynamic, addr)
 	}
 	t.flush()
+}
+
+// taskUsage is the task's CPU and memory cells: "used/allocated" as
+// Nomad shows them when the client reported the task's usage, the
+// allocation alone otherwise.
+func taskUsage(tr *structs.AllocatedTaskResources, stats *driver.AllocResourceUsage, task string) (string, string) {
+	if stats != nil {
+		if u := stats.Tasks[task]; u != nil && u.ResourceUsage != nil && u.ResourceUsage.CpuStats != nil && u.ResourceUsage.MemoryStats != nil {
+			ms := u.ResourceUsage.MemoryStats
+			used := ms.RSS
+			if used == 0 {
+				used = ms.Usage
+			}
+			return fmt.Sprintf("%d/%d MHz", int64(math.Floor(u.ResourceUsage.CpuStats.TotalTicks)), tr.Cpu.CpuShares),
+				formatBytes(used) + "/" + formatMiB(tr.Memory.MemoryMB)
+		}
+	}
+	return fmt.Sprintf("%d MHz", tr.Cpu.CpuShares), formatMiB(tr.Memory.MemoryMB)
+}
+
+// formatBytes is a byte count in binary units, as Nomad's humanize.
+func formatBytes(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64) + " GiB"
+	case b >= 1<<20:
+		return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB"
+	case b >= 1<<10:
+		return strconv.FormatFloat(float64(b)/(1<<10), 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatUint(b, 10) + " B"
 }

@@ -60,6 +60,7 @@ var MockSpec = Spec{
 // builtins maps driver names to their specs.
 var builtins = map[string]*Spec{
 	RawExecName: &RawExecSpec,
+	ExecName:    &ExecSpec,
 	MockName:    &MockSpec,
 	MockAlias:   &MockSpec,
 }

@@ -37,6 +37,12 @@ func TestValidateTaskConfig(t *testing.T) {
 		{"mock fractional exit code", "mock_driver", map[string]any{"exit_code": 1.5}, []string{"Config.exit_code"}, "integer"},
 		{"mock negative duration", "mock_driver", map[string]any{"run_for": "-1s"}, []string{"Config.run_for"}, "negative"},
 		{"unknown driver", "docker", map[string]any{"image": "redis"}, []string{"Driver"}, "unknown driver"},
+		{"exec valid", "exec", map[string]any{"command": "/bin/sh", "args": []any{"-c", "true"}, "pid_mode": "host",
+			"ipc_mode": "private", "cap_add": []any{"CAP_NET_BIND_SERVICE"}, "cap_drop": []any{"all"}}, nil, ""},
+		{"exec bad modes", "exec", map[string]any{"command": "sh", "pid_mode": "shared", "ipc_mode": "none"},
+			[]string{"Config.pid_mode", "Config.ipc_mode"}, "must be"},
+		{"exec unknown capability", "exec", map[string]any{"command": "sh", "cap_add": []any{"fly"}}, []string{"Config.cap_add"}, "unknown capability"},
+		{"exec no_pivot is a plugin option", "exec", map[string]any{"command": "sh", "no_pivot_root": true}, []string{"Config.no_pivot_root"}, "unknown field"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,5 +125,20 @@ func TestResolveInTaskDir(t *testing.T) {
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("ResolveInTaskDir(%q) = %q, %v", tc.cmd, got, err)
 		}
+	}
+}
+
+func TestTaskCapabilities(t *testing.T) {
+	got, err := TaskCapabilities(NomadDefaultCapabilities, []string{"CAP_CHOWN"}, []string{"all"})
+	if err != nil || !reflect.DeepEqual(got, []string{"chown"}) {
+		t.Fatalf("drop all, add chown: %v, %v", got, err)
+	}
+	got, err = TaskCapabilities(NomadDefaultCapabilities, nil, []string{"kill", "mknod"})
+	if err != nil || len(got) != len(NomadDefaultCapabilities)-2 {
+		t.Fatalf("defaults minus two: %v, %v", got, err)
+	}
+	if _, err := TaskCapabilities(NomadDefaultCapabilities, []string{"net_raw", "sys_admin"}, nil); err == nil ||
+		err.Error() != "driver does not allow the following capabilities: net_raw, sys_admin" {
+		t.Fatalf("not allowed: %v", err)
 	}
 }

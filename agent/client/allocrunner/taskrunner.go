@@ -653,6 +653,10 @@ func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
 			ev.Message = res.Err.Error()
 			ev.DisplayMessage += ", Exit Message: " + res.Err.Error()
 		}
+		if res.OOMKilled {
+			fillDetails(ev)
+			ev.Details["oom_killed"] = "true" // Nomad's key
+		}
 	}
 	return tr.afterExitEvent(ev, res, startErr)
 }

@@ -140,6 +140,9 @@ type ExitResult struct {
 	ExitCode int
 	// Signal that ended the task, 0 if none.
 	Signal int
+	// OOMKilled: the kernel killed the task for exceeding its memory
+	// limit (Err then says "OOM Killed", as Nomad's).
+	OOMKilled bool
 	// Err is set when the driver could not observe the exit properly (for
 	// example, a re-attached task whose exit code is unknowable).
 	Err error

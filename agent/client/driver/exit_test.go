@@ -35,3 +35,19 @@ func TestExitWakesEveryWaiterWithTheResult(t *testing.T) {
 		t.Fatal("Done not closed after Set")
 	}
 }
+
+func TestCPUSampler(t *testing.T) {
+	var s CPUSampler
+	t0 := time.Unix(100, 0)
+	if p, _, _ := s.Sample(t0, 5e8, 0, 0); p != 0 {
+		t.Fatalf("unseeded first sample: %v", p)
+	}
+	if p, u, sys := s.Sample(t0.Add(time.Second), 1e9, 4e8, 1e8); p != 50 || u != 40 || sys != 10 {
+		t.Fatalf("second sample: %v %v %v, want 50 40 10", p, u, sys)
+	}
+	var seeded CPUSampler
+	seeded.Seed(t0)
+	if p, _, _ := seeded.Sample(t0.Add(2*time.Second), 1e9, 0, 0); p != 50 {
+		t.Fatalf("seeded first sample: %v, want the average since the start", p)
+	}
+}

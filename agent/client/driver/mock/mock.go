@@ -183,3 +183,30 @@ func (h *handle) Stop(signal string, timeout time.Duration) error {
 
 // State implements driver.Handle.
 func (h *handle) State() *driver.HandleState { return h.state.Copy() }
+
+var _ driver.StatsReporter = (*Driver)(nil)
+
+// Mock usage: what a running mock task reports (a task does nothing, so
+// fixed figures stand in for use).
+const (
+	MockRSS        = 4 << 20
+	MockCPUPercent = 1.0
+)
+
+// TaskStats implements driver.StatsReporter with the fixed mock figures
+// while the task runs.
+func (d *Driver) TaskStats(_ context.Context, dh driver.Handle) (*driver.TaskResourceUsage, error) {
+	h, ok := dh.(*handle)
+	if !ok {
+		return nil, errors.New("mock: not a mock handle")
+	}
+	select {
+	case <-h.exit.Done():
+		return nil, driver.ErrTaskGone
+	default:
+	}
+	return &driver.TaskResourceUsage{Timestamp: time.Now().UnixNano(), ResourceUsage: &driver.ResourceUsage{
+		MemoryStats: &driver.MemoryStats{RSS: MockRSS, Usage: MockRSS, Measured: []string{"RSS", "Usage"}},
+		CpuStats:    &driver.CpuStats{Percent: MockCPUPercent, UserMode: MockCPUPercent, Measured: []string{"Percent", "User Mode"}},
+	}}, nil
+}

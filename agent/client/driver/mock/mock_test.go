@@ -96,3 +96,21 @@ func TestMockRecover(t *testing.T) {
 		t.Fatalf("empty state: %v", err)
 	}
 }
+
+func TestTaskStatsWhileRunning(t *testing.T) {
+	d := New(driverspec.MockName)
+	h, err := d.Start(context.Background(), &driver.TaskConfig{ID: "a/t", Config: map[string]any{"run_for": "1h"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := d.TaskStats(context.Background(), h)
+	if err != nil || u.ResourceUsage.MemoryStats.RSS != MockRSS {
+		t.Fatalf("stats %+v, %v", u, err)
+	}
+	if err := h.Stop("", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.TaskStats(context.Background(), h); !errors.Is(err, driver.ErrTaskGone) {
+		t.Fatalf("stats of a stopped task: %v", err)
+	}
+}

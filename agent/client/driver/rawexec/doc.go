@@ -34,8 +34,15 @@
 // task's PID to watch: the task is re-attached if its PID still names it,
 // and its exit is then unknown (driver.ErrExitUnknown).
 //
+// A Flavor builds another driver on the same supervisor: it names the
+// driver, prepares each task's launch, starts it through its own Launcher
+// in the supervisor (RunSupervisor) and cleans up after runs. The exec
+// driver is one; raw_exec is the plain launcher. TaskStats reads a running
+// task's usage: the flavor's, or the task's process tree in /proc.
+//
 // The driver is off unless the client enables it (plugin "raw_exec" {
-// config { enabled = true } }), as in Nomad. It must never confine or
-// isolate the task (that is a future exec driver's job), never write logs
-// itself, and never signal a PID that now names another process.
+// config { enabled = true } }), as in Nomad. Its own launcher must never
+// confine or isolate the task (a Flavor's does), and the driver never
+// writes logs itself, and never signals a PID that now names another
+// process.
 package rawexec

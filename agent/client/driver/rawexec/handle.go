@@ -32,6 +32,7 @@ type handle struct {
 	state *driver.HandleState
 	sup   supervisorRef // zero: no supervisor
 	exit  *driver.Exit
+	cpu   driver.CPUSampler // for TaskStats
 }
 
 func newHandle(d *Driver, st *driver.HandleState, sup supervisorRef) *handle {
@@ -102,6 +103,9 @@ func (h *handle) finish(res *driver.ExitResult, killGroup bool) {
 	// group of that ID has members.
 	if killGroup {
 		_ = syscall.Kill(-h.state.PID, syscall.SIGKILL)
+	}
+	if f := h.d.cfg.Flavor; f != nil && f.Cleanup != nil {
+		f.Cleanup(h.state)
 	}
 	// The client has seen this run end: Adopt must not find it again.
 	// (Its exit status stays: a client that dies before recording the
@@ -182,4 +186,4 @@ func (h *handle) signalTask(sig syscall.Signal) {
 func (h *handle) State() *driver.HandleState { return h.state.Copy() }
 
 // String names the handle in logs.
-func (h *handle) String() string { return "raw_exec pid " + strconv.Itoa(h.state.PID) }
+func (h *handle) String() string { return h.d.Name() + " pid " + strconv.Itoa(h.state.PID) }

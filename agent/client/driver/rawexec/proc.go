@@ -53,3 +53,26 @@ func parseProcStat(b []byte) (procStat, error) {
 // alive reports whether the process exists and has not exited (a zombie
 // has exited).
 func (s procStat) alive() bool { return s.State != 'Z' && s.State != 'X' && s.State != 'x' }
+
+// procUsage is what stats need from /proc/<pid>/stat.
+type procUsage struct {
+	PPID, PGID   int
+	UTime, STime uint64 // clock ticks
+	RSSPages     uint64
+}
+
+// parseProcUsage reads fields 4, 5, 14, 15 and 24 of a stat line.
+func parseProcUsage(b []byte) (procUsage, error) {
+	end := bytes.LastIndexByte(b, ')')
+	if end < 0 {
+		return procUsage{}, fmt.Errorf("malformed stat line")
+	}
+	f := bytes.Fields(b[end+1:])
+	if len(f) < 22 {
+		return procUsage{}, fmt.Errorf("malformed stat line: %d fields", len(f))
+	}
+	num := func(i int) uint64 { n, _ := strconv.ParseUint(string(f[i]), 10, 64); return n }
+	ppid, _ := strconv.Atoi(string(f[1]))
+	pgid, _ := strconv.Atoi(string(f[2]))
+	return procUsage{PPID: ppid, PGID: pgid, UTime: num(11), STime: num(12), RSSPages: num(21)}, nil
+}

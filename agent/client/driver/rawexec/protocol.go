@@ -56,10 +56,7 @@ const (
 
 // supervisorSpec is the task the supervisor starts.
 type supervisorSpec struct {
-	Path string   `json:"path"`
-	Args []string `json:"args"`
-	Env  []string `json:"env"`
-	Dir  string   `json:"dir"`
+	LaunchSpec
 	// StatusPath is where the exit status goes.
 	StatusPath string `json:"status_path"`
 }
@@ -81,6 +78,7 @@ type exitStatus struct {
 	ExitCode      int       `json:"exit_code"`
 	Signal        int       `json:"signal"`
 	Error         string    `json:"error,omitempty"`
+	OOMKilled     bool      `json:"oom_killed,omitempty"`
 	ExitedAt      time.Time `json:"exited_at"`
 }
 
@@ -102,14 +100,17 @@ type supervisorRef struct {
 
 func (s supervisorRef) valid() bool { return s.pid > 0 && s.startTime != 0 && s.statusPath != "" }
 
-// supervisorDir is the supervisor's directory for the task: beside the
-// task's directory, never inside a directory the task is given.
-func supervisorDir(cfg *driver.TaskConfig) string {
+// supervisorDir is raw_exec's supervisor directory for the task: beside
+// the task's directory, never inside a directory the task is given.
+func supervisorDir(cfg *driver.TaskConfig) string { return supervisorDirOf(cfg, supervisorDirSuffix) }
+
+// supervisorDirOf is the supervisor directory "<task><suffix>".
+func supervisorDirOf(cfg *driver.TaskConfig, suffix string) string {
 	allocDir := cfg.AllocDir
 	if allocDir == "" {
 		allocDir = filepath.Dir(cfg.TaskDir)
 	}
-	return filepath.Join(allocDir, cfg.TaskName+supervisorDirSuffix)
+	return filepath.Join(allocDir, cfg.TaskName+suffix)
 }
 
 // saveSupervisor records ref in the handle state.
@@ -195,7 +196,7 @@ func readExitStatus(path string, st *driver.HandleState) (*driver.ExitResult, er
 		return nil, fmt.Errorf("exit status %s describes process %d (start %d), not %d (start %d)",
 			path, es.TaskPID, es.TaskStartTime, st.PID, st.ProcStartTime)
 	}
-	res := &driver.ExitResult{ExitCode: es.ExitCode, Signal: es.Signal}
+	res := &driver.ExitResult{ExitCode: es.ExitCode, Signal: es.Signal, OOMKilled: es.OOMKilled}
 	if es.Error != "" {
 		res.Err = errors.New(es.Error)
 	}

@@ -51,6 +51,9 @@ type Config struct {
 	// it must link this package (see init). Default
 	// DefaultSupervisorPath.
 	SupervisorPath string
+	// Flavor, if set, makes the driver another driver on the same
+	// supervisor (see Flavor); nil is raw_exec.
+	Flavor *Flavor
 }
 
 // Driver is the raw_exec driver.
@@ -72,11 +75,41 @@ func New(cfg Config) *Driver {
 	if cfg.SupervisorPath == "" {
 		cfg.SupervisorPath = DefaultSupervisorPath
 	}
-	return &Driver{cfg: cfg, logger: cfg.Logger.Named("raw_exec")}
+	return &Driver{cfg: cfg, logger: cfg.Logger.Named(nameOf(cfg.Flavor))}
+}
+
+func nameOf(f *Flavor) string {
+	if f != nil {
+		return f.Name
+	}
+	return Name
 }
 
 // Name implements driver.Driver.
-func (d *Driver) Name() string { return Name }
+func (d *Driver) Name() string { return nameOf(d.cfg.Flavor) }
+
+// supervisorDir is the supervisor directory of the task: "<task>@<driver>".
+func (d *Driver) supervisorDir(cfg *driver.TaskConfig) string {
+	return supervisorDirOf(cfg, "@"+d.Name())
+}
+
+// prepare decodes the task's config into what the supervisor launches.
+func (d *Driver) prepare(cfg *driver.TaskConfig) (*LaunchSpec, error) {
+	if d.cfg.Flavor != nil {
+		return d.cfg.Flavor.Prepare(cfg)
+	}
+	conf, err := driverspec.RawExecSpec.Decode(cfg.Config)
+	if err != nil {
+		return nil, driver.Unrecoverable(err)
+	}
+	command := conf["command"].(string)
+	args, _ := conf["args"].([]string)
+	path, err := d.resolveCommand(cfg, command)
+	if err != nil {
+		return nil, err
+	}
+	return &LaunchSpec{Path: path, Args: append([]string{command}, args...), Env: envList(cfg.Env), Dir: cfg.TaskDir}, nil
+}
 
 // Fingerprint implements driver.Driver: undetected when disabled, as Nomad.
 func (d *Driver) Fingerprint() *structs.DriverInfo {
@@ -102,18 +135,12 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 	if !d.cfg.Enabled {
 		return nil, driver.Unrecoverable(driver.ErrDisabled)
 	}
-	conf, err := driverspec.RawExecSpec.Decode(cfg.Config)
-	if err != nil {
-		return nil, driver.Unrecoverable(err)
-	}
-	command := conf["command"].(string)
-	args, _ := conf["args"].([]string)
-	path, err := d.resolveCommand(cfg, command)
+	launch, err := d.prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
 
-	supDir := supervisorDir(cfg)
+	supDir := d.supervisorDir(cfg)
 	if err := os.MkdirAll(supDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the supervisor directory: %w", err)
 	}
@@ -125,10 +152,7 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 			return nil, fmt.Errorf("removing an old %s: %w", name, err)
 		}
 	}
-	spec, err := json.Marshal(&supervisorSpec{
-		Path: path, Args: append([]string{command}, args...), Env: envList(cfg.Env), Dir: cfg.TaskDir,
-		StatusPath: statusPath,
-	})
+	spec, err := json.Marshal(&supervisorSpec{LaunchSpec: *launch, StatusPath: statusPath})
 	if err != nil {
 		return nil, err
 	}
@@ -169,10 +193,10 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 		return nil, err
 	}
 	h := newHandle(d, &driver.HandleState{
-		Driver: Name, TaskID: cfg.ID, PID: rep.PID, ProcStartTime: rep.StartTime, StartedAt: time.Now(),
+		Driver: d.Name(), TaskID: cfg.ID, PID: rep.PID, ProcStartTime: rep.StartTime, StartedAt: time.Now(),
 	}, supervisorRef{pid: supPID, startTime: supStat.StartTime, statusPath: statusPath})
 	go h.waitSupervisor(cmd)
-	d.logger.Debug("started task", "task_id", cfg.ID, "pid", rep.PID, "supervisor_pid", supPID, "command", path)
+	d.logger.Debug("started task", "task_id", cfg.ID, "pid", rep.PID, "supervisor_pid", supPID, "command", launch.Path)
 	return h, nil
 }
 
@@ -203,7 +227,7 @@ func (d *Driver) startSupervisor(cfg *driver.TaskConfig, supDir string, spec []b
 	defer reportW.Close()
 	cmd := &exec.Cmd{
 		Path: d.cfg.SupervisorPath,
-		Args: []string{supervisorArg0, cfg.ID},
+		Args: []string{d.supervisorArg0(), cfg.ID},
 		// GORACE matters only to race-enabled builds (tests), which
 		// would otherwise linger a second at exit.
 		Env: []string{supervisorEnv + "=1", "GORACE=atexit_sleep_ms=0"},
@@ -218,13 +242,21 @@ func (d *Driver) startSupervisor(cfg *driver.TaskConfig, supDir string, spec []b
 	}
 	if err := cmd.Start(); err != nil {
 		reportR.Close()
-		return nil, nil, fmt.Errorf("starting the raw_exec supervisor %s: %w", d.cfg.SupervisorPath, err)
+		return nil, nil, fmt.Errorf("starting the %s supervisor %s: %w", d.Name(), d.cfg.SupervisorPath, err)
 	}
 	return cmd, reportR, nil
 }
 
 // errNoReport: the supervisor exited without saying whether the task runs.
-var errNoReport = errors.New("the raw_exec supervisor exited before starting the task")
+var errNoReport = errors.New("the task's supervisor exited before starting the task")
+
+// supervisorArg0 is argv[0] of the driver's supervisors.
+func (d *Driver) supervisorArg0() string {
+	if d.cfg.Flavor != nil {
+		return d.cfg.Flavor.SupervisorArg0
+	}
+	return supervisorArg0
+}
 
 // reportResult is the supervisor's report, or why there is none.
 type reportResult struct {
@@ -245,11 +277,11 @@ func readReport(r *os.File) <-chan reportResult {
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			err = errNoReport
 		case err != nil:
-			err = fmt.Errorf("reading the raw_exec supervisor's report: %w", err)
+			err = fmt.Errorf("reading the supervisor's report: %w", err)
 		case rep.Error != "":
 			err = errors.New(rep.Error)
 		case rep.PID <= 0:
-			err = fmt.Errorf("the raw_exec supervisor reported process ID %d", rep.PID)
+			err = fmt.Errorf("the supervisor reported process ID %d", rep.PID)
 		}
 		if err != nil {
 			ch <- reportResult{err: err}
@@ -354,7 +386,7 @@ func (d *Driver) Recover(state *driver.HandleState) (driver.Handle, error) {
 // started, or the client saw it end) it returns an error wrapping
 // driver.ErrTaskGone.
 func (d *Driver) Adopt(cfg *driver.TaskConfig) (driver.Handle, error) {
-	supDir := supervisorDir(cfg)
+	supDir := d.supervisorDir(cfg)
 	rec, err := readRunRecord(supDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: no unrecorded run", driver.ErrTaskGone)
@@ -362,7 +394,7 @@ func (d *Driver) Adopt(cfg *driver.TaskConfig) (driver.Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", driver.ErrTaskGone, err)
 	}
-	st := &driver.HandleState{Driver: Name, TaskID: cfg.ID, PID: rec.TaskPID, ProcStartTime: rec.TaskStartTime, StartedAt: time.Now()}
+	st := &driver.HandleState{Driver: d.Name(), TaskID: cfg.ID, PID: rec.TaskPID, ProcStartTime: rec.TaskStartTime, StartedAt: time.Now()}
 	saveSupervisor(st, supervisorRef{pid: rec.SupervisorPID, startTime: rec.SupervisorStartTime,
 		statusPath: filepath.Join(supDir, exitStatusFile)})
 	h, err := d.Recover(st)

@@ -23,10 +23,10 @@ import (
 // every test binary that links this package, with no subcommand and no
 // TestMain. It never returns in a supervisor.
 func init() {
-	if os.Getenv(supervisorEnv) != "1" || len(os.Args) == 0 || os.Args[0] != supervisorArg0 {
+	if !IsSupervisor(supervisorArg0) {
 		return
 	}
-	os.Exit(runSupervisor())
+	os.Exit(runSupervisor(plainLauncher{}))
 }
 
 // supervisorIgnores are the signals a supervisor receives and discards. The
@@ -44,7 +44,7 @@ var supervisorIgnores = []os.Signal{
 // in its own process group, reports its PID and start time on fd 3, waits
 // for it, kills what is left of its group, writes its exit status, and
 // returns the supervisor's exit code.
-func runSupervisor() int {
+func runSupervisor(l Launcher) int {
 	logger := hclog.New(&hclog.LoggerOptions{Name: "raw_exec_supervisor", Output: os.Stderr, Level: hclog.Info})
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, supervisorIgnores...)
@@ -70,14 +70,9 @@ func runSupervisor() int {
 	os.Stdin.Close()
 	logger = logger.With("status_path", spec.StatusPath)
 
-	cmd := &exec.Cmd{
-		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir,
-		Stdout: stdout, Stderr: stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
 	// stdout and stderr stay open here after the task has them: see
 	// awaitOutputRead.
-	err := cmd.Start()
+	cmd, err := l.Start(&spec.LaunchSpec, stdout, stderr)
 	if err != nil {
 		sendReport(report, &supervisorReport{Error: err.Error()})
 		return 1
@@ -100,11 +95,13 @@ func runSupervisor() int {
 		logger.Error("cannot report the task to the client; killing it", "pid", pid, "error", err)
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		_ = cmd.Wait()
+		l.Exited(&spec.LaunchSpec, &exitStatus{TaskPID: pid})
 		return 1
 	}
 
 	es := waitTask(cmd)
 	es.TaskStartTime = st.StartTime
+	l.Exited(&spec.LaunchSpec, es)
 	if err := writeExitStatus(spec.StatusPath, es); err != nil {
 		logger.Error("cannot record the task's exit", "pid", pid, "exit_code", es.ExitCode, "error", err)
 		return 1
