@@ -145,6 +145,7 @@ func TestServicesChecksTemplatesEndToEnd(t *testing.T) {
 		cfg.clientConfigHook = func(cc *client.Config) {
 			cc.RetryBase, cc.RetryLimit = 20*time.Millisecond, 200*time.Millisecond
 			cc.UpdateInterval = 50 * time.Millisecond
+			cc.DestroyOnShutdown = true // the test's tasks end with it
 		}
 		a, err := NewAgent(cfg, testLogger())
 		if err != nil {
