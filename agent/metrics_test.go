@@ -421,6 +421,22 @@ func TestPrometheusQueueMetrics(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The same figures over GET /v1/operator/queue: one allocation of
+	// each blocked job is not yet placed.
+	var q structs.QueueStatsResponse
+	resp, err := http.Get(a.HTTPURL() + "/v1/operator/queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&q)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Waiting != 0 || q.Queued != 2 || q.Blocked != 2 || q.BlockedByReason["capacity"] != 1 ||
+		q.BlockedByReason["constraints"] != 1 || q.Placements < 1 || q.LongestWaitSeconds < 1 {
+		t.Errorf("GET /v1/operator/queue = %+v", q)
+	}
 	for name, typ := range map[string]dto.MetricType{
 		"drover_queue_waiting":                      dto.MetricType_GAUGE,
 		"drover_queue_longest_wait_seconds":         dto.MetricType_GAUGE,

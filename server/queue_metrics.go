@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"sort"
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics"
@@ -239,4 +240,50 @@ func classLabels(c string) []metrics.Label {
 // leader's figures are meaningful: blocked evaluations are tracked there.
 func (s *Server) QueueStats() (QueueStats, error) {
 	return computeQueueStats(s.State(), s.blocked, time.Now())
+}
+
+// QueueStats answers GET /v1/operator/queue on the leader (the blocked
+// evaluations are tracked there). Besides QueueStats' figures it counts
+// the allocations not yet placed from the job summaries, a read that
+// grows with the jobs; only this on-demand call makes it, never the
+// periodic gauges.
+func (op *Operator) QueueStats(args *structs.GenericRequest, reply *structs.QueueStatsResponse) error {
+	s := op.srv
+	if done, err := s.forward("Operator.QueueStats", args, args, reply); done {
+		return err
+	}
+	q, err := s.QueueStats()
+	if err != nil {
+		return err
+	}
+	summaries, err := s.State().JobSummaries(nil)
+	if err != nil {
+		return err
+	}
+	queued := 0
+	for _, js := range summaries {
+		for _, c := range js.Summary {
+			queued += c.Queued
+		}
+	}
+	*reply = structs.QueueStatsResponse{Waiting: q.Waiting, WaitingByClass: q.WaitingByClass, Queued: queued,
+		LongestWaitSeconds: q.LongestWait.Seconds(), LongestWaitSecondsByBand: make(map[string]float64, len(q.LongestWaitByBand)),
+		BlockedByReason: q.Blocked, Placements: s.placements.Load()}
+	for b, d := range q.LongestWaitByBand {
+		reply.LongestWaitSecondsByBand[b] = d.Seconds()
+	}
+	for _, n := range q.Blocked {
+		reply.Blocked += n
+	}
+	for j, n := range q.WaitingByJob {
+		reply.WaitingByJob = append(reply.WaitingByJob, &structs.QueueJobCount{Namespace: j.Namespace, JobID: j.JobID, Count: n})
+	}
+	sort.Slice(reply.WaitingByJob, func(a, b int) bool {
+		x, y := reply.WaitingByJob[a], reply.WaitingByJob[b]
+		if x.Namespace != y.Namespace {
+			return x.Namespace < y.Namespace
+		}
+		return x.JobID < y.JobID
+	})
+	return nil
 }

@@ -81,6 +81,9 @@ type Server struct {
 	planQueue    *planqueue.Queue
 	heartbeats   *heartbeat.Heartbeater
 	allocUpdates *allocUpdateBatcher
+	// placements counts the new allocations this server's plan applier
+	// committed since the process started (queue_metrics.go).
+	placements atomic.Uint64
 	// snapshotUploads are operator snapshot uploads in progress, on
 	// the leader (snapshot_uploads.go).
 	snapshotUploads *snapshotUploads

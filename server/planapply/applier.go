@@ -50,6 +50,9 @@ type Config struct {
 	Now   func() time.Time
 	// MaxInflight bounds the commits in flight; default DefaultMaxInflight.
 	MaxInflight int
+	// Placed, if set, is called with the number of new allocations of
+	// each committed plan that placed any (see newPlacements).
+	Placed func(n int)
 }
 
 // Applier runs the plan apply loop on the leader.
@@ -227,6 +230,9 @@ func (a *Applier) startCommit(p Pending, plan *structs.Plan, result *structs.Pla
 		result.AllocIndex = c.index
 		if n := newPlacements(result); n > 0 {
 			metrics.IncrCounter(MetricPlacements, float32(n))
+			if a.cfg.Placed != nil {
+				a.cfg.Placed(n)
+			}
 		}
 		if len(result.RejectedNodes) > 0 {
 			result.RefreshIndex = max(c.index, refreshIndex(snapIndex, considered))
