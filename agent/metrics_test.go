@@ -409,6 +409,11 @@ func TestPrometheusQueueMetrics(t *testing.T) {
 		if low < 1 || high < 1 || all != max(low, high) {
 			return fmt.Sprintf("longest wait: low %v, high %v, overall %v; want both >= 1s, overall their max", low, high, all)
 		}
+		for _, r := range []string{"capacity", "constraints"} {
+			if n, _ := promValue(mfs, "drover_blocked_evals_blocked", map[string]string{"reason": r}); n < 1 {
+				return fmt.Sprintf("drover_blocked_evals_blocked{reason=%s} = %v, want >= 1", r, n)
+			}
+		}
 		if placed, _ := promValue(mfs, "drover_plan_placements", nil); placed < placedBefore+1 {
 			return fmt.Sprintf("drover_plan_placements = %v, want >= %v", placed, placedBefore+1)
 		}
@@ -443,6 +448,7 @@ func TestPrometheusQueueMetrics(t *testing.T) {
 		"drover_queue_longest_wait_seconds_by_band": dto.MetricType_GAUGE,
 		"drover_blocked_evals_by_reason":            dto.MetricType_GAUGE,
 		"drover_plan_placements":                    dto.MetricType_COUNTER,
+		"drover_blocked_evals_blocked":              dto.MetricType_COUNTER,
 	} {
 		mf := mfs[name]
 		if mf == nil || mf.GetType() != typ || mf.GetHelp() != metricHelp[name] || metricHelp[name] == "" {

@@ -26,6 +26,11 @@ var (
 	metricQueueLongestWaitByBand = []string{"drover", "queue", "longest_wait_seconds_by_band"}
 	// metricBlockedByReason: blocked evaluations by reason (label reason).
 	metricBlockedByReason = []string{"drover", "blocked_evals", "by_reason"}
+	// metricEvalsBlocked: counter of evaluations the leader blocked, by
+	// reason (label reason). Counted where the FSM hands a blocked
+	// evaluation to the tracker, which also sees every reblock (a reblock
+	// is an evaluation write), and not on restores after a failover.
+	metricEvalsBlocked = []string{"drover", "blocked_evals", "blocked"}
 )
 
 // Priority bands of the longest-wait metric, over Nomad's priorities 1 to
@@ -79,6 +84,11 @@ func BlockedReason(e *structs.Evaluation) string {
 		}
 	}
 	return BlockedConstraints
+}
+
+// countBlocked counts one evaluation blocked on the leader (fsm_hooks.go).
+func countBlocked(e *structs.Evaluation) {
+	metrics.IncrCounterWithLabels(metricEvalsBlocked, 1, []metrics.Label{{Name: "reason", Value: BlockedReason(e)}})
 }
 
 // QueueJob names a job in QueueStats.
