@@ -27,6 +27,7 @@ var metricHelp = map[string]string{
 	"drover_queue_longest_wait_seconds_by_band": "drover_queue_longest_wait_seconds per job priority band: low (1-29), normal (30-69), high (70-100).",
 	"drover_blocked_evals_by_reason":            "Blocked evaluations by reason: capacity (a feasible node lacked resources, or no node to try) or constraints (every node filtered out).",
 	"drover_blocked_evals_blocked":              "Evaluations the leader blocked, by reason: capacity or constraints (cumulative; a reblock counts again).",
+	"drover_blocked_evals_capacity_by_class":    "Evaluations blocked on capacity per node class whose nodes were feasible but full.",
 	"drover_plan_placements":                    "New allocations committed by the plan applier (cumulative; rate() is placements per second).",
 	"nomad_nomad_job_summary_queued":            "Allocations of a task group waiting to be placed.",
 	"nomad_nomad_job_summary_complete":          "Allocations of a task group that completed.",

@@ -31,6 +31,9 @@ var (
 	// evaluation to the tracker, which also sees every reblock (a reblock
 	// is an evaluation write), and not on restores after a failover.
 	metricEvalsBlocked = []string{"drover", "blocked_evals", "blocked"}
+	// metricBlockedCapacityByClass: capacity-blocked evaluations per node
+	// class whose nodes were feasible but full (label node_class).
+	metricBlockedCapacityByClass = []string{"drover", "blocked_evals", "capacity_by_class"}
 )
 
 // Priority bands of the longest-wait metric, over Nomad's priorities 1 to
@@ -114,6 +117,11 @@ type QueueStats struct {
 	LongestWaitByBand map[string]time.Duration
 	// Blocked counts blocked evaluations by reason (every reason present).
 	Blocked map[string]int
+	// BlockedCapacityByClass counts, per node class, the evaluations
+	// blocked on capacity that found nodes of the class feasible but full
+	// (the scheduler's ClassExhausted; nodes without a class are not
+	// counted). An evaluation counts once per class.
+	BlockedCapacityByClass map[string]int
 }
 
 // blockedSource is what the queue stats read from the blocked evals
@@ -129,7 +137,7 @@ type blockedSource interface {
 func computeQueueStats(st *state.StateStore, blocked blockedSource, now time.Time) (QueueStats, error) {
 	q := QueueStats{WaitingByJob: map[QueueJob]int{}, WaitingByClass: map[string]int{},
 		LongestWaitByBand: make(map[string]time.Duration, len(QueueBands)),
-		Blocked:           make(map[string]int, len(BlockedReasons))}
+		Blocked:           make(map[string]int, len(BlockedReasons)), BlockedCapacityByClass: map[string]int{}}
 	for _, b := range QueueBands {
 		q.LongestWaitByBand[b] = 0
 	}
@@ -190,11 +198,42 @@ func computeQueueStats(st *state.StateStore, blocked blockedSource, now time.Tim
 	}
 	if blocked != nil {
 		blocked.Each(func(e *structs.Evaluation) {
-			q.Blocked[BlockedReason(e)]++
+			reason := BlockedReason(e)
+			q.Blocked[reason]++
 			wait(e.Priority, e.CreateTime)
+			if reason == BlockedCapacity {
+				countExhaustedClasses(e, q.BlockedCapacityByClass)
+			}
 		})
 	}
 	return q, nil
+}
+
+// countExhaustedClasses adds one to counts for each node class in which
+// any of e's failed groups found full nodes.
+func countExhaustedClasses(e *structs.Evaluation, counts map[string]int) {
+	if len(e.FailedTGAllocs) == 1 { // the common case: no set needed
+		for _, m := range e.FailedTGAllocs {
+			if m != nil {
+				for c := range m.ClassExhausted {
+					counts[c]++
+				}
+			}
+		}
+		return
+	}
+	seen := map[string]bool{}
+	for _, m := range e.FailedTGAllocs {
+		if m == nil {
+			continue
+		}
+		for c := range m.ClassExhausted {
+			if !seen[c] {
+				seen[c] = true
+				counts[c]++
+			}
+		}
+	}
 }
 
 // queueGauges remembers which labelled gauges the last emission set, so
@@ -203,6 +242,7 @@ func computeQueueStats(st *state.StateStore, blocked blockedSource, now time.Tim
 type queueGauges struct {
 	lastJobs    map[QueueJob]bool
 	lastClasses map[string]bool
+	lastBlocked map[string]bool // classes of BlockedCapacityByClass
 }
 
 // emit sets the queue gauges from q.
@@ -228,7 +268,17 @@ func (g *queueGauges) emit(q QueueStats, sink gaugeSink) {
 			sink.SetGaugeWithLabels(metricQueueWaitingByClass, 0, classLabels(c))
 		}
 	}
-	g.lastJobs, g.lastClasses = jobs, classes
+	blockedClasses := make(map[string]bool, len(q.BlockedCapacityByClass))
+	for c, n := range q.BlockedCapacityByClass {
+		sink.SetGaugeWithLabels(metricBlockedCapacityByClass, float32(n), classLabels(c))
+		blockedClasses[c] = true
+	}
+	for c := range g.lastBlocked {
+		if !blockedClasses[c] {
+			sink.SetGaugeWithLabels(metricBlockedCapacityByClass, 0, classLabels(c))
+		}
+	}
+	g.lastJobs, g.lastClasses, g.lastBlocked = jobs, classes, blockedClasses
 	sink.SetGauge(metricQueueLongestWait, float32(q.LongestWait.Seconds()))
 	for b, d := range q.LongestWaitByBand {
 		sink.SetGaugeWithLabels(metricQueueLongestWaitByBand, float32(d.Seconds()), []metrics.Label{{Name: "band", Value: b}})
@@ -278,7 +328,7 @@ func (op *Operator) QueueStats(args *structs.GenericRequest, reply *structs.Queu
 	}
 	*reply = structs.QueueStatsResponse{Waiting: q.Waiting, WaitingByClass: q.WaitingByClass, Queued: queued,
 		LongestWaitSeconds: q.LongestWait.Seconds(), LongestWaitSecondsByBand: make(map[string]float64, len(q.LongestWaitByBand)),
-		BlockedByReason: q.Blocked, Placements: s.placements.Load()}
+		BlockedByReason: q.Blocked, BlockedCapacityByClass: q.BlockedCapacityByClass, Placements: s.placements.Load()}
 	for b, d := range q.LongestWaitByBand {
 		reply.LongestWaitSecondsByBand[b] = d.Seconds()
 	}

@@ -103,7 +103,7 @@ func TestComputeQueueStats(t *testing.T) {
 	big, picky := mock.BatchJob(), mock.Job()
 	big.Priority, picky.Priority = 10, 90
 	capacity := mock.EvalFor(big).CreateBlockedEval(nil, false, map[string]*structs.AllocMetric{
-		"web": {NodesEvaluated: 3, NodesExhausted: 3}}, now.Add(-120*time.Second))
+		"web": {NodesEvaluated: 3, NodesExhausted: 3, ClassExhausted: map[string]int{"gpu": 2}}}, now.Add(-120*time.Second))
 	constraints := mock.EvalFor(picky).CreateBlockedEval(nil, false, map[string]*structs.AllocMetric{
 		"web": {NodesEvaluated: 3, NodesFiltered: 3}}, now.Add(-30*time.Second))
 
@@ -132,6 +132,9 @@ func TestComputeQueueStats(t *testing.T) {
 	if q.Blocked[BlockedCapacity] != 1 || q.Blocked[BlockedConstraints] != 1 || len(q.Blocked) != 2 {
 		t.Errorf("Blocked = %v, want capacity:1 constraints:1", q.Blocked)
 	}
+	if got := q.BlockedCapacityByClass; len(got) != 1 || got["gpu"] != 1 {
+		t.Errorf("BlockedCapacityByClass = %v, want gpu:1", got)
+	}
 
 	// The gauges: labelled by job, class, band and reason; once the job's
 	// allocations start, its gauge and its class's drop to zero.
@@ -150,6 +153,7 @@ func TestComputeQueueStats(t *testing.T) {
 		"drover.queue.longest_wait_seconds_by_band{band=high}":   30,
 		"drover.blocked_evals.by_reason{reason=capacity}":        1,
 		"drover.blocked_evals.by_reason{reason=constraints}":     1,
+		"drover.blocked_evals.capacity_by_class{node_class=gpu}": 1,
 	}
 	checkGauges(t, got, want)
 

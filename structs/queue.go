@@ -20,6 +20,9 @@ type QueueStatsResponse struct {
 	// (capacity, constraints).
 	Blocked         int
 	BlockedByReason map[string]int
+	// BlockedCapacityByClass counts the evaluations blocked on capacity
+	// per node class whose nodes were feasible but full.
+	BlockedCapacityByClass map[string]int
 	// Placements counts the new allocations the answering leader's plan
 	// applier committed since its process started.
 	Placements uint64

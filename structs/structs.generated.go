@@ -45122,9 +45122,9 @@ func (x *QueueStatsResponse) CodecEncodeSelf(e *codec1978.Encoder) {
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(9)
+				r.WriteArrayStart(10)
 			} else {
-				r.WriteMapStart(9)
+				r.WriteMapStart(10)
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -45312,6 +45312,33 @@ func (x *QueueStatsResponse) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
+				if x.BlockedCapacityByClass == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encMapstringint((map[string]int)(x.BlockedCapacityByClass), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"BlockedCapacityByClass\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `BlockedCapacityByClass`)
+				}
+				r.WriteMapElemValue()
+				if x.BlockedCapacityByClass == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encMapstringint((map[string]int)(x.BlockedCapacityByClass), e)
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
 				if false {
 				} else {
 					r.EncodeUint(uint64(x.Placements))
@@ -45446,6 +45473,15 @@ func (x *QueueStatsResponse) codecDecodeSelfFromMap(l int, d *codec1978.Decoder)
 					h.decMapstringint((*map[string]int)(&x.BlockedByReason), d)
 				}
 			}
+		case "BlockedCapacityByClass":
+			if r.TryDecodeAsNil() {
+				x.BlockedCapacityByClass = nil
+			} else {
+				if false {
+				} else {
+					h.decMapstringint((*map[string]int)(&x.BlockedCapacityByClass), d)
+				}
+			}
 		case "Placements":
 			if r.TryDecodeAsNil() {
 				x.Placements = 0
@@ -45463,16 +45499,16 @@ func (x *QueueStatsResponse) codecDecodeSelfFromArray(l int, d *codec1978.Decode
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj17 int
-	var yyb17 bool
-	var yyhl17 bool = l >= 0
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	var yyj19 int
+	var yyb19 bool
+	var yyhl19 bool = l >= 0
+	yyj19++
+	if yyhl19 {
+		yyb19 = yyj19 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb19 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb19 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -45482,13 +45518,13 @@ func (x *QueueStatsResponse) codecDecodeSelfFromArray(l int, d *codec1978.Decode
 	} else {
 		x.Waiting = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj19++
+	if yyhl19 {
+		yyb19 = yyj19 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb19 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb19 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -45501,13 +45537,13 @@ func (x *QueueStatsResponse) codecDecodeSelfFromArray(l int, d *codec1978.Decode
 			h.decSlicePtrtoQueueJobCount((*[]*QueueJobCount)(&x.WaitingByJob), d)
 		}
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj19++
+	if yyhl19 {
+		yyb19 = yyj19 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb19 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb19 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -45520,13 +45556,13 @@ func (x *QueueStatsResponse) codecDecodeSelfFromArray(l int, d *codec1978.Decode
 			h.decMapstringint((*map[string]int)(&x.WaitingByClass), d)
 		}
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj19++
+	if yyhl19 {
+		yyb19 = yyj19 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb19 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb19 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -45536,13 +45572,13 @@ func (x *QueueStatsResponse) codecDecodeSelfFromArray(l int, d *codec1978.Decode
 	} else {
 		x.Queued = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj19++
+	if yyhl19 {
+		yyb19 = yyj19 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb19 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb19 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -45552,13 +45588,13 @@ func (x *QueueStatsResponse) codecDecodeSelfFromArray(l int, d *codec1978.Decode
 	} else {
 		x.LongestWaitSeconds = (float64)(r.DecodeFloat64())
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj19++
+	if yyhl19 {
+		yyb19 = yyj19 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb19 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb19 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -45571,13 +45607,13 @@ func (x *QueueStatsResponse) codecDecodeSelfFromArray(l int, d *codec1978.Decode
 			h.decMapstringfloat64((*map[string]float64)(&x.LongestWaitSecondsByBand), d)
 		}
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj19++
+	if yyhl19 {
+		yyb19 = yyj19 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb19 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb19 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -45587,13 +45623,13 @@ func (x *QueueStatsResponse) codecDecodeSelfFromArray(l int, d *codec1978.Decode
 	} else {
 		x.Blocked = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj19++
+	if yyhl19 {
+		yyb19 = yyj19 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb19 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb19 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -45606,13 +45642,32 @@ func (x *QueueStatsResponse) codecDecodeSelfFromArray(l int, d *codec1978.Decode
 			h.decMapstringint((*map[string]int)(&x.BlockedByReason), d)
 		}
 	}
-	yyj17++
-	if yyhl17 {
-		yyb17 = yyj17 > l
+	yyj19++
+	if yyhl19 {
+		yyb19 = yyj19 > l
 	} else {
-		yyb17 = r.CheckBreak()
+		yyb19 = r.CheckBreak()
 	}
-	if yyb17 {
+	if yyb19 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.BlockedCapacityByClass = nil
+	} else {
+		if false {
+		} else {
+			h.decMapstringint((*map[string]int)(&x.BlockedCapacityByClass), d)
+		}
+	}
+	yyj19++
+	if yyhl19 {
+		yyb19 = yyj19 > l
+	} else {
+		yyb19 = r.CheckBreak()
+	}
+	if yyb19 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -45623,17 +45678,17 @@ func (x *QueueStatsResponse) codecDecodeSelfFromArray(l int, d *codec1978.Decode
 		x.Placements = (uint64)(r.DecodeUint64())
 	}
 	for {
-		yyj17++
-		if yyhl17 {
-			yyb17 = yyj17 > l
+		yyj19++
+		if yyhl19 {
+			yyb19 = yyj19 > l
 		} else {
-			yyb17 = r.CheckBreak()
+			yyb19 = r.CheckBreak()
 		}
-		if yyb17 {
+		if yyb19 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj17-1, "")
+		z.DecStructFieldNotFound(yyj19-1, "")
 	}
 	r.ReadArrayEnd()
 }

@@ -69,20 +69,27 @@ func printQueue(e *env, q *structs.QueueStatsResponse) {
 		}
 		t.flush()
 	}
-	if len(q.WaitingByClass) > 0 {
-		fmt.Fprintln(e.stdout, "\nPlaced, not started, by node class")
-		classes := make([]string, 0, len(q.WaitingByClass))
-		for c := range q.WaitingByClass {
-			classes = append(classes, c)
-		}
-		sort.Strings(classes)
-		t := newTable(e.stdout)
-		t.row("Class", "Count")
-		for _, c := range classes {
-			t.row(orNone(c), strconv.Itoa(q.WaitingByClass[c]))
-		}
-		t.flush()
+	printClassCounts(e, "Placed, not started, by node class", q.WaitingByClass)
+	printClassCounts(e, "Blocked on capacity, by node class", q.BlockedCapacityByClass)
+}
+
+// printClassCounts writes a table of counts by node class, if any.
+func printClassCounts(e *env, title string, counts map[string]int) {
+	if len(counts) == 0 {
+		return
 	}
+	fmt.Fprintf(e.stdout, "\n%s\n", title)
+	classes := make([]string, 0, len(counts))
+	for c := range counts {
+		classes = append(classes, c)
+	}
+	sort.Strings(classes)
+	t := newTable(e.stdout)
+	t.row("Class", "Count")
+	for _, c := range classes {
+		t.row(orNone(c), strconv.Itoa(counts[c]))
+	}
+	t.flush()
 }
 
 // formatWait prints seconds as a duration rounded to the second.

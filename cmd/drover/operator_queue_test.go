@@ -18,6 +18,7 @@ func TestPrintQueue(t *testing.T) {
 		LongestWaitSeconds:       120.4,
 		LongestWaitSecondsByBand: map[string]float64{"low": 120.4, "normal": 90, "high": 30},
 		BlockedByReason:          map[string]int{"capacity": 1, "constraints": 1},
+		BlockedCapacityByClass:   map[string]int{"gpu": 1},
 	})
 	want := `Placed, not started = 3
 Not yet placed      = 2
@@ -33,6 +34,10 @@ Placed, not started, by node class
 Class   Count
 <none>  1
 gpu     2
+
+Blocked on capacity, by node class
+Class  Count
+gpu    1
 `
 	if got := out.String(); got != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", got, want)
