@@ -40,3 +40,20 @@ func (h *httpAPI) raftRemovePeer(w http.ResponseWriter, r *http.Request) (any, e
 	setIndex(w, out.Index)
 	return nil, nil
 }
+
+// GET /v1/operator/queue: the scheduling queue as the leader sees it
+// (Drover's own; docs/metrics.md, "Queue metrics").
+func (h *httpAPI) operatorQueue(w http.ResponseWriter, r *http.Request) (any, error) {
+	var args structs.GenericRequest
+	if err := h.parseQuery(w, r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	var out structs.QueueStatsResponse
+	if err := h.srv.RPC("Operator.QueueStats", &args, &out); err != nil {
+		return nil, err
+	}
+	if out.WaitingByJob == nil {
+		out.WaitingByJob = []*structs.QueueJobCount{}
+	}
+	return out, nil
+}

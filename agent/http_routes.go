@@ -86,6 +86,7 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 
 	handle("GET /v1/operator/raft/configuration", h.raftConfiguration)
 	handle("DELETE /v1/operator/raft/peer", h.raftRemovePeer)
+	handle("GET /v1/operator/queue", h.operatorQueue)
 	handle("GET /v1/operator/snapshot", h.snapshotSave)
 	handle("PUT /v1/operator/snapshot", h.snapshotRestore)
 	handle("POST /v1/operator/snapshot", h.snapshotRestore)

@@ -361,6 +361,12 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 					t.Fatalf("args = %+v", a)
 				}
 			}},
+		{name: "operator queue", method: "GET", target: "/v1/operator/queue", rpc: "Operator.QueueStats",
+			reply: func(r any) {
+				out := r.(*structs.QueueStatsResponse)
+				out.Waiting, out.BlockedByReason = 2, map[string]int{"capacity": 1}
+			},
+			wantCode: 200, wantBody: `"Waiting":2,"WaitingByJob":[],`},
 		{name: "keyring delete refused", method: "DELETE", target: "/v1/operator/keyring/key/k1", wantCode: 501, wantBody: "Drover does not support this keyring endpoint"},
 	}
 	for _, tc := range cases {

@@ -351,3 +351,108 @@ func BenchmarkTelemetryTimer(b *testing.B) {
 		m.MeasureSince(key, time.Now())
 	}
 }
+
+// The queue metrics on a one-node agent: a job that fits runs (nothing
+// waits, one placement counted), a job that asks for more memory than the
+// node has is blocked on capacity, and a job no node satisfies is blocked
+// by its constraints; both blocked ones make the longest wait grow in
+// their priority bands.
+func TestPrometheusQueueMetrics(t *testing.T) {
+	a := startMetricsAgent(t)
+	srv, c := a.Server(), a.Client()
+	pollUntil(t, "node ready", 15*time.Second, func() bool {
+		n, err := srv.State().NodeByID(nil, c.NodeID())
+		return err == nil && n != nil && n.Status == structs.NodeStatusReady
+	})
+	before := scrapeProm(t, a.HTTPURL())
+	placedBefore, _ := promValue(before, "drover_plan_placements", nil)
+
+	fits := rawExecJob("queue-fits", structs.JobTypeService, "sleep 600")
+	big := rawExecJob("queue-big", structs.JobTypeService, "sleep 600")
+	big.Priority = 20
+	big.TaskGroups[0].Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 1 << 25}
+	picky := rawExecJob("queue-picky", structs.JobTypeService, "sleep 600")
+	picky.Priority = 80
+	picky.Constraints = []*structs.Constraint{{LTarget: "${attr.kernel.name}", RTarget: "plan9", Operand: "="}}
+	for _, job := range []*structs.Job{fits, big, picky} {
+		var reg structs.JobRegisterResponse
+		if err := srv.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &reg); err != nil {
+			t.Fatalf("register %s: %v", job.ID, err)
+		}
+	}
+	pollUntil(t, "queue-fits running", 20*time.Second, func() bool {
+		allocs, err := srv.State().AllocsByJob(nil, structs.DefaultNamespace, "queue-fits")
+		return err == nil && len(allocs) == 1 && allocs[0].ClientStatus == structs.AllocClientStatusRunning
+	})
+
+	var mfs map[string]*dto.MetricFamily
+	check := func() string {
+		for _, w := range []struct {
+			name   string
+			labels map[string]string
+			value  float64
+		}{
+			{"drover_queue_waiting", nil, 0},
+			{"drover_blocked_evals_by_reason", map[string]string{"reason": "capacity"}, 1},
+			{"drover_blocked_evals_by_reason", map[string]string{"reason": "constraints"}, 1},
+			{"drover_queue_longest_wait_seconds_by_band", map[string]string{"band": "normal"}, 0},
+		} {
+			if v, ok := promValue(mfs, w.name, w.labels); !ok || v != w.value {
+				return fmt.Sprintf("%s%v = %v (present %v), want %v", w.name, w.labels, v, ok, w.value)
+			}
+		}
+		// The blocked jobs wait in their bands; the overall figure is the
+		// longer of the two.
+		low, _ := promValue(mfs, "drover_queue_longest_wait_seconds_by_band", map[string]string{"band": "low"})
+		high, _ := promValue(mfs, "drover_queue_longest_wait_seconds_by_band", map[string]string{"band": "high"})
+		all, _ := promValue(mfs, "drover_queue_longest_wait_seconds", nil)
+		if low < 1 || high < 1 || all != max(low, high) {
+			return fmt.Sprintf("longest wait: low %v, high %v, overall %v; want both >= 1s, overall their max", low, high, all)
+		}
+		for _, r := range []string{"capacity", "constraints"} {
+			if n, _ := promValue(mfs, "drover_blocked_evals_blocked", map[string]string{"reason": r}); n < 1 {
+				return fmt.Sprintf("drover_blocked_evals_blocked{reason=%s} = %v, want >= 1", r, n)
+			}
+		}
+		if placed, _ := promValue(mfs, "drover_plan_placements", nil); placed < placedBefore+1 {
+			return fmt.Sprintf("drover_plan_placements = %v, want >= %v", placed, placedBefore+1)
+		}
+		return ""
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for mfs = scrapeProm(t, a.HTTPURL()); check() != ""; mfs = scrapeProm(t, a.HTTPURL()) {
+		if time.Now().After(deadline) {
+			t.Fatal(check())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The same figures over GET /v1/operator/queue: one allocation of
+	// each blocked job is not yet placed.
+	var q structs.QueueStatsResponse
+	resp, err := http.Get(a.HTTPURL() + "/v1/operator/queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&q)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Waiting != 0 || q.Queued != 2 || q.Blocked != 2 || q.BlockedByReason["capacity"] != 1 ||
+		q.BlockedByReason["constraints"] != 1 || q.Placements < 1 || q.LongestWaitSeconds < 1 {
+		t.Errorf("GET /v1/operator/queue = %+v", q)
+	}
+	for name, typ := range map[string]dto.MetricType{
+		"drover_queue_waiting":                      dto.MetricType_GAUGE,
+		"drover_queue_longest_wait_seconds":         dto.MetricType_GAUGE,
+		"drover_queue_longest_wait_seconds_by_band": dto.MetricType_GAUGE,
+		"drover_blocked_evals_by_reason":            dto.MetricType_GAUGE,
+		"drover_plan_placements":                    dto.MetricType_COUNTER,
+		"drover_blocked_evals_blocked":              dto.MetricType_COUNTER,
+	} {
+		mf := mfs[name]
+		if mf == nil || mf.GetType() != typ || mf.GetHelp() != metricHelp[name] || metricHelp[name] == "" {
+			t.Errorf("%s: type %v, HELP %q; want %v and the documented HELP", name, mf.GetType(), mf.GetHelp(), typ)
+		}
+	}
+}

@@ -34,6 +34,16 @@ func (c *Client) RaftConfiguration(ctx context.Context, q *QueryOptions) (*struc
 	return &out, nil
 }
 
+// QueueStats returns the scheduling queue as the leader sees it (GET
+// /v1/operator/queue, Drover's own).
+func (c *Client) QueueStats(ctx context.Context, q *QueryOptions) (*structs.QueueStatsResponse, error) {
+	var out structs.QueueStatsResponse
+	if _, err := c.query(ctx, "/v1/operator/queue", q, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // RaftRemovePeerByAddress removes the Raft peer at address.
 func (c *Client) RaftRemovePeerByAddress(ctx context.Context, address string, w *WriteOptions) error {
 	_, err := c.write(ctx, http.MethodDelete, "/v1/operator/raft/peer", url.Values{"address": {address}}, w, nil, nil)

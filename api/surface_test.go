@@ -28,6 +28,14 @@ func TestClientSurfaceRequests(t *testing.T) {
 				}
 				return err
 			}},
+		{name: "operator queue", reply: `{"Waiting":2,"BlockedByReason":{"constraints":1}}`, wantMeth: "GET", wantPath: "/v1/operator/queue",
+			call: func(c *Client) error {
+				q, err := c.QueueStats(ctx, nil)
+				if err == nil && (q.Waiting != 2 || q.BlockedByReason["constraints"] != 1) {
+					t.Errorf("queue = %+v", q)
+				}
+				return err
+			}},
 		{name: "job evaluations", reply: `[]`, wantMeth: "GET", wantPath: "/v1/job/web/evaluations",
 			call: func(c *Client) error { _, _, err := c.JobEvaluations(ctx, "web", nil); return err }},
 		{name: "job summary", reply: `{"JobID":"web","Summary":{"g":{"Running":1}}}`, wantMeth: "GET", wantPath: "/v1/job/web/summary",

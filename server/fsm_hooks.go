@@ -29,6 +29,7 @@ func (h *fsmHooks) EvalsUpserted(evals []*structs.Evaluation) {
 				s.broker.Enqueue(e)
 			case e.ShouldBlock():
 				s.blocked.Block(e)
+				countBlocked(e)
 			case e.Status == structs.EvalStatusComplete && len(e.FailedTGAllocs) == 0:
 				s.blocked.Untrack(e.Namespace, e.JobID)
 			}

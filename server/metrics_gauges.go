@@ -138,11 +138,12 @@ func emitJobGauges(st *state.StateStore, sink gaugeSink) error {
 	return nil
 }
 
-// jobGauges emits the job gauges every Config.JobGaugeInterval while this
+// jobGauges emits the job gauges and the queue gauges every Config.JobGaugeInterval while this
 // server leads (it runs as one of the leader's loops).
 func (s *Server) jobGauges(ctx context.Context) {
 	t := time.NewTicker(s.config.JobGaugeInterval)
 	defer t.Stop()
+	var queue queueGauges
 	for {
 		select {
 		case <-ctx.Done():
@@ -150,6 +151,11 @@ func (s *Server) jobGauges(ctx context.Context) {
 		case <-t.C:
 			if err := emitJobGauges(s.State(), globalGauges{}); err != nil {
 				s.logger.Warn("failed to emit job gauges", "error", err)
+			}
+			if q, err := s.QueueStats(); err != nil {
+				s.logger.Warn("failed to emit queue gauges", "error", err)
+			} else {
+				queue.emit(q, globalGauges{})
 			}
 		}
 	}

@@ -125,6 +125,7 @@ var rpcACLRules = map[string]aclRule{
 	// Nomad.
 	"System.GarbageCollect":         {allow: management},
 	"Operator.RaftGetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
+	"Operator.QueueStats":           {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
 	"Operator.RaftRemovePeer":       {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
 	"Operator.SnapshotSave":         {allow: management},
 	"Operator.SnapshotUpload":       {allow: management},

@@ -95,6 +95,7 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Eval.Allocations":              accessAny,
 	"System.GarbageCollect":         accessAny,
 	"Operator.RaftGetConfiguration": accessAny,
+	"Operator.QueueStats":           accessAny,
 	"Operator.RaftRemovePeer":       accessAny,
 	"Operator.SnapshotSave":         accessAny,
 	"Operator.SnapshotUpload":       accessAny,

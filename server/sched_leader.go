@@ -100,6 +100,7 @@ func (h *planHook) Establish(s *Server) error {
 			index, _, err := s.raftApply(t, req)
 			return index, err
 		},
+		Placed: func(n int) { s.placements.Add(uint64(n)) },
 	})
 	ctx, cancel := context.WithCancel(s.shutdownCtx)
 	h.cancel, h.done = cancel, make(chan struct{})

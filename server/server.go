@@ -84,6 +84,9 @@ type Server struct {
 	// serviceUpserts group-commits service registrations
 	// (service_endpoint.go).
 	serviceUpserts *groupCommit[[]*structs.ServiceRegistration]
+	// placements counts the new allocations this server's plan applier
+	// committed since the process started (queue_metrics.go).
+	placements atomic.Uint64
 	// snapshotUploads are operator snapshot uploads in progress, on
 	// the leader (snapshot_uploads.go).
 	snapshotUploads *snapshotUploads

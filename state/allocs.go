@@ -484,3 +484,18 @@ func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.
 	}
 	return allocsByJobTxn(t, func(a *structs.Allocation) bool { return a.EvalID == evalID }, namespace, eval.JobID)
 }
+
+// WaitingAllocs calls fn, in ID order, with each allocation placed and not
+// yet started (on a node, desired status run, client status pending) until
+// fn returns false. It reads an index kept on every allocation write, so
+// its cost grows with the waiting allocations, not with all of them. ws
+// wakes when any allocation changes. fn must not modify the allocations.
+func (s *StateStore) WaitingAllocs(ws memdb.WatchSet, fn func(*structs.Allocation) bool) error {
+	t, ch, err := s.tables(ws)
+	if err != nil {
+		return err
+	}
+	ws.Add(ch)
+	t.waiting.Ascend("", func(_ string, a *structs.Allocation) bool { return fn(a) })
+	return nil
+}

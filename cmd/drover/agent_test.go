@@ -120,6 +120,14 @@ func TestAgentCommand(t *testing.T) {
 		t.Fatalf("list-peers output:\n%s", lout)
 	}
 
+	qe, qout, qerr := testEnv(map[string]string{"DROVER_ADDR": a.HTTPURL()})
+	if code := run([]string{"operator", "queue"}, qe); code != 0 {
+		t.Fatalf("operator queue exit %d: %s", code, qerr)
+	}
+	if !strings.Contains(qout.String(), "Placed, not started = 0") || !strings.Contains(qout.String(), "Blocked evaluations = 0") {
+		t.Fatalf("operator queue output:\n%s", qout)
+	}
+
 	dataDir := a.DataDir()
 	sig <- syscall.SIGINT
 	select {

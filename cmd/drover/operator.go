@@ -12,6 +12,7 @@ func operatorCommands() []*command {
 	return []*command{
 		{name: "operator raft list-peers", synopsis: "List the Raft peers and their state", run: runRaftListPeers},
 		{name: "operator raft remove-peer", synopsis: "Remove a server from the Raft configuration", run: runRaftRemovePeer},
+		{name: "operator queue", synopsis: "Show the scheduling queue: waiting and blocked work, longest wait, placements", run: runOperatorQueue},
 	}
 }
 

@@ -1,6 +1,10 @@
 package blockedevals
 
-import "github.com/hashicorp/go-metrics"
+import (
+	"github.com/hashicorp/go-metrics"
+
+	"github.com/drover-project/drover/structs"
+)
 
 // Metric names emitted by EmitStats (gauges).
 const (
@@ -42,4 +46,15 @@ func (b *BlockedEvals) EmitStats() {
 	m.SetGauge([]string{MetricTotalBlocked}, float32(s.TotalBlocked))
 	m.SetGauge([]string{MetricTotalEscaped}, float32(s.TotalEscaped))
 	m.SetGauge([]string{MetricTotalNodeTied}, float32(s.TotalNodeTied))
+}
+
+// Each calls fn with every tracked evaluation, in no particular order,
+// holding the tracker's lock: fn must be quick, must not call the tracker
+// and must not modify the evaluation.
+func (b *BlockedEvals) Each(fn func(*structs.Evaluation)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.byID {
+		fn(t.eval)
+	}
 }

@@ -15,6 +15,10 @@ var (
 	metricEvaluate = []string{"drover", "plan", "evaluate"}
 	metricApply    = []string{"drover", "plan", "apply"}
 	metricRejected = []string{"drover", "plan", "node_rejected"}
+	// MetricPlacements counts new allocations committed by the applier
+	// (not in-place updates, not stops): rate() of it is placements per
+	// second. Only the leader applies plans, so only it counts.
+	MetricPlacements = []string{"drover", "plan", "placements"}
 )
 
 // Pending is a plan waiting for its result.
@@ -46,6 +50,9 @@ type Config struct {
 	Now   func() time.Time
 	// MaxInflight bounds the commits in flight; default DefaultMaxInflight.
 	MaxInflight int
+	// Placed, if set, is called with the number of new allocations of
+	// each committed plan that placed any (see newPlacements).
+	Placed func(n int)
 }
 
 // Applier runs the plan apply loop on the leader.
@@ -221,12 +228,32 @@ func (a *Applier) startCommit(p Pending, plan *structs.Plan, result *structs.Pla
 			return
 		}
 		result.AllocIndex = c.index
+		if n := newPlacements(result); n > 0 {
+			metrics.IncrCounter(MetricPlacements, float32(n))
+			if a.cfg.Placed != nil {
+				a.cfg.Placed(n)
+			}
+		}
 		if len(result.RejectedNodes) > 0 {
 			result.RefreshIndex = max(c.index, refreshIndex(snapIndex, considered))
 		}
 		p.Respond(result, nil)
 	}()
 	return c
+}
+
+// newPlacements counts the result's new allocations: those not yet stored
+// (CreateIndex zero), as opposed to in-place updates of stored ones.
+func newPlacements(result *structs.PlanResult) int {
+	n := 0
+	for _, allocs := range result.NodeAllocation {
+		for _, a := range allocs {
+			if a.CreateIndex == 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // request builds the Raft entry. Allocations are shallow-copied, and Job

@@ -459,3 +459,23 @@ func TestApplierOverlapsCommits(t *testing.T) {
 		})
 	}
 }
+
+// newPlacements counts new allocations only: an in-place update (already
+// stored, CreateIndex set) and a stop are not placements.
+func TestNewPlacements(t *testing.T) {
+	placed1, placed2 := testAlloc("n1", 10, 10), testAlloc("n2", 10, 10)
+	updated := testAlloc("n1", 10, 10)
+	updated.CreateIndex = 7
+	stopped := testAlloc("n2", 10, 10)
+	stopped.CreateIndex = 8
+	result := &structs.PlanResult{
+		NodeAllocation: map[string][]*structs.Allocation{"n1": {placed1, updated}, "n2": {placed2}},
+		NodeUpdate:     map[string][]*structs.Allocation{"n2": {stopped}},
+	}
+	if got := newPlacements(result); got != 2 {
+		t.Fatalf("newPlacements = %d, want 2", got)
+	}
+	if got := newPlacements(&structs.PlanResult{}); got != 0 {
+		t.Fatalf("empty result: newPlacements = %d, want 0", got)
+	}
+}
