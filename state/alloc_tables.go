@@ -18,10 +18,7 @@ import (
 //   - byID: every allocation by ID;
 //   - byJob: one key per allocation, namespace NUL job ID NUL allocation
 //     ID, so that a prefix scan lists a job's allocations by ID;
-//   - byNode: the per-node rows (node_allocs.go), hashed by node ID;
-//   - waiting: the allocations placed and not yet started (see
-//     waitingAlloc), by ID: the queue metrics read them without walking
-//     every allocation.
+//   - byNode: the per-node rows (node_allocs.go), hashed by node ID.
 //
 // Reads by node start from the node's row, which lists the node's
 // allocation IDs.
@@ -56,8 +53,6 @@ type allocTables struct {
 	byJob *ptree.Tree[struct{}]
 	// byNode holds the per-node rows of node_allocs.go, by node ID.
 	byNode *ptree.Tree[*nodeAllocs]
-	// waiting holds the allocations for which waitingAlloc is true.
-	waiting *ptree.Tree[*structs.Allocation]
 }
 
 // allocTablesKey is the primary key of the allocs table's one row.
@@ -65,15 +60,7 @@ const allocTablesKey = "allocations"
 
 // byNode is hashed: it is only looked up by node ID, and generated node
 // IDs often share a long prefix (see ptree).
-var emptyAllocTables = &allocTables{byID: ptree.New[*structs.Allocation](), byJob: ptree.New[struct{}](),
-	byNode: ptree.NewHashed[*nodeAllocs](), waiting: ptree.New[*structs.Allocation]()}
-
-// waitingAlloc reports whether a is placed and not yet started: on a node,
-// meant to run, and still pending on its client.
-func waitingAlloc(a *structs.Allocation) bool {
-	return a != nil && a.NodeID != "" && a.ClientStatus == structs.AllocClientStatusPending &&
-		a.DesiredStatus == structs.AllocDesiredStatusRun
-}
+var emptyAllocTables = &allocTables{byID: ptree.New[*structs.Allocation](), byJob: ptree.New[struct{}](), byNode: ptree.NewHashed[*nodeAllocs]()}
 
 // allocTablesOf returns the allocations txn sees and the watch channel of
 // their row (it fires when any allocation changes).
@@ -121,7 +108,6 @@ type allocWrite struct {
 	byID    *ptree.Txn[*structs.Allocation]
 	byJob   *ptree.Txn[struct{}]
 	byNode  *ptree.Txn[*nodeAllocs]
-	waiting *ptree.Txn[*structs.Allocation]
 	changed []allocChange // in write order
 	// superseded are the node rows the transaction replaced or deleted:
 	// their watch channels close once it commits (node_allocs.go).
@@ -143,7 +129,7 @@ func (w *writeTxn) allocs() (*allocWrite, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.aw = &allocWrite{byID: t.byID.Txn(), byJob: t.byJob.Txn(), byNode: t.byNode.Txn(), waiting: t.waiting.Txn()}
+	w.aw = &allocWrite{byID: t.byID.Txn(), byJob: t.byJob.Txn(), byNode: t.byNode.Txn()}
 	return w.aw, nil
 }
 
@@ -171,11 +157,6 @@ func (w *writeTxn) insertAlloc(prev, a *structs.Allocation) error {
 		}
 		aw.byJob.Set(jobKey(a.Namespace, a.JobID, a.ID), struct{}{})
 	}
-	if waitingAlloc(a) {
-		aw.waiting.Set(a.ID, a)
-	} else if waitingAlloc(prev) {
-		aw.waiting.Delete(prev.ID)
-	}
 	aw.changed = append(aw.changed, allocChange{prev, a})
 	w.allocChanged(prev, a)
 	return w.allocServicesEnd(prev, a)
@@ -191,9 +172,6 @@ func (w *writeTxn) deleteAlloc(a *structs.Allocation) error {
 		return fmt.Errorf("state: deleting alloc %q: not stored", a.ID)
 	}
 	aw.byJob.Delete(jobKey(a.Namespace, a.JobID, a.ID))
-	if waitingAlloc(a) {
-		aw.waiting.Delete(a.ID)
-	}
 	aw.changed = append(aw.changed, allocChange{a, nil})
 	w.allocChanged(a, nil)
 	return w.allocServicesEnd(a, nil)
@@ -205,8 +183,7 @@ func (w *writeTxn) commitAllocs() error {
 	if w.aw == nil || len(w.aw.changed) == 0 && !w.aw.nodesMoved {
 		return nil
 	}
-	row := &allocTables{byID: w.aw.byID.Commit(), byJob: w.aw.byJob.Commit(), byNode: w.aw.byNode.Commit(),
-		waiting: w.aw.waiting.Commit()}
+	row := &allocTables{byID: w.aw.byID.Commit(), byJob: w.aw.byJob.Commit(), byNode: w.aw.byNode.Commit()}
 	if w.snapTables != nil {
 		w.snapTables.Store(row) // the writer lock is still held
 	}

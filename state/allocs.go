@@ -485,17 +485,58 @@ func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.
 	return allocsByJobTxn(t, func(a *structs.Allocation) bool { return a.EvalID == evalID }, namespace, eval.JobID)
 }
 
-// WaitingAllocs calls fn, in ID order, with each allocation placed and not
-// yet started (on a node, desired status run, client status pending) until
-// fn returns false. It reads an index kept on every allocation write, so
-// its cost grows with the waiting allocations, not with all of them. ws
-// wakes when any allocation changes. fn must not modify the allocations.
+// WaitingAllocs calls fn with each allocation placed and not yet started
+// (on a node, desired status run, client status pending), job by job,
+// until fn returns false. No index is kept for it, so allocation writes
+// pay nothing: the job summaries, which count each group's starting
+// allocations, name the jobs to read, and only those jobs' allocations
+// are walked. Its cost is the number of jobs plus the allocations of the
+// jobs with work starting. ws wakes when any allocation or summary
+// changes. fn must not modify the allocations.
 func (s *StateStore) WaitingAllocs(ws memdb.WatchSet, fn func(*structs.Allocation) bool) error {
-	t, ch, err := s.tables(ws)
+	txn := s.db.Txn(false)
+	t, ch, err := allocTablesOf(txn)
 	if err != nil {
 		return err
 	}
 	ws.Add(ch)
-	t.waiting.Ascend("", func(_ string, a *structs.Allocation) bool { return fn(a) })
+	sums, err := listTxn[structs.JobSummary](txn, ws, TableJobSummary, IndexID)
+	if err != nil {
+		return err
+	}
+	for _, js := range sums {
+		left := starting(js) // the walk ends once that many are found
+		if left == 0 {
+			continue
+		}
+		more := true
+		err := eachJobAlloc(t.byJob, t.byID, js.Namespace, js.JobID, func(a *structs.Allocation) bool {
+			if waitingAlloc(a) {
+				more = fn(a)
+				left--
+			}
+			return more && left > 0
+		})
+		if err != nil || !more {
+			return err
+		}
+	}
 	return nil
+}
+
+// starting is the number of the job's allocations its clients have not
+// started (at least its waiting ones).
+func starting(js *structs.JobSummary) int {
+	n := 0
+	for _, tg := range js.Summary {
+		n += tg.Starting
+	}
+	return n
+}
+
+// waitingAlloc reports whether a is placed and not yet started: on a node,
+// meant to run, and still pending on its client.
+func waitingAlloc(a *structs.Allocation) bool {
+	return a != nil && a.NodeID != "" && a.ClientStatus == structs.AllocClientStatusPending &&
+		a.DesiredStatus == structs.AllocDesiredStatusRun
 }

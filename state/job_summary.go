@@ -44,6 +44,18 @@ func ensureSummaryTxn(txn *writeTxn, index uint64, job *structs.Job) error {
 	if raw == nil {
 		js = &structs.JobSummary{JobID: job.ID, Namespace: job.Namespace,
 			Summary: map[string]structs.TaskGroupSummary{}, CreateIndex: index}
+		// A job registered again after a purge may still have the old
+		// incarnation's allocations: the new summary counts them, as it
+		// would have had it never gone.
+		err := txn.eachAlloc(job.Namespace, job.ID, func(a *structs.Allocation) bool {
+			tg := js.Summary[a.TaskGroup]
+			countStatus(&tg, a.ClientStatus, 1)
+			js.Summary[a.TaskGroup] = tg
+			return true
+		})
+		if err != nil {
+			return err
+		}
 	} else {
 		stored := raw.(*structs.JobSummary)
 		missing := false

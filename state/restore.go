@@ -16,17 +16,15 @@ type StateRestore struct {
 	txn   *memdb.Txn
 	nodes nodeAllocsRestore // per-node rows derived from the loaded nodes and allocations
 	// The allocations' trees (alloc_tables.go).
-	byID    *ptree.Txn[*structs.Allocation]
-	byJob   *ptree.Txn[struct{}]
-	waiting *ptree.Txn[*structs.Allocation]
+	byID  *ptree.Txn[*structs.Allocation]
+	byJob *ptree.Txn[struct{}]
 }
 
 // Restore opens a bulk load. Use it only on a fresh store that nobody reads
 // yet.
 func (s *StateStore) Restore() *StateRestore {
 	return &StateRestore{txn: s.db.Txn(true), nodes: nodeAllocsRestore{},
-		byID: emptyAllocTables.byID.Txn(), byJob: emptyAllocTables.byJob.Txn(),
-		waiting: emptyAllocTables.waiting.Txn()}
+		byID: emptyAllocTables.byID.Txn(), byJob: emptyAllocTables.byJob.Txn()}
 }
 
 // Commit writes the allocations and the per-node rows (usage, allocation
@@ -35,8 +33,7 @@ func (s *StateStore) Restore() *StateRestore {
 func (r *StateRestore) Commit() {
 	byNode := emptyAllocTables.byNode.Txn()
 	r.nodes.insert(byNode)
-	if err := r.txn.Insert(TableAllocs, &allocTables{byID: r.byID.Commit(), byJob: r.byJob.Commit(), byNode: byNode.Commit(),
-		waiting: r.waiting.Commit()}); err != nil {
+	if err := r.txn.Insert(TableAllocs, &allocTables{byID: r.byID.Commit(), byJob: r.byJob.Commit(), byNode: byNode.Commit()}); err != nil {
 		panic(err) // unreachable: the row's key is a constant
 	}
 	r.txn.Commit()
@@ -90,9 +87,6 @@ func (r *StateRestore) AllocRestore(a *structs.Allocation) error {
 		return fmt.Errorf("state: restoring allocation %q twice", a.ID)
 	}
 	r.byJob.Set(jobKey(a.Namespace, a.JobID, a.ID), struct{}{})
-	if waitingAlloc(a) {
-		r.waiting.Set(a.ID, a)
-	}
 	r.nodes.add(a)
 	return nil
 }
