@@ -198,3 +198,21 @@ func ParseUlimit(v string) (soft, hard int64, err error) {
 	}
 	return soft, hard, nil
 }
+
+// Task directories as a task sees them when its driver gives it a file
+// system of its own (an image or a chroot), as in Nomad.
+const (
+	IsolatedAllocDir   = "/alloc"
+	IsolatedLocalDir   = "/local"
+	IsolatedSecretsDir = "/secrets"
+)
+
+// isolatedFS lists the drivers whose tasks see the allocation directory
+// at IsolatedAllocDir and their own at IsolatedLocalDir and
+// IsolatedSecretsDir rather than at the host's paths.
+var isolatedFS = map[string]bool{DockerName: true}
+
+// IsolatedFS reports whether the named driver's tasks see the task
+// directories at the Isolated* paths (NOMAD_ALLOC_DIR, NOMAD_TASK_DIR and
+// NOMAD_SECRETS_DIR name those).
+func IsolatedFS(driver string) bool { return isolatedFS[driver] }

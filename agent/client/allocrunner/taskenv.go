@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-project/drover/agent/client/allocdir"
 	"github.com/drover-project/drover/structs"
+	"github.com/drover-project/drover/structs/driverspec"
 )
 
 // envDenylist lists client environment variables never passed to tasks
@@ -159,8 +160,12 @@ func taskVars(alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Ta
 		jobID = job.ID
 	}
 	res := taskResources(alloc, task)
+	allocDir, taskDir, secretsDir := ad.SharedDir, td.LocalDir, td.SecretsDir
+	if driverspec.IsolatedFS(task.Driver) { // the directories are mounted at Nomad's paths
+		allocDir, taskDir, secretsDir = driverspec.IsolatedAllocDir, driverspec.IsolatedLocalDir, driverspec.IsolatedSecretsDir
+	}
 	vars := map[string]string{
-		envAllocDir: ad.SharedDir, envTaskDir: td.LocalDir, envSecretsDir: td.SecretsDir,
+		envAllocDir: allocDir, envTaskDir: taskDir, envSecretsDir: secretsDir,
 		envAllocID: alloc.ID, envShortAllocID: shortID(alloc.ID), envAllocName: alloc.Name,
 		envAllocIndex: strconv.Itoa(allocIndex(alloc.Name)),
 		envGroupName:  tg.Name, envTaskName: task.Name,
