@@ -214,6 +214,7 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 		HTTPTLS:        a.tls.HTTP(),
 		RawExecEnabled: cfg.PluginEnabled(PluginRawExec),
 		MockEnabled:    cfg.PluginEnabled(PluginMock),
+		Docker:         cfg.dockerConfig(),
 		GCInterval:     cfg.Client.GCInterval,
 		GCRetention:    cfg.Client.GCRetention,
 		GCMaxAllocs:    cfg.Client.GCMaxAllocs,

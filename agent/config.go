@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent/client"
+	"github.com/drover-project/drover/agent/client/driver/docker"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/structs"
@@ -185,14 +186,18 @@ type ReservedConfig struct {
 const (
 	PluginRawExec = "raw_exec"
 	PluginMock    = "mock_driver"
+	PluginDocker  = "docker"
 )
 
 // knownPlugins lists the plugin names a config may set.
-var knownPlugins = map[string]bool{PluginRawExec: true, PluginMock: true}
+var knownPlugins = map[string]bool{PluginRawExec: true, PluginMock: true, PluginDocker: true}
 
 // PluginConfig is one task driver's settings.
 type PluginConfig struct {
 	Enabled bool
+	// Docker is the docker plugin's config block (config_docker.go); nil
+	// elsewhere.
+	Docker *docker.Config
 }
 
 // DefaultConfig returns the configuration used before any file or flag.
@@ -398,7 +403,7 @@ func (c *Config) Validate() error {
 	}
 	for name := range c.Plugins {
 		if !knownPlugins[name] {
-			add("plugin %q is not supported (Drover has raw_exec and mock_driver)", name)
+			add("plugin %q is not supported (Drover has raw_exec, docker and mock_driver)", name)
 		}
 	}
 	errs = append(errs, c.Limits.validate()...)

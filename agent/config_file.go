@@ -146,6 +146,9 @@ type filePlugin struct {
 
 type filePluginConfig struct {
 	Enabled *bool `hcl:"enabled,optional"`
+	// Rest holds the other keys: the docker plugin's (config_docker.go);
+	// any other plugin refuses them.
+	Rest hcl.Body `hcl:",remain"`
 }
 
 // LoadConfigFile reads one HCL (or, for a .json name, JSON) config file, or
@@ -332,7 +335,7 @@ func (fc *fileConfig) apply(c *Config) error {
 	}
 	for _, p := range fc.Plugins {
 		if !knownPlugins[p.Name] {
-			return fmt.Errorf("%s: plugin %q is not supported (Drover has raw_exec and mock_driver)", posString(p.NameRange), p.Name)
+			return fmt.Errorf("%s: plugin %q is not supported (Drover has raw_exec, docker and mock_driver)", posString(p.NameRange), p.Name)
 		}
 		pc := c.Plugins[p.Name]
 		if pc == nil {
@@ -344,6 +347,9 @@ func (fc *fileConfig) apply(c *Config) error {
 		}
 		if p.Config != nil {
 			setBool(&pc.Enabled, p.Config.Enabled)
+			if err := applyPluginRest(pc, p.Name, p.Config); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
