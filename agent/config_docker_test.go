@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,14 +45,16 @@ func TestDockerPluginConfig(t *testing.T) {
 	if got := *DefaultConfig().dockerConfig(); got != docker.DefaultConfig() {
 		t.Fatalf("default docker config %+v", got)
 	}
-	for _, tc := range []struct{ src, want string }{
-		{`plugin "docker" { config { tls { cert = "x" } } }`, `"docker": tls: Drover does not support this docker plugin setting`},
-		{`plugin "docker" { config { gc { dangling_containers { enabled = false } } } }`, `gc.dangling_containers: Drover does not support`},
-		{`plugin "docker" { config { volumes { selinuxlabel = "z" } } }`, `volumes.selinuxlabel: Drover does not support`},
-		{`plugin "docker" { config { gc { image_delay = "soon" } } }`, `image_delay: must be a positive duration`},
-		{`plugin "docker" { config { enabled = true } }`, `Drover does not support this setting for docker`},
-		{`plugin "raw_exec" { config { endpoint = "x" } }`, `plugin "raw_exec" has no argument "endpoint"`},
+	for _, tc := range []struct{ plugin, inner, want, src string }{
+		{"docker", "tls {\n cert = \"x\"\n}", `"docker": tls: Drover does not support this docker plugin setting`, ""},
+		{"docker", "gc {\n dangling_containers {\n enabled = false\n }\n}", `gc.dangling_containers: Drover does not support`, ""},
+		{"docker", "volumes {\n selinuxlabel = \"z\"\n}", `volumes.selinuxlabel: Drover does not support`, ""},
+		{"docker", "gc {\n image_delay = \"soon\"\n}", `image_delay: must be a positive duration`, ""},
+		{"docker", "enabled = true", `Drover does not support this setting for docker`, ""},
+		{"docker", "nvidia_runtime = \"x\"", `nvidia_runtime: Drover does not support`, ""},
+		{"raw_exec", "endpoint = \"x\"", `plugin "raw_exec" has no argument "endpoint"`, ""},
 	} {
+		tc.src = fmt.Sprintf("plugin %q {\n  config {\n%s\n  }\n}\n", tc.plugin, tc.inner)
 		if _, err := load(t, tc.src); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.src, err, tc.want)
 		}
