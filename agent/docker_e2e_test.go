@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
 	nomad "github.com/hashicorp/nomad/api"
+	"github.com/moby/moby/client"
 
 	"github.com/drover-project/drover/agent/client/driver/docker/dockertest"
 	"github.com/drover-project/drover/structs"
