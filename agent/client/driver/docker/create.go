@@ -130,12 +130,14 @@ func (d *Driver) createOptions(cfg *driver.TaskConfig, tc *taskConfig, cores []i
 	cc := &container.Config{
 		Image: tc.image, Env: envList(env), Hostname: tc.hostname, WorkingDir: tc.workDir,
 		Tty: tc.tty, OpenStdin: tc.interactive, StdinOnce: false,
-		Labels: map[string]string{
-			labelAllocID: cfg.AllocID, labelJobName: cfg.JobName, labelTaskGroup: cfg.GroupName,
-			labelTaskName: cfg.TaskName, labelNamespace: cfg.Namespace,
-		},
+		Labels: make(map[string]string, len(tc.labels)+5),
 	}
 	for k, v := range tc.labels {
+		cc.Labels[k] = v
+	}
+	// The client's labels win: Adopt trusts the allocation label.
+	for k, v := range map[string]string{labelAllocID: cfg.AllocID, labelJobName: cfg.JobName,
+		labelTaskGroup: cfg.GroupName, labelTaskName: cfg.TaskName, labelNamespace: cfg.Namespace} {
 		cc.Labels[k] = v
 	}
 	if tc.command != "" {
