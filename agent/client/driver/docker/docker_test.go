@@ -411,3 +411,28 @@ func TestImageGC(t *testing.T) {
 }
 
 func decodeSpec(cfg map[string]any) (map[string]any, error) { return driverspec.DockerSpec.Decode(cfg) }
+
+// TestExec: a command runs inside the task's running container (a
+// template's change_script) and its exit code comes back; a context that
+// ends first kills it.
+func TestExec(t *testing.T) {
+	d, _, img := newTestDriver(t, nil)
+	cfg := testTask(t, map[string]any{"image": img, "command": "/bin/sleep", "args": []any{"30"}})
+	h, err := d.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop("SIGKILL", time.Second)
+	code, err := d.Exec(context.Background(), cfg, "/bin/sh", []string{"-c", "touch /local/ran; exit 4"})
+	if err != nil || code != 4 {
+		t.Fatalf("exec: %d, %v", code, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.TaskDir, "local", "ran")); err != nil {
+		t.Fatalf("the command did not run in the container: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := d.Exec(ctx, cfg, "/bin/sleep", []string{"30"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("exec past its deadline: %v", err)
+	}
+}
