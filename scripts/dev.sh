@@ -46,7 +46,8 @@ echo "==> Output of the job's task (drover alloc logs -job hello hello):"
 
 # The docker driver is on in every client and detected while a docker
 # daemon answers: then the docker example runs too.
-if "$BIN" node status -self 2>/dev/null | grep -Eq '^Drivers.*docker'; then
+self="$("$BIN" node status -self 2>/dev/null || true)"
+if grep -Eq '^Drivers.*docker' <<<"$self"; then
   echo
   echo "==> Docker answers: running examples/docker.nomad.hcl (image built locally by scripts/busybox-image.sh)"
   if ./scripts/busybox-image.sh && "$BIN" job run examples/docker.nomad.hcl; then
@@ -55,6 +56,12 @@ if "$BIN" node status -self 2>/dev/null | grep -Eq '^Drivers.*docker'; then
       sleep 0.1
     done
     "$BIN" job status web | tail -3
+    alloc="$("$BIN" job status web | awk '$3 == "web" && $6 == "running" {print $1; exit}')"
+    addr="$("$BIN" alloc status "$alloc" 2>/dev/null | awk '$1 == "*http" {print $3; exit}')"
+    if [ -n "$addr" ]; then
+      echo "==> The container answers on the host: curl http://$addr/"
+      curl -fsS "http://$addr/" || true
+    fi
   fi
 else
   echo
