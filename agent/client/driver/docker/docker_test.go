@@ -436,3 +436,30 @@ func TestExec(t *testing.T) {
 		t.Fatalf("exec past its deadline: %v", err)
 	}
 }
+
+// TestCreateFailure: a container the daemon refuses to create or start is
+// a start error with the daemon's message (left to the restart policy),
+// and nothing of it stays.
+func TestCreateFailure(t *testing.T) {
+	d, c, img := newTestDriver(t, nil)
+	for name, config := range map[string]map[string]any{
+		"create": {"image": img, "command": "/bin/true", "cap_add": []any{"NOPE"}},
+		"start":  {"image": img, "command": "/no/such/command"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testTask(t, config)
+			_, err := d.Start(context.Background(), cfg)
+			if err == nil || errors.Is(err, driver.ErrUnrecoverable) {
+				t.Fatalf("start error %v, want a recoverable one", err)
+			}
+			want := map[string]string{"create": "NOPE", "start": "/no/such/command"}[name]
+			if !strings.Contains(err.Error(), "Failed to "+name) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q lacks the daemon's message", err)
+			}
+			_, ierr := c.ContainerInspect(context.Background(), containerName(cfg), client.ContainerInspectOptions{})
+			if !cerrdefs.IsNotFound(ierr) {
+				t.Fatalf("a container of the failed start is left (inspect: %v)", ierr)
+			}
+		})
+	}
+}
