@@ -19,7 +19,10 @@
 // daemon's log API (with timestamps) and written to the task's output
 // FIFOs, which the client drains into rotated log files. The last
 // timestamp written is kept in <alloc dir>/<task>@docker/logs_since, so a
-// client that restarts resumes the stream where the previous one stopped.
+// client that restarts resumes the stream where the previous one stopped
+// (output written to the FIFO but not yet drained when a client stops, at
+// most the pipe's buffer, is the exception: the FIFO has no writer left
+// to hold it, unlike raw_exec's, whose task keeps it open).
 //
 // Exit: the daemon's wait reports the exit code; an OOM-killed container
 // reports its code (137) with ErrOOMKilled. The container is removed once

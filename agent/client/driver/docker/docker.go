@@ -26,6 +26,8 @@ const Name = driverspec.DockerName
 const (
 	pingTimeout = 3 * time.Second
 	callTimeout = 30 * time.Second
+	// closeWait bounds Close's wait for the handles' goroutines.
+	closeWait = 5 * time.Second
 	// killWait bounds the wait for a SIGKILLed container to exit.
 	killWait = 15 * time.Second
 	// logDrainWait bounds the wait, after the container exited, for its
@@ -97,7 +99,16 @@ func New(cfg Config) *Driver {
 func (d *Driver) Close() error {
 	d.cancel()
 	d.images.stop()
-	d.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		d.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+		d.logger.Warn("some container handles did not stop within the close timeout", "timeout", closeWait)
+	}
 	if d.client != nil {
 		return d.client.Close()
 	}

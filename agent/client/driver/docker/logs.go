@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -43,6 +44,13 @@ func (h *handle) streamLogs(since time.Time) {
 		return
 	}
 	defer stderr.Close()
+	// A closed driver must not wait on a FIFO nobody drains any more:
+	// closing the files ends a blocked write.
+	stop := context.AfterFunc(h.d.ctx, func() {
+		stdout.Close()
+		stderr.Close()
+	})
+	defer stop()
 	c := &logCopier{stdout: stdout, stderr: stderr, last: since, dir: h.state.Data[dataStateDir]}
 	defer c.save()
 	ctx := h.d.ctx
