@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +170,77 @@ func TestDockerJobsOnDevAgent(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "Config.comand: unknown field") ||
 			!strings.Contains(err.Error(), "Config.port_map: Drover does not support the docker driver's port_map") {
 			t.Fatalf("register error %v", err)
+		}
+	})
+}
+
+// TestNomadCorpusDockerJobsRun runs Nomad's own docker job files from the
+// corpus (jobspec/testdata/nomad) on a dev agent, parsed by the agent's
+// /v1/jobs/parse and registered through Nomad's client. Their image,
+// busybox:1, is the local test image under that name (tagged only when
+// the daemon has no busybox:1, and untagged afterwards): no registry.
+func TestNomadCorpusDockerJobsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent and containers")
+	}
+	dc, img := dockertest.Image(t)
+	ctx := context.Background()
+	if _, err := dc.ImageInspect(ctx, "busybox:1"); err != nil {
+		if _, err := dc.ImageTag(ctx, client.ImageTagOptions{Source: img, Target: "busybox:1"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = dc.ImageRemove(context.Background(), "busybox:1", client.ImageRemoveOptions{}) })
+	}
+	a := startDevClientAgent(t)
+	nc, err := nomad.NewClient(&nomad.Config{Address: a.HTTPURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "docker detected on the node", 20*time.Second, func() bool {
+		n, _, err := nc.Nodes().Info(a.Client().NodeID(), nil)
+		return err == nil && n.Status == structs.NodeStatusReady && n.Drivers["docker"] != nil && n.Drivers["docker"].Healthy
+	})
+	register := func(t *testing.T, file string) *nomad.Job {
+		t.Helper()
+		src, err := os.ReadFile(filepath.Join("..", "jobspec", "testdata", "nomad", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := nc.Jobs().ParseHCL(string(src), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := nc.Jobs().Register(job, nil); err != nil {
+			t.Fatalf("register %s: %v", file, err)
+		}
+		return job
+	}
+
+	t.Run("e2e-sysbatch-fast", func(t *testing.T) {
+		job := register(t, "e2e-sysbatch-fast.nomad.hcl")
+		alloc := waitAlloc(t, nc, *job.ID, "the sysbatch job to complete", func(a *nomad.Allocation) bool {
+			return a.ClientStatus == structs.AllocClientStatusComplete
+		})
+		code, body := httpGet(t, fmt.Sprintf("%s/v1/client/fs/logs/%s?task=sysbatch_task&type=stdout&plain=true", a.HTTPURL(), alloc.ID))
+		if code != 200 || body != "hi\n" {
+			t.Fatalf("alloc logs: %d %q", code, body)
+		}
+	})
+	t.Run("e2e-eval-priority-thirteen", func(t *testing.T) {
+		job := register(t, "e2e-eval-priority-thirteen.nomad.hcl")
+		alloc := waitAlloc(t, nc, *job.ID, "the service to run", func(a *nomad.Allocation) bool {
+			return a.ClientStatus == structs.AllocClientStatusRunning
+		})
+		if _, _, err := nc.Jobs().Deregister(*job.ID, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitAlloc(t, nc, *job.ID, "the allocation to stop", func(a *nomad.Allocation) bool {
+			return a.ClientStatus == structs.AllocClientStatusComplete
+		})
+		list, err := dc.ContainerList(ctx, client.ContainerListOptions{All: true,
+			Filters: client.Filters{}.Add("label", "com.hashicorp.nomad.alloc_id="+alloc.ID)})
+		if err != nil || len(list.Items) != 0 {
+			t.Fatalf("containers left: %v %v", list.Items, err)
 		}
 	})
 }
