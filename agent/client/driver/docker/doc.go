@@ -17,12 +17,13 @@
 //
 // Output: the container's stdout and stderr are followed through the
 // daemon's log API (with timestamps) and written to the task's output
-// FIFOs, which the client drains into rotated log files. The last
-// timestamp written is kept in <alloc dir>/<task>@docker/logs_since, so a
-// client that restarts resumes the stream where the previous one stopped
-// (output written to the FIFO but not yet drained when a client stops, at
-// most the pipe's buffer, is the exception: the FIFO has no writer left
-// to hold it, unlike raw_exec's, whose task keeps it open).
+// FIFOs, which the client drains into rotated log files. The timestamp of
+// the last message written is kept in <alloc dir>/<task>@docker/logs_since
+// whenever the client has drained the FIFOs (checked every 250ms and when
+// the client stops), so a client that restarts resumes the stream after
+// it: output left in a pipe by a client that stopped is written again,
+// never lost (unlike raw_exec's task, the driver does not outlive the
+// client to keep the pipe open).
 //
 // Exit: the daemon's wait reports the exit code; an OOM-killed container
 // reports its code (137) with ErrOOMKilled. The container is removed once

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/drover-project/drover/agent/client/logs"
 )
@@ -21,9 +23,10 @@ import (
 // the last log message written to the FIFOs (RFC 3339, nanoseconds).
 const logsSinceFile = "logs_since"
 
-// logsSaveEvery bounds how often logsSinceFile is rewritten while output
-// flows; a client killed in between writes up to that much output again.
-const logsSaveEvery = time.Second
+// logsSaveEvery is how often the position is saved (when it moved and
+// the client drained the FIFOs); a client killed in between has the next
+// one write that output again.
+const logsSaveEvery = 250 * time.Millisecond
 
 // streamLogs follows the container's output from since and writes it to
 // the task's FIFOs until the container stops (the stream ends) or the
@@ -44,20 +47,26 @@ func (h *handle) streamLogs(since time.Time) {
 		return
 	}
 	defer stderr.Close()
-	// A closed driver must not wait on a FIFO nobody drains any more:
-	// closing the files ends a blocked write.
+	c := &logCopier{stdout: stdout, stderr: stderr, files: []*os.File{stdout, stderr}, last: since, dir: h.state.Data[dataStateDir]}
+	defer c.save()
+	// A closed driver (the client stops) saves the position while the
+	// FIFOs are still open (so a drained pipe counts), and must not wait
+	// on a FIFO nobody drains any more: closing the files ends a blocked
+	// write.
 	stop := context.AfterFunc(h.d.ctx, func() {
+		c.save()
 		stdout.Close()
 		stderr.Close()
 	})
 	defer stop()
-	c := &logCopier{stdout: stdout, stderr: stderr, last: since, dir: h.state.Data[dataStateDir]}
-	defer c.save()
 	ctx := h.d.ctx
+	saverDone := make(chan struct{})
+	defer close(saverDone)
+	go c.saveEvery(logsSaveEvery, saverDone)
 	for {
 		opts := client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true, Timestamps: true}
-		if !c.last.IsZero() {
-			next := c.last.Add(time.Nanosecond)
+		if last := c.lastWritten(); !last.IsZero() {
+			next := last.Add(time.Nanosecond)
 			opts.Since = strconv.FormatInt(next.Unix(), 10) + "." + leftPad9(next.Nanosecond())
 		}
 		rc, err := h.d.client.ContainerLogs(ctx, h.id, opts)
@@ -103,9 +112,32 @@ func openOutput(path string) (*os.File, error) {
 // message's timestamp.
 type logCopier struct {
 	stdout, stderr io.Writer
-	last           time.Time
+	files          []*os.File // the FIFOs, checked for undrained output
 	dir            string
-	saved          time.Time // when last was last saved
+
+	mu    sync.Mutex
+	last  time.Time // the last message written; guarded by mu
+	saved time.Time // the timestamp last saved; guarded by mu
+}
+
+func (c *logCopier) lastWritten() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// saveEvery saves the position every period until done closes.
+func (c *logCopier) saveEvery(period time.Duration, done <-chan struct{}) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			c.save()
+		}
+	}
 }
 
 // copyFrames copies a multiplexed stream: frames of an 8-byte header
@@ -159,25 +191,36 @@ func (c *logCopier) copyLines(r io.Reader) error {
 func (c *logCopier) write(w io.Writer, msg []byte) {
 	if i := strings.IndexByte(string(msg[:min(len(msg), 64)]), ' '); i > 0 {
 		if ts, err := time.Parse(time.RFC3339Nano, string(msg[:i])); err == nil {
-			if ts.Before(c.last) {
+			if ts.Before(c.lastWritten()) {
 				return // already written before a resume
 			}
-			c.last = ts
 			msg = msg[i+1:]
+			_, _ = w.Write(msg)
+			c.mu.Lock()
+			c.last = ts
+			c.mu.Unlock()
+			return
 		}
 	}
 	_, _ = w.Write(msg)
-	if time.Since(c.saved) >= logsSaveEvery {
-		c.save()
-	}
 }
 
-// save writes the last timestamp to logsSinceFile (atomically).
+// save writes the last timestamp to logsSinceFile (atomically), but only
+// while the client has drained the FIFOs: output still in a pipe when the
+// client stops is lost with the pipe, so the next client must resume
+// before it (a message may then be written twice, never lost).
 func (c *logCopier) save() {
-	if c.dir == "" || c.last.IsZero() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dir == "" || c.last.IsZero() || c.last.Equal(c.saved) {
 		return
 	}
-	c.saved = time.Now()
+	for _, f := range c.files {
+		if !drained(f) {
+			return
+		}
+	}
+	c.saved = c.last
 	tmp := filepath.Join(c.dir, logsSinceFile+".tmp")
 	if err := os.WriteFile(tmp, []byte(c.last.Format(time.RFC3339Nano)), 0o600); err == nil {
 		_ = os.Rename(tmp, filepath.Join(c.dir, logsSinceFile))
@@ -203,4 +246,21 @@ func readLogsSince(dir string) time.Time {
 func leftPad9(n int) string {
 	s := strconv.Itoa(n)
 	return strings.Repeat("0", 9-len(s)) + s
+}
+
+// drained reports whether nothing waits unread in f (a FIFO, or a plain
+// file in tests); false when it cannot tell (f closed).
+func drained(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	if err := rc.Control(func(fd uintptr) {
+		n, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+		ok = err == nil && n == 0
+	}); err != nil {
+		return false
+	}
+	return ok
 }
