@@ -164,6 +164,27 @@ func TestDockerJobsOnDevAgent(t *testing.T) {
 		}
 	})
 
+	t.Run("pull failure", func(t *testing.T) {
+		// The registry is a closed port on loopback: nothing leaves the machine.
+		job := dockerJob("docker-nopull", "batch", map[string]any{"image": "127.0.0.1:1/drover/missing:1", "image_pull_timeout": "20s"})
+		if _, _, err := nc.Jobs().Register(job, nil); err != nil {
+			t.Fatal(err)
+		}
+		alloc := waitAlloc(t, nc, "docker-nopull", "the allocation to fail", func(a *nomad.Allocation) bool {
+			return a.ClientStatus == structs.AllocClientStatusFailed
+		})
+		var failure *nomad.TaskEvent
+		for _, ev := range alloc.TaskStates["t"].Events {
+			if ev.Type == structs.TaskDriverFailure {
+				failure = ev
+			}
+		}
+		if failure == nil || !strings.Contains(failure.DriverError, "Failed to pull `127.0.0.1:1/drover/missing:1`") ||
+			!strings.Contains(failure.DriverError, "127.0.0.1:1") {
+			t.Fatalf("driver failure event %+v", failure)
+		}
+	})
+
 	t.Run("mistyped key refused", func(t *testing.T) {
 		job := dockerJob("docker-typo", "batch", map[string]any{"image": img, "comand": "/bin/true", "port_map": []any{map[string]any{"http": 80}}})
 		_, _, err := nc.Jobs().Register(job, nil)
