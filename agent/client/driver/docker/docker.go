@@ -274,8 +274,8 @@ func (d *Driver) Recover(state *driver.HandleState) (driver.Handle, error) {
 	return h, nil
 }
 
-// Adopt implements driver.Adopter: a container of the task's name that
-// the previous client created but never recorded is taken over.
+// Adopt implements driver.Adopter: a running container of the task's name
+// that the previous client created but never recorded is taken over.
 func (d *Driver) Adopt(cfg *driver.TaskConfig) (driver.Handle, error) {
 	if d.clientErr != nil {
 		return nil, fmt.Errorf("%w: %v", driver.ErrTaskGone, d.clientErr)
@@ -286,6 +286,11 @@ func (d *Driver) Adopt(cfg *driver.TaskConfig) (driver.Handle, error) {
 	}
 	if ins.Config == nil || ins.Config.Labels[labelAllocID] != cfg.AllocID {
 		return nil, fmt.Errorf("%w: the container of the task's name is not the task's", driver.ErrTaskGone)
+	}
+	if ins.State == nil || !ins.State.Running {
+		// An exited container may be a run the client did record (kept
+		// with gc { container = false }): only a running one is adopted.
+		return nil, fmt.Errorf("%w: the task's container is not running", driver.ErrTaskGone)
 	}
 	st := &driver.HandleState{Driver: Name, TaskID: cfg.ID, StartedAt: time.Now(), Data: map[string]string{
 		dataContainerID: ins.ID, dataImage: ins.Config.Image, dataImageID: ins.Image,

@@ -463,3 +463,27 @@ func TestCreateFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestAdopt: a running container of the task that no saved state names
+// (the client died before saving the handle) is adopted; none is
+// driver.ErrTaskGone.
+func TestAdopt(t *testing.T) {
+	d, _, img := newTestDriver(t, nil)
+	cfg := testTask(t, map[string]any{"image": img, "command": "/bin/sh", "args": []any{"-c", "sleep 0.5; exit 6"}})
+	if _, err := d.Adopt(cfg); !errors.Is(err, driver.ErrTaskGone) {
+		t.Fatalf("adopt without a container: %v", err)
+	}
+	if _, err := d.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	d.Close() // the handle is never saved
+	d2 := New(DefaultConfig())
+	defer d2.Close()
+	h, err := d2.Adopt(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := waitExit(t, h, 30*time.Second); res.ExitCode != 6 {
+		t.Fatalf("result %v", res)
+	}
+}
