@@ -215,6 +215,7 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 		RawExecEnabled: cfg.PluginEnabled(PluginRawExec),
 		MockEnabled:    cfg.PluginEnabled(PluginMock),
 		Exec:           cfg.execConfig(),
+		Docker:         cfg.dockerConfig(),
 		GCInterval:     cfg.Client.GCInterval,
 		GCRetention:    cfg.Client.GCRetention,
 		GCMaxAllocs:    cfg.Client.GCMaxAllocs,

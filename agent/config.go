@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent/client"
+	"github.com/drover-project/drover/agent/client/driver/docker"
 	"github.com/drover-project/drover/agent/client/driver/exec"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server"
@@ -190,10 +191,11 @@ const (
 	PluginRawExec = "raw_exec"
 	PluginExec    = "exec"
 	PluginMock    = "mock_driver"
+	PluginDocker  = "docker"
 )
 
 // knownPlugins lists the plugin names a config may set.
-var knownPlugins = map[string]bool{PluginRawExec: true, PluginExec: true, PluginMock: true}
+var knownPlugins = map[string]bool{PluginRawExec: true, PluginExec: true, PluginMock: true, PluginDocker: true}
 
 // PluginConfig is one task driver's settings: enabled for raw_exec and
 // mock_driver; Nomad's exec options for exec (which is on wherever it
@@ -208,6 +210,9 @@ type PluginConfig struct {
 	DefaultIpcMode string
 	AllowCaps      []string
 	PidsLimit      int64
+	// Docker is the docker plugin's config block (config_docker.go); nil
+	// elsewhere.
+	Docker *docker.Config
 }
 
 // DefaultConfig returns the configuration used before any file or flag.
@@ -424,7 +429,7 @@ func (c *Config) Validate() error {
 	}
 	for name := range c.Plugins {
 		if !knownPlugins[name] {
-			add("plugin %q is not supported (Drover has raw_exec, exec and mock_driver)", name)
+			add("plugin %q is not supported (Drover has raw_exec, exec, docker and mock_driver)", name)
 		}
 	}
 	ec := c.execConfig()

@@ -150,34 +150,9 @@ type filePlugin struct {
 
 type filePluginConfig struct {
 	Enabled *bool `hcl:"enabled,optional"`
-	// exec's options.
-	NoPivotRoot    *bool     `hcl:"no_pivot_root,optional"`
-	DefaultPidMode *string   `hcl:"default_pid_mode,optional"`
-	DefaultIpcMode *string   `hcl:"default_ipc_mode,optional"`
-	AllowCaps      *[]string `hcl:"allow_caps,optional"`
-	PidsLimit      *int64    `hcl:"pids_limit,optional"`
-}
-
-// pluginOptions names the options each plugin takes; any other set in its
-// config block is an error naming it.
-var pluginOptions = map[string][]string{
-	PluginRawExec: {"enabled"},
-	PluginMock:    {"enabled"},
-	PluginExec:    {"no_pivot_root", "default_pid_mode", "default_ipc_mode", "allow_caps", "pids_limit"},
-}
-
-// setOptions lists the options a plugin's config block sets.
-func (c *filePluginConfig) setOptions() []string {
-	var out []string
-	for name, set := range map[string]bool{"enabled": c.Enabled != nil, "no_pivot_root": c.NoPivotRoot != nil,
-		"default_pid_mode": c.DefaultPidMode != nil, "default_ipc_mode": c.DefaultIpcMode != nil,
-		"allow_caps": c.AllowCaps != nil, "pids_limit": c.PidsLimit != nil} {
-		if set {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
+	// Rest holds the other keys: the docker plugin's (config_docker.go);
+	// any other plugin refuses them.
+	Rest hcl.Body `hcl:",remain"`
 }
 
 // LoadConfigFile reads one HCL (or, for a .json name, JSON) config file, or
@@ -367,7 +342,7 @@ func (fc *fileConfig) apply(c *Config) error {
 	}
 	for _, p := range fc.Plugins {
 		if !knownPlugins[p.Name] {
-			return fmt.Errorf("%s: plugin %q is not supported (Drover has raw_exec, exec and mock_driver)", posString(p.NameRange), p.Name)
+			return fmt.Errorf("%s: plugin %q is not supported (Drover has raw_exec, exec, docker and mock_driver)", posString(p.NameRange), p.Name)
 		}
 		pc := c.Plugins[p.Name]
 		if pc == nil {
@@ -377,22 +352,10 @@ func (fc *fileConfig) apply(c *Config) error {
 			}
 			c.Plugins[p.Name] = pc
 		}
-		if pcf := p.Config; pcf != nil {
-			for _, opt := range pcf.setOptions() {
-				if !slices.Contains(pluginOptions[p.Name], opt) {
-					return fmt.Errorf("%s: plugin %q has no option %q (it takes %s)", posString(p.NameRange), p.Name, opt,
-						strings.Join(pluginOptions[p.Name], ", "))
-				}
-			}
-			setBool(&pc.Enabled, pcf.Enabled)
-			setBool(&pc.NoPivotRoot, pcf.NoPivotRoot)
-			setString(&pc.DefaultPidMode, pcf.DefaultPidMode)
-			setString(&pc.DefaultIpcMode, pcf.DefaultIpcMode)
-			if pcf.AllowCaps != nil {
-				pc.AllowCaps = append([]string{}, (*pcf.AllowCaps)...)
-			}
-			if pcf.PidsLimit != nil {
-				pc.PidsLimit = *pcf.PidsLimit
+		if p.Config != nil {
+			setBool(&pc.Enabled, p.Config.Enabled)
+			if err := applyPluginRest(pc, p.Name, p.Config); err != nil {
+				return err
 			}
 		}
 	}

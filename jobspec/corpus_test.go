@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/drover-project/drover/structs"
+	"github.com/drover-project/drover/structs/driverspec"
 )
 
 // corpusVars are -var values for corpus files that declare variables
@@ -40,6 +41,16 @@ var nomadInvalid = map[string]string{
 	// Nomad: Parameterized job can only be used with "batch" or
 	// "sysbatch" scheduler (the file is a service job).
 	"jobspec2-parameterized.nomad.hcl": `parameterized job can only be used with the "batch" or "sysbatch" scheduler`,
+}
+
+// driverInvalid lists corpus files whose task config Nomad's server takes
+// but Nomad's client refuses when the task starts (the driver's schema:
+// a required key missing), with the part of Drover's error that says why;
+// Drover refuses them at registration.
+var driverInvalid = map[string]string{
+	// A parser fixture: a docker task without config, and docker's image
+	// is required.
+	"jobspec-resources-cores.nomad.hcl": "task.Config.image: is required",
 }
 
 // knownGaps lists corpus files that Nomad's server rejects and Drover's
@@ -89,7 +100,21 @@ func TestNomadCorpus(t *testing.T) {
 				case verr != nil:
 					t.Fatalf("parsed, but the server rejects it:\n%v", verr)
 				default:
-					accepted++
+					// The server also checks each task's config against its
+					// built-in driver's schema (server/job_validate.go).
+					why, bad := driverInvalid[name]
+					switch derr := driverConfigErrors(job); {
+					case bad && (derr == nil || !strings.Contains(derr.Error(), why)):
+						t.Fatalf("Nomad's client refuses this task config (%s); Drover: %v", why, derr)
+					case bad:
+						invalidToo++
+					case derr == nil:
+						accepted++
+					case refusedByServer(derr, features):
+						refused++
+					default:
+						t.Fatalf("parsed, but the server rejects a driver config:\n%v", derr)
+					}
 				}
 				return
 			}
@@ -137,6 +162,31 @@ func refusedByServer(verr error, features map[string]int) bool {
 	return true
 }
 
+// driverConfigErrors validates every task's config whose driver is built
+// in, as the server does at registration.
+func driverConfigErrors(job *structs.Job) error {
+	var all []structs.FieldError
+	for _, tg := range job.TaskGroups {
+		for _, task := range tg.Tasks {
+			if driverspec.Builtin(task.Driver) == nil {
+				continue
+			}
+			var ve *structs.ValidationError
+			if err := driverspec.ValidateTaskConfig(task.Driver, task.Config); errors.As(err, &ve) {
+				for _, fe := range ve.Errors {
+					all = append(all, structs.FieldError{Field: task.Name + "." + fe.Field, Message: fe.Message})
+				}
+			} else if err != nil {
+				return err
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return &structs.ValidationError{Errors: all}
+}
+
 func corpusFiles(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("testdata/nomad/*.nomad.hcl")
@@ -159,7 +209,7 @@ func checkCorpusTables(t *testing.T, files []string) {
 			t.Errorf("corpusVars names %s, which is not in testdata/nomad", name)
 		}
 	}
-	for _, table := range []map[string]string{nomadInvalid, knownGaps} {
+	for _, table := range []map[string]string{nomadInvalid, knownGaps, driverInvalid} {
 		for name := range table {
 			if !names[name] {
 				t.Errorf("%s is listed but not in testdata/nomad", name)

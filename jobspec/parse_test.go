@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/structs"
+	"github.com/drover-project/drover/structs/driverspec"
 )
 
 // minimal wraps a task body in a job and group.
@@ -511,8 +512,8 @@ func TestExamples(t *testing.T) {
 			}
 			for _, tg := range job.TaskGroups {
 				for _, task := range tg.Tasks {
-					if task.Driver != "raw_exec" || task.Config["command"] == nil {
-						t.Fatalf("task %s: driver %q config %v", task.Name, task.Driver, task.Config)
+					if err := driverspec.ValidateTaskConfig(task.Driver, task.Config); err != nil || task.Config["command"] == nil {
+						t.Fatalf("task %s: driver %q config %v: %v", task.Name, task.Driver, task.Config, err)
 					}
 				}
 			}

@@ -44,6 +44,30 @@ echo
 echo "==> Output of the job's task (drover alloc logs -job hello hello):"
 "$BIN" alloc logs -job hello hello
 
+# The docker driver is on in every client and detected while a docker
+# daemon answers: then the docker example runs too.
+self="$("$BIN" node status -self 2>/dev/null || true)"
+if grep -Eq '^Drivers.*docker' <<<"$self"; then
+  echo
+  echo "==> Docker answers: running examples/docker.nomad.hcl (image built locally by scripts/busybox-image.sh)"
+  if ./scripts/busybox-image.sh && "$BIN" job run examples/docker.nomad.hcl; then
+    for _ in $(seq 1 100); do
+      if "$BIN" job status web 2>/dev/null | grep -q "running"; then break; fi
+      sleep 0.1
+    done
+    "$BIN" job status web | tail -3
+    alloc="$("$BIN" job status web | awk '$3 == "web" && $6 == "running" {print $1; exit}')"
+    addr="$("$BIN" alloc status "$alloc" 2>/dev/null | awk '$1 == "*http" {print $3; exit}')"
+    if [ -n "$addr" ]; then
+      echo "==> The container answers on the host: curl http://$addr/"
+      curl -fsS "http://$addr/" || true
+    fi
+  fi
+else
+  echo
+  echo "==> No docker daemon answers: the docker driver is not detected (start dockerd to use examples/docker.nomad.hcl)"
+fi
+
 cat <<TXT
 
 ==> The dev agent keeps running at $ADDR (log: $LOG). Try:

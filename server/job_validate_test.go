@@ -22,7 +22,10 @@ func TestRegisterRefusesTaskConfigThatDoesNotFitItsDriver(t *testing.T) {
 		{"unknown key", "raw_exec", map[string]any{"command": "/bin/true", "bogus": 1}, "TaskGroups[0].Tasks[0].Config.bogus"},
 		{"escaping command", "raw_exec", map[string]any{"command": "../../bin/sh"}, "TaskGroups[0].Tasks[0].Config.command"},
 		{"valid raw_exec", "raw_exec", map[string]any{"command": "/bin/true"}, ""},
-		{"driver Drover does not know is left to placement", "docker", map[string]any{"image": "x"}, ""},
+		{"driver Drover does not know is left to placement", "podman", map[string]any{"image": "x"}, ""},
+		{"valid docker", "docker", map[string]any{"image": "x", "ports": []any{"http"}}, ""},
+		{"docker key mistyped", "docker", map[string]any{"image": "x", "comand": "sh"}, "TaskGroups[0].Tasks[0].Config.comand"},
+		{"docker key refused by name", "docker", map[string]any{"image": "x", "cpuset_cpus": "1"}, "Drover does not support the docker driver's cpuset_cpus"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

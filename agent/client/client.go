@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"github.com/drover-project/drover/agent/client/allocrunner"
 	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/agent/client/driver/exec"
+	"github.com/drover-project/drover/agent/client/driver/docker"
 	"github.com/drover-project/drover/agent/client/driver/mock"
 	"github.com/drover-project/drover/agent/client/driver/rawexec"
 	"github.com/drover-project/drover/agent/client/fingerprint"
@@ -89,6 +91,12 @@ type Config struct {
 	RawExecEnabled bool
 	MockEnabled    bool
 	Exec           exec.Config
+	// Docker configures the docker driver (nil: Nomad's defaults). It is
+	// always present, and detected while its daemon answers.
+	Docker *docker.Config
+	// DriverFingerprintInterval is how often drivers are fingerprinted
+	// again (0: docker.DefaultFingerprintPeriod); a change is registered.
+	DriverFingerprintInterval time.Duration
 
 	// Terminal allocations are removed GCRetention after they finished,
 	// and beyond the newest GCMaxAllocs terminal ones; checked every
@@ -138,6 +146,7 @@ func (c *Config) withDefaults() *Config {
 	def(&out.GCRetention, DefaultGCRetention)
 	def(&out.RetryBase, DefaultRetryBase)
 	def(&out.RetryLimit, DefaultRetryLimit)
+	def(&out.DriverFingerprintInterval, docker.DefaultFingerprintPeriod)
 	if out.GCMaxAllocs <= 0 {
 		out.GCMaxAllocs = DefaultGCMaxAllocs
 	}
@@ -239,6 +248,12 @@ func New(cfg *Config) (*Client, error) {
 	execCfg := cfg.Exec
 	execCfg.Logger = c.logger
 	c.drivers[driverspec.ExecName] = exec.New(execCfg)
+	dcfg := docker.DefaultConfig()
+	if cfg.Docker != nil {
+		dcfg = *cfg.Docker
+	}
+	dcfg.Logger = c.logger
+	c.drivers[driverspec.DockerName] = docker.New(dcfg)
 	if cfg.MockEnabled {
 		c.drivers[driverspec.MockName] = mock.New(driverspec.MockName)
 		c.drivers[driverspec.MockAlias] = mock.New(driverspec.MockAlias)
@@ -271,6 +286,7 @@ func New(cfg *Config) (*Client, error) {
 	c.goLoop(c.updates.run)
 	c.goLoop(c.gcLoop)
 	c.goLoop(c.metricsLoop)
+	c.goLoop(c.driverHealthLoop)
 	c.logger.Info("client started", "node_id", node.ID, "node_name", node.Name,
 		"datacenter", node.Datacenter, "servers", c.servers.all(), "data_dir", cfg.DataDir)
 	return c, nil
@@ -291,6 +307,11 @@ func (c *Client) closeResources() {
 	}
 	if c.ownPool != nil {
 		c.ownPool.Shutdown()
+	}
+	for _, d := range c.drivers {
+		if cl, ok := d.(io.Closer); ok { // detaches from tasks, which keep running
+			_ = cl.Close()
+		}
 	}
 }
 

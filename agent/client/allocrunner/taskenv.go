@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-project/drover/agent/client/allocdir"
 	"github.com/drover-project/drover/structs"
+	"github.com/drover-project/drover/structs/driverspec"
 )
 
 // envDenylist lists client environment variables never passed to tasks
@@ -92,7 +93,8 @@ type taskEnv struct {
 
 // buildTaskEnv returns a task's environment, built in layers as Nomad
 // builds it; a later layer wins over an earlier one:
-//  1. the client's own environment, minus the denylist and NOMAD_*;
+//  1. the client's own environment, minus the denylist and NOMAD_* (none
+//     for a driver with a file system of its own: driverspec.IsolatedFS);
 //  2. the task variables (NOMAD_ALLOC_ID, ...; each only when it has a
 //     value) and the port variables (NOMAD_PORT_<label>, ...: portVars);
 //  3. NOMAD_META_<key> for the job's, group's and task's meta merged (the
@@ -108,7 +110,13 @@ type taskEnv struct {
 func buildTaskEnv(alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Task,
 	ad *allocdir.AllocDir, td *allocdir.TaskDir, node NodeInfo) *taskEnv {
 	te := &taskEnv{env: make(map[string]string), node: node.vars()}
-	for _, kv := range os.Environ() {
+	// A task in an image of its own keeps the image's environment (its
+	// PATH, ...): the client's does not reach it, as in Nomad.
+	var hostEnv []string
+	if !driverspec.IsolatedFS(task.Driver) {
+		hostEnv = os.Environ()
+	}
+	for _, kv := range hostEnv {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || envDenylist[k] || strings.HasPrefix(k, "NOMAD_") {
 			continue
@@ -159,8 +167,12 @@ func taskVars(alloc *structs.Allocation, tg *structs.TaskGroup, task *structs.Ta
 		jobID = job.ID
 	}
 	res := taskResources(alloc, task)
+	allocDir, taskDir, secretsDir := ad.SharedDir, td.LocalDir, td.SecretsDir
+	if driverspec.IsolatedFS(task.Driver) { // the directories are mounted at Nomad's paths
+		allocDir, taskDir, secretsDir = driverspec.IsolatedAllocDir, driverspec.IsolatedLocalDir, driverspec.IsolatedSecretsDir
+	}
 	vars := map[string]string{
-		envAllocDir: ad.SharedDir, envTaskDir: td.LocalDir, envSecretsDir: td.SecretsDir,
+		envAllocDir: allocDir, envTaskDir: taskDir, envSecretsDir: secretsDir,
 		envAllocID: alloc.ID, envShortAllocID: shortID(alloc.ID), envAllocName: alloc.Name,
 		envAllocIndex: strconv.Itoa(allocIndex(alloc.Name)),
 		envGroupName:  tg.Name, envTaskName: task.Name,

@@ -3,6 +3,7 @@ package allocrunner
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/drover-project/drover/agent/client/allocdir"
@@ -299,5 +300,27 @@ func TestCPUSet(t *testing.T) {
 		if got := cpuSet(tc.in); got != tc.want {
 			t.Errorf("cpuSet(%v) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestTaskEnvIsolatedFS: a docker task sees the task directories at
+// Nomad's container paths and none of the client's own environment.
+func TestTaskEnvIsolatedFS(t *testing.T) {
+	t.Setenv("DROVER_TEST_HOST_VAR", "host")
+	f := newEnvFixture(t)
+	f.task.Driver = "docker"
+	env := f.build(t).env
+	for k, want := range map[string]string{"NOMAD_ALLOC_DIR": "/alloc", "NOMAD_TASK_DIR": "/local", "NOMAD_SECRETS_DIR": "/secrets"} {
+		if env[k] != want {
+			t.Errorf("%s = %q, want %q", k, env[k], want)
+		}
+	}
+	if _, ok := env["DROVER_TEST_HOST_VAR"]; ok {
+		t.Error("the client's environment reached a docker task")
+	}
+	f.task.Driver = "raw_exec"
+	env = f.build(t).env
+	if !strings.HasSuffix(env["NOMAD_TASK_DIR"], "/api/local") || env["DROVER_TEST_HOST_VAR"] != "host" {
+		t.Errorf("raw_exec env: task dir %q, host var %q", env["NOMAD_TASK_DIR"], env["DROVER_TEST_HOST_VAR"])
 	}
 }

@@ -596,6 +596,10 @@ func (tr *taskRunner) taskConfig() *driver.TaskConfig {
 	}
 	if r := alloc.AllocatedResources; r != nil {
 		cfg.Resources = r.Tasks[tr.task.Name]
+		cfg.Ports = r.Shared.Ports
+	}
+	if tr.task.Resources != nil {
+		cfg.Cores = tr.task.Resources.Cores
 	}
 	return cfg
 }

@@ -102,6 +102,14 @@ type TaskConfig struct {
 	StderrPath string
 	// Resources allocated to the task (may be nil in tests).
 	Resources *structs.AllocatedTaskResources
+	// Ports are the allocation's ports by label (the group network's, as
+	// granted: host port in Value, the port inside the task's network in
+	// To).
+	Ports []structs.AllocatedPortMapping
+	// Cores is the number of whole cores the task asked for; a driver
+	// that pins tasks uses Resources.Cpu.ReservedCores when set, or picks
+	// this many itself.
+	Cores int
 }
 
 // HandleState is the serializable part of a handle: enough to find the task
