@@ -156,6 +156,9 @@ type fileExecConfig struct {
 // applyExecOptions applies the exec plugin's options; any other key is an
 // error naming it.
 func applyExecOptions(pc *PluginConfig, fc *filePluginConfig) error {
+	if fc.Enabled != nil {
+		return fmt.Errorf("Unsupported argument; plugin %q has no argument \"enabled\" (the driver is on wherever it can run)", PluginExec)
+	}
 	if fc.Rest == nil {
 		return nil
 	}

@@ -401,7 +401,7 @@ plugin "exec" {
 			t.Fatal(err)
 		}
 		err := LoadConfigFile(DefaultConfig(), p)
-		if err == nil || !strings.Contains(err.Error(), "has no option") {
+		if err == nil || !strings.Contains(err.Error(), "has no argument") {
 			t.Errorf("%s: %v, want the option refused by name", name, err)
 		}
 	}
