@@ -89,9 +89,11 @@ func (r *scoreRecorder) meta() []*structs.NodeScoreMeta {
 		return nil
 	}
 	out := make([]*structs.NodeScoreMeta, len(r.top))
+	metas := make([]structs.NodeScoreMeta, len(r.top)) // one allocation for all
 	for i, ns := range r.top {
-		m := &structs.NodeScoreMeta{NodeID: ns.node.node.ID, NormScore: ns.final,
-			Scores: make(map[string]float64, len(r.kinds))}
+		m := &metas[i]
+		m.NodeID, m.NormScore = ns.node.node.ID, ns.final
+		m.Scores = make(map[string]float64, len(r.kinds))
 		for _, k := range r.kinds {
 			m.Scores[scoreNames[k]] = ns.vals[k]
 		}
