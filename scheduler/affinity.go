@@ -23,6 +23,9 @@ type nodeAffinityIterator struct {
 
 // newNodeAffinityIterator returns nil when no affinity applies to tg.
 func newNodeAffinityIterator(src rankIterator, ctx *evalContext, tg *structs.TaskGroup, rec *scoreRecorder) *nodeAffinityIterator {
+	if ctx.job == nil {
+		return nil
+	}
 	affs := groupAffinityList(ctx.job, tg)
 	if len(affs) == 0 {
 		return nil

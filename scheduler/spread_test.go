@@ -187,3 +187,30 @@ func TestSpreadPlacement(t *testing.T) {
 		})
 	}
 }
+
+// TestSpreadAcrossDestructiveUpdate: replacing all nine allocations of an
+// evenly spread group (each stop freeing its value's count before the
+// replacement is placed) keeps them 3/3/3.
+func TestSpreadAcrossDestructiveUpdate(t *testing.T) {
+	for seed := 0; seed < 10; seed++ {
+		h := testHarness(t)
+		nodes := spreadCluster(t, h, 3, 3, 3)
+		job := mock.Job()
+		job.Datacenters = []string{"dc1", "dc2", "dc3"}
+		job.TaskGroups[0].Count = 9
+		job.TaskGroups[0].Spreads = []*structs.Spread{{Attribute: "${node.datacenter}", Weight: 100}}
+		job = addJob(t, h, job)
+		process(t, h, job, structs.EvalTriggerJobRegister)
+		job = updateJobT(t, h, job, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config["run_for"] = "20s" })
+		process(t, h, job, structs.EvalTriggerJobRegister)
+		live, _ := jobAllocs(t, h, job)
+		for _, a := range live {
+			if a.JobVersion != job.Version {
+				t.Fatalf("seed %d: %s not replaced", seed, a.Name)
+			}
+		}
+		if got := countByDC(t, h, job, nodes); got["dc1"] != 3 || got["dc2"] != 3 || got["dc3"] != 3 {
+			t.Fatalf("seed %d: after the update %v, want 3/3/3", seed, got)
+		}
+	}
+}

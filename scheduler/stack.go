@@ -195,7 +195,7 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 			it = check
 		}
 	}
-	if ctx.job.HasPreferences(tg) {
+	if ctx.job != nil && ctx.job.HasPreferences(tg) {
 		ch.rec = &scoreRecorder{kinds: []int{scoreKindBinPack, scoreKindAntiAffinity, scoreKindPenalty}}
 	}
 	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, rej: rej, ask: newGroupAsk(tg), rec: ch.rec}
