@@ -61,7 +61,9 @@ func BenchmarkServiceSchedulerPlace10kOn5kNodes(b *testing.B) { benchPlace10kOn5
 
 // BenchmarkServiceSchedulerPlace10kOn5kNodesPorts is the same with a
 // dynamic port per allocation: compare its ns/placement with the above.
-func BenchmarkServiceSchedulerPlace10kOn5kNodesPorts(b *testing.B) { benchPlace10kOn5k(b, "ports", 10000) }
+func BenchmarkServiceSchedulerPlace10kOn5kNodesPorts(b *testing.B) {
+	benchPlace10kOn5k(b, "ports", 10000)
+}
 
 // BenchmarkServiceSchedulerPlace10kOn5kNodesSpread is the same with the
 // nodes in three datacenters and a spread over ${node.datacenter}: the
