@@ -29,7 +29,14 @@ type spreadSet struct {
 	desired map[string]float64 // targets: allocations wanted per value; nil: even spread
 	rest    float64            // wanted over the values no target names
 	hasRest bool
-	counts  map[string]int32 // allocations per value (values in use only)
+
+	// Values are numbered as nodes show them (ids); a node's value is
+	// resolved once per evaluation (valueOf), so scoring is array reads.
+	ids     map[string]int32
+	valueOf []int32   // by nodeInfo.idx: 0 not yet resolved, -1 attribute missing, else id+1
+	counts  []int32   // by id: allocations on nodes with that value
+	wants   []float64 // by id, targets only: allocations wanted (-1: wanted nowhere)
+	inUse   int       // values counted at least once
 	// Even spread only: hist[c] is the number of values used c times;
 	// lo and hi are the least and most uses of a value in use (0: none).
 	hist   []int32
@@ -46,7 +53,7 @@ func newSpreadSets(job *structs.Job, tg *structs.TaskGroup) []*spreadSet {
 	}
 	var out []*spreadSet
 	for _, s := range spreads {
-		ss := &spreadSet{target: parseTarget(s.Attribute), counts: map[string]int32{}}
+		ss := &spreadSet{target: parseTarget(s.Attribute), ids: map[string]int32{}}
 		if sum > 0 {
 			ss.weight = float64(s.Weight) / sum
 		}
@@ -67,21 +74,61 @@ func newSpreadSets(job *structs.Job, tg *structs.TaskGroup) []*spreadSet {
 	return out
 }
 
+// id returns the number of n's value, or -1 when n lacks the attribute.
+// It resolves the value on n's first sight.
+func (ss *spreadSet) id(n *nodeInfo) int32 {
+	if grow := n.idx + 1 - len(ss.valueOf); grow > 0 {
+		ss.valueOf = append(ss.valueOf, make([]int32, grow)...)
+	}
+	if v := ss.valueOf[n.idx]; v != 0 {
+		return v - 1
+	}
+	id := int32(-1)
+	if v, ok := ss.target.resolve(n.node); ok {
+		var known bool
+		if id, known = ss.ids[v]; !known {
+			id = int32(len(ss.counts))
+			ss.ids[v] = id
+			ss.counts = append(ss.counts, 0)
+			ss.wants = append(ss.wants, ss.wanted(v))
+		}
+	}
+	ss.valueOf[n.idx] = id + 1
+	return id
+}
+
+// wanted is how many allocations the targets want on value v (-1: none
+// wanted, no target names it and none are left over).
+func (ss *spreadSet) wanted(v string) float64 {
+	if ss.desired == nil {
+		return 0
+	}
+	if d, ok := ss.desired[v]; ok {
+		return d
+	}
+	if ss.hasRest {
+		return ss.rest
+	}
+	return -1
+}
+
 // add counts one more allocation (delta 1) or one fewer (delta -1) on n.
 func (ss *spreadSet) add(n *nodeInfo, delta int32) {
-	v, ok := ss.target.resolve(n.node)
-	if !ok {
+	id := ss.id(n)
+	if id < 0 {
 		return
 	}
-	c := ss.counts[v]
+	c := ss.counts[id]
 	if delta < 0 && c == 0 {
 		return // not counted (cannot happen: the counts come from the same allocations)
 	}
 	next := c + delta
-	if next == 0 {
-		delete(ss.counts, v)
-	} else {
-		ss.counts[v] = next
+	ss.counts[id] = next
+	switch {
+	case c == 0:
+		ss.inUse++
+	case next == 0:
+		ss.inUse--
 	}
 	if ss.desired == nil {
 		ss.moveHist(c, next)
@@ -129,34 +176,28 @@ func (ss *spreadSet) moveHist(c, next int32) {
 
 // score is the spread's score for one more allocation on n.
 func (ss *spreadSet) score(n *nodeInfo) float64 {
-	v, ok := ss.target.resolve(n.node)
+	id := ss.id(n)
 	if ss.desired == nil {
-		return ss.evenScore(v, ok)
+		return ss.evenScore(id)
 	}
-	if !ok {
+	if id < 0 {
 		return -1
 	}
-	want, named := ss.desired[v]
-	if !named {
-		if !ss.hasRest {
-			return -1
-		}
-		want = ss.rest
-	}
-	if want == 0 {
+	want := ss.wants[id]
+	if want <= 0 { // wanted nowhere, or a 0% target
 		return -1
 	}
-	return (want - float64(ss.counts[v]+1)) / want * ss.weight
+	return (want - float64(ss.counts[id]+1)) / want * ss.weight
 }
 
-func (ss *spreadSet) evenScore(v string, ok bool) float64 {
+func (ss *spreadSet) evenScore(id int32) float64 {
 	switch {
-	case len(ss.counts) == 0:
+	case ss.inUse == 0:
 		return 0 // nothing placed yet
-	case !ok:
+	case id < 0:
 		return -1
 	}
-	cur, lo, hi := ss.counts[v], ss.lo, ss.hi
+	cur, lo, hi := ss.counts[id], ss.lo, ss.hi
 	switch {
 	case cur != lo:
 		return float64(lo-cur) / float64(lo)

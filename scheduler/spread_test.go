@@ -31,17 +31,22 @@ func TestSpreadSetEvenCounts(t *testing.T) {
 			ss.add(n, 1)
 		}
 		var lo, hi int32
+		inUse := 0
 		for _, c := range ss.counts {
-			if c <= 0 {
-				t.Fatalf("step %d: a value counted %d is kept", step, c)
+			if c < 0 {
+				t.Fatalf("step %d: a value counted %d times", step, c)
 			}
+			if c == 0 {
+				continue
+			}
+			inUse++
 			if lo == 0 || c < lo {
 				lo = c
 			}
 			hi = max(hi, c)
 		}
-		if lo != ss.lo || hi != ss.hi {
-			t.Fatalf("step %d: counts %v: lo, hi = %d, %d; want %d, %d", step, ss.counts, ss.lo, ss.hi, lo, hi)
+		if lo != ss.lo || hi != ss.hi || inUse != ss.inUse {
+			t.Fatalf("step %d: counts %v: lo, hi, in use = %d, %d, %d; want %d, %d, %d", step, ss.counts, ss.lo, ss.hi, ss.inUse, lo, hi, inUse)
 		}
 	}
 }
