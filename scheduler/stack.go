@@ -17,6 +17,15 @@ const (
 	// placement, while better nodes remain.
 	skipThreshold = 0.0
 	maxSkip       = 3
+	// affinityLimit: a group with affinities ranks at least this many
+	// nodes per placement (Nomad's default for such groups, without its
+	// "or the group's count", which makes placement quadratic in the
+	// count), so that the nodes it prefers, which may be few, are likely
+	// among those ranked. A spread alone keeps the usual limit: its
+	// values divide all the nodes, so a small sample sees the under-used
+	// ones, and nodes of over-used values score below zero and are
+	// passed over.
+	affinityLimit = 100
 )
 
 // stack selects a node for one allocation of a task group. Each group gets
@@ -209,17 +218,14 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 	rank = ch.penalty
 	limitN := s.limit
 	// 9. node affinity (groups with affinities only): the matching
-	//    weights. As Nomad, such a group ranks every candidate, since the
-	//    nodes it prefers may be few (each node's score is computed once).
+	//    weights, each node's computed once per evaluation.
 	if aff := newNodeAffinityIterator(rank, ctx, tg, ch.rec); aff != nil {
 		ch.rec.kinds = append(ch.rec.kinds, scoreKindAffinity)
 		rank = aff
-		limitN = math.MaxInt32
+		limitN = max(limitN, affinityLimit)
 	}
 	// 10. spread (groups with spreads only): toward the spread's targets,
-	//     from counts kept current with the plan (spread.go). The limit
-	//     stays: nodes of over-used values score below zero and are
-	//     skipped while better ones remain.
+	//     from counts kept current with the plan (spread.go).
 	if s.ctx.spreads != nil && len(s.ctx.spreads[g]) > 0 {
 		ch.rec.kinds = append(ch.rec.kinds, scoreKindSpread)
 		rank = &spreadIterator{src: rank, rec: ch.rec, sets: s.ctx.spreads[g]}
@@ -227,7 +233,8 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 	if ch.rec != nil {
 		rank = &scoreCommitIterator{src: rank, rec: ch.rec}
 	}
-	// 11. limit: look at only a few ranked nodes per placement.
+	// 11. limit: look at only a few ranked nodes per placement (at least
+	//     affinityLimit for a group with affinities).
 	limit := &limitIterator{src: rank, limit: limitN, threshold: skipThreshold, maxSkip: maxSkip}
 	// 12. max score: the best of those.
 	ch.top = &maxScoreIterator{src: limit}
