@@ -153,3 +153,12 @@ func TestAffinitySpreadErrors(t *testing.T) {
 		t.Fatalf("weight 500: %v", err)
 	}
 }
+
+// TestAffinityShorthandValue: a shorthand carries the value; with value
+// too, the block is refused.
+func TestAffinityShorthandValue(t *testing.T) {
+	src := strings.Replace(affinityHCL, `regexp    = "^large"`, "regexp    = \"^large\"\n      value = \"x\"", 1)
+	if _, err := Parse("a.hcl", []byte(src), nil); err == nil || !strings.Contains(err.Error(), "regexp carries the value") {
+		t.Fatalf("err %v", err)
+	}
+}

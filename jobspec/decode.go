@@ -495,15 +495,13 @@ func (d *decoder) affinities(blocks []*hclsyntax.Block) []*structs.Affinity {
 				"%q and %q both set the operator; use one", named[0].Name, named[1].Name))
 			continue
 		}
-		for _, n := range shorthandOperands {
-			if at := attrs[n]; at != nil {
-				if attrs["value"] != nil {
-					d.add(diagAt(at.NameRange, "Conflicting affinity value", "%s carries the value; remove value", n))
-					continue
-				}
-				a.Operand = n
-				d.str(attrs, n, &a.RTarget)
+		if n := shorthandIn(attrs); n != "" {
+			if attrs["value"] != nil {
+				d.add(diagAt(attrs[n].NameRange, "Conflicting affinity value", "%s carries the value; remove value", n))
+				continue
 			}
+			a.Operand = n
+			d.str(attrs, n, &a.RTarget)
 		}
 		if a.Operand == "" {
 			a.Operand = structs.ConstraintEqual
@@ -514,6 +512,17 @@ func (d *decoder) affinities(blocks []*hclsyntax.Block) []*structs.Affinity {
 		out = append(out, a)
 	}
 	return out
+}
+
+// shorthandIn returns the shorthand operand argument among attrs (at most
+// one: the caller has refused two), or "".
+func shorthandIn(attrs map[string]*hclsyntax.Attribute) string {
+	for _, n := range shorthandOperands {
+		if attrs[n] != nil {
+			return n
+		}
+	}
+	return ""
 }
 
 // spreads decodes spread blocks, each with its target "value" { percent }
