@@ -304,6 +304,12 @@ func initElem(p reflect.Value) {
 	switch x := p.Interface().(type) {
 	case *nomad.Constraint:
 		x.LTarget = "${attr.kernel.name}"
+	case *nomad.Affinity:
+		x.LTarget, x.Operand, x.RTarget = "${node.datacenter}", "=", "dc1"
+	case *nomad.Spread:
+		x.Attribute = "${node.datacenter}"
+	case *nomad.SpreadTarget:
+		x.Value = "dc1"
 	case *nomad.Service:
 		x.Provider, x.PortLabel = "nomad", "8080"
 	case *nomad.ServiceCheck:
@@ -378,6 +384,8 @@ var sampleOverrides = map[string]any{
 	"ParameterizedJobConfig.Payload": "required",
 	"TaskLifecycle.Hook":             "prestart",
 	"TaskArtifact.GetterMode":        "file",
+	"Affinity.Operand":               "!=", "Affinity.Weight": -30,
+	"Spread.Weight": 80, "SpreadTarget.Percent": 40,
 }
 
 // sampleValue returns a non-empty value of type t for the field name

@@ -550,7 +550,13 @@ func (r *runner) job(id string, count int) *nomad.Job {
 	if region == "" {
 		region = "global"
 	}
-	return nomad.NewBatchJob(id, id, region, 50).AddDatacenter(r.cfg.Datacenter).AddTaskGroup(tg)
+	job := nomad.NewBatchJob(id, id, region, 50).AddTaskGroup(tg)
+	if sc.SpreadDatacenters > 0 {
+		job.Datacenters = SpreadDatacenters(sc.SpreadDatacenters)
+		tg.Spreads = []*nomad.Spread{{Attribute: "${node.datacenter}", Weight: new(int8(50))}}
+		return job
+	}
+	return job.AddDatacenter(r.cfg.Datacenter)
 }
 
 func (r *runner) setProgress(f func() string) {

@@ -27,6 +27,10 @@ const (
 type NodeShape struct {
 	Count               int
 	CPU, MemoryMB, Disk int64
+	// Datacenters, when set, are the nodes' datacenters, assigned
+	// round-robin (a scenario with SpreadDatacenters); else the
+	// simulator's own (dc1 by default).
+	Datacenters []string
 }
 
 // Scenario is one named benchmark.
@@ -47,6 +51,10 @@ type Scenario struct {
 	// its first dynamic port when it has one), which the simulator
 	// registers when an allocation runs, as client agents do.
 	Services bool
+	// SpreadDatacenters, if positive, puts the nodes in datacenters
+	// dc1..dcN and gives each group a spread over ${node.datacenter}
+	// (weight 50, no targets: even), the jobs running in all of them.
+	SpreadDatacenters int
 	// Duration of a churn or idle scenario.
 	Duration time.Duration
 	// Writers is how many job writes are in flight (0: DefaultConcurrency).
@@ -101,6 +109,7 @@ var scenarios = []Scenario{
 	WithPorts(c1mSmall, 1),
 	WithServices(WithPorts(c1mSmall, 1)),
 	withLeaderKill(c1mSmall, 5*time.Second),
+	WithSpread(c1mSmall, 3),
 	{
 		Name: "churn", Kind: KindChurn,
 		Description: "2,000 nodes, 16 writers registering, scaling and stopping jobs, each waiting for its evaluation",
@@ -138,6 +147,27 @@ func WithPorts(s Scenario, n int) Scenario {
 	s.Description += fmt.Sprintf(", %d dynamic port(s) per allocation", n)
 	s.DynamicPorts = n
 	return s
+}
+
+// WithSpread is s with its nodes in n datacenters (dc1..dcN) and a
+// spread over ${node.datacenter} in every group, named "<name>-spread"
+// (to compare placement with and without a spread). Its targets are s's:
+// the spread must not make placement much slower.
+func WithSpread(s Scenario, n int) Scenario {
+	s.Name += "-spread"
+	s.Description += fmt.Sprintf(", a spread over ${node.datacenter} in %d datacenters", n)
+	s.SpreadDatacenters = n
+	s.Nodes.Datacenters = SpreadDatacenters(n)
+	return s
+}
+
+// SpreadDatacenters returns the datacenters dc1..dcN.
+func SpreadDatacenters(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("dc%d", i+1)
+	}
+	return out
 }
 
 // WithServices is s with a native service per group, registered by the

@@ -110,6 +110,7 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 	if p := objectAt(job, "Periodic"); p != nil {
 		fillNulls(p, nomadDefaultPeriodic)
 	}
+	preferenceDefaults(job)
 	jobResched := takeObject(path, job, "Reschedule", reflect.TypeFor[structs.ReschedulePolicy](), errs)
 	jobMigrate := takeObject(path, job, "Migrate", reflect.TypeFor[structs.MigrateStrategy](), errs)
 
@@ -152,6 +153,7 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 			fillNulls(m, defMigrate)
 			setKey(tg, "Migrate", m)
 		}
+		preferenceDefaults(tg)
 		dropIfDefault(tg, "Update", nomadDefaultUpdate)
 		dropIfDefault(tg, "EphemeralDisk", nomadDefaultEphemeralDisk)
 		dropDefaultCluster(tg)
@@ -159,11 +161,28 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 		taskList, _ := tasks.([]any)
 		for _, tv := range taskList {
 			if task, ok := tv.(map[string]any); ok {
+				preferenceDefaults(task)
 				dropIfDefault(task, "LogConfig", nomadDefaultLogConfig)
 				dropIfDefault(task, "RestartPolicy", restart)
 				dropDefaultCluster(task)
 				templateDefaults(task)
 				artifactDefaults(task)
+			}
+		}
+	}
+}
+
+// preferenceDefaults gives each affinity and spread of obj (a job, group
+// or task) Nomad's weight, 50, when its weight is null or absent (Nomad's
+// server canonicalizes them so); an explicit 0 stays, for validation to
+// refuse.
+func preferenceDefaults(obj map[string]any) {
+	for _, key := range []string{"Affinities", "Spreads"} {
+		_, lv, _ := lookupKey(obj, key)
+		list, _ := lv.([]any)
+		for _, e := range list {
+			if m, ok := e.(map[string]any); ok {
+				fillNulls(m, map[string]any{"Weight": json.Number("50")})
 			}
 		}
 	}

@@ -22,12 +22,12 @@ type bodySpec struct {
 // and Drover does not, so that the error says so instead of "unexpected".
 var nomadOnly = map[string][]string{
 	"file": {"variables"},
-	"job": {"node_pool", "update", "multiregion", "spread", "affinity",
+	"job": {"node_pool", "update", "multiregion",
 		"ui", "vault", "consul", "vault_token", "consul_token", "id", "group_selection"},
-	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk", "update",
+	"group": {"volume", "disconnect", "ephemeral_disk", "update",
 		"shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
 		"max_client_disconnect", "consul", "prevent_reschedule_on_lost", "vault"},
-	"task": {"affinity", "restart", "logs", "vault", "consul",
+	"task": {"restart", "logs", "vault", "consul",
 		"volume_mount", "csi_plugin", "shutdown_delay", "kind",
 		"scaling", "secret", "action", "schedule"},
 	"identity":  {"aud", "change_mode", "change_signal", "filepath", "service_name", "ttl", "extra_claims"},

@@ -600,6 +600,48 @@ func TestNomadCorpusMeaning(t *testing.T) {
 				{LTarget: "${meta.unset}", Operand: "is_not_set"}}
 			return j
 		},
+		"e2e-affinity-single": func() *structs.Job {
+			g := nomadGroup("test1", 5, nomadTask("test", "raw_exec", map[string]any{
+				"command": "bash", "args": args("-c", "sleep 15000")}))
+			g.Affinities = []*structs.Affinity{{LTarget: "${node.datacenter}", Operand: "=", RTarget: "dc1", Weight: 100}}
+			j := nomadJob("test1", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-affinity-multiple": func() *structs.Job {
+			// One affinity on the job, one on the group.
+			g := nomadGroup("test1", 4, nomadTask("test", "raw_exec", map[string]any{
+				"command": "bash", "args": args("-c", "sleep 15000")}))
+			g.Affinities = []*structs.Affinity{{LTarget: "${node.datacenter}", Operand: "=", RTarget: "dc1", Weight: 100}}
+			j := nomadJob("test1", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			j.Affinities = []*structs.Affinity{{LTarget: "${meta.rack}", Operand: "=", RTarget: "r1", Weight: 100}}
+			return j
+		},
+		"e2e-spread-even": func() *structs.Job {
+			// A spread without targets: even over the values in use.
+			g := nomadGroup("r1", 6, nomadTask("test", "raw_exec", map[string]any{
+				"command": "bash", "args": args("-c", "sleep 15000")}))
+			g.Spreads = []*structs.Spread{{Attribute: "${node.datacenter}", Weight: 100}}
+			j := nomadJob("r1", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-spread-multiple": func() *structs.Job {
+			// An even spread on the job, a targeted one on the group.
+			g := nomadGroup("test1", 10, nomadTask("test", "raw_exec", map[string]any{
+				"command": "bash", "args": args("-c", "sleep 15000")}))
+			g.Spreads = []*structs.Spread{{Attribute: "${meta.rack}", Weight: 100,
+				SpreadTarget: []*structs.SpreadTarget{{Value: "r1", Percent: 70}, {Value: "r2", Percent: 30}}}}
+			j := nomadJob("r1", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			j.Spreads = []*structs.Spread{{Attribute: "${node.datacenter}", Weight: 100}}
+			return j
+		},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {

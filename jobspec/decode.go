@@ -19,13 +19,13 @@ type decoder struct {
 var (
 	jobSpec = &bodySpec{what: "job",
 		attrs:  []string{"name", "type", "priority", "datacenters", "region", "namespace", "all_at_once", "meta"},
-		blocks: []string{"group", "task", "constraint", "meta", "reschedule", "migrate", "periodic", "parameterized"}}
+		blocks: []string{"group", "task", "constraint", "affinity", "spread", "meta", "reschedule", "migrate", "periodic", "parameterized"}}
 	groupSpec = &bodySpec{what: "group",
 		attrs:  []string{"count", "meta"},
-		blocks: []string{"task", "constraint", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling"}}
+		blocks: []string{"task", "constraint", "affinity", "spread", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling"}}
 	taskSpec = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
-		blocks: []string{"config", "env", "meta", "resources", "constraint", "identity", "service", "template", "dispatch_payload", "lifecycle", "artifact"}}
+		blocks: []string{"config", "env", "meta", "resources", "constraint", "affinity", "identity", "service", "template", "dispatch_payload", "lifecycle", "artifact"}}
 	identitySpec = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
 	templateSpec = &bodySpec{what: "template",
 		attrs: []string{"data", "source", "destination", "env", "change_mode", "change_signal", "splay",
@@ -45,8 +45,12 @@ var (
 	constraintSpec = &bodySpec{what: "constraint", attrs: []string{"attribute", "operator", "value",
 		"distinct_hosts", "distinct_property", "regexp", "version", "semver",
 		"set_contains", "set_contains_all", "set_contains_any"}}
-	restartSpec    = &bodySpec{what: "restart", attrs: []string{"attempts", "interval", "delay", "mode", "render_templates"}}
-	rescheduleSpec = &bodySpec{what: "reschedule",
+	affinitySpec = &bodySpec{what: "affinity", attrs: []string{"attribute", "operator", "value", "weight",
+		"regexp", "version", "semver", "set_contains", "set_contains_all", "set_contains_any"}}
+	spreadSpec       = &bodySpec{what: "spread", attrs: []string{"attribute", "weight"}, blocks: []string{"target"}}
+	spreadTargetSpec = &bodySpec{what: "target", attrs: []string{"percent"}}
+	restartSpec      = &bodySpec{what: "restart", attrs: []string{"attempts", "interval", "delay", "mode", "render_templates"}}
+	rescheduleSpec   = &bodySpec{what: "reschedule",
 		attrs: []string{"attempts", "interval", "delay", "delay_function", "max_delay", "unlimited"}}
 	periodicSpec = &bodySpec{what: "periodic",
 		attrs: []string{"cron", "crons", "prohibit_overlap", "time_zone", "enabled"}}
@@ -80,6 +84,8 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	d.boolean(attrs, "all_at_once", &job.AllAtOnce)
 	job.Meta = d.strMap(attrs, blocks, "meta", "job")
 	job.Constraints = d.constraints(blocks["constraint"])
+	job.Affinities = d.affinities(blocks["affinity"])
+	job.Spreads = d.spreads(blocks["spread"])
 	if b := d.single(blocks["periodic"], "job"); b != nil {
 		job.Periodic = d.periodic(b)
 	}
@@ -145,6 +151,8 @@ func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *struct
 	d.integer(attrs, "count", &tg.Count)
 	tg.Meta = d.strMap(attrs, blocks, "meta", "group")
 	tg.Constraints = d.constraints(blocks["constraint"])
+	tg.Affinities = d.affinities(blocks["affinity"])
+	tg.Spreads = d.spreads(blocks["spread"])
 	tg.Services = d.services(blocks["service"])
 	if b := d.single(blocks["restart"], "group"); b != nil {
 		tg.RestartPolicy = d.restart(b, structs.DefaultRestartPolicy(jobType))
@@ -217,6 +225,7 @@ func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
 	t.Env = d.strMap(attrs, blocks, "env", "task")
 	t.Meta = d.strMap(attrs, blocks, "meta", "task")
 	t.Constraints = d.constraints(blocks["constraint"])
+	t.Affinities = d.affinities(blocks["affinity"])
 	t.Services = d.services(blocks["service"])
 	if b := d.single(blocks["resources"], "task"); b != nil {
 		t.Resources = d.resources(b)
@@ -492,6 +501,105 @@ func (d *decoder) constraint(blk *hclsyntax.Block) *structs.Constraint {
 		c.Operand = structs.ConstraintEqual
 	}
 	return c
+}
+
+// affinities decodes affinity blocks. As in Nomad, the operator defaults
+// to "=", a shorthand argument (regexp = "...") names the operator and
+// carries the value, and an absent weight is the server's default, 50.
+func (d *decoder) affinities(blocks []*hclsyntax.Block) []*structs.Affinity {
+	var out []*structs.Affinity
+	for _, blk := range blocks {
+		if !d.labels(blk, 0, "", "") {
+			continue
+		}
+		attrs, _ := d.content(blk.Body, affinitySpec)
+		a := &structs.Affinity{Weight: structs.DefaultAffinityWeight}
+		d.str(attrs, "attribute", &a.LTarget)
+		d.str(attrs, "value", &a.RTarget)
+		d.str(attrs, "operator", &a.Operand)
+		var named []*hclsyntax.Attribute
+		for _, n := range append([]string{"operator"}, shorthandOperands...) {
+			if at := attrs[n]; at != nil {
+				named = append(named, at)
+			}
+		}
+		if len(named) > 1 {
+			d.add(diagAt(named[1].NameRange, "Conflicting affinity operators",
+				"%q and %q both set the operator; use one", named[0].Name, named[1].Name))
+			continue
+		}
+		if n := shorthandIn(attrs); n != "" {
+			if attrs["value"] != nil {
+				d.add(diagAt(attrs[n].NameRange, "Conflicting affinity value", "%s carries the value; remove value", n))
+				continue
+			}
+			a.Operand = n
+			d.str(attrs, n, &a.RTarget)
+		}
+		if a.Operand == "" {
+			a.Operand = structs.ConstraintEqual
+		}
+		if w, ok := d.smallInt(attrs, "weight", -128, 127); ok {
+			a.Weight = int8(w)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// shorthandIn returns the shorthand operand argument among attrs (at most
+// one: the caller has refused two), or "".
+func shorthandIn(attrs map[string]*hclsyntax.Attribute) string {
+	for _, n := range shorthandOperands {
+		if attrs[n] != nil {
+			return n
+		}
+	}
+	return ""
+}
+
+// spreads decodes spread blocks, each with its target "value" { percent }
+// blocks; an absent weight is the server's default, 50.
+func (d *decoder) spreads(blocks []*hclsyntax.Block) []*structs.Spread {
+	var out []*structs.Spread
+	for _, blk := range blocks {
+		if !d.labels(blk, 0, "", "") {
+			continue
+		}
+		attrs, inner := d.content(blk.Body, spreadSpec)
+		s := &structs.Spread{Weight: structs.DefaultSpreadWeight}
+		d.str(attrs, "attribute", &s.Attribute)
+		if w, ok := d.smallInt(attrs, "weight", -128, 127); ok {
+			s.Weight = int8(w)
+		}
+		for _, tb := range inner["target"] {
+			if !d.labels(tb, 1, "value", "dc1") {
+				continue
+			}
+			tattrs, _ := d.content(tb.Body, spreadTargetSpec)
+			t := &structs.SpreadTarget{Value: tb.Labels[0]}
+			if p, ok := d.smallInt(tattrs, "percent", 0, 255); ok {
+				t.Percent = uint8(p)
+			}
+			s.SpreadTarget = append(s.SpreadTarget, t)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// smallInt reads an integer argument that must lie in [lo, hi] (the range
+// of the field's type; validation checks the meaningful range).
+func (d *decoder) smallInt(attrs map[string]*hclsyntax.Attribute, name string, lo, hi int) (int, bool) {
+	var v int
+	if !d.integer(attrs, name, &v) {
+		return 0, false
+	}
+	if v < lo || v > hi {
+		d.add(diagAt(attrs[name].Expr.Range(), "Invalid "+name, "%s must be between %d and %d; got %d", name, lo, hi, v))
+		return 0, false
+	}
+	return v, true
 }
 
 func (d *decoder) restart(blk *hclsyntax.Block, base *structs.RestartPolicy) *structs.RestartPolicy {

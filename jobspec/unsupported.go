@@ -15,8 +15,6 @@ const unsupportedPrefix = "Drover does not support "
 var unsupportedFeatures = map[string]string{
 	"job.update":          "the update block (rolling updates, canaries and deployments)",
 	"job.multiregion":     "multiregion jobs",
-	"job.spreads":         "spread blocks",
-	"job.affinities":      "affinity blocks",
 	"job.nodepool":        "node pools",
 	"job.ui":              "the ui block",
 	"job.consulnamespace": "Consul",
@@ -26,8 +24,6 @@ var unsupportedFeatures = map[string]string{
 	"job.nomadtokenid":    "ACL tokens",
 	"job.versiontag":      "job version tags",
 
-	"taskgroup.affinities":                "affinity blocks",
-	"taskgroup.spreads":                   "spread blocks",
 	"taskgroup.volumes":                   "volumes",
 	"taskgroup.disconnect":                "the disconnect block",
 	"taskgroup.ephemeraldisk":             "the ephemeral_disk block",
@@ -40,7 +36,6 @@ var unsupportedFeatures = map[string]string{
 	"taskgroup.vault":                     "Vault",
 	"taskgroup.preventrescheduleonlost":   "prevent_reschedule_on_lost",
 
-	"task.affinities":      "affinity blocks",
 	"task.restartpolicy":   "a task's own restart block (use the group's)",
 	"task.logconfig":       "the logs block",
 	"task.vault":           "Vault",

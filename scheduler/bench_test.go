@@ -57,30 +57,62 @@ func benchPlace(b *testing.B, h *Harness, job *structs.Job, want int) {
 // BenchmarkServiceSchedulerPlace10kOn5kNodes: one service job of count
 // 10,000 with two constraints (an equality and a version range) over
 // 5,000 nodes.
-func BenchmarkServiceSchedulerPlace10kOn5kNodes(b *testing.B) { benchPlace10kOn5k(b, false) }
+func BenchmarkServiceSchedulerPlace10kOn5kNodes(b *testing.B) { benchPlace10kOn5k(b, "", 10000) }
 
 // BenchmarkServiceSchedulerPlace10kOn5kNodesPorts is the same with a
 // dynamic port per allocation: compare its ns/placement with the above.
-func BenchmarkServiceSchedulerPlace10kOn5kNodesPorts(b *testing.B) { benchPlace10kOn5k(b, true) }
+func BenchmarkServiceSchedulerPlace10kOn5kNodesPorts(b *testing.B) {
+	benchPlace10kOn5k(b, "ports", 10000)
+}
 
-func benchPlace10kOn5k(b *testing.B, ports bool) {
+// BenchmarkServiceSchedulerPlace10kOn5kNodesSpread is the same with the
+// nodes in three datacenters and a spread over ${node.datacenter}: the
+// spread stage must stay O(1) per node, whatever the allocations already
+// placed (compare its ns/placement with the first's; the difference is
+// mostly the score metadata).
+func BenchmarkServiceSchedulerPlace10kOn5kNodesSpread(b *testing.B) {
+	benchPlace10kOn5k(b, "spread", 10000)
+}
+
+// BenchmarkServiceSchedulerPlace10kOn5kNodesAffinity is the same with an
+// affinity for one datacenter of three. A group with affinities ranks at
+// least affinityLimit nodes per placement, so a placement costs more than
+// without, but not more with the cluster's size or the group's count.
+func BenchmarkServiceSchedulerPlace10kOn5kNodesAffinity(b *testing.B) {
+	benchPlace10kOn5k(b, "affinity", 10000)
+}
+
+// benchPlace10kOn5k places count over 5,000 nodes; variant adds ports,
+// a spread or an affinity.
+func benchPlace10kOn5k(b *testing.B, variant string, count int) {
 	h := testHarness(b)
 	mockNodes(b, h, 5000, func(i int, n *structs.Node) {
 		n.Attributes["os.version"] = []string{"20.04", "22.04", "24.04"}[i%3]
+		if variant == "spread" || variant == "affinity" {
+			n.Datacenter = []string{"dc1", "dc2", "dc3"}[i%3]
+		}
 	})
 	job := mock.Job()
 	tg := job.TaskGroups[0]
-	tg.Count = 10000
+	tg.Count = count
+	switch variant {
+	case "spread":
+		job.Datacenters = []string{"dc1", "dc2", "dc3"}
+		tg.Spreads = []*structs.Spread{{Attribute: "${node.datacenter}", Weight: 50}}
+	case "affinity":
+		job.Datacenters = []string{"dc1", "dc2", "dc3"}
+		tg.Affinities = []*structs.Affinity{{LTarget: "${node.datacenter}", Operand: "=", RTarget: "dc2", Weight: 50}}
+	}
 	tg.Tasks[0].Resources = &structs.Resources{CPU: 100, MemoryMB: 128}
 	job.Constraints = []*structs.Constraint{
 		{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="},
 		{LTarget: "${attr.os.version}", RTarget: ">= 20.04, < 30", Operand: structs.ConstraintVersion},
 	}
-	if ports {
+	if variant == "ports" {
 		tg.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
 	}
 	job = addJob(b, h, job)
-	benchPlace(b, h, job, 10000)
+	benchPlace(b, h, job, count)
 }
 
 // BenchmarkServiceSchedulerDense5kOn1Node: count 5,000 on one node big

@@ -64,8 +64,11 @@ type evalContext struct {
 	stopped map[string]struct{}
 
 	properties []*propertySet // distinct_property trackers, kept current with the plan
-	compiled   *compileCache
-	metrics    placementMetrics
+	// spreads are each group's spread sets (spread.go), kept current with
+	// the plan; nil when the job has no spreads.
+	spreads  [][]*spreadSet
+	compiled *compileCache
+	metrics  placementMetrics
 
 	// err is the first state read error met inside an iterator (iterators
 	// cannot return errors); the attempt fails with it.
@@ -159,6 +162,7 @@ func (c *evalContext) initJobAllocs(allocs []*structs.Allocation) {
 		c.groupCounts[n.idx*len(c.groupIdx)+g]++
 	}
 	c.initProperties(allocs)
+	c.initSpreads(allocs)
 }
 
 // load reads n's capacity and usage on first use, in O(1): the state
@@ -240,6 +244,7 @@ func (c *evalContext) appendStop(a *structs.Allocation, desc, clientStatus strin
 		for _, ps := range c.properties {
 			ps.remove(n, g)
 		}
+		c.countSpread(n, g, -1)
 		c.groupCounts[n.idx*len(c.groupIdx)+g]--
 	}
 	n.used.Subtract(a.AllocatedResources.Comparable())
@@ -271,6 +276,7 @@ func (c *evalContext) revertStop(a *structs.Allocation) {
 		for _, ps := range c.properties {
 			ps.add(n, g)
 		}
+		c.countSpread(n, g, 1)
 		c.groupCounts[n.idx*len(c.groupIdx)+g]++
 	}
 	n.used.Add(a.AllocatedResources.Comparable())
@@ -291,6 +297,7 @@ func (c *evalContext) appendPlace(a *structs.Allocation, n *nodeInfo, g int, ask
 	for _, ps := range c.properties {
 		ps.add(n, g)
 	}
+	c.countSpread(n, g, 1)
 }
 
 // appendUpdate adds an in-place or attribute update of an existing

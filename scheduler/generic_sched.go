@@ -168,6 +168,7 @@ func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequ
 			continue
 		}
 		metric := ctx.metrics.allocMetric(st.nodesAvailable, st.nodesInPool)
+		metric.ScoreMetaData = st.scoreMeta(tg)
 		a := newAlloc(ctx, tg, p.name, option, metric)
 		if p.prev != nil {
 			a.PreviousAllocation = p.prev.ID

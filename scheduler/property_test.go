@@ -91,7 +91,24 @@ func genJob(t *rapid.T) (*structs.Job, map[structs.Constraint]propConstraint) {
 			tg.Constraints = append(tg.Constraints, &structs.Constraint{LTarget: "${meta.rack}", Operand: structs.ConstraintDistinctProperty,
 				RTarget: rapid.SampledFrom([]string{"", "2"}).Draw(t, "plimit")})
 		}
+		// Preferences move scores only: the invariants must hold whatever
+		// they ask for.
+		if rapid.IntRange(0, 2).Draw(t, "affinity") == 0 {
+			tg.Affinities = []*structs.Affinity{{LTarget: "${meta.rack}", Operand: "=",
+				RTarget: rapid.SampledFrom([]string{"r0", "r1"}).Draw(t, "arack"),
+				Weight:  int8(rapid.SampledFrom([]int{-100, -20, 30, 100}).Draw(t, "aweight"))}}
+		}
+		switch rapid.IntRange(0, 3).Draw(t, "spread") {
+		case 0:
+			tg.Spreads = []*structs.Spread{{Attribute: "${node.datacenter}", Weight: 50}}
+		case 1:
+			tg.Spreads = []*structs.Spread{{Attribute: "${meta.rack}", Weight: 80,
+				SpreadTarget: []*structs.SpreadTarget{{Value: "r1", Percent: 60}, {Value: "r2", Percent: 20}}}}
+		}
 		j.TaskGroups = append(j.TaskGroups, tg)
+	}
+	if rapid.IntRange(0, 3).Draw(t, "jobspread") == 0 {
+		j.Spreads = []*structs.Spread{{Attribute: "${node.datacenter}", Weight: 20}}
 	}
 	return j, meaning
 }

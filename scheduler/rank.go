@@ -75,6 +75,7 @@ type binPackIterator struct {
 	ctx *evalContext
 	rej rejecter
 	ask groupAsk
+	rec *scoreRecorder // nil: scores are not recorded
 }
 
 func (it *binPackIterator) Next() (rankedNode, bool) {
@@ -88,7 +89,10 @@ func (it *binPackIterator) Next() (rankedNode, bool) {
 			continue
 		}
 		r := rankedNode{node: n, ask: ask}
-		r.addScore(fitScore(n.capacity, n.used, ask))
+		fit := fitScore(n.capacity, n.used, ask)
+		r.addScore(fit)
+		it.rec.begin(n)
+		it.rec.set(scoreKindBinPack, fit)
 		return r, true
 	}
 	return rankedNode{}, false
@@ -124,6 +128,7 @@ type antiAffinityIterator struct {
 	ctx   *evalContext
 	group int
 	count int
+	rec   *scoreRecorder
 }
 
 func (it *antiAffinityIterator) Next() (rankedNode, bool) {
@@ -132,7 +137,9 @@ func (it *antiAffinityIterator) Next() (rankedNode, bool) {
 		return r, false
 	}
 	if c := it.ctx.groupCount(r.node, it.group); c > 0 {
-		r.addScore(-math.Min(1, float64(c)/float64(max(it.count, 1))))
+		p := -math.Min(1, float64(c)/float64(max(it.count, 1)))
+		r.addScore(p)
+		it.rec.set(scoreKindAntiAffinity, p)
 	}
 	return r, true
 }
@@ -144,12 +151,14 @@ func (it *antiAffinityIterator) Reset() { it.src.Reset() }
 type penaltyIterator struct {
 	src    rankIterator
 	nodeID string // "" for none; set before each Select
+	rec    *scoreRecorder
 }
 
 func (it *penaltyIterator) Next() (rankedNode, bool) {
 	r, ok := it.src.Next()
 	if ok && it.nodeID != "" && r.node.node.ID == it.nodeID {
 		r.addScore(-1)
+		it.rec.set(scoreKindPenalty, -1)
 	}
 	return r, ok
 }

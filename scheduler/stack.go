@@ -17,6 +17,15 @@ const (
 	// placement, while better nodes remain.
 	skipThreshold = 0.0
 	maxSkip       = 3
+	// affinityLimit: a group with affinities ranks at least this many
+	// nodes per placement (Nomad's default for such groups, without its
+	// "or the group's count", which makes placement quadratic in the
+	// count), so that the nodes it prefers, which may be few, are likely
+	// among those ranked. A spread alone keeps the usual limit: its
+	// values divide all the nodes, so a small sample sees the under-used
+	// ones, and nodes of over-used values score below zero and are
+	// passed over.
+	affinityLimit = 100
 )
 
 // stack selects a node for one allocation of a task group. Each group gets
@@ -44,6 +53,9 @@ type groupChain struct {
 	one     nodeSlice // SelectOn's source: one node
 	oneList nodeList  // one, boxed once
 	ports   *portAsk  // the group's ports; nil when it asks for none
+	// rec records the ranked nodes' scores for the allocation metrics;
+	// nil unless the group has affinities or spreads.
+	rec *scoreRecorder
 }
 
 // newStack returns a stack over the candidates: ready, eligible, not
@@ -192,17 +204,39 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 			it = check
 		}
 	}
-	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, rej: rej, ask: newGroupAsk(tg)}
+	if ctx.job != nil && ctx.job.HasPreferences(tg) {
+		ch.rec = &scoreRecorder{kinds: []int{scoreKindBinPack, scoreKindAntiAffinity, scoreKindPenalty}}
+	}
+	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, rej: rej, ask: newGroupAsk(tg), rec: ch.rec}
 	if ports != nil {
 		rank = &portIterator{src: rank, ctx: ctx, rej: rej, ask: ports}
 	}
 	// 7. job anti-affinity: penalty per allocation of the group on the node.
-	rank = &antiAffinityIterator{src: rank, ctx: ctx, group: g, count: tg.Count}
+	rank = &antiAffinityIterator{src: rank, ctx: ctx, group: g, count: tg.Count, rec: ch.rec}
 	// 8. reschedule penalty: avoid the node a replaced allocation failed on.
-	ch.penalty = &penaltyIterator{src: rank}
-	// 9. limit: look at only a few ranked nodes per placement.
-	limit := &limitIterator{src: ch.penalty, limit: s.limit, threshold: skipThreshold, maxSkip: maxSkip}
-	// 10. max score: the best of those.
+	ch.penalty = &penaltyIterator{src: rank, rec: ch.rec}
+	rank = ch.penalty
+	limitN := s.limit
+	// 9. node affinity (groups with affinities only): the matching
+	//    weights, each node's computed once per evaluation.
+	if aff := newNodeAffinityIterator(rank, ctx, tg, ch.rec); aff != nil {
+		ch.rec.kinds = append(ch.rec.kinds, scoreKindAffinity)
+		rank = aff
+		limitN = max(limitN, affinityLimit)
+	}
+	// 10. spread (groups with spreads only): toward the spread's targets,
+	//     from counts kept current with the plan (spread.go).
+	if s.ctx.spreads != nil && len(s.ctx.spreads[g]) > 0 {
+		ch.rec.kinds = append(ch.rec.kinds, scoreKindSpread)
+		rank = &spreadIterator{src: rank, rec: ch.rec, sets: s.ctx.spreads[g]}
+	}
+	if ch.rec != nil {
+		rank = &scoreCommitIterator{src: rank, rec: ch.rec}
+	}
+	// 11. limit: look at only a few ranked nodes per placement (at least
+	//     affinityLimit for a group with affinities).
+	limit := &limitIterator{src: rank, limit: limitN, threshold: skipThreshold, maxSkip: maxSkip}
+	// 12. max score: the best of those.
 	ch.top = &maxScoreIterator{src: limit}
 	s.chains[tg.Name] = ch
 	return ch
@@ -215,6 +249,7 @@ func (s *stack) Select(tg *structs.TaskGroup, g int, penaltyNode string) (ranked
 	s.ctx.metrics.reset()
 	ch := s.chain(tg, g)
 	ch.penalty.nodeID = penaltyNode
+	ch.rec.reset()
 	ch.top.Reset()
 	r, ok := ch.top.Next()
 	if ok && ch.ports != nil {
@@ -228,6 +263,16 @@ func (s *stack) Select(tg *structs.TaskGroup, g int, penaltyNode string) (ranked
 		r.ports = offer
 	}
 	return r, ok
+}
+
+// scoreMeta returns the scores of the best nodes group tg's last Select
+// ranked, for its allocation's metrics; nil unless the group has
+// affinities or spreads.
+func (s *stack) scoreMeta(tg *structs.TaskGroup) []*structs.NodeScoreMeta {
+	if ch := s.chains[tg.Name]; ch != nil {
+		return ch.rec.meta()
+	}
+	return nil
 }
 
 // setDrop changes what every source unlinks from now on. dropAll is only

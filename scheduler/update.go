@@ -31,7 +31,9 @@ import (
 //     reaches the task as NOMAD_META_* (so a job-level meta change is
 //     destructive too, unless every task overrides the key);
 //   - a task's resources: cpu, cores, memory, disk, its legacy network;
-//   - the group's network block (ports are granted at placement).
+//   - the group's network block (ports are granted at placement);
+//   - the affinities (job, group or task) or spreads (job or group) that
+//     apply to the group: they chose the node (Nomad replaces too).
 func destructiveChange(old, new *structs.Job, group string) string {
 	a, b := old.LookupTaskGroup(group), new.LookupTaskGroup(group)
 	switch {
@@ -41,6 +43,10 @@ func destructiveChange(old, new *structs.Job, group string) string {
 		return "number of tasks"
 	case !networksEqual(a.Networks, b.Networks):
 		return "network"
+	case !listsEqual(groupAffinities(old, a), groupAffinities(new, b)):
+		return "affinities"
+	case !listsEqual(old.Spreads, new.Spreads) || !listsEqual(a.Spreads, b.Spreads):
+		return "spreads"
 	}
 	for _, at := range a.Tasks {
 		bt := b.LookupTask(at.Name)
@@ -141,6 +147,36 @@ func artifactsEqual(a, b []*structs.TaskArtifact) bool {
 
 // networksEqual compares two network lists; nil and empty are equal.
 func networksEqual(a, b []*structs.NetworkResource) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// groupAffinities lists the affinities that apply to tg of j: the job's,
+// the group's, then each task's in order.
+func groupAffinities(j *structs.Job, tg *structs.TaskGroup) []*structs.Affinity {
+	if len(j.Affinities) == 0 && len(tg.Affinities) == 0 && !taskAffinities(tg) {
+		return nil
+	}
+	out := append(append([]*structs.Affinity(nil), j.Affinities...), tg.Affinities...)
+	for _, t := range tg.Tasks {
+		out = append(out, t.Affinities...)
+	}
+	return out
+}
+
+func taskAffinities(tg *structs.TaskGroup) bool {
+	for _, t := range tg.Tasks {
+		if len(t.Affinities) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// listsEqual compares two lists deeply; nil and empty are equal.
+func listsEqual[T any](a, b []T) bool {
 	if len(a) == 0 && len(b) == 0 {
 		return true
 	}

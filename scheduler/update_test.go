@@ -193,6 +193,20 @@ func TestDestructiveChange(t *testing.T) {
 		{"nothing", nil, func(*structs.Job) {}, ""},
 		{"count", nil, func(j *structs.Job) { j.TaskGroups[0].Count = 99 }, ""},
 		{"priority", nil, func(j *structs.Job) { j.Priority = 90 }, ""},
+		{"job affinity", nil, func(j *structs.Job) {
+			j.Affinities = []*structs.Affinity{{LTarget: "${node.datacenter}", Operand: "=", RTarget: "dc1", Weight: 50}}
+		}, "affinities"},
+		{"task affinity weight", func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Affinities = []*structs.Affinity{{LTarget: "${node.datacenter}", Operand: "=", RTarget: "dc1", Weight: 50}}
+		}, func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Affinities[0].Weight = 60 }, "affinities"},
+		{"empty affinities", nil, func(j *structs.Job) { j.TaskGroups[0].Affinities = []*structs.Affinity{} }, ""},
+		{"job spread", nil, func(j *structs.Job) {
+			j.Spreads = []*structs.Spread{{Attribute: "${node.datacenter}", Weight: 50}}
+		}, "spreads"},
+		{"group spread target", func(j *structs.Job) {
+			j.TaskGroups[0].Spreads = []*structs.Spread{{Attribute: "${node.datacenter}", Weight: 50,
+				SpreadTarget: []*structs.SpreadTarget{{Value: "dc1", Percent: 50}}}}
+		}, func(j *structs.Job) { j.TaskGroups[0].Spreads[0].SpreadTarget[0].Percent = 60 }, "spreads"},
 		{"all at once", nil, func(j *structs.Job) { j.AllAtOnce = true }, ""},
 		{"datacenters", nil, func(j *structs.Job) { j.Datacenters = []string{"dc9"} }, ""},
 		{"job constraints", nil, func(j *structs.Job) { j.Constraints = nil }, ""},

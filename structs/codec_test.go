@@ -42,7 +42,7 @@ var wireTypes = []any{
 	new(AllocatedMemoryResources), new(AllocatedSharedResources), new(DesiredTransition),
 	new(RescheduleTracker), new(RescheduleEvent), new(TaskState), new(TaskEvent), new(AllocMetric),
 	new(Template), new(ChangeScript), new(WaitConfig), new(TaskArtifact),
-	new(NodeScoreMeta), new(TaskStates),
+	new(NodeScoreMeta), new(TaskStates), new(Affinity), new(Spread), new(SpreadTarget),
 	// Services (structs/services.go).
 	new(Service), new(ServiceCheck), new(CheckRestart), new(ServiceRegistration), new(CheckQueryResult),
 	new(ServiceRegistrationListStub), new(ServiceRegistrationStub), new(ServiceRegistrationUpsertRequest),

@@ -67,11 +67,23 @@ func (j *Job) Copy() *Job {
 	c := *j
 	c.Datacenters = append([]string(nil), j.Datacenters...)
 	c.Constraints = copySlice(j.Constraints, shallow[Constraint])
+	c.Affinities = copySlice(j.Affinities, shallow[Affinity])
+	c.Spreads = copySlice(j.Spreads, (*Spread).Copy)
 	c.TaskGroups = copySlice(j.TaskGroups, (*TaskGroup).Copy)
 	c.Meta = maps.Clone(j.Meta)
 	c.Periodic = j.Periodic.Copy()
 	c.ParameterizedJob = j.ParameterizedJob.Copy()
 	c.Payload = slices.Clone(j.Payload)
+	return &c
+}
+
+// Copy returns a deep copy of the spread.
+func (s *Spread) Copy() *Spread {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.SpreadTarget = copySlice(s.SpreadTarget, shallow[SpreadTarget])
 	return &c
 }
 
@@ -82,6 +94,8 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	}
 	c := *tg
 	c.Constraints = copySlice(tg.Constraints, shallow[Constraint])
+	c.Affinities = copySlice(tg.Affinities, shallow[Affinity])
+	c.Spreads = copySlice(tg.Spreads, (*Spread).Copy)
 	c.Tasks = copySlice(tg.Tasks, (*Task).Copy)
 	c.RestartPolicy = shallow(tg.RestartPolicy)
 	c.ReschedulePolicy = shallow(tg.ReschedulePolicy)
@@ -116,6 +130,7 @@ func (t *Task) Copy() *Task {
 	}
 	c.Env = maps.Clone(t.Env)
 	c.Constraints = copySlice(t.Constraints, shallow[Constraint])
+	c.Affinities = copySlice(t.Affinities, shallow[Affinity])
 	c.Resources = t.Resources.Copy()
 	c.Services = copySlice(t.Services, (*Service).Copy)
 	c.Meta = maps.Clone(t.Meta)

@@ -102,8 +102,12 @@ type Job struct {
 	AllAtOnce   bool
 	Datacenters []string
 	Constraints []*Constraint
-	TaskGroups  []*TaskGroup
-	Meta        map[string]string
+	// Affinities and Spreads score placement for every group
+	// (structs/affinity.go).
+	Affinities []*Affinity
+	Spreads    []*Spread
+	TaskGroups []*TaskGroup
+	Meta       map[string]string
 
 	// Periodic makes the job a template the leader launches as child jobs
 	// on a cron schedule (structs/periodic.go); ParentID names the job a
@@ -134,9 +138,13 @@ type Job struct {
 
 // TaskGroup is a set of tasks placed together on one node, Count times.
 type TaskGroup struct {
-	Name             string
-	Count            int
-	Constraints      []*Constraint
+	Name        string
+	Count       int
+	Constraints []*Constraint
+	// Affinities and Spreads score the group's placements, with the
+	// job's (structs/affinity.go).
+	Affinities       []*Affinity
+	Spreads          []*Spread
 	Tasks            []*Task
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
@@ -159,6 +167,9 @@ type Task struct {
 	Config      map[string]any
 	Env         map[string]string
 	Constraints []*Constraint
+	// Affinities score the placements of the task's group, with the
+	// group's and the job's.
+	Affinities  []*Affinity
 	Resources   *Resources
 	Meta        map[string]string
 	KillTimeout time.Duration
@@ -573,6 +584,7 @@ func (j *Job) Validate() error {
 		}
 	}
 	validateConstraints(v, "Constraints", j.Constraints)
+	validatePreferences(v, "", j.Type, j.Affinities, j.Spreads)
 	validateMeta(v, "Meta", j.Meta)
 	if j.Periodic != nil {
 		j.Periodic.validate(v, j.Type)
@@ -616,6 +628,7 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 		v.add(join(p, "Count"), "%s jobs run one allocation per node; count must be 0 or 1", jobType)
 	}
 	validateConstraints(v, join(p, "Constraints"), tg.Constraints)
+	validatePreferences(v, p, jobType, tg.Affinities, tg.Spreads)
 	validateMeta(v, join(p, "Meta"), tg.Meta)
 	if rp := tg.RestartPolicy; rp != nil {
 		rpp := join(p, "RestartPolicy")
@@ -684,6 +697,7 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 		}
 		seen[t.Name] = i
 		t.validate(v, tp)
+		validatePreferences(v, tp, jobType, t.Affinities, nil)
 	}
 	tg.validateLifecycle(v, p)
 	validateServices(v, join(p, "Services"), tg.Services, tg.Tasks, "")

@@ -9646,6 +9646,750 @@ func (x *ACLClusterSecretRequest) codecDecodeSelfFromArray(l int, d *codec1978.D
 	r.ReadArrayEnd()
 }
 
+func (x *Affinity) CodecEncodeSelf(e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	if x == nil {
+		r.EncodeNil()
+	} else {
+		if false {
+		} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+			z.EncExtension(x, yyxt1)
+		} else {
+			yysep2 := !z.EncBinary()
+			yy2arr2 := z.EncBasicHandle().StructToArray
+			_, _ = yysep2, yy2arr2
+			const yyr2 bool = false // struct tag has 'toArray'
+			if yyr2 || yy2arr2 {
+				r.WriteArrayStart(4)
+			} else {
+				r.WriteMapStart(4)
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.LTarget)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.LTarget))
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"LTarget\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `LTarget`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.LTarget)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.LTarget))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.RTarget)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.RTarget))
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"RTarget\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `RTarget`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.RTarget)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.RTarget))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.Operand)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Operand))
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Operand\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Operand`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.Operand)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Operand))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					r.EncodeInt(int64(x.Weight))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Weight\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Weight`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					r.EncodeInt(int64(x.Weight))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayEnd()
+			} else {
+				r.WriteMapEnd()
+			}
+		}
+	}
+}
+
+func (x *Affinity) CodecDecodeSelf(d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	if false {
+	} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+		z.DecExtension(x, yyxt1)
+	} else {
+		yyct2 := r.ContainerType()
+		if yyct2 == codecSelferValueTypeMap1978 {
+			yyl2 := r.ReadMapStart()
+			if yyl2 == 0 {
+				r.ReadMapEnd()
+			} else {
+				x.codecDecodeSelfFromMap(yyl2, d)
+			}
+		} else if yyct2 == codecSelferValueTypeArray1978 {
+			yyl2 := r.ReadArrayStart()
+			if yyl2 == 0 {
+				r.ReadArrayEnd()
+			} else {
+				x.codecDecodeSelfFromArray(yyl2, d)
+			}
+		} else {
+			panic(errCodecSelferOnlyMapOrArrayEncodeToStruct1978)
+		}
+	}
+}
+
+func (x *Affinity) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyhl3 bool = l >= 0
+	for yyj3 := 0; ; yyj3++ {
+		if yyhl3 {
+			if yyj3 >= l {
+				break
+			}
+		} else {
+			if r.CheckBreak() {
+				break
+			}
+		}
+		r.ReadMapElemKey()
+		yys3 := z.StringView(r.DecodeStringAsBytes())
+		r.ReadMapElemValue()
+		switch yys3 {
+		case "LTarget":
+			if r.TryDecodeAsNil() {
+				x.LTarget = ""
+			} else {
+				x.LTarget = (string)(r.DecodeString())
+			}
+		case "RTarget":
+			if r.TryDecodeAsNil() {
+				x.RTarget = ""
+			} else {
+				x.RTarget = (string)(r.DecodeString())
+			}
+		case "Operand":
+			if r.TryDecodeAsNil() {
+				x.Operand = ""
+			} else {
+				x.Operand = (string)(r.DecodeString())
+			}
+		case "Weight":
+			if r.TryDecodeAsNil() {
+				x.Weight = 0
+			} else {
+				x.Weight = (int8)(z.C.IntV(r.DecodeInt64(), 8))
+			}
+		default:
+			z.DecStructFieldNotFound(-1, yys3)
+		} // end switch yys3
+	} // end for yyj3
+	r.ReadMapEnd()
+}
+
+func (x *Affinity) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyj8 int
+	var yyb8 bool
+	var yyhl8 bool = l >= 0
+	yyj8++
+	if yyhl8 {
+		yyb8 = yyj8 > l
+	} else {
+		yyb8 = r.CheckBreak()
+	}
+	if yyb8 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.LTarget = ""
+	} else {
+		x.LTarget = (string)(r.DecodeString())
+	}
+	yyj8++
+	if yyhl8 {
+		yyb8 = yyj8 > l
+	} else {
+		yyb8 = r.CheckBreak()
+	}
+	if yyb8 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.RTarget = ""
+	} else {
+		x.RTarget = (string)(r.DecodeString())
+	}
+	yyj8++
+	if yyhl8 {
+		yyb8 = yyj8 > l
+	} else {
+		yyb8 = r.CheckBreak()
+	}
+	if yyb8 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Operand = ""
+	} else {
+		x.Operand = (string)(r.DecodeString())
+	}
+	yyj8++
+	if yyhl8 {
+		yyb8 = yyj8 > l
+	} else {
+		yyb8 = r.CheckBreak()
+	}
+	if yyb8 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Weight = 0
+	} else {
+		x.Weight = (int8)(z.C.IntV(r.DecodeInt64(), 8))
+	}
+	for {
+		yyj8++
+		if yyhl8 {
+			yyb8 = yyj8 > l
+		} else {
+			yyb8 = r.CheckBreak()
+		}
+		if yyb8 {
+			break
+		}
+		r.ReadArrayElem()
+		z.DecStructFieldNotFound(yyj8-1, "")
+	}
+	r.ReadArrayEnd()
+}
+
+func (x *Spread) CodecEncodeSelf(e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	if x == nil {
+		r.EncodeNil()
+	} else {
+		if false {
+		} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+			z.EncExtension(x, yyxt1)
+		} else {
+			yysep2 := !z.EncBinary()
+			yy2arr2 := z.EncBasicHandle().StructToArray
+			_, _ = yysep2, yy2arr2
+			const yyr2 bool = false // struct tag has 'toArray'
+			if yyr2 || yy2arr2 {
+				r.WriteArrayStart(3)
+			} else {
+				r.WriteMapStart(3)
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.Attribute)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Attribute))
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Attribute\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Attribute`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.Attribute)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Attribute))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					r.EncodeInt(int64(x.Weight))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Weight\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Weight`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					r.EncodeInt(int64(x.Weight))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if x.SpreadTarget == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoSpreadTarget(([]*SpreadTarget)(x.SpreadTarget), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"SpreadTarget\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `SpreadTarget`)
+				}
+				r.WriteMapElemValue()
+				if x.SpreadTarget == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoSpreadTarget(([]*SpreadTarget)(x.SpreadTarget), e)
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayEnd()
+			} else {
+				r.WriteMapEnd()
+			}
+		}
+	}
+}
+
+func (x *Spread) CodecDecodeSelf(d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	if false {
+	} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+		z.DecExtension(x, yyxt1)
+	} else {
+		yyct2 := r.ContainerType()
+		if yyct2 == codecSelferValueTypeMap1978 {
+			yyl2 := r.ReadMapStart()
+			if yyl2 == 0 {
+				r.ReadMapEnd()
+			} else {
+				x.codecDecodeSelfFromMap(yyl2, d)
+			}
+		} else if yyct2 == codecSelferValueTypeArray1978 {
+			yyl2 := r.ReadArrayStart()
+			if yyl2 == 0 {
+				r.ReadArrayEnd()
+			} else {
+				x.codecDecodeSelfFromArray(yyl2, d)
+			}
+		} else {
+			panic(errCodecSelferOnlyMapOrArrayEncodeToStruct1978)
+		}
+	}
+}
+
+func (x *Spread) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyhl3 bool = l >= 0
+	for yyj3 := 0; ; yyj3++ {
+		if yyhl3 {
+			if yyj3 >= l {
+				break
+			}
+		} else {
+			if r.CheckBreak() {
+				break
+			}
+		}
+		r.ReadMapElemKey()
+		yys3 := z.StringView(r.DecodeStringAsBytes())
+		r.ReadMapElemValue()
+		switch yys3 {
+		case "Attribute":
+			if r.TryDecodeAsNil() {
+				x.Attribute = ""
+			} else {
+				x.Attribute = (string)(r.DecodeString())
+			}
+		case "Weight":
+			if r.TryDecodeAsNil() {
+				x.Weight = 0
+			} else {
+				x.Weight = (int8)(z.C.IntV(r.DecodeInt64(), 8))
+			}
+		case "SpreadTarget":
+			if r.TryDecodeAsNil() {
+				x.SpreadTarget = nil
+			} else {
+				if false {
+				} else {
+					h.decSlicePtrtoSpreadTarget((*[]*SpreadTarget)(&x.SpreadTarget), d)
+				}
+			}
+		default:
+			z.DecStructFieldNotFound(-1, yys3)
+		} // end switch yys3
+	} // end for yyj3
+	r.ReadMapEnd()
+}
+
+func (x *Spread) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyj8 int
+	var yyb8 bool
+	var yyhl8 bool = l >= 0
+	yyj8++
+	if yyhl8 {
+		yyb8 = yyj8 > l
+	} else {
+		yyb8 = r.CheckBreak()
+	}
+	if yyb8 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Attribute = ""
+	} else {
+		x.Attribute = (string)(r.DecodeString())
+	}
+	yyj8++
+	if yyhl8 {
+		yyb8 = yyj8 > l
+	} else {
+		yyb8 = r.CheckBreak()
+	}
+	if yyb8 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Weight = 0
+	} else {
+		x.Weight = (int8)(z.C.IntV(r.DecodeInt64(), 8))
+	}
+	yyj8++
+	if yyhl8 {
+		yyb8 = yyj8 > l
+	} else {
+		yyb8 = r.CheckBreak()
+	}
+	if yyb8 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.SpreadTarget = nil
+	} else {
+		if false {
+		} else {
+			h.decSlicePtrtoSpreadTarget((*[]*SpreadTarget)(&x.SpreadTarget), d)
+		}
+	}
+	for {
+		yyj8++
+		if yyhl8 {
+			yyb8 = yyj8 > l
+		} else {
+			yyb8 = r.CheckBreak()
+		}
+		if yyb8 {
+			break
+		}
+		r.ReadArrayElem()
+		z.DecStructFieldNotFound(yyj8-1, "")
+	}
+	r.ReadArrayEnd()
+}
+
+func (x *SpreadTarget) CodecEncodeSelf(e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	if x == nil {
+		r.EncodeNil()
+	} else {
+		if false {
+		} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+			z.EncExtension(x, yyxt1)
+		} else {
+			yysep2 := !z.EncBinary()
+			yy2arr2 := z.EncBasicHandle().StructToArray
+			_, _ = yysep2, yy2arr2
+			const yyr2 bool = false // struct tag has 'toArray'
+			if yyr2 || yy2arr2 {
+				r.WriteArrayStart(2)
+			} else {
+				r.WriteMapStart(2)
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.Value)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Value))
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Value\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Value`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.Value)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Value))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					r.EncodeUint(uint64(x.Percent))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Percent\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Percent`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					r.EncodeUint(uint64(x.Percent))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayEnd()
+			} else {
+				r.WriteMapEnd()
+			}
+		}
+	}
+}
+
+func (x *SpreadTarget) CodecDecodeSelf(d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	if false {
+	} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+		z.DecExtension(x, yyxt1)
+	} else {
+		yyct2 := r.ContainerType()
+		if yyct2 == codecSelferValueTypeMap1978 {
+			yyl2 := r.ReadMapStart()
+			if yyl2 == 0 {
+				r.ReadMapEnd()
+			} else {
+				x.codecDecodeSelfFromMap(yyl2, d)
+			}
+		} else if yyct2 == codecSelferValueTypeArray1978 {
+			yyl2 := r.ReadArrayStart()
+			if yyl2 == 0 {
+				r.ReadArrayEnd()
+			} else {
+				x.codecDecodeSelfFromArray(yyl2, d)
+			}
+		} else {
+			panic(errCodecSelferOnlyMapOrArrayEncodeToStruct1978)
+		}
+	}
+}
+
+func (x *SpreadTarget) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyhl3 bool = l >= 0
+	for yyj3 := 0; ; yyj3++ {
+		if yyhl3 {
+			if yyj3 >= l {
+				break
+			}
+		} else {
+			if r.CheckBreak() {
+				break
+			}
+		}
+		r.ReadMapElemKey()
+		yys3 := z.StringView(r.DecodeStringAsBytes())
+		r.ReadMapElemValue()
+		switch yys3 {
+		case "Value":
+			if r.TryDecodeAsNil() {
+				x.Value = ""
+			} else {
+				x.Value = (string)(r.DecodeString())
+			}
+		case "Percent":
+			if r.TryDecodeAsNil() {
+				x.Percent = 0
+			} else {
+				x.Percent = (uint8)(z.C.UintV(r.DecodeUint64(), 8))
+			}
+		default:
+			z.DecStructFieldNotFound(-1, yys3)
+		} // end switch yys3
+	} // end for yyj3
+	r.ReadMapEnd()
+}
+
+func (x *SpreadTarget) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyj6 int
+	var yyb6 bool
+	var yyhl6 bool = l >= 0
+	yyj6++
+	if yyhl6 {
+		yyb6 = yyj6 > l
+	} else {
+		yyb6 = r.CheckBreak()
+	}
+	if yyb6 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Value = ""
+	} else {
+		x.Value = (string)(r.DecodeString())
+	}
+	yyj6++
+	if yyhl6 {
+		yyb6 = yyj6 > l
+	} else {
+		yyb6 = r.CheckBreak()
+	}
+	if yyb6 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Percent = 0
+	} else {
+		x.Percent = (uint8)(z.C.UintV(r.DecodeUint64(), 8))
+	}
+	for {
+		yyj6++
+		if yyhl6 {
+			yyb6 = yyj6 > l
+		} else {
+			yyb6 = r.CheckBreak()
+		}
+		if yyb6 {
+			break
+		}
+		r.ReadArrayElem()
+		z.DecStructFieldNotFound(yyj6-1, "")
+	}
+	r.ReadArrayEnd()
+}
+
 func (x *Allocation) CodecEncodeSelf(e *codec1978.Encoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperEncoder(e)
@@ -24653,9 +25397,9 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(26)
+				r.WriteArrayStart(28)
 			} else {
-				r.WriteMapStart(26)
+				r.WriteMapStart(28)
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -24886,6 +25630,60 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
+				if x.Affinities == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoAffinity(([]*Affinity)(x.Affinities), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Affinities\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Affinities`)
+				}
+				r.WriteMapElemValue()
+				if x.Affinities == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoAffinity(([]*Affinity)(x.Affinities), e)
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if x.Spreads == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoSpread(([]*Spread)(x.Spreads), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Spreads\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Spreads`)
+				}
+				r.WriteMapElemValue()
+				if x.Spreads == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoSpread(([]*Spread)(x.Spreads), e)
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
 				if x.TaskGroups == nil {
 					r.EncodeNil()
 				} else {
@@ -24938,14 +25736,14 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn36 bool
+			var yyn42 bool
 			if x.Periodic == nil {
-				yyn36 = true
-				goto LABEL36
+				yyn42 = true
+				goto LABEL42
 			}
-		LABEL36:
+		LABEL42:
 			if yyr2 || yy2arr2 {
-				if yyn36 {
+				if yyn42 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -24964,7 +25762,7 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `Periodic`)
 				}
 				r.WriteMapElemValue()
-				if yyn36 {
+				if yyn42 {
 					r.EncodeNil()
 				} else {
 					if x.Periodic == nil {
@@ -25001,14 +25799,14 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn42 bool
+			var yyn48 bool
 			if x.ParameterizedJob == nil {
-				yyn42 = true
-				goto LABEL42
+				yyn48 = true
+				goto LABEL48
 			}
-		LABEL42:
+		LABEL48:
 			if yyr2 || yy2arr2 {
-				if yyn42 {
+				if yyn48 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -25027,7 +25825,7 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `ParameterizedJob`)
 				}
 				r.WriteMapElemValue()
-				if yyn42 {
+				if yyn48 {
 					r.EncodeNil()
 				} else {
 					if x.ParameterizedJob == nil {
@@ -25414,6 +26212,24 @@ func (x *Job) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 					h.decSlicePtrtoConstraint((*[]*Constraint)(&x.Constraints), d)
 				}
 			}
+		case "Affinities":
+			if r.TryDecodeAsNil() {
+				x.Affinities = nil
+			} else {
+				if false {
+				} else {
+					h.decSlicePtrtoAffinity((*[]*Affinity)(&x.Affinities), d)
+				}
+			}
+		case "Spreads":
+			if r.TryDecodeAsNil() {
+				x.Spreads = nil
+			} else {
+				if false {
+				} else {
+					h.decSlicePtrtoSpread((*[]*Spread)(&x.Spreads), d)
+				}
+			}
 		case "TaskGroups":
 			if r.TryDecodeAsNil() {
 				x.TaskGroups = nil
@@ -25548,16 +26364,16 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj35 int
-	var yyb35 bool
-	var yyhl35 bool = l >= 0
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	var yyj39 int
+	var yyb39 bool
+	var yyhl39 bool = l >= 0
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25567,13 +26383,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Region = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25583,13 +26399,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Namespace = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25599,13 +26415,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25615,13 +26431,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25631,13 +26447,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Type = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25647,13 +26463,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Priority = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25663,13 +26479,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.AllAtOnce = (bool)(r.DecodeBool())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25682,13 +26498,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicestring((*[]string)(&x.Datacenters), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25701,13 +26517,51 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoConstraint((*[]*Constraint)(&x.Constraints), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Affinities = nil
+	} else {
+		if false {
+		} else {
+			h.decSlicePtrtoAffinity((*[]*Affinity)(&x.Affinities), d)
+		}
+	}
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
+	} else {
+		yyb39 = r.CheckBreak()
+	}
+	if yyb39 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Spreads = nil
+	} else {
+		if false {
+		} else {
+			h.decSlicePtrtoSpread((*[]*Spread)(&x.Spreads), d)
+		}
+	}
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
+	} else {
+		yyb39 = r.CheckBreak()
+	}
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25720,13 +26574,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoTaskGroup((*[]*TaskGroup)(&x.TaskGroups), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25739,13 +26593,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringstring((*map[string]string)(&x.Meta), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25761,13 +26615,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Periodic.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25777,13 +26631,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ParentID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25799,13 +26653,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ParameterizedJob.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25818,13 +26672,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			x.Payload = r.DecodeBytes(([]byte)(x.Payload), false)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25834,13 +26688,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Dispatched = (bool)(r.DecodeBool())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25850,13 +26704,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DispatchIdempotencyToken = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25866,13 +26720,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Stop = (bool)(r.DecodeBool())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25882,13 +26736,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Status = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25898,13 +26752,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.StatusDescription = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25914,13 +26768,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Stable = (bool)(r.DecodeBool())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25930,13 +26784,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Version = (uint64)(r.DecodeUint64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25946,13 +26800,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.SubmitTime = (int64)(r.DecodeInt64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25962,13 +26816,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25978,13 +26832,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ModifyIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj39++
+	if yyhl39 {
+		yyb39 = yyj39 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb39 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb39 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25995,17 +26849,17 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		x.JobModifyIndex = (uint64)(r.DecodeUint64())
 	}
 	for {
-		yyj35++
-		if yyhl35 {
-			yyb35 = yyj35 > l
+		yyj39++
+		if yyhl39 {
+			yyb39 = yyj39 > l
 		} else {
-			yyb35 = r.CheckBreak()
+			yyb39 = r.CheckBreak()
 		}
-		if yyb35 {
+		if yyb39 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj35-1, "")
+		z.DecStructFieldNotFound(yyj39-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -26026,9 +26880,9 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(11)
+				r.WriteArrayStart(13)
 			} else {
-				r.WriteMapStart(11)
+				r.WriteMapStart(13)
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -26105,6 +26959,60 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
+				if x.Affinities == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoAffinity(([]*Affinity)(x.Affinities), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Affinities\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Affinities`)
+				}
+				r.WriteMapElemValue()
+				if x.Affinities == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoAffinity(([]*Affinity)(x.Affinities), e)
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if x.Spreads == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoSpread(([]*Spread)(x.Spreads), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Spreads\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Spreads`)
+				}
+				r.WriteMapElemValue()
+				if x.Spreads == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoSpread(([]*Spread)(x.Spreads), e)
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
 				if x.Tasks == nil {
 					r.EncodeNil()
 				} else {
@@ -26130,14 +27038,14 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn15 bool
+			var yyn21 bool
 			if x.RestartPolicy == nil {
-				yyn15 = true
-				goto LABEL15
+				yyn21 = true
+				goto LABEL21
 			}
-		LABEL15:
+		LABEL21:
 			if yyr2 || yy2arr2 {
-				if yyn15 {
+				if yyn21 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -26156,7 +27064,7 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `RestartPolicy`)
 				}
 				r.WriteMapElemValue()
-				if yyn15 {
+				if yyn21 {
 					r.EncodeNil()
 				} else {
 					if x.RestartPolicy == nil {
@@ -26166,14 +27074,14 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn18 bool
+			var yyn24 bool
 			if x.ReschedulePolicy == nil {
-				yyn18 = true
-				goto LABEL18
+				yyn24 = true
+				goto LABEL24
 			}
-		LABEL18:
+		LABEL24:
 			if yyr2 || yy2arr2 {
-				if yyn18 {
+				if yyn24 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -26192,7 +27100,7 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `ReschedulePolicy`)
 				}
 				r.WriteMapElemValue()
-				if yyn18 {
+				if yyn24 {
 					r.EncodeNil()
 				} else {
 					if x.ReschedulePolicy == nil {
@@ -26202,14 +27110,14 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn21 bool
+			var yyn27 bool
 			if x.Migrate == nil {
-				yyn21 = true
-				goto LABEL21
+				yyn27 = true
+				goto LABEL27
 			}
-		LABEL21:
+		LABEL27:
 			if yyr2 || yy2arr2 {
-				if yyn21 {
+				if yyn27 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -26228,7 +27136,7 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `Migrate`)
 				}
 				r.WriteMapElemValue()
-				if yyn21 {
+				if yyn27 {
 					r.EncodeNil()
 				} else {
 					if x.Migrate == nil {
@@ -26292,14 +27200,14 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn30 bool
+			var yyn36 bool
 			if x.Scaling == nil {
-				yyn30 = true
-				goto LABEL30
+				yyn36 = true
+				goto LABEL36
 			}
-		LABEL30:
+		LABEL36:
 			if yyr2 || yy2arr2 {
-				if yyn30 {
+				if yyn36 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -26318,7 +27226,7 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `Scaling`)
 				}
 				r.WriteMapElemValue()
-				if yyn30 {
+				if yyn36 {
 					r.EncodeNil()
 				} else {
 					if x.Scaling == nil {
@@ -26433,6 +27341,24 @@ func (x *TaskGroup) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 					h.decSlicePtrtoConstraint((*[]*Constraint)(&x.Constraints), d)
 				}
 			}
+		case "Affinities":
+			if r.TryDecodeAsNil() {
+				x.Affinities = nil
+			} else {
+				if false {
+				} else {
+					h.decSlicePtrtoAffinity((*[]*Affinity)(&x.Affinities), d)
+				}
+			}
+		case "Spreads":
+			if r.TryDecodeAsNil() {
+				x.Spreads = nil
+			} else {
+				if false {
+				} else {
+					h.decSlicePtrtoSpread((*[]*Spread)(&x.Spreads), d)
+				}
+			}
 		case "Tasks":
 			if r.TryDecodeAsNil() {
 				x.Tasks = nil
@@ -26528,16 +27454,16 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj20 int
-	var yyb20 bool
-	var yyhl20 bool = l >= 0
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	var yyj24 int
+	var yyb24 bool
+	var yyhl24 bool = l >= 0
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26547,13 +27473,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26563,13 +27489,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Count = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26582,13 +27508,51 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoConstraint((*[]*Constraint)(&x.Constraints), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Affinities = nil
+	} else {
+		if false {
+		} else {
+			h.decSlicePtrtoAffinity((*[]*Affinity)(&x.Affinities), d)
+		}
+	}
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
+	} else {
+		yyb24 = r.CheckBreak()
+	}
+	if yyb24 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Spreads = nil
+	} else {
+		if false {
+		} else {
+			h.decSlicePtrtoSpread((*[]*Spread)(&x.Spreads), d)
+		}
+	}
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
+	} else {
+		yyb24 = r.CheckBreak()
+	}
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26601,13 +27565,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoTask((*[]*Task)(&x.Tasks), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26623,13 +27587,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.RestartPolicy.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26645,13 +27609,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ReschedulePolicy.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26667,13 +27631,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Migrate.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26686,13 +27650,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoNetworkResource((*[]*NetworkResource)(&x.Networks), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26705,13 +27669,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoService((*[]*Service)(&x.Services), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26727,13 +27691,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Scaling.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj24++
+	if yyhl24 {
+		yyb24 = yyj24 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb24 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb24 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26747,17 +27711,17 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 	}
 	for {
-		yyj20++
-		if yyhl20 {
-			yyb20 = yyj20 > l
+		yyj24++
+		if yyhl24 {
+			yyb24 = yyj24 > l
 		} else {
-			yyb20 = r.CheckBreak()
+			yyb24 = r.CheckBreak()
 		}
-		if yyb20 {
+		if yyb24 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj20-1, "")
+		z.DecStructFieldNotFound(yyj24-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -26777,13 +27741,14 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
-			var yyq2 = [17]bool{    // should field at this index be written?
+			var yyq2 = [18]bool{    // should field at this index be written?
 				true,               // Name
 				true,               // Driver
 				true,               // User
 				true,               // Config
 				true,               // Env
 				true,               // Constraints
+				true,               // Affinities
 				true,               // Resources
 				true,               // Meta
 				true,               // KillTimeout
@@ -26798,7 +27763,7 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 			}
 			_ = yyq2
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(17)
+				r.WriteArrayStart(18)
 			} else {
 				var yynn2 int
 				for _, b := range yyq2 {
@@ -26971,14 +27936,41 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn21 bool
-			if x.Resources == nil {
-				yyn21 = true
-				goto LABEL21
-			}
-		LABEL21:
 			if yyr2 || yy2arr2 {
-				if yyn21 {
+				r.WriteArrayElem()
+				if x.Affinities == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoAffinity(([]*Affinity)(x.Affinities), e)
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Affinities\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Affinities`)
+				}
+				r.WriteMapElemValue()
+				if x.Affinities == nil {
+					r.EncodeNil()
+				} else {
+					if false {
+					} else {
+						h.encSlicePtrtoAffinity(([]*Affinity)(x.Affinities), e)
+					}
+				}
+			}
+			var yyn24 bool
+			if x.Resources == nil {
+				yyn24 = true
+				goto LABEL24
+			}
+		LABEL24:
+			if yyr2 || yy2arr2 {
+				if yyn24 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -26997,7 +27989,7 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `Resources`)
 				}
 				r.WriteMapElemValue()
-				if yyn21 {
+				if yyn24 {
 					r.EncodeNil()
 				} else {
 					if x.Resources == nil {
@@ -27037,8 +28029,8 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
 				if false {
-				} else if yyxt28 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt28 != nil {
-					z.EncExtension(x.KillTimeout, yyxt28)
+				} else if yyxt31 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt31 != nil {
+					z.EncExtension(x.KillTimeout, yyxt31)
 				} else {
 					r.EncodeInt(int64(x.KillTimeout))
 				}
@@ -27051,8 +28043,8 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 				}
 				r.WriteMapElemValue()
 				if false {
-				} else if yyxt29 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt29 != nil {
-					z.EncExtension(x.KillTimeout, yyxt29)
+				} else if yyxt32 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt32 != nil {
+					z.EncExtension(x.KillTimeout, yyxt32)
 				} else {
 					r.EncodeInt(int64(x.KillTimeout))
 				}
@@ -27184,14 +28176,14 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn45 bool
+			var yyn48 bool
 			if x.DispatchPayload == nil {
-				yyn45 = true
-				goto LABEL45
+				yyn48 = true
+				goto LABEL48
 			}
-		LABEL45:
+		LABEL48:
 			if yyr2 || yy2arr2 {
-				if yyn45 {
+				if yyn48 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -27210,7 +28202,7 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `DispatchPayload`)
 				}
 				r.WriteMapElemValue()
-				if yyn45 {
+				if yyn48 {
 					r.EncodeNil()
 				} else {
 					if x.DispatchPayload == nil {
@@ -27220,50 +28212,8 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn48 bool
-			if x.Lifecycle == nil {
-				yyn48 = true
-				goto LABEL48
-			}
-		LABEL48:
-			if yyr2 || yy2arr2 {
-				if yyn48 {
-					r.WriteArrayElem()
-					r.EncodeNil()
-				} else {
-					r.WriteArrayElem()
-					if yyq2[15] {
-						if x.Lifecycle == nil {
-							r.EncodeNil()
-						} else {
-							x.Lifecycle.CodecEncodeSelf(e)
-						}
-					} else {
-						r.EncodeNil()
-					}
-				}
-			} else {
-				if yyq2[15] {
-					r.WriteMapElemKey()
-					if z.IsJSONHandle() {
-						z.WriteStr("\"Lifecycle\"")
-					} else {
-						r.EncodeStringEnc(codecSelferCcUTF81978, `Lifecycle`)
-					}
-					r.WriteMapElemValue()
-					if yyn48 {
-						r.EncodeNil()
-					} else {
-						if x.Lifecycle == nil {
-							r.EncodeNil()
-						} else {
-							x.Lifecycle.CodecEncodeSelf(e)
-						}
-					}
-				}
-			}
 			var yyn51 bool
-			if x.Identity == nil {
+			if x.Lifecycle == nil {
 				yyn51 = true
 				goto LABEL51
 			}
@@ -27275,6 +28225,48 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 				} else {
 					r.WriteArrayElem()
 					if yyq2[16] {
+						if x.Lifecycle == nil {
+							r.EncodeNil()
+						} else {
+							x.Lifecycle.CodecEncodeSelf(e)
+						}
+					} else {
+						r.EncodeNil()
+					}
+				}
+			} else {
+				if yyq2[16] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Lifecycle\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Lifecycle`)
+					}
+					r.WriteMapElemValue()
+					if yyn51 {
+						r.EncodeNil()
+					} else {
+						if x.Lifecycle == nil {
+							r.EncodeNil()
+						} else {
+							x.Lifecycle.CodecEncodeSelf(e)
+						}
+					}
+				}
+			}
+			var yyn54 bool
+			if x.Identity == nil {
+				yyn54 = true
+				goto LABEL54
+			}
+		LABEL54:
+			if yyr2 || yy2arr2 {
+				if yyn54 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if yyq2[17] {
 						if x.Identity == nil {
 							r.EncodeNil()
 						} else {
@@ -27285,7 +28277,7 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			} else {
-				if yyq2[16] {
+				if yyq2[17] {
 					r.WriteMapElemKey()
 					if z.IsJSONHandle() {
 						z.WriteStr("\"Identity\"")
@@ -27293,7 +28285,7 @@ func (x *Task) CodecEncodeSelf(e *codec1978.Encoder) {
 						r.EncodeStringEnc(codecSelferCcUTF81978, `Identity`)
 					}
 					r.WriteMapElemValue()
-					if yyn51 {
+					if yyn54 {
 						r.EncodeNil()
 					} else {
 						if x.Identity == nil {
@@ -27406,6 +28398,15 @@ func (x *Task) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 					h.decSlicePtrtoConstraint((*[]*Constraint)(&x.Constraints), d)
 				}
 			}
+		case "Affinities":
+			if r.TryDecodeAsNil() {
+				x.Affinities = nil
+			} else {
+				if false {
+				} else {
+					h.decSlicePtrtoAffinity((*[]*Affinity)(&x.Affinities), d)
+				}
+			}
 		case "Resources":
 			if r.TryDecodeAsNil() {
 				if true && x.Resources != nil {
@@ -27432,8 +28433,8 @@ func (x *Task) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 				x.KillTimeout = 0
 			} else {
 				if false {
-				} else if yyxt17 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt17 != nil {
-					z.DecExtension(x.KillTimeout, yyxt17)
+				} else if yyxt19 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt19 != nil {
+					z.DecExtension(x.KillTimeout, yyxt19)
 				} else {
 					x.KillTimeout = (time.Duration)(r.DecodeInt64())
 				}
@@ -27524,16 +28525,16 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj29 int
-	var yyb29 bool
-	var yyhl29 bool = l >= 0
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	var yyj31 int
+	var yyb31 bool
+	var yyhl31 bool = l >= 0
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27543,13 +28544,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27559,13 +28560,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Driver = (string)(r.DecodeString())
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27575,13 +28576,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.User = (string)(r.DecodeString())
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27594,13 +28595,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringInterface((*map[string]interface{})(&x.Config), d)
 		}
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27613,13 +28614,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringstring((*map[string]string)(&x.Env), d)
 		}
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27632,13 +28633,32 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoConstraint((*[]*Constraint)(&x.Constraints), d)
 		}
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Affinities = nil
+	} else {
+		if false {
+		} else {
+			h.decSlicePtrtoAffinity((*[]*Affinity)(&x.Affinities), d)
+		}
+	}
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
+	} else {
+		yyb31 = r.CheckBreak()
+	}
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27654,13 +28674,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Resources.CodecDecodeSelf(d)
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27673,13 +28693,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringstring((*map[string]string)(&x.Meta), d)
 		}
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27688,19 +28708,19 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		x.KillTimeout = 0
 	} else {
 		if false {
-		} else if yyxt43 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt43 != nil {
-			z.DecExtension(x.KillTimeout, yyxt43)
+		} else if yyxt47 := z.Extension(z.I2Rtid(x.KillTimeout)); yyxt47 != nil {
+			z.DecExtension(x.KillTimeout, yyxt47)
 		} else {
 			x.KillTimeout = (time.Duration)(r.DecodeInt64())
 		}
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27710,13 +28730,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.KillSignal = (string)(r.DecodeString())
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27726,13 +28746,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Leader = (bool)(r.DecodeBool())
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27745,13 +28765,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoService((*[]*Service)(&x.Services), d)
 		}
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27764,13 +28784,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoTemplate((*[]*Template)(&x.Templates), d)
 		}
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27783,13 +28803,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoTaskArtifact((*[]*TaskArtifact)(&x.Artifacts), d)
 		}
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27805,13 +28825,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.DispatchPayload.CodecDecodeSelf(d)
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27827,13 +28847,13 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Lifecycle.CodecDecodeSelf(d)
 	}
-	yyj29++
-	if yyhl29 {
-		yyb29 = yyj29 > l
+	yyj31++
+	if yyhl31 {
+		yyb31 = yyj31 > l
 	} else {
-		yyb29 = r.CheckBreak()
+		yyb31 = r.CheckBreak()
 	}
-	if yyb29 {
+	if yyb31 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27850,17 +28870,17 @@ func (x *Task) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		x.Identity.CodecDecodeSelf(d)
 	}
 	for {
-		yyj29++
-		if yyhl29 {
-			yyb29 = yyj29 > l
+		yyj31++
+		if yyhl31 {
+			yyb31 = yyj31 > l
 		} else {
-			yyb29 = r.CheckBreak()
+			yyb31 = r.CheckBreak()
 		}
-		if yyb29 {
+		if yyb31 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj29-1, "")
+		z.DecStructFieldNotFound(yyj31-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -100673,6 +101693,106 @@ func (x codecSelfer1978) decSlicePtrtoACLTokenListStub(v *[]*ACLTokenListStub, d
 	}
 }
 
+func (x codecSelfer1978) encSlicePtrtoSpreadTarget(v []*SpreadTarget, e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	r.WriteArrayStart(len(v))
+	for _, yyv1 := range v {
+		r.WriteArrayElem()
+		if yyv1 == nil {
+			r.EncodeNil()
+		} else {
+			yyv1.CodecEncodeSelf(e)
+		}
+	}
+	r.WriteArrayEnd()
+}
+
+func (x codecSelfer1978) decSlicePtrtoSpreadTarget(v *[]*SpreadTarget, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+
+	yyv1 := *v
+	yyh1, yyl1 := z.DecSliceHelperStart()
+	var yyc1 bool
+	_ = yyc1
+	if yyl1 == 0 {
+		if yyv1 == nil {
+			yyv1 = []*SpreadTarget{}
+			yyc1 = true
+		} else if len(yyv1) != 0 {
+			yyv1 = yyv1[:0]
+			yyc1 = true
+		}
+	} else {
+		yyhl1 := yyl1 > 0
+		var yyrl1 int
+		_ = yyrl1
+		if yyhl1 {
+			if yyl1 > cap(yyv1) {
+				yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 8)
+				if yyrl1 <= cap(yyv1) {
+					yyv1 = yyv1[:yyrl1]
+				} else {
+					yyv1 = make([]*SpreadTarget, yyrl1)
+				}
+				yyc1 = true
+			} else if yyl1 != len(yyv1) {
+				yyv1 = yyv1[:yyl1]
+				yyc1 = true
+			}
+		}
+		var yyj1 int
+		// var yydn1 bool
+		for yyj1 = 0; (yyhl1 && yyj1 < yyl1) || !(yyhl1 || r.CheckBreak()); yyj1++ { // bounds-check-elimination
+			if yyj1 == 0 && yyv1 == nil {
+				if yyhl1 {
+					yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 8)
+				} else {
+					yyrl1 = 8
+				}
+				yyv1 = make([]*SpreadTarget, yyrl1)
+				yyc1 = true
+			}
+			yyh1.ElemContainerState(yyj1)
+
+			var yydb1 bool
+			if yyj1 >= len(yyv1) {
+				yyv1 = append(yyv1, nil)
+				yyc1 = true
+
+			}
+			if yydb1 {
+				z.DecSwallow()
+			} else {
+				if r.TryDecodeAsNil() {
+					yyv1[yyj1] = nil
+				} else {
+					if yyv1[yyj1] == nil {
+						yyv1[yyj1] = new(SpreadTarget)
+					}
+					yyv1[yyj1].CodecDecodeSelf(d)
+				}
+
+			}
+
+		}
+		if yyj1 < len(yyv1) {
+			yyv1 = yyv1[:yyj1]
+			yyc1 = true
+		} else if yyj1 == 0 && yyv1 == nil {
+			yyv1 = make([]*SpreadTarget, 0)
+			yyc1 = true
+		}
+	}
+	yyh1.End()
+	if yyc1 {
+		*v = yyv1
+	}
+}
+
 func (x codecSelfer1978) encMapstringPtrtoAllocatedTaskResources(v map[string]*AllocatedTaskResources, e *codec1978.Encoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperEncoder(e)
@@ -103009,6 +104129,206 @@ func (x codecSelfer1978) decSlicePtrtoConstraint(v *[]*Constraint, d *codec1978.
 			yyc1 = true
 		} else if yyj1 == 0 && yyv1 == nil {
 			yyv1 = make([]*Constraint, 0)
+			yyc1 = true
+		}
+	}
+	yyh1.End()
+	if yyc1 {
+		*v = yyv1
+	}
+}
+
+func (x codecSelfer1978) encSlicePtrtoAffinity(v []*Affinity, e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	r.WriteArrayStart(len(v))
+	for _, yyv1 := range v {
+		r.WriteArrayElem()
+		if yyv1 == nil {
+			r.EncodeNil()
+		} else {
+			yyv1.CodecEncodeSelf(e)
+		}
+	}
+	r.WriteArrayEnd()
+}
+
+func (x codecSelfer1978) decSlicePtrtoAffinity(v *[]*Affinity, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+
+	yyv1 := *v
+	yyh1, yyl1 := z.DecSliceHelperStart()
+	var yyc1 bool
+	_ = yyc1
+	if yyl1 == 0 {
+		if yyv1 == nil {
+			yyv1 = []*Affinity{}
+			yyc1 = true
+		} else if len(yyv1) != 0 {
+			yyv1 = yyv1[:0]
+			yyc1 = true
+		}
+	} else {
+		yyhl1 := yyl1 > 0
+		var yyrl1 int
+		_ = yyrl1
+		if yyhl1 {
+			if yyl1 > cap(yyv1) {
+				yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 8)
+				if yyrl1 <= cap(yyv1) {
+					yyv1 = yyv1[:yyrl1]
+				} else {
+					yyv1 = make([]*Affinity, yyrl1)
+				}
+				yyc1 = true
+			} else if yyl1 != len(yyv1) {
+				yyv1 = yyv1[:yyl1]
+				yyc1 = true
+			}
+		}
+		var yyj1 int
+		// var yydn1 bool
+		for yyj1 = 0; (yyhl1 && yyj1 < yyl1) || !(yyhl1 || r.CheckBreak()); yyj1++ { // bounds-check-elimination
+			if yyj1 == 0 && yyv1 == nil {
+				if yyhl1 {
+					yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 8)
+				} else {
+					yyrl1 = 8
+				}
+				yyv1 = make([]*Affinity, yyrl1)
+				yyc1 = true
+			}
+			yyh1.ElemContainerState(yyj1)
+
+			var yydb1 bool
+			if yyj1 >= len(yyv1) {
+				yyv1 = append(yyv1, nil)
+				yyc1 = true
+
+			}
+			if yydb1 {
+				z.DecSwallow()
+			} else {
+				if r.TryDecodeAsNil() {
+					yyv1[yyj1] = nil
+				} else {
+					if yyv1[yyj1] == nil {
+						yyv1[yyj1] = new(Affinity)
+					}
+					yyv1[yyj1].CodecDecodeSelf(d)
+				}
+
+			}
+
+		}
+		if yyj1 < len(yyv1) {
+			yyv1 = yyv1[:yyj1]
+			yyc1 = true
+		} else if yyj1 == 0 && yyv1 == nil {
+			yyv1 = make([]*Affinity, 0)
+			yyc1 = true
+		}
+	}
+	yyh1.End()
+	if yyc1 {
+		*v = yyv1
+	}
+}
+
+func (x codecSelfer1978) encSlicePtrtoSpread(v []*Spread, e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	r.WriteArrayStart(len(v))
+	for _, yyv1 := range v {
+		r.WriteArrayElem()
+		if yyv1 == nil {
+			r.EncodeNil()
+		} else {
+			yyv1.CodecEncodeSelf(e)
+		}
+	}
+	r.WriteArrayEnd()
+}
+
+func (x codecSelfer1978) decSlicePtrtoSpread(v *[]*Spread, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+
+	yyv1 := *v
+	yyh1, yyl1 := z.DecSliceHelperStart()
+	var yyc1 bool
+	_ = yyc1
+	if yyl1 == 0 {
+		if yyv1 == nil {
+			yyv1 = []*Spread{}
+			yyc1 = true
+		} else if len(yyv1) != 0 {
+			yyv1 = yyv1[:0]
+			yyc1 = true
+		}
+	} else {
+		yyhl1 := yyl1 > 0
+		var yyrl1 int
+		_ = yyrl1
+		if yyhl1 {
+			if yyl1 > cap(yyv1) {
+				yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 8)
+				if yyrl1 <= cap(yyv1) {
+					yyv1 = yyv1[:yyrl1]
+				} else {
+					yyv1 = make([]*Spread, yyrl1)
+				}
+				yyc1 = true
+			} else if yyl1 != len(yyv1) {
+				yyv1 = yyv1[:yyl1]
+				yyc1 = true
+			}
+		}
+		var yyj1 int
+		// var yydn1 bool
+		for yyj1 = 0; (yyhl1 && yyj1 < yyl1) || !(yyhl1 || r.CheckBreak()); yyj1++ { // bounds-check-elimination
+			if yyj1 == 0 && yyv1 == nil {
+				if yyhl1 {
+					yyrl1 = z.DecInferLen(yyl1, z.DecBasicHandle().MaxInitLen, 8)
+				} else {
+					yyrl1 = 8
+				}
+				yyv1 = make([]*Spread, yyrl1)
+				yyc1 = true
+			}
+			yyh1.ElemContainerState(yyj1)
+
+			var yydb1 bool
+			if yyj1 >= len(yyv1) {
+				yyv1 = append(yyv1, nil)
+				yyc1 = true
+
+			}
+			if yydb1 {
+				z.DecSwallow()
+			} else {
+				if r.TryDecodeAsNil() {
+					yyv1[yyj1] = nil
+				} else {
+					if yyv1[yyj1] == nil {
+						yyv1[yyj1] = new(Spread)
+					}
+					yyv1[yyj1].CodecDecodeSelf(d)
+				}
+
+			}
+
+		}
+		if yyj1 < len(yyv1) {
+			yyv1 = yyv1[:yyj1]
+			yyc1 = true
+		} else if yyj1 == 0 && yyv1 == nil {
+			yyv1 = make([]*Spread, 0)
 			yyc1 = true
 		}
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/drover-project/drover/agent/client/allocrunner"
 	"github.com/drover-project/drover/agent/client/driver"
-	"github.com/drover-project/drover/agent/client/driver/exec"
 	"github.com/drover-project/drover/agent/client/driver/docker"
+	"github.com/drover-project/drover/agent/client/driver/exec"
 	"github.com/drover-project/drover/agent/client/driver/mock"
 	"github.com/drover-project/drover/agent/client/driver/rawexec"
 	"github.com/drover-project/drover/agent/client/fingerprint"

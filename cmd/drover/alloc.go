@@ -46,7 +46,7 @@ func runAllocStatus(e *env, args []string) int {
 		"Show an allocation (an ID or a unique prefix): where it runs, its status and its tasks' events.")
 	af.register(fs, e)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	fs.BoolVar(&verbose, "verbose", false, "show full IDs")
+	fs.BoolVar(&verbose, "verbose", false, "show full IDs, all task events and the placement metrics (the best nodes' scores)")
 	if code, ok := parseFlags(fs, args, 1); !ok {
 		return code
 	}
@@ -108,7 +108,7 @@ func printAllocChecks(out io.Writer, checks map[string]*structs.CheckQueryResult
 
 func (e *env) printAlloc(a *structs.Allocation, checks map[string]*structs.CheckQueryResult, stats *driver.AllocResourceUsage, verbose bool) {
 	out := e.stdout
-	kv(out,
+	pairs := []string{
 		"ID", shortID(a.ID, verbose),
 		"Eval ID", shortID(a.EvalID, verbose),
 		"Name", a.Name,
@@ -122,13 +122,23 @@ func (e *env) printAlloc(a *structs.Allocation, checks map[string]*structs.Check
 		"Desired Description", orNone(a.DesiredDescription),
 		"Created", e.agoUnixNano(a.CreateTime),
 		"Modified", e.agoUnixNano(a.ModifyTime),
-	)
+	}
 	if a.PreviousAllocation != "" {
-		kv(out, "Replaces", shortID(a.PreviousAllocation, verbose))
+		pairs = append(pairs, "Replaces", shortID(a.PreviousAllocation, verbose))
 	}
 	if a.NextAllocation != "" {
-		kv(out, "Replaced By", shortID(a.NextAllocation, verbose))
+		pairs = append(pairs, "Replaced By", shortID(a.NextAllocation, verbose))
 	}
+	if m := a.Metrics; verbose && m != nil {
+		pairs = append(pairs,
+			"Evaluated Nodes", strconv.Itoa(m.NodesEvaluated),
+			"Filtered Nodes", strconv.Itoa(m.NodesFiltered),
+			"Exhausted Nodes", strconv.Itoa(m.NodesExhausted),
+			"Allocation Time", m.AllocationTime.String(),
+			"Failures", strconv.Itoa(m.CoalescedFailures),
+		)
+	}
+	kv(out, pairs...)
 	printAllocAddresses(out, a)
 	printAllocChecks(out, checks)
 
@@ -193,6 +203,37 @@ func (e *env) printAlloc(a *structs.Allocation, checks map[string]*structs.Check
 		}
 		t.flush()
 	}
+	if verbose && a.Metrics != nil {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "Placement Metrics")
+		printPlacementMetrics(out, a.Metrics, "  ")
+	}
+}
+
+// printPlacementMetrics writes what filtered or exhausted nodes, then, as
+// Nomad's alloc status -verbose does, the scores of the best nodes: one
+// column per score name (sorted), then the final score.
+func printPlacementMetrics(out io.Writer, m *structs.AllocMetric, indent string) {
+	for _, line := range allocMetricLines(m) {
+		if line == "No nodes were eligible for evaluation" && len(m.ScoreMetaData) > 0 {
+			continue
+		}
+		fmt.Fprintf(out, "%s* %s\n", indent, line)
+	}
+	if len(m.ScoreMetaData) == 0 {
+		return
+	}
+	names := sortedKeys(m.ScoreMetaData[0].Scores)
+	t := newTable(out)
+	t.row(append(append([]string{indent + "Node"}, names...), "final score")...)
+	for _, sm := range m.ScoreMetaData {
+		cells := []string{indent + sm.NodeID}
+		for _, n := range names {
+			cells = append(cells, strconv.FormatFloat(sm.Scores[n], 'g', 3, 64))
+		}
+		t.row(append(cells, strconv.FormatFloat(sm.NormScore, 'g', 3, 64))...)
+	}
+	t.flush()
 }
 
 func hasTask(tg *structs.TaskGroup, name string) bool {

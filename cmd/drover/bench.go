@@ -55,6 +55,7 @@ func runBench(e *env, args []string) int {
 		jobs, count int
 		ports       int
 		services    bool
+		spreadDCs   int
 		duration    time.Duration
 		pids        listFlag
 		dataDirs    listFlag
@@ -97,6 +98,8 @@ func runBench(e *env, args []string) int {
 		"the *-ports scenarios have 1)")
 	fs.BoolVar(&services, "services", false, "give each group a native service, registered by the simulator as allocations run\n"+
 		"(the *-services scenarios have one)")
+	fs.IntVar(&spreadDCs, "spread", 0, "put the nodes in N datacenters (dc1..dcN) and give each group a spread over ${node.datacenter}\n"+
+		"(the *-spread scenarios have 3; a drover sim already running needs -dc dc1,...,dcN)")
 	fs.DurationVar(&duration, "duration", 0, "override the duration of churn and heartbeats")
 	fs.Var(&pids, "server-pids", "PIDs of the local servers, in the order of -address, comma-separated")
 	fs.Var(&dataDirs, "data-dirs", "the servers' data directories (Raft data size), comma-separated")
@@ -160,6 +163,11 @@ func runBench(e *env, args []string) int {
 	if services && !sc.Services {
 		sc.Services = true
 		sc.Description += " [a native service per group]"
+	}
+	if spreadDCs > 0 && spreadDCs != sc.SpreadDatacenters {
+		sc.SpreadDatacenters = spreadDCs
+		sc.Nodes.Datacenters = bench.SpreadDatacenters(spreadDCs)
+		sc.Description = fmt.Sprintf("%s [a spread over ${node.datacenter} in %d datacenters]", sc.Description, spreadDCs)
 	}
 	if ports >= 0 && ports != sc.DynamicPorts {
 		sc.DynamicPorts = ports
@@ -231,6 +239,9 @@ func runBench(e *env, args []string) int {
 				return nil, err
 			}
 			scfg.Nodes, scfg.CPU, scfg.MemoryMB, scfg.DiskMB = shape.Count, shape.CPU, shape.MemoryMB, shape.Disk
+			if len(shape.Datacenters) > 0 {
+				scfg.Datacenters = shape.Datacenters
+			}
 			s, err := sim.New(scfg)
 			if err != nil {
 				return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-project/drover/bench"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/internal/tlsutil/tlstest"
+	"github.com/drover-project/drover/structs"
 )
 
 // startServerAgent runs `drover agent -server` (no client) in-process on
@@ -423,5 +424,56 @@ func TestBenchPortsSmoke(t *testing.T) {
 			t.Fatalf("port %s given twice", key)
 		}
 		taken[key] = true
+	}
+}
+
+// TestBenchSpreadSmoke runs the c1m-small-spread scenario small: the
+// simulated nodes are in dc1..dc3 and every job's allocations are spread
+// over them, each placement scored with allocation-spread.
+func TestBenchSpreadSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server and simulated nodes")
+	}
+	a := startServerAgent(t)
+	e, out, errOut := testEnv(nil)
+	code := run([]string{"bench", "-scenario", "c1m-small-spread", "-nodes", "9", "-jobs", "2", "-count", "9",
+		"-address", a.HTTPURL(), "-sim-servers", a.RPCAddr(), "-report-delay", "20ms", "-update-interval", "50ms",
+		"-timeout", "30s", "-id-prefix", "spread", "-json", "-cleanup=false"}, e)
+	if code != 0 {
+		t.Fatalf("bench exited %d: %s\n%s", code, errOut, out)
+	}
+	c := api.NewClient(a.HTTPURL())
+	nodes, _, err := c.Nodes(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dcOf := map[string]string{}
+	for _, n := range nodes {
+		dcOf[n.ID] = n.Datacenter
+	}
+	stubs, _, err := c.Allocations(context.Background(), nil)
+	if err != nil || len(stubs) != 18 {
+		t.Fatalf("%d allocations: %v", len(stubs), err)
+	}
+	perJob := map[string]map[string]int{}
+	for _, s := range stubs {
+		alloc, _, err := c.Allocation(context.Background(), s.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perJob[alloc.JobID] == nil {
+			perJob[alloc.JobID] = map[string]int{}
+		}
+		perJob[alloc.JobID][dcOf[alloc.NodeID]]++
+		if m := alloc.Metrics; m == nil || len(m.ScoreMetaData) == 0 {
+			t.Fatalf("allocation %s has no scores: %+v", alloc.ID, m)
+		} else if _, ok := m.ScoreMetaData[0].Scores[structs.ScoreSpread]; !ok {
+			t.Fatalf("allocation %s: scores %v lack %s", alloc.ID, m.ScoreMetaData[0].Scores, structs.ScoreSpread)
+		}
+	}
+	for job, byDC := range perJob {
+		if byDC["dc1"] != 3 || byDC["dc2"] != 3 || byDC["dc3"] != 3 {
+			t.Fatalf("job %s placed %v, want 3 per datacenter", job, byDC)
+		}
 	}
 }

@@ -155,6 +155,21 @@ func fixtureNodes() []*structs.Node {
 	return []*structs.Node{mk(node1ID, "node-1"), mk(node2ID, "node-2")}
 }
 
+// withScores is a with the placement metrics of a group with a spread:
+// the best nodes' scores under Nomad's names.
+func withScores(a *structs.Allocation) *structs.Allocation {
+	c := a.Copy()
+	c.Metrics = &structs.AllocMetric{NodesEvaluated: 3, NodesFiltered: 1, NodesAvailable: map[string]int{"dc1": 2, "dc2": 1},
+		ConstraintFiltered: map[string]int{"${attr.kernel.name} = linux": 1}, AllocationTime: 120 * time.Microsecond,
+		ScoreMetaData: []*structs.NodeScoreMeta{
+			{NodeID: node1ID, NormScore: 0.612, Scores: map[string]float64{"binpack": 0.224, "job-anti-affinity": 0,
+				"node-reschedule-penalty": 0, "allocation-spread": 1}},
+			{NodeID: node2ID, NormScore: -0.25, Scores: map[string]float64{"binpack": 0.5, "job-anti-affinity": -0.5,
+				"node-reschedule-penalty": 0, "allocation-spread": -1}},
+		}}
+	return c
+}
+
 func failedMetric() *structs.AllocMetric {
 	return &structs.AllocMetric{
 		NodesEvaluated: 8, NodesFiltered: 5, NodesExhausted: 3, NodesAvailable: map[string]int{"dc1": 8},
@@ -394,6 +409,10 @@ func TestCLIGolden(t *testing.T) {
 		{name: "alloc_status_template_events", args: []string{"alloc", "status", "a1a1"}, routes: map[string]any{
 			"GET /v1/allocations":            prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
 			"GET /v1/allocation/" + alloc1ID: templateEventsAlloc(allocs[0]),
+		}},
+		{name: "alloc_status_verbose_scores", args: []string{"alloc", "status", "-verbose", "a1a1"}, routes: map[string]any{
+			"GET /v1/allocations":            prefixed(stubs(allocs), func(a *structs.AllocListStub) string { return a.ID }),
+			"GET /v1/allocation/" + alloc1ID: withScores(allocs[0]),
 		}},
 		{name: "alloc_status_short_prefix", args: []string{"alloc", "status", "a"}, wantCode: 1},
 		{name: "alloc_stop", args: []string{"alloc", "stop", "a2a2"}, routes: map[string]any{
