@@ -24,8 +24,9 @@ func TestJobRegisterUnchangedSpec(t *testing.T) {
 	job := mock.Job()
 	job.ID, job.Name = "same", "same"
 	// Go-typed values the store holds as []any and int64: equal all the same.
-	job.TaskGroups[0].Tasks[0].Config["args"] = []string{"+%s", "--utc"}
-	job.TaskGroups[0].Tasks[0].Config["n"] = 3
+	task := job.TaskGroups[0].Tasks[0]
+	task.Driver = "docker" // a config with a list and an integer
+	task.Config = map[string]any{"image": "busybox:1", "args": []string{"+%s", "--utc"}, "pids_limit": 3}
 
 	register := func(s *server.Server, j *structs.Job) structs.JobRegisterResponse {
 		t.Helper()
