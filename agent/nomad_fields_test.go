@@ -375,6 +375,7 @@ var sampleOverrides = map[string]any{
 	"PeriodicConfig.SpecType": "cron", "PeriodicConfig.TimeZone": "Europe/Paris",
 	"ParameterizedJobConfig.Payload": "required",
 	"TaskLifecycle.Hook":             "prestart",
+	"DisconnectStrategy.Reconcile":   "keep_original",
 }
 
 // sampleValue returns a non-empty value of type t for the field name

@@ -45,6 +45,10 @@ type stopRequest struct {
 	alloc        *structs.Allocation
 	desc         string
 	clientStatus string // "" leaves the client status alone
+	// fenceAt, when set, is a lost allocation of a fenced group
+	// (fence.go): its replacement waits for a follow-up evaluation at
+	// fenceAt, whose ID the stop records.
+	fenceAt time.Time
 }
 
 // placeRequest places one allocation of a group.
@@ -86,6 +90,9 @@ type reconcileResult struct {
 	migrateWait time.Duration
 	deferred    int
 	desired     map[string]*structs.DesiredUpdates
+	// fenceWaits are the times fenced allocations held by this pass
+	// stop holding (fence.go): each needs a follow-up evaluation.
+	fenceWaits []time.Time
 }
 
 // reconciler compares a job's groups with its allocations. It reads
@@ -144,6 +151,7 @@ const (
 	slotMigrate                    // on a draining node: stop, replace elsewhere
 	slotFailed                     // failed, not due (or never): counted, not replaced now
 	slotKeep                       // live and healthy: keep or update
+	slotFenced                     // lost, its client's own stop not yet certain: counted, not replaced (fence.go)
 )
 
 // dropRank orders slots for removal when a group has too many: replacing
@@ -166,6 +174,7 @@ type slot struct {
 	index int
 	delay time.Duration
 	later *delayedReschedule // slotFailed due later: its follow-up
+	until time.Time          // slotFenced: when the hold ends (zero: when the client says)
 }
 
 // groupState is a group's allocations, classified.
@@ -198,6 +207,8 @@ func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocatio
 			// still counts: its work is done.
 			if r.batch && a.ClientStatus == structs.AllocClientStatusComplete && !r.olderBatchWork(a) {
 				gs.held = append(gs.held, a)
+			} else if until, ok := r.fenceHold(tg, a); ok {
+				add(slot{alloc: a, kind: slotFenced, until: until})
 			}
 		case a.ClientTerminalStatus():
 			if !r.olderBatchWork(a) {
@@ -293,8 +304,8 @@ func (r *reconciler) stopGroup(gs groupState, du *structs.DesiredUpdates) {
 		switch s.kind {
 		case slotLost:
 			r.stop(s.alloc, descLost, structs.AllocClientStatusLost, du)
-		case slotReschedule, slotFailed:
-			du.Ignore++ // failed and not needed: leave it
+		case slotReschedule, slotFailed, slotFenced:
+			du.Ignore++ // failed (or stopped already) and not needed: leave it
 		default:
 			r.stop(s.alloc, desc, "", du)
 		}
@@ -366,6 +377,8 @@ func (r *reconciler) dropExcess(slots []slot, held, count int, du *structs.Desir
 		switch s.kind {
 		case slotLost:
 			r.stop(s.alloc, descLost, structs.AllocClientStatusLost, du)
+		case slotFenced:
+			du.Ignore++ // stopped already: it just stops counting
 		default:
 			r.stop(s.alloc, descNotNeeded, "", du)
 		}
@@ -392,9 +405,18 @@ func (r *reconciler) carry(group string, tg *structs.TaskGroup, s slot, du *stru
 	a := s.alloc
 	switch s.kind {
 	case slotLost:
+		if fence, ok := tg.StopAfterFence(); ok {
+			r.stopFenced(a, r.now.Add(fence+fenceApplySlack), du)
+			return
+		}
 		r.stop(a, descLost, structs.AllocClientStatusLost, du)
 		r.replace(group, a)
 		du.Place++
+	case slotFenced:
+		if !s.until.IsZero() {
+			r.result.fenceWaits = append(r.result.fenceWaits, s.until)
+		}
+		du.Ignore++
 	case slotReschedule:
 		r.result.places = append(r.result.places, placeRequest{group: group, name: a.Name, prev: a,
 			reschedule: true, delay: s.delay, stopPrev: descRescheduled})

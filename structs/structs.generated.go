@@ -20084,6 +20084,393 @@ func (x *FieldDiff) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	r.ReadArrayEnd()
 }
 
+func (x *DisconnectStrategy) CodecEncodeSelf(e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	if x == nil {
+		r.EncodeNil()
+	} else {
+		if false {
+		} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+			z.EncExtension(x, yyxt1)
+		} else {
+			yysep2 := !z.EncBinary()
+			yy2arr2 := z.EncBasicHandle().StructToArray
+			_, _ = yysep2, yy2arr2
+			const yyr2 bool = false // struct tag has 'toArray'
+			if yyr2 || yy2arr2 {
+				r.WriteArrayStart(4)
+			} else {
+				r.WriteMapStart(4)
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else if yyxt4 := z.Extension(z.I2Rtid(x.LostAfter)); yyxt4 != nil {
+					z.EncExtension(x.LostAfter, yyxt4)
+				} else {
+					r.EncodeInt(int64(x.LostAfter))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"LostAfter\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `LostAfter`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else if yyxt5 := z.Extension(z.I2Rtid(x.LostAfter)); yyxt5 != nil {
+					z.EncExtension(x.LostAfter, yyxt5)
+				} else {
+					r.EncodeInt(int64(x.LostAfter))
+				}
+			}
+			var yyn6 bool
+			if x.StopOnClientAfter == nil {
+				yyn6 = true
+				goto LABEL6
+			}
+		LABEL6:
+			if yyr2 || yy2arr2 {
+				if yyn6 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if x.StopOnClientAfter == nil {
+						r.EncodeNil()
+					} else {
+						yy7 := *x.StopOnClientAfter
+						if false {
+						} else if yyxt8 := z.Extension(z.I2Rtid(yy7)); yyxt8 != nil {
+							z.EncExtension(yy7, yyxt8)
+						} else {
+							r.EncodeInt(int64(yy7))
+						}
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"StopOnClientAfter\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `StopOnClientAfter`)
+				}
+				r.WriteMapElemValue()
+				if yyn6 {
+					r.EncodeNil()
+				} else {
+					if x.StopOnClientAfter == nil {
+						r.EncodeNil()
+					} else {
+						yy9 := *x.StopOnClientAfter
+						if false {
+						} else if yyxt10 := z.Extension(z.I2Rtid(yy9)); yyxt10 != nil {
+							z.EncExtension(yy9, yyxt10)
+						} else {
+							r.EncodeInt(int64(yy9))
+						}
+					}
+				}
+			}
+			var yyn11 bool
+			if x.Replace == nil {
+				yyn11 = true
+				goto LABEL11
+			}
+		LABEL11:
+			if yyr2 || yy2arr2 {
+				if yyn11 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if x.Replace == nil {
+						r.EncodeNil()
+					} else {
+						yy12 := *x.Replace
+						if false {
+						} else {
+							r.EncodeBool(bool(yy12))
+						}
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Replace\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Replace`)
+				}
+				r.WriteMapElemValue()
+				if yyn11 {
+					r.EncodeNil()
+				} else {
+					if x.Replace == nil {
+						r.EncodeNil()
+					} else {
+						yy14 := *x.Replace
+						if false {
+						} else {
+							r.EncodeBool(bool(yy14))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.Reconcile)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Reconcile))
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Reconcile\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Reconcile`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.Reconcile)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Reconcile))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayEnd()
+			} else {
+				r.WriteMapEnd()
+			}
+		}
+	}
+}
+
+func (x *DisconnectStrategy) CodecDecodeSelf(d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	if false {
+	} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+		z.DecExtension(x, yyxt1)
+	} else {
+		yyct2 := r.ContainerType()
+		if yyct2 == codecSelferValueTypeMap1978 {
+			yyl2 := r.ReadMapStart()
+			if yyl2 == 0 {
+				r.ReadMapEnd()
+			} else {
+				x.codecDecodeSelfFromMap(yyl2, d)
+			}
+		} else if yyct2 == codecSelferValueTypeArray1978 {
+			yyl2 := r.ReadArrayStart()
+			if yyl2 == 0 {
+				r.ReadArrayEnd()
+			} else {
+				x.codecDecodeSelfFromArray(yyl2, d)
+			}
+		} else {
+			panic(errCodecSelferOnlyMapOrArrayEncodeToStruct1978)
+		}
+	}
+}
+
+func (x *DisconnectStrategy) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyhl3 bool = l >= 0
+	for yyj3 := 0; ; yyj3++ {
+		if yyhl3 {
+			if yyj3 >= l {
+				break
+			}
+		} else {
+			if r.CheckBreak() {
+				break
+			}
+		}
+		r.ReadMapElemKey()
+		yys3 := z.StringView(r.DecodeStringAsBytes())
+		r.ReadMapElemValue()
+		switch yys3 {
+		case "LostAfter":
+			if r.TryDecodeAsNil() {
+				x.LostAfter = 0
+			} else {
+				if false {
+				} else if yyxt5 := z.Extension(z.I2Rtid(x.LostAfter)); yyxt5 != nil {
+					z.DecExtension(x.LostAfter, yyxt5)
+				} else {
+					x.LostAfter = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "StopOnClientAfter":
+			if r.TryDecodeAsNil() {
+				if true && x.StopOnClientAfter != nil {
+					x.StopOnClientAfter = nil
+				}
+			} else {
+				if x.StopOnClientAfter == nil {
+					x.StopOnClientAfter = new(time.Duration)
+				}
+
+				if false {
+				} else if yyxt7 := z.Extension(z.I2Rtid(x.StopOnClientAfter)); yyxt7 != nil {
+					z.DecExtension(x.StopOnClientAfter, yyxt7)
+				} else {
+					*x.StopOnClientAfter = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "Replace":
+			if r.TryDecodeAsNil() {
+				if true && x.Replace != nil {
+					x.Replace = nil
+				}
+			} else {
+				if x.Replace == nil {
+					x.Replace = new(bool)
+				}
+
+				if false {
+				} else {
+					*x.Replace = (bool)(r.DecodeBool())
+				}
+			}
+		case "Reconcile":
+			if r.TryDecodeAsNil() {
+				x.Reconcile = ""
+			} else {
+				x.Reconcile = (string)(r.DecodeString())
+			}
+		default:
+			z.DecStructFieldNotFound(-1, yys3)
+		} // end switch yys3
+	} // end for yyj3
+	r.ReadMapEnd()
+}
+
+func (x *DisconnectStrategy) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyj11 int
+	var yyb11 bool
+	var yyhl11 bool = l >= 0
+	yyj11++
+	if yyhl11 {
+		yyb11 = yyj11 > l
+	} else {
+		yyb11 = r.CheckBreak()
+	}
+	if yyb11 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.LostAfter = 0
+	} else {
+		if false {
+		} else if yyxt13 := z.Extension(z.I2Rtid(x.LostAfter)); yyxt13 != nil {
+			z.DecExtension(x.LostAfter, yyxt13)
+		} else {
+			x.LostAfter = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj11++
+	if yyhl11 {
+		yyb11 = yyj11 > l
+	} else {
+		yyb11 = r.CheckBreak()
+	}
+	if yyb11 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.StopOnClientAfter != nil {
+			x.StopOnClientAfter = nil
+		}
+	} else {
+		if x.StopOnClientAfter == nil {
+			x.StopOnClientAfter = new(time.Duration)
+		}
+
+		if false {
+		} else if yyxt15 := z.Extension(z.I2Rtid(x.StopOnClientAfter)); yyxt15 != nil {
+			z.DecExtension(x.StopOnClientAfter, yyxt15)
+		} else {
+			*x.StopOnClientAfter = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj11++
+	if yyhl11 {
+		yyb11 = yyj11 > l
+	} else {
+		yyb11 = r.CheckBreak()
+	}
+	if yyb11 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.Replace != nil {
+			x.Replace = nil
+		}
+	} else {
+		if x.Replace == nil {
+			x.Replace = new(bool)
+		}
+
+		if false {
+		} else {
+			*x.Replace = (bool)(r.DecodeBool())
+		}
+	}
+	yyj11++
+	if yyhl11 {
+		yyb11 = yyj11 > l
+	} else {
+		yyb11 = r.CheckBreak()
+	}
+	if yyb11 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Reconcile = ""
+	} else {
+		x.Reconcile = (string)(r.DecodeString())
+	}
+	for {
+		yyj11++
+		if yyhl11 {
+			yyb11 = yyj11 > l
+		} else {
+			yyb11 = r.CheckBreak()
+		}
+		if yyb11 {
+			break
+		}
+		r.ReadArrayElem()
+		z.DecStructFieldNotFound(yyj11-1, "")
+	}
+	r.ReadArrayEnd()
+}
+
 func (x *ParameterizedJobConfig) CodecEncodeSelf(e *codec1978.Encoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperEncoder(e)
@@ -25519,10 +25906,34 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [14]bool{    // should field at this index be written?
+				true,                               // Name
+				true,                               // Count
+				true,                               // Constraints
+				true,                               // Tasks
+				true,                               // RestartPolicy
+				true,                               // ReschedulePolicy
+				true,                               // Migrate
+				true,                               // Networks
+				true,                               // Services
+				true,                               // Scaling
+				true,                               // Meta
+				x.MaxClientDisconnect != nil,       // MaxClientDisconnect
+				x.StopAfterClientDisconnect != nil, // StopAfterClientDisconnect
+				x.Disconnect != nil,                // Disconnect
+			}
+			_ = yyq2
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(11)
+				r.WriteArrayStart(14)
 			} else {
-				r.WriteMapStart(11)
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -25849,6 +26260,156 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
+			var yyn36 bool
+			if x.MaxClientDisconnect == nil {
+				yyn36 = true
+				goto LABEL36
+			}
+		LABEL36:
+			if yyr2 || yy2arr2 {
+				if yyn36 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if yyq2[11] {
+						if x.MaxClientDisconnect == nil {
+							r.EncodeNil()
+						} else {
+							yy37 := *x.MaxClientDisconnect
+							if false {
+							} else if yyxt38 := z.Extension(z.I2Rtid(yy37)); yyxt38 != nil {
+								z.EncExtension(yy37, yyxt38)
+							} else {
+								r.EncodeInt(int64(yy37))
+							}
+						}
+					} else {
+						r.EncodeNil()
+					}
+				}
+			} else {
+				if yyq2[11] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"MaxClientDisconnect\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `MaxClientDisconnect`)
+					}
+					r.WriteMapElemValue()
+					if yyn36 {
+						r.EncodeNil()
+					} else {
+						if x.MaxClientDisconnect == nil {
+							r.EncodeNil()
+						} else {
+							yy39 := *x.MaxClientDisconnect
+							if false {
+							} else if yyxt40 := z.Extension(z.I2Rtid(yy39)); yyxt40 != nil {
+								z.EncExtension(yy39, yyxt40)
+							} else {
+								r.EncodeInt(int64(yy39))
+							}
+						}
+					}
+				}
+			}
+			var yyn41 bool
+			if x.StopAfterClientDisconnect == nil {
+				yyn41 = true
+				goto LABEL41
+			}
+		LABEL41:
+			if yyr2 || yy2arr2 {
+				if yyn41 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if yyq2[12] {
+						if x.StopAfterClientDisconnect == nil {
+							r.EncodeNil()
+						} else {
+							yy42 := *x.StopAfterClientDisconnect
+							if false {
+							} else if yyxt43 := z.Extension(z.I2Rtid(yy42)); yyxt43 != nil {
+								z.EncExtension(yy42, yyxt43)
+							} else {
+								r.EncodeInt(int64(yy42))
+							}
+						}
+					} else {
+						r.EncodeNil()
+					}
+				}
+			} else {
+				if yyq2[12] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"StopAfterClientDisconnect\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `StopAfterClientDisconnect`)
+					}
+					r.WriteMapElemValue()
+					if yyn41 {
+						r.EncodeNil()
+					} else {
+						if x.StopAfterClientDisconnect == nil {
+							r.EncodeNil()
+						} else {
+							yy44 := *x.StopAfterClientDisconnect
+							if false {
+							} else if yyxt45 := z.Extension(z.I2Rtid(yy44)); yyxt45 != nil {
+								z.EncExtension(yy44, yyxt45)
+							} else {
+								r.EncodeInt(int64(yy44))
+							}
+						}
+					}
+				}
+			}
+			var yyn46 bool
+			if x.Disconnect == nil {
+				yyn46 = true
+				goto LABEL46
+			}
+		LABEL46:
+			if yyr2 || yy2arr2 {
+				if yyn46 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if yyq2[13] {
+						if x.Disconnect == nil {
+							r.EncodeNil()
+						} else {
+							x.Disconnect.CodecEncodeSelf(e)
+						}
+					} else {
+						r.EncodeNil()
+					}
+				}
+			} else {
+				if yyq2[13] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Disconnect\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Disconnect`)
+					}
+					r.WriteMapElemValue()
+					if yyn46 {
+						r.EncodeNil()
+					} else {
+						if x.Disconnect == nil {
+							r.EncodeNil()
+						} else {
+							x.Disconnect.CodecEncodeSelf(e)
+						}
+					}
+				}
+			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayEnd()
 			} else {
@@ -26011,6 +26572,52 @@ func (x *TaskGroup) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 					h.decMapstringstring((*map[string]string)(&x.Meta), d)
 				}
 			}
+		case "MaxClientDisconnect":
+			if r.TryDecodeAsNil() {
+				if true && x.MaxClientDisconnect != nil {
+					x.MaxClientDisconnect = nil
+				}
+			} else {
+				if x.MaxClientDisconnect == nil {
+					x.MaxClientDisconnect = new(time.Duration)
+				}
+
+				if false {
+				} else if yyxt21 := z.Extension(z.I2Rtid(x.MaxClientDisconnect)); yyxt21 != nil {
+					z.DecExtension(x.MaxClientDisconnect, yyxt21)
+				} else {
+					*x.MaxClientDisconnect = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "StopAfterClientDisconnect":
+			if r.TryDecodeAsNil() {
+				if true && x.StopAfterClientDisconnect != nil {
+					x.StopAfterClientDisconnect = nil
+				}
+			} else {
+				if x.StopAfterClientDisconnect == nil {
+					x.StopAfterClientDisconnect = new(time.Duration)
+				}
+
+				if false {
+				} else if yyxt23 := z.Extension(z.I2Rtid(x.StopAfterClientDisconnect)); yyxt23 != nil {
+					z.DecExtension(x.StopAfterClientDisconnect, yyxt23)
+				} else {
+					*x.StopAfterClientDisconnect = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "Disconnect":
+			if r.TryDecodeAsNil() {
+				if true && x.Disconnect != nil {
+					x.Disconnect = nil
+				}
+			} else {
+				if x.Disconnect == nil {
+					x.Disconnect = new(DisconnectStrategy)
+				}
+
+				x.Disconnect.CodecDecodeSelf(d)
+			}
 		default:
 			z.DecStructFieldNotFound(-1, yys3)
 		} // end switch yys3
@@ -26022,16 +26629,16 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj20 int
-	var yyb20 bool
-	var yyhl20 bool = l >= 0
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	var yyj25 int
+	var yyb25 bool
+	var yyhl25 bool = l >= 0
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26041,13 +26648,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26057,13 +26664,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Count = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26076,13 +26683,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoConstraint((*[]*Constraint)(&x.Constraints), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26095,13 +26702,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoTask((*[]*Task)(&x.Tasks), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26117,13 +26724,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.RestartPolicy.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26139,13 +26746,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ReschedulePolicy.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26161,13 +26768,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Migrate.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26180,13 +26787,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoNetworkResource((*[]*NetworkResource)(&x.Networks), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26199,13 +26806,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoService((*[]*Service)(&x.Services), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26221,13 +26828,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Scaling.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb25 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb25 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26240,18 +26847,94 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringstring((*map[string]string)(&x.Meta), d)
 		}
 	}
-	for {
-		yyj20++
-		if yyhl20 {
-			yyb20 = yyj20 > l
-		} else {
-			yyb20 = r.CheckBreak()
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
+	} else {
+		yyb25 = r.CheckBreak()
+	}
+	if yyb25 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.MaxClientDisconnect != nil {
+			x.MaxClientDisconnect = nil
 		}
-		if yyb20 {
+	} else {
+		if x.MaxClientDisconnect == nil {
+			x.MaxClientDisconnect = new(time.Duration)
+		}
+
+		if false {
+		} else if yyxt43 := z.Extension(z.I2Rtid(x.MaxClientDisconnect)); yyxt43 != nil {
+			z.DecExtension(x.MaxClientDisconnect, yyxt43)
+		} else {
+			*x.MaxClientDisconnect = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
+	} else {
+		yyb25 = r.CheckBreak()
+	}
+	if yyb25 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.StopAfterClientDisconnect != nil {
+			x.StopAfterClientDisconnect = nil
+		}
+	} else {
+		if x.StopAfterClientDisconnect == nil {
+			x.StopAfterClientDisconnect = new(time.Duration)
+		}
+
+		if false {
+		} else if yyxt45 := z.Extension(z.I2Rtid(x.StopAfterClientDisconnect)); yyxt45 != nil {
+			z.DecExtension(x.StopAfterClientDisconnect, yyxt45)
+		} else {
+			*x.StopAfterClientDisconnect = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj25++
+	if yyhl25 {
+		yyb25 = yyj25 > l
+	} else {
+		yyb25 = r.CheckBreak()
+	}
+	if yyb25 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.Disconnect != nil {
+			x.Disconnect = nil
+		}
+	} else {
+		if x.Disconnect == nil {
+			x.Disconnect = new(DisconnectStrategy)
+		}
+
+		x.Disconnect.CodecDecodeSelf(d)
+	}
+	for {
+		yyj25++
+		if yyhl25 {
+			yyb25 = yyj25 > l
+		} else {
+			yyb25 = r.CheckBreak()
+		}
+		if yyb25 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj20-1, "")
+		z.DecStructFieldNotFound(yyj25-1, "")
 	}
 	r.ReadArrayEnd()
 }

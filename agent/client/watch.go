@@ -238,6 +238,7 @@ func (c *Client) runAllocs(allocs []*structs.Allocation, removed []string) {
 // destroy kills an allocation's tasks and removes its directory and state.
 func (c *Client) destroy(ar *allocrunner.AllocRunner) {
 	c.identities.forget(ar.ID())
+	c.hbStop.forget(ar.ID())
 	if err := ar.Destroy(); err != nil {
 		c.logger.Warn("removing allocation failed", "alloc_id", ar.ID(), "error", err)
 	}
