@@ -98,6 +98,9 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 	if err != nil {
 		return false, false, err
 	}
+	if err := s.markUnknown(ctx, res); err != nil {
+		return false, false, err
+	}
 	for _, st := range res.stops {
 		stopped := ctx.appendStop(st.alloc, st.desc, st.clientStatus)
 		if !st.fenceAt.IsZero() {

@@ -20,6 +20,7 @@ const (
 	descMigrating   = "alloc is being migrated"
 	descUpdating    = "alloc is being updated due to job update"
 	descNodeTainted = "alloc not needed as node is tainted"
+	descReconnect   = "alloc not needed due to disconnected client reconnect"
 )
 
 // allocName is the name of instance index of a group: "<job>.<group>[<index>]".
@@ -93,6 +94,9 @@ type reconcileResult struct {
 	// fenceWaits are the times fenced allocations held by this pass
 	// stop holding (fence.go): each needs a follow-up evaluation.
 	fenceWaits []time.Time
+	// unknown are allocations of a down node to mark unknown, each with
+	// the time it becomes lost (disconnect.go).
+	unknown []delayedReschedule
 }
 
 // reconciler compares a job's groups with its allocations. It reads
@@ -152,6 +156,8 @@ const (
 	slotFailed                     // failed, not due (or never): counted, not replaced now
 	slotKeep                       // live and healthy: keep or update
 	slotFenced                     // lost, its client's own stop not yet certain: counted, not replaced (fence.go)
+	slotDisconnected               // unknown on a disconnected node, not replaced: counted (disconnect.go)
+	slotReplaceUnknown             // the replacement of an unknown allocation: placed (disconnect.go)
 )
 
 // dropRank orders slots for removal when a group has too many: replacing
@@ -182,6 +188,9 @@ type groupState struct {
 	slots    []slot                // counted, may be replaced or updated
 	held     []*structs.Allocation // complete batch work: counted, never removed or replaced
 	migrated map[string]bool       // IDs of allocations stopped for migration
+	// disconnected are live allocations of a group with a disconnect
+	// window whose node is down or which are unknown (disconnect.go).
+	disconnected []*structs.Allocation
 }
 
 func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocation) groupState {
@@ -214,6 +223,8 @@ func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocatio
 			if !r.olderBatchWork(a) {
 				r.classifyTerminal(&gs, a, policy, add)
 			}
+		case (a.ClientStatus == structs.AllocClientStatusUnknown || r.lost(a)) && tg.HasDisconnectWindow():
+			gs.disconnected = append(gs.disconnected, a)
 		case r.lost(a):
 			add(slot{alloc: a, kind: slotLost})
 		case a.DesiredTransition.ShouldMigrate():
@@ -272,6 +283,10 @@ func (r *reconciler) reconcileGroup(name string, tg *structs.TaskGroup, allocs [
 		r.stopGroup(gs, du)
 		return
 	}
+	if len(gs.disconnected) > 0 {
+		r.disconnected(tg, &gs, du)
+	}
+	gs.slots = r.reconnected(tg, gs.slots, du)
 	gs.slots = r.limitMigrations(tg, gs, allocs)
 	slots := r.dropExcess(gs.slots, len(gs.held), tg.Count, du)
 	used := map[int]bool{}
@@ -297,14 +312,17 @@ func (r *reconciler) reconcileGroup(name string, tg *structs.TaskGroup, allocs [
 // stopGroup stops every live allocation of a group that should not run.
 func (r *reconciler) stopGroup(gs groupState, du *structs.DesiredUpdates) {
 	desc := descNotNeeded
-	if r.job.Stopped() {
+	if r.job != nil && r.job.Stopped() {
 		desc = descJobStopped
+	}
+	for _, a := range gs.disconnected {
+		r.stop(a, desc, "", du)
 	}
 	for _, s := range gs.slots {
 		switch s.kind {
 		case slotLost:
 			r.stop(s.alloc, descLost, structs.AllocClientStatusLost, du)
-		case slotReschedule, slotFailed, slotFenced:
+		case slotReschedule, slotFailed, slotFenced, slotReplaceUnknown:
 			du.Ignore++ // failed (or stopped already) and not needed: leave it
 		default:
 			r.stop(s.alloc, desc, "", du)
@@ -377,8 +395,8 @@ func (r *reconciler) dropExcess(slots []slot, held, count int, du *structs.Desir
 		switch s.kind {
 		case slotLost:
 			r.stop(s.alloc, descLost, structs.AllocClientStatusLost, du)
-		case slotFenced:
-			du.Ignore++ // stopped already: it just stops counting
+		case slotFenced, slotReplaceUnknown:
+			du.Ignore++ // stopped already, or not placed: it just stops counting
 		default:
 			r.stop(s.alloc, descNotNeeded, "", du)
 		}
@@ -417,6 +435,11 @@ func (r *reconciler) carry(group string, tg *structs.TaskGroup, s slot, du *stru
 			r.result.fenceWaits = append(r.result.fenceWaits, s.until)
 		}
 		du.Ignore++
+	case slotDisconnected:
+		du.Ignore++
+	case slotReplaceUnknown:
+		r.replace(group, a)
+		du.Place++
 	case slotReschedule:
 		r.result.places = append(r.result.places, placeRequest{group: group, name: a.Name, prev: a,
 			reschedule: true, delay: s.delay, stopPrev: descRescheduled})

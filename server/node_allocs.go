@@ -98,6 +98,8 @@ func finishedAllocEval(st *state.StateStore, update *structs.Allocation, now tim
 	case structs.AllocClientStatusFailed:
 	case structs.AllocClientStatusComplete, structs.AllocClientStatusLost:
 		trigger = structs.EvalTriggerAllocStop
+	case structs.AllocClientStatusRunning, structs.AllocClientStatusPending:
+		return reconnectEval(st, update, now)
 	default:
 		return nil
 	}
@@ -119,6 +121,22 @@ func finishedAllocEval(st *state.StateStore, update *structs.Allocation, now tim
 		return nil
 	}
 	return structs.NewEval(job, trigger, now)
+}
+
+// reconnectEval returns the evaluation for an allocation the servers hold
+// as unknown (its node was disconnected) that its client reports live
+// again: the job's reconcile policy decides between it and its
+// replacement (scheduler/disconnect.go). nil for any other.
+func reconnectEval(st *state.StateStore, update *structs.Allocation, now time.Time) *structs.Evaluation {
+	prev, err := st.AllocByID(nil, update.ID)
+	if err != nil || prev.ClientStatus != structs.AllocClientStatusUnknown || prev.ServerTerminalStatus() {
+		return nil
+	}
+	job, err := st.JobByID(nil, prev.Namespace, prev.JobID)
+	if err != nil || job.Stopped() {
+		return nil
+	}
+	return structs.NewEval(job, structs.EvalTriggerReconnect, now)
 }
 
 // allocBatch is the work of one client-update Raft entry: the updates of

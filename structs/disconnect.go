@@ -13,8 +13,10 @@ import "time"
 //     happened (StopAfterFence): so a group never runs more copies than
 //     its count, whatever the partition.
 //   - max_client_disconnect, or disconnect { lost_after }: the servers
-//     keep such allocations as unknown instead of lost for that long.
-//     Drover refuses these for now (Validate says so, naming the field).
+//     keep such allocations as unknown instead of lost for that long,
+//     replace them meanwhile unless replace = false, and when the client
+//     comes back keep one of the two by the reconcile policy
+//     (scheduler/disconnect.go). Service and batch jobs only in Drover.
 //
 // A group uses one style or the other, never both (Nomad refuses mixing
 // them too).
@@ -90,6 +92,36 @@ func (tg *TaskGroup) StopAfterClientDisconnectTimeout() (d time.Duration, ok boo
 	return d, d > 0
 }
 
+// DisconnectWindow returns how long the servers keep the allocations of a
+// node that missed its heartbeats as unknown (max_client_disconnect, or
+// disconnect.lost_after), whether they are replaced meanwhile, and the
+// reconcile policy; ok is false when the group has no window (its
+// allocations are lost at once).
+func (tg *TaskGroup) DisconnectWindow() (window time.Duration, replace bool, reconcile string, ok bool) {
+	switch {
+	case tg == nil:
+		return 0, false, "", false
+	case tg.MaxClientDisconnect != nil:
+		window, replace, reconcile = *tg.MaxClientDisconnect, true, ReconcileOptionBestScore
+	case tg.Disconnect != nil:
+		window, replace, reconcile = tg.Disconnect.LostAfter, true, tg.Disconnect.Reconcile
+		if tg.Disconnect.Replace != nil {
+			replace = *tg.Disconnect.Replace
+		}
+		if reconcile == "" {
+			reconcile = ReconcileOptionBestScore
+		}
+	}
+	return window, replace, reconcile, window > 0
+}
+
+// HasDisconnectWindow reports whether the group keeps the allocations of
+// a disconnected node as unknown for a while (cheap: no defaults filled).
+func (tg *TaskGroup) HasDisconnectWindow() bool {
+	return tg != nil && ((tg.MaxClientDisconnect != nil && *tg.MaxClientDisconnect > 0) ||
+		(tg.Disconnect != nil && tg.Disconnect.LostAfter > 0))
+}
+
 // StopAfterFence is how long after its node was marked down a lost
 // allocation of a group with a client-side stop may be replaced: the stop
 // timeout, plus the longest kill timeout of its tasks (the client's stop
@@ -124,8 +156,9 @@ func (tg *TaskGroup) validateDisconnect(v *validator, p, jobType string) {
 	if d := tg.MaxClientDisconnect; d != nil {
 		if *d < 0 {
 			v.add(join(p, "MaxClientDisconnect"), "max_client_disconnect cannot be negative")
-		} else {
-			v.add(join(p, "MaxClientDisconnect"), "Drover does not support max_client_disconnect (allocations of a disconnected client are lost, not unknown); use stop_after_client_disconnect")
+		}
+		if !stopOK {
+			v.add(join(p, "MaxClientDisconnect"), "Drover does not support max_client_disconnect in %s jobs (service and batch jobs only)", jobType)
 		}
 		if tg.StopAfterClientDisconnect != nil {
 			v.add(join(p, "MaxClientDisconnect"), "a group cannot have both max_client_disconnect and stop_after_client_disconnect")
@@ -170,10 +203,7 @@ func (tg *TaskGroup) validateDisconnect(v *validator, p, jobType string) {
 		v.add(join(dp, "Reconcile"), "reconcile must be %s, %s, %s or %s; got %q", ReconcileOptionBestScore,
 			ReconcileOptionKeepOriginal, ReconcileOptionKeepReplacement, ReconcileOptionLongestRunning, ds.Reconcile)
 	}
-	if ds.LostAfter > 0 {
-		v.add(join(dp, "LostAfter"), "Drover does not support lost_after (allocations of a disconnected client are lost, not unknown); use stop_on_client_after")
-	}
-	if ds.Replace != nil && !*ds.Replace {
-		v.add(join(dp, "Replace"), "Drover does not support replace = false (lost allocations are always replaced)")
+	if ds.LostAfter > 0 && !stopOK {
+		v.add(join(dp, "LostAfter"), "Drover does not support lost_after in %s jobs (service and batch jobs only)", jobType)
 	}
 }

@@ -21,8 +21,9 @@ func TestValidateDisconnect(t *testing.T) {
 			[]string{"StopAfterClientDisconnect: stop_after_client_disconnect must be a positive duration"}},
 		{"stop after in system", JobTypeSystem, TaskGroup{StopAfterClientDisconnect: d(time.Minute)},
 			[]string{"StopAfterClientDisconnect: stop_after_client_disconnect can only be set in batch and service jobs"}},
-		{"max client disconnect", JobTypeService, TaskGroup{MaxClientDisconnect: d(time.Minute)},
-			[]string{"MaxClientDisconnect: Drover does not support max_client_disconnect"}},
+		{"max client disconnect", JobTypeService, TaskGroup{MaxClientDisconnect: d(time.Minute)}, nil},
+		{"max client disconnect in system", JobTypeSystem, TaskGroup{MaxClientDisconnect: d(time.Minute)},
+			[]string{"MaxClientDisconnect: Drover does not support max_client_disconnect in system jobs"}},
 		{"max client disconnect negative, with stop after", JobTypeService,
 			TaskGroup{MaxClientDisconnect: d(-time.Minute), StopAfterClientDisconnect: d(time.Minute)},
 			[]string{"MaxClientDisconnect: max_client_disconnect cannot be negative",
@@ -41,10 +42,9 @@ func TestValidateDisconnect(t *testing.T) {
 			[]string{"Disconnect.StopOnClientAfter: stop_on_client_after can only be used with service or batch jobs"}},
 		{"disconnect reconcile", JobTypeService, TaskGroup{Disconnect: &DisconnectStrategy{Reconcile: "newest"}},
 			[]string{`Disconnect.Reconcile: reconcile must be best_score, keep_original, keep_replacement or longest_running; got "newest"`}},
-		{"disconnect lost after", JobTypeService, TaskGroup{Disconnect: &DisconnectStrategy{LostAfter: time.Hour}},
-			[]string{"Disconnect.LostAfter: Drover does not support lost_after"}},
-		{"disconnect no replace", JobTypeService, TaskGroup{Disconnect: &DisconnectStrategy{Replace: &f}},
-			[]string{"Disconnect.Replace: Drover does not support replace = false"}},
+		{"disconnect lost after", JobTypeService, TaskGroup{Disconnect: &DisconnectStrategy{LostAfter: time.Hour, Replace: &f}}, nil},
+		{"disconnect lost after in sysbatch", JobTypeSysBatch, TaskGroup{Disconnect: &DisconnectStrategy{LostAfter: time.Hour}},
+			[]string{"Disconnect.LostAfter: Drover does not support lost_after in sysbatch jobs"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +69,23 @@ func TestValidateDisconnect(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDisconnectWindow(t *testing.T) {
+	d := func(v time.Duration) *time.Duration { return &v }
+	f := false
+	if w, r, rec, ok := (&TaskGroup{MaxClientDisconnect: d(time.Hour)}).DisconnectWindow(); !ok || w != time.Hour || !r || rec != ReconcileOptionBestScore {
+		t.Fatalf("max_client_disconnect window %v %v %q %v", w, r, rec, ok)
+	}
+	tg := &TaskGroup{Disconnect: &DisconnectStrategy{LostAfter: time.Minute, Replace: &f, Reconcile: ReconcileOptionKeepOriginal}}
+	if w, r, rec, ok := tg.DisconnectWindow(); !ok || w != time.Minute || r || rec != ReconcileOptionKeepOriginal {
+		t.Fatalf("lost_after window %v %v %q %v", w, r, rec, ok)
+	}
+	for _, tg := range []*TaskGroup{nil, {}, {Disconnect: &DisconnectStrategy{StopOnClientAfter: d(time.Minute)}}} {
+		if _, _, _, ok := tg.DisconnectWindow(); ok {
+			t.Fatalf("window for %+v", tg)
+		}
 	}
 }
 

@@ -216,3 +216,119 @@ func TestStopAfterClientDisconnectFenced(t *testing.T) {
 		t.Errorf("two processes of the count=1 job ran at once, at %v after sampling began", twoAt)
 	}
 }
+
+// TestDisconnectReconnectPolicies runs a count=1 service job with a
+// disconnect window (lost_after) as a real process on client A, cuts A
+// off: the servers hold A's allocation as unknown (not lost) and run a
+// replacement on client B, while A keeps its process. When A comes back
+// within the window, the group's reconcile policy keeps one of the two
+// and the other process is stopped.
+func TestDisconnectReconnectPolicies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and real processes")
+	}
+	if _, err := os.Stat("/bin/sleep"); err != nil {
+		t.Skip("needs /bin/sleep")
+	}
+	for _, tc := range []struct {
+		policy       string
+		keepOriginal bool
+	}{
+		{structs.ReconcileOptionKeepOriginal, true},
+		{structs.ReconcileOptionKeepReplacement, false},
+		{structs.ReconcileOptionLongestRunning, true},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			cluster := testcluster.NewTestCluster(t, 1, testcluster.WithConfig(func(cfg *server.Config) {
+				cfg.HeartbeatMinTTL = time.Second
+				cfg.HeartbeatGrace = time.Second
+			}))
+			leader := cluster.WaitForLeader(t, 10*time.Second)
+			startClient := func(name string, tr Transport) *Client {
+				c, err := New(&Config{
+					DataDir: t.TempDir(), Servers: []string{leader.RPCAddr()}, NodeName: name, RawExecEnabled: true,
+					NetworkAddr: "127.0.0.1", UpdateInterval: 50 * time.Millisecond, MaxQueryTime: time.Second,
+					RetryBase: 20 * time.Millisecond, RetryLimit: 200 * time.Millisecond, Transport: tr,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cleanupKill(t, c)
+				waitFor(t, name+" ready", 10*time.Second, func() bool {
+					n, err := leader.State().NodeByID(nil, c.NodeID())
+					return err == nil && n.Status == structs.NodeStatusReady
+				})
+				return c
+			}
+			p := pool.New(pool.Config{})
+			t.Cleanup(func() { p.Shutdown() })
+			cutA := &cutTransport{next: p}
+			a := startClient("a", cutA)
+
+			marker := strconv.Itoa(1_000_000 + rand.IntN(8_000_000))
+			job := &structs.Job{ID: "reconnect", Type: structs.JobTypeService, Datacenters: []string{"dc1"},
+				TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 1,
+					Disconnect: &structs.DisconnectStrategy{LostAfter: 30 * time.Second, Reconcile: tc.policy},
+					Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", KillTimeout: time.Second,
+						Config:    map[string]any{"command": "/bin/sleep", "args": []any{marker}},
+						Resources: &structs.Resources{CPU: 100, MemoryMB: 32}}}}}}
+			if err := leader.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &structs.JobRegisterResponse{}); err != nil {
+				t.Fatal(err)
+			}
+			var pidA int
+			waitFor(t, "the process on a", 15*time.Second, func() bool {
+				p := procsWithArgs("/bin/sleep", marker)
+				if len(p) == 1 {
+					pidA = p[0]
+				}
+				return len(p) == 1
+			})
+			allocs, _ := leader.State().AllocsByJob(nil, structs.DefaultNamespace, job.ID)
+			if len(allocs) != 1 || allocs[0].NodeID != a.NodeID() {
+				t.Fatalf("allocations %v, want one on a", allocs)
+			}
+			orig := allocs[0]
+			b := startClient("b", nil)
+
+			cutA.cut.Store(true)
+			var repl *structs.Allocation
+			waitFor(t, "a's allocation unknown and its replacement running on b", 20*time.Second, func() bool {
+				o, err := leader.State().AllocByID(nil, orig.ID)
+				if err != nil || o.ClientStatus != structs.AllocClientStatusUnknown {
+					return false
+				}
+				all, _ := leader.State().AllocsByJob(nil, structs.DefaultNamespace, job.ID)
+				for _, x := range all {
+					if x.NodeID == b.NodeID() && x.ClientStatus == structs.AllocClientStatusRunning && x.PreviousAllocation == orig.ID {
+						repl = x
+						return len(procsWithArgs("/bin/sleep", marker)) == 2
+					}
+				}
+				return false
+			})
+			if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pidA))); err != nil {
+				t.Fatalf("a's process is gone while a is cut off (no client-side stop was asked for): %v", err)
+			}
+
+			cutA.cut.Store(false)
+			loser, winner := repl.ID, orig.ID
+			if !tc.keepOriginal {
+				loser, winner = orig.ID, repl.ID
+			}
+			waitFor(t, "one copy kept by "+tc.policy, 20*time.Second, func() bool {
+				l, err1 := leader.State().AllocByID(nil, loser)
+				w, err2 := leader.State().AllocByID(nil, winner)
+				return err1 == nil && err2 == nil && l.ServerTerminalStatus() && l.ClientTerminalStatus() &&
+					!w.TerminalStatus() && w.ClientStatus == structs.AllocClientStatusRunning &&
+					len(procsWithArgs("/bin/sleep", marker)) == 1
+			})
+			_, errA := os.Stat(filepath.Join("/proc", strconv.Itoa(pidA)))
+			if tc.keepOriginal != (errA == nil) {
+				t.Fatalf("a's process alive = %v, want %v", errA == nil, tc.keepOriginal)
+			}
+			if l, _ := leader.State().AllocByID(nil, loser); l.DesiredDescription != "alloc not needed due to disconnected client reconnect" {
+				t.Fatalf("the stopped copy says %q", l.DesiredDescription)
+			}
+		})
+	}
+}
