@@ -150,14 +150,14 @@ func (r *reconciler) reconcile(allocs []*structs.Allocation) *reconcileResult {
 type slotKind uint8
 
 const (
-	slotLost       slotKind = iota // on a down node: stop as lost, replace
-	slotReschedule                 // failed and due: replace with a tracker
-	slotMigrate                    // on a draining node: stop, replace elsewhere
-	slotFailed                     // failed, not due (or never): counted, not replaced now
-	slotKeep                       // live and healthy: keep or update
-	slotFenced                     // lost, its client's own stop not yet certain: counted, not replaced (fence.go)
-	slotDisconnected               // unknown on a disconnected node, not replaced: counted (disconnect.go)
-	slotReplaceUnknown             // the replacement of an unknown allocation: placed (disconnect.go)
+	slotLost           slotKind = iota // on a down node: stop as lost, replace
+	slotReschedule                     // failed and due: replace with a tracker
+	slotMigrate                        // on a draining node: stop, replace elsewhere
+	slotFailed                         // failed, not due (or never): counted, not replaced now
+	slotKeep                           // live and healthy: keep or update
+	slotFenced                         // lost, its client's own stop not yet certain: counted, not replaced (fence.go)
+	slotDisconnected                   // unknown on a disconnected node, not replaced: counted (disconnect.go)
+	slotReplaceUnknown                 // the replacement of an unknown allocation: placed (disconnect.go)
 )
 
 // dropRank orders slots for removal when a group has too many: replacing
