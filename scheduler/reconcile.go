@@ -312,7 +312,7 @@ func (r *reconciler) reconcileGroup(name string, tg *structs.TaskGroup, allocs [
 // stopGroup stops every live allocation of a group that should not run.
 func (r *reconciler) stopGroup(gs groupState, du *structs.DesiredUpdates) {
 	desc := descNotNeeded
-	if r.job != nil && r.job.Stopped() {
+	if r.job.Stopped() {
 		desc = descJobStopped
 	}
 	for _, a := range gs.disconnected {
