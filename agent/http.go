@@ -150,6 +150,8 @@ func errorResponse(err error) (int, string) {
 		return http.StatusForbidden, msg
 	case structs.ErrCodeDiskFull:
 		return http.StatusInsufficientStorage, msg
+	case structs.ErrCodeOutcomeUnknown:
+		return http.StatusGatewayTimeout, msg
 	}
 	return http.StatusInternalServerError, msg
 }

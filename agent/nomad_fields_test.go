@@ -386,6 +386,7 @@ var sampleOverrides = map[string]any{
 	"TaskArtifact.GetterMode":        "file",
 	"Affinity.Operand":               "!=", "Affinity.Weight": -30,
 	"Spread.Weight": 80, "SpreadTarget.Percent": 40,
+	"DisconnectStrategy.Reconcile":   "keep_original",
 }
 
 // sampleValue returns a non-empty value of type t for the field name

@@ -306,6 +306,16 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			j.Datacenters = []string{"dc1", "dc2"}
 			return j
 		},
+		"e2e-disconnected-lost-max-disconnect": func() *structs.Job {
+			g := nomadGroup("group", 2, withResources(nomadTask("task", "docker", map[string]any{
+				"image": "busybox:1", "command": "httpd", "args": args("-v", "-f", "-p", "8001", "-h", "/var/www")}), 128, 128))
+			g.Constraints = []*structs.Constraint{linux(), {Operand: "distinct_hosts", RTarget: "true"}}
+			hour := time.Hour
+			g.MaxClientDisconnect = &hour
+			j := nomadJob("lost_max_disconnect", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			return j
+		},
 		"command-fmt-job-in": func() *structs.Job {
 			j := nomadJob("job1", "service", nomadGroup("group1", 1, withResources(
 				nomadTask("task1", "exec", map[string]any{"command": "/bin/sleep"}), 1000, 512)))

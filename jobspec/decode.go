@@ -21,9 +21,10 @@ var (
 		attrs:  []string{"name", "type", "priority", "datacenters", "region", "namespace", "all_at_once", "meta"},
 		blocks: []string{"group", "task", "constraint", "affinity", "spread", "meta", "reschedule", "migrate", "periodic", "parameterized"}}
 	groupSpec = &bodySpec{what: "group",
-		attrs:  []string{"count", "meta"},
-		blocks: []string{"task", "constraint", "affinity", "spread", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling"}}
-	taskSpec = &bodySpec{what: "task",
+		attrs:  []string{"count", "meta", "max_client_disconnect", "stop_after_client_disconnect"},
+		blocks: []string{"task", "constraint", "affinity", "spread", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling", "disconnect"}}
+	disconnectSpec = &bodySpec{what: "disconnect", attrs: []string{"lost_after", "stop_on_client_after", "replace", "reconcile"}}
+	taskSpec       = &bodySpec{what: "task",
 		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
 		blocks: []string{"config", "env", "meta", "resources", "constraint", "affinity", "identity", "service", "template", "dispatch_payload", "lifecycle", "artifact"}}
 	identitySpec = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
@@ -176,6 +177,11 @@ func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *struct
 	}
 
 	tg.Networks = d.networks(blocks["network"])
+	tg.MaxClientDisconnect = d.optDuration(attrs, "max_client_disconnect")
+	tg.StopAfterClientDisconnect = d.optDuration(attrs, "stop_after_client_disconnect")
+	if b := d.single(blocks["disconnect"], "group"); b != nil {
+		tg.Disconnect = d.disconnect(b)
+	}
 	if b := d.single(blocks["scaling"], "group"); b != nil {
 		tg.Scaling = d.scaling(b, tg.Count)
 	}
@@ -664,6 +670,23 @@ func (d *decoder) migrate(blk *hclsyntax.Block, base *structs.MigrateStrategy) *
 	d.duration(attrs, "min_healthy_time", &m.MinHealthyTime)
 	d.duration(attrs, "healthy_deadline", &m.HealthyDeadline)
 	return &m
+}
+
+// disconnect decodes a group's disconnect block as written (the server
+// fills replace and reconcile when absent).
+func (d *decoder) disconnect(blk *hclsyntax.Block) *structs.DisconnectStrategy {
+	attrs, _ := d.content(blk.Body, disconnectSpec)
+	ds := &structs.DisconnectStrategy{}
+	d.duration(attrs, "lost_after", &ds.LostAfter)
+	ds.StopOnClientAfter = d.optDuration(attrs, "stop_on_client_after")
+	if attrs["replace"] != nil {
+		var r bool
+		if d.boolean(attrs, "replace", &r) {
+			ds.Replace = &r
+		}
+	}
+	d.str(attrs, "reconcile", &ds.Reconcile)
+	return ds
 }
 
 // scaling decodes a group's scaling block with Nomad's server defaults:

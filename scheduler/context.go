@@ -225,19 +225,19 @@ func nodeCapacity(n *structs.Node) structs.ComparableResources {
 }
 
 // appendStop adds a stop of a (as read from the state) to the plan and
-// frees what it used.
-func (c *evalContext) appendStop(a *structs.Allocation, desc, clientStatus string) {
-	c.plan.AppendStoppedAlloc(a, desc, clientStatus)
+// frees what it used. It returns the plan's copy of the stop.
+func (c *evalContext) appendStop(a *structs.Allocation, desc, clientStatus string) *structs.Allocation {
+	stopped := c.plan.AppendStoppedAlloc(a, desc, clientStatus)
 	if a.TerminalStatus() {
-		return // it held nothing
+		return stopped // it held nothing
 	}
 	if _, dup := c.stopped[a.ID]; dup {
-		return
+		return stopped
 	}
 	c.stopped[a.ID] = struct{}{}
 	n := c.node(a.NodeID)
 	if n == nil {
-		return
+		return stopped
 	}
 	g, own := c.ownGroup(a)
 	if own {
@@ -251,6 +251,7 @@ func (c *evalContext) appendStop(a *structs.Allocation, desc, clientStatus strin
 	if n.ports != nil {
 		n.ports.Remove(a)
 	}
+	return stopped
 }
 
 // revertStop withdraws the stop of a that appendStop just added.

@@ -94,8 +94,21 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 	if err := s.createFollowups(ctx, res); err != nil {
 		return false, false, err
 	}
+	fences, err := s.fenceFollowups(ctx, res)
+	if err != nil {
+		return false, false, err
+	}
+	if err := s.markUnknown(ctx, res); err != nil {
+		return false, false, err
+	}
 	for _, st := range res.stops {
-		ctx.appendStop(st.alloc, st.desc, st.clientStatus)
+		stopped := ctx.appendStop(st.alloc, st.desc, st.clientStatus)
+		if !st.fenceAt.IsZero() {
+			// The stop records when the allocation was lost and the
+			// follow-up that replaces it (fence.go).
+			stopped.FollowupEvalID = fences[st.fenceAt]
+			stopped.ModifyTime = now.UnixNano()
+		}
 	}
 	for _, a := range res.inplace {
 		ctx.appendUpdate(inPlaceCopy(a, job, now))

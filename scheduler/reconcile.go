@@ -20,6 +20,7 @@ const (
 	descMigrating   = "alloc is being migrated"
 	descUpdating    = "alloc is being updated due to job update"
 	descNodeTainted = "alloc not needed as node is tainted"
+	descReconnect   = "alloc not needed due to disconnected client reconnect"
 )
 
 // allocName is the name of instance index of a group: "<job>.<group>[<index>]".
@@ -45,6 +46,10 @@ type stopRequest struct {
 	alloc        *structs.Allocation
 	desc         string
 	clientStatus string // "" leaves the client status alone
+	// fenceAt, when set, is a lost allocation of a fenced group
+	// (fence.go): its replacement waits for a follow-up evaluation at
+	// fenceAt, whose ID the stop records.
+	fenceAt time.Time
 }
 
 // placeRequest places one allocation of a group.
@@ -86,6 +91,12 @@ type reconcileResult struct {
 	migrateWait time.Duration
 	deferred    int
 	desired     map[string]*structs.DesiredUpdates
+	// fenceWaits are the times fenced allocations held by this pass
+	// stop holding (fence.go): each needs a follow-up evaluation.
+	fenceWaits []time.Time
+	// unknown are allocations of a down node to mark unknown, each with
+	// the time it becomes lost (disconnect.go).
+	unknown []delayedReschedule
 }
 
 // reconciler compares a job's groups with its allocations. It reads
@@ -139,11 +150,14 @@ func (r *reconciler) reconcile(allocs []*structs.Allocation) *reconcileResult {
 type slotKind uint8
 
 const (
-	slotLost       slotKind = iota // on a down node: stop as lost, replace
-	slotReschedule                 // failed and due: replace with a tracker
-	slotMigrate                    // on a draining node: stop, replace elsewhere
-	slotFailed                     // failed, not due (or never): counted, not replaced now
-	slotKeep                       // live and healthy: keep or update
+	slotLost           slotKind = iota // on a down node: stop as lost, replace
+	slotReschedule                     // failed and due: replace with a tracker
+	slotMigrate                        // on a draining node: stop, replace elsewhere
+	slotFailed                         // failed, not due (or never): counted, not replaced now
+	slotKeep                           // live and healthy: keep or update
+	slotFenced                         // lost, its client's own stop not yet certain: counted, not replaced (fence.go)
+	slotDisconnected                   // unknown on a disconnected node, not replaced: counted (disconnect.go)
+	slotReplaceUnknown                 // the replacement of an unknown allocation: placed (disconnect.go)
 )
 
 // dropRank orders slots for removal when a group has too many: replacing
@@ -166,6 +180,7 @@ type slot struct {
 	index int
 	delay time.Duration
 	later *delayedReschedule // slotFailed due later: its follow-up
+	until time.Time          // slotFenced: when the hold ends (zero: when the client says)
 }
 
 // groupState is a group's allocations, classified.
@@ -173,6 +188,9 @@ type groupState struct {
 	slots    []slot                // counted, may be replaced or updated
 	held     []*structs.Allocation // complete batch work: counted, never removed or replaced
 	migrated map[string]bool       // IDs of allocations stopped for migration
+	// disconnected are live allocations of a group with a disconnect
+	// window whose node is down or which are unknown (disconnect.go).
+	disconnected []*structs.Allocation
 }
 
 func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocation) groupState {
@@ -198,11 +216,15 @@ func (r *reconciler) classify(tg *structs.TaskGroup, allocs []*structs.Allocatio
 			// still counts: its work is done.
 			if r.batch && a.ClientStatus == structs.AllocClientStatusComplete && !r.olderBatchWork(a) {
 				gs.held = append(gs.held, a)
+			} else if until, ok := r.fenceHold(tg, a); ok {
+				add(slot{alloc: a, kind: slotFenced, until: until})
 			}
 		case a.ClientTerminalStatus():
 			if !r.olderBatchWork(a) {
 				r.classifyTerminal(&gs, a, policy, add)
 			}
+		case (a.ClientStatus == structs.AllocClientStatusUnknown || r.lost(a)) && tg.HasDisconnectWindow():
+			gs.disconnected = append(gs.disconnected, a)
 		case r.lost(a):
 			add(slot{alloc: a, kind: slotLost})
 		case a.DesiredTransition.ShouldMigrate():
@@ -261,6 +283,10 @@ func (r *reconciler) reconcileGroup(name string, tg *structs.TaskGroup, allocs [
 		r.stopGroup(gs, du)
 		return
 	}
+	if len(gs.disconnected) > 0 {
+		r.disconnected(tg, &gs, du)
+	}
+	gs.slots = r.reconnected(tg, gs.slots, du)
 	gs.slots = r.limitMigrations(tg, gs, allocs)
 	slots := r.dropExcess(gs.slots, len(gs.held), tg.Count, du)
 	used := map[int]bool{}
@@ -289,12 +315,15 @@ func (r *reconciler) stopGroup(gs groupState, du *structs.DesiredUpdates) {
 	if r.job.Stopped() {
 		desc = descJobStopped
 	}
+	for _, a := range gs.disconnected {
+		r.stop(a, desc, "", du)
+	}
 	for _, s := range gs.slots {
 		switch s.kind {
 		case slotLost:
 			r.stop(s.alloc, descLost, structs.AllocClientStatusLost, du)
-		case slotReschedule, slotFailed:
-			du.Ignore++ // failed and not needed: leave it
+		case slotReschedule, slotFailed, slotFenced, slotReplaceUnknown:
+			du.Ignore++ // failed (or stopped already) and not needed: leave it
 		default:
 			r.stop(s.alloc, desc, "", du)
 		}
@@ -366,6 +395,8 @@ func (r *reconciler) dropExcess(slots []slot, held, count int, du *structs.Desir
 		switch s.kind {
 		case slotLost:
 			r.stop(s.alloc, descLost, structs.AllocClientStatusLost, du)
+		case slotFenced, slotReplaceUnknown:
+			du.Ignore++ // stopped already, or not placed: it just stops counting
 		default:
 			r.stop(s.alloc, descNotNeeded, "", du)
 		}
@@ -392,7 +423,21 @@ func (r *reconciler) carry(group string, tg *structs.TaskGroup, s slot, du *stru
 	a := s.alloc
 	switch s.kind {
 	case slotLost:
+		if fence, ok := tg.StopAfterFence(); ok {
+			r.stopFenced(a, r.now.Add(fence+fenceApplySlack), du)
+			return
+		}
 		r.stop(a, descLost, structs.AllocClientStatusLost, du)
+		r.replace(group, a)
+		du.Place++
+	case slotFenced:
+		if !s.until.IsZero() {
+			r.result.fenceWaits = append(r.result.fenceWaits, s.until)
+		}
+		du.Ignore++
+	case slotDisconnected:
+		du.Ignore++
+	case slotReplaceUnknown:
 		r.replace(group, a)
 		du.Place++
 	case slotReschedule:

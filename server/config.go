@@ -135,6 +135,10 @@ type Config struct {
 	// lease timeouts. 0 means 1. Tests use e.g. 0.1 to elect in well under
 	// a second on loopback.
 	RaftTimeoutScale float64
+	// NetworkFaults puts every connection of the server behind a fault
+	// gate, so that a test can pause or partition it (PauseNetwork,
+	// PartitionNetwork). For tests only.
+	NetworkFaults bool
 	// RaftNoSync skips fsync in the Raft log store. Unsafe; for tests and
 	// benchmarks that measure everything but the disk.
 	RaftNoSync bool

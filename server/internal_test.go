@@ -135,28 +135,61 @@ func TestQueryTimeout(t *testing.T) {
 
 func TestRetryForward(t *testing.T) {
 	transport := errors.New("connection reset")
+	abandoned := &pool.AbandonedError{Addr: "x", Method: "Job.Register", Cause: errors.New("leader silent")}
 	tests := []struct {
-		name   string
-		err    error
-		isRead bool
-		want   bool
+		name          string
+		err           error
+		isRead        bool
+		retry, unsure bool
 	}{
-		{"success", nil, false, false},
-		{"not leader", structs.ErrNotLeader, false, true},
-		{"no leader", structs.ErrNoLeader, false, true},
-		{"not sent", &pool.NotSentError{Addr: "x", Err: transport}, false, true},
-		{"transport error on write", transport, false, false},
-		{"transport error on read", transport, true, true},
-		{"endpoint error on read", structs.NewError(structs.ErrCodeInternal, "boom"), true, false},
-		{"validation", &structs.ValidationError{}, false, false},
-		{"leadership lost", raftError(errLeadershipLostForTest()), false, false},
+		{"success", nil, false, false, false},
+		{"not leader", structs.ErrNotLeader, false, true, false},
+		{"no leader", structs.ErrNoLeader, false, true, false},
+		{"not sent", &pool.NotSentError{Addr: "x", Err: transport}, false, true, false},
+		{"transport error on write", transport, false, false, true},
+		{"abandoned write", abandoned, false, false, true},
+		{"abandoned read", abandoned, true, true, false},
+		{"transport error on read", transport, true, true, false},
+		{"endpoint error on read", structs.NewError(structs.ErrCodeInternal, "boom"), true, false, false},
+		{"endpoint error on write", structs.NewError(structs.ErrCodeConflict, "boom"), false, false, false},
+		{"validation", &structs.ValidationError{}, false, false, false},
+		{"leadership lost", raftError(errLeadershipLostForTest()), false, false, true},
+		{"leadership lost on read", raftError(errLeadershipLostForTest()), true, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := retryForward(tc.err, tc.isRead); got != tc.want {
-				t.Fatalf("retryForward(%v) = %v, want %v", tc.err, got, tc.want)
+			retry, unsure := retryForward(tc.err, tc.isRead)
+			if retry != tc.retry || unsure != tc.unsure {
+				t.Fatalf("retryForward(%v) = %v, %v; want %v, %v", tc.err, retry, unsure, tc.retry, tc.unsure)
 			}
 		})
+	}
+}
+
+func TestResendSafe(t *testing.T) {
+	tests := []struct {
+		method string
+		args   any
+		want   bool
+	}{
+		{"Job.Register", &structs.JobRegisterRequest{}, false},
+		{"Job.Register", &structs.JobRegisterRequest{EnforceIndex: true}, true},
+		{"Job.Deregister", &structs.JobDeregisterRequest{}, false},
+		{"Node.UpdateStatus", &structs.NodeUpdateStatusRequest{}, true},
+		{"Node.Register", &structs.NodeRegisterRequest{}, true},
+		{"Node.UpdateAlloc", &structs.AllocUpdateRequest{}, false},
+	}
+	for _, tc := range tests {
+		if got := resendSafe(tc.method, tc.args); got != tc.want {
+			t.Errorf("resendSafe(%s, %+v) = %v, want %v", tc.method, tc.args, got, tc.want)
+		}
+	}
+	conflict := structs.NewError(structs.ErrCodeConflict, "enforcing job modify index 3: job exists with conflicting job modify index 9")
+	if got := structs.CodeOf(resentAnswer("Job.Register", "x", conflict)); got != structs.ErrCodeOutcomeUnknown {
+		t.Fatalf("a resent register's conflict is %q, want outcome_unknown", got)
+	}
+	if got := structs.CodeOf(resentAnswer("Job.Register", "x", structs.ErrNotFound)); got != structs.ErrCodeNotFound {
+		t.Fatalf("other answers pass: got %q", got)
 	}
 }
 

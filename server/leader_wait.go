@@ -65,6 +65,13 @@ func (s *Server) watchLeaderChanges() {
 	}
 }
 
+// waitLeaderUntil is waitLeaderChange until deadline or shutdown.
+func (s *Server) waitLeaderUntil(deadline time.Time, b *backoff.Backoff, changed <-chan struct{}) error {
+	ctx, cancel := context.WithDeadline(s.shutdownCtx, deadline)
+	defer cancel()
+	return waitLeaderChange(ctx, b, changed)
+}
+
 // waitLeaderChange sleeps for b's next delay, or until the known leader
 // changes (changed, taken before the caller looked), or ctx ends.
 func waitLeaderChange(ctx context.Context, b *backoff.Backoff, changed <-chan struct{}) error {

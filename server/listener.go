@@ -45,6 +45,7 @@ func (s *Server) listen() {
 			continue
 		}
 		b.Reset()
+		conn = s.wrapConn(conn)
 		// Counted before anything is read: an address at its limit gets
 		// no goroutine and no buffer.
 		release, ip, ok := s.rpcConns.acquire(conn)
@@ -253,6 +254,9 @@ type raftLayer struct {
 	closeCh chan struct{}
 	once    sync.Once
 	logger  hclog.Logger
+	// wrap, if set, puts each dialed connection behind the server's
+	// fault gate (netfault.go).
+	wrap func(net.Conn) net.Conn
 }
 
 var _ raft.StreamLayer = (*raftLayer)(nil)
@@ -306,6 +310,9 @@ func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+	}
+	if l.wrap != nil {
+		c = l.wrap(c)
 	}
 	if l.tls != nil {
 		tc, err := pool.DialTLS(c, l.tls, timeout)

@@ -86,7 +86,9 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 // for its reschedule policy (trigger alloc-failure), of any job type. A
 // service or system allocation that the client reports complete or lost
 // without the servers having stopped it gets one too (trigger alloc-stop):
-// it no longer counts and needs a replacement. That is what a client
+// it no longer counts and needs a replacement (so does one the servers
+// stopped as lost with a fenced replacement pending, whose client came
+// back and now reports it finished). That is what a client
 // reports after a snapshot restore brought back, as running, allocations
 // it had already stopped. A batch or sysbatch allocation that completed is
 // done.
@@ -96,11 +98,19 @@ func finishedAllocEval(st *state.StateStore, update *structs.Allocation, now tim
 	case structs.AllocClientStatusFailed:
 	case structs.AllocClientStatusComplete, structs.AllocClientStatusLost:
 		trigger = structs.EvalTriggerAllocStop
+	case structs.AllocClientStatusRunning, structs.AllocClientStatusPending:
+		return reconnectEval(st, update, now)
 	default:
 		return nil
 	}
 	prev, err := st.AllocByID(nil, update.ID)
-	if err != nil || prev.ClientTerminalStatus() || prev.ServerTerminalStatus() {
+	if err != nil || prev.ClientTerminalStatus() {
+		return nil
+	}
+	// A lost allocation of a fenced group (scheduler/fence.go) still
+	// holds its place until its client says it has ended: that word lets
+	// the replacement be placed.
+	if prev.ServerTerminalStatus() && prev.FollowupEvalID == "" {
 		return nil
 	}
 	job, err := st.JobByID(nil, prev.Namespace, prev.JobID)
@@ -111,6 +121,22 @@ func finishedAllocEval(st *state.StateStore, update *structs.Allocation, now tim
 		return nil
 	}
 	return structs.NewEval(job, trigger, now)
+}
+
+// reconnectEval returns the evaluation for an allocation the servers hold
+// as unknown (its node was disconnected) that its client reports live
+// again: the job's reconcile policy decides between it and its
+// replacement (scheduler/disconnect.go). nil for any other.
+func reconnectEval(st *state.StateStore, update *structs.Allocation, now time.Time) *structs.Evaluation {
+	prev, err := st.AllocByID(nil, update.ID)
+	if err != nil || prev.ClientStatus != structs.AllocClientStatusUnknown || prev.ServerTerminalStatus() {
+		return nil
+	}
+	job, err := st.JobByID(nil, prev.Namespace, prev.JobID)
+	if err != nil || job.Stopped() {
+		return nil
+	}
+	return structs.NewEval(job, structs.EvalTriggerReconnect, now)
 }
 
 // allocBatch is the work of one client-update Raft entry: the updates of

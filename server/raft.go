@@ -83,6 +83,7 @@ func (s *Server) raftConfig() *raft.Config {
 	conf.HeartbeatTimeout = time.Duration(float64(conf.HeartbeatTimeout) * scale)
 	conf.ElectionTimeout = time.Duration(float64(conf.ElectionTimeout) * scale)
 	conf.LeaderLeaseTimeout = time.Duration(float64(conf.LeaderLeaseTimeout) * scale)
+	s.leaderSilence = conf.HeartbeatTimeout
 	if scale < 1 {
 		conf.CommitTimeout = time.Duration(float64(conf.CommitTimeout) * scale)
 		if conf.CommitTimeout < 5*time.Millisecond {
@@ -247,7 +248,7 @@ func raftError(err error) error {
 	case errors.Is(err, raft.ErrLeadershipLost):
 		// Not ErrNotLeader: that one promises nothing was written, so
 		// callers may retry it; here the entry may still commit.
-		return structs.NewError(structs.ErrCodeInternal, "leadership lost while committing; the write may or may not have been applied")
+		return structs.NewError(structs.ErrCodeOutcomeUnknown, "leadership lost while committing; the write may or may not have been applied")
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return structs.ErrShutdown
 	case errors.Is(err, raft.ErrEnqueueTimeout):

@@ -123,9 +123,16 @@ func (s *Server) callWithACL(method string, m *rpcMethod, args, reply reflect.Va
 //   - A request already forwarded once is never forwarded again: a server
 //     that receives one but is not the leader answers structs.ErrNotLeader,
 //     which the forwarding server retries against the new leader.
-//   - While no leader is known (or the leader is not ready), the request
-//     waits (backoff from 50 ms to 1 s) up to Config.NoLeaderTimeout, then
-//     fails with structs.ErrNoLeader.
+//   - A forward runs only while the leader answers this server's Raft
+//     (forward_health.go): one that stops answering (paused, partitioned)
+//     or is replaced has its forwards abandoned, and none are sent to it.
+//     The request is then sent to the next leader when that is safe
+//     (retryForward): it was never sent, the old leader refused it, or it
+//     is a read or an idempotent write. A write that was sent and may have
+//     been applied fails with structs.ErrCodeOutcomeUnknown instead.
+//   - While no leader is known (or the leader is not ready, or does not
+//     answer), the request waits (backoff from 50 ms to 1 s) up to
+//     Config.NoLeaderTimeout, then fails with structs.ErrNoLeader.
 func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (handled bool, err error) {
 	if info.IsRead() && info.AllowStaleRead() {
 		return false, nil
@@ -133,14 +140,19 @@ func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (
 
 	// Read once: forwardTo marks the request before a retry comes round.
 	forwarded := info.IsForwarded()
-	ctx, cancel := context.WithTimeout(s.shutdownCtx, s.config.NoLeaderTimeout)
-	defer cancel()
+	// The wait for a leader ends at deadline; a failed forward restarts it.
+	deadline := time.Now().Add(s.config.NoLeaderTimeout)
 	b := backoff.New(leaderWaitBase, leaderWaitLimit)
+	var lastErr error // the last forward that failed, for the final error
+	resent := false   // a write of unknown outcome was sent again
 	for {
 		changed := s.leaderChange.wait()
 		switch {
 		case s.IsLeader():
 			if s.leaderReady.Load() {
+				if resent {
+					return true, s.serveResent(method, args, reply)
+				}
 				if info.IsRead() {
 					return s.consistentReadCheck()
 				}
@@ -151,28 +163,70 @@ func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (
 		case forwarded:
 			return true, structs.ErrNotLeader
 		default:
-			if leader := s.Leader(); leader != "" && leader != s.rpcAddr {
-				err := s.forwardTo(leader, method, info, args, reply)
-				if !retryForward(err, info.IsRead()) {
-					return true, err
-				}
-				// The failed attempt may have half decoded an answer into
-				// reply; whoever serves the request next (maybe this
-				// server, once it leads) starts from a zero reply.
-				zeroReply(reply)
-				s.logger.Debug("forward to leader failed; retrying", "method", method, "leader", leader, "error", err)
+			ep := s.forwardEpoch()
+			if ep == nil {
+				break // no leader answers: wait for one
 			}
+			err := s.forwardTo(ep, method, info, args, reply)
+			retry, unknown := retryForward(err, info.IsRead())
+			if unknown {
+				if !resendSafe(method, args) {
+					return true, outcomeUnknown(method, ep.addr, err)
+				}
+				resent = true
+				retry = true
+			}
+			if resent && err != nil && !retry {
+				return true, resentAnswer(method, ep.addr, err)
+			}
+			if !retry {
+				return true, err
+			}
+			lastErr = err
+			// The failed attempt may have half decoded an answer into
+			// reply; whoever serves the request next (maybe this
+			// server, once it leads) starts from a zero reply.
+			zeroReply(reply)
+			s.logger.Debug("forward to leader failed; retrying", "method", method, "leader", ep.addr, "error", err)
+			// The wait for the next leader starts now.
+			deadline = time.Now().Add(s.config.NoLeaderTimeout)
 		}
-		if waitLeaderChange(ctx, b, changed) != nil {
+		if s.waitLeaderUntil(deadline, b, changed) != nil {
 			if s.isShutdown() {
 				return true, structs.ErrShutdown
 			}
 			if cause := s.disk.full(); cause != nil {
 				return true, diskFullError(cause)
 			}
-			return true, structs.ErrNoLeader
+			if resent {
+				return true, outcomeUnknown(method, "", lastErr)
+			}
+			return true, noLeaderError(s.config.NoLeaderTimeout, lastErr)
 		}
 	}
+}
+
+// noLeaderError is the error of a request that found no leader to serve
+// it: structs.ErrNoLeader, saying why when a forward failed.
+func noLeaderError(waited time.Duration, lastErr error) error {
+	if lastErr == nil {
+		return structs.ErrNoLeader
+	}
+	return structs.NewError(structs.ErrCodeNoLeader, "%s: no leader answered within %v; the last forward failed: %v",
+		structs.ErrNoLeader.Message, waited, lastErr)
+}
+
+// outcomeUnknown is the error of a write sent to a leader that did not
+// answer (addr "" when the leader is no longer known).
+func outcomeUnknown(method, addr string, err error) error {
+	to := "the leader"
+	if addr != "" {
+		to = "the leader at " + addr
+	}
+	return structs.NewError(structs.ErrCodeOutcomeUnknown,
+		"%s was sent to %s, which stopped answering (%v); the write may or may not have been applied: "+
+			"read it back before repeating it (repeating it is safe only if it is idempotent, e.g. a job register with a check index)",
+		method, to, err)
 }
 
 // zeroReply resets the value reply points at.
@@ -182,32 +236,43 @@ func zeroReply(reply any) {
 	}
 }
 
-// forwardTo sends the request to the leader at addr.
-func (s *Server) forwardTo(addr, method string, info structs.RPCInfo, args, reply any) error {
+// forwardTo sends the request to the leader of ep; the call is abandoned
+// when ep ends (the leader stopped answering or was replaced).
+func (s *Server) forwardTo(ep *leaderEpoch, method string, info structs.RPCInfo, args, reply any) error {
 	defer measureSince(metricForward, time.Now())
 	info.SetForwarded()
-	return s.pool.RPC(addr, method, args, reply)
+	return s.pool.RPCContext(ep.ctx, ep.addr, method, args, reply)
 }
 
 // retryForward reports whether a forward may be sent again once a leader
-// is known: the target refused it as not the leader (nothing was written),
-// no leader was known there, the request never left this server, or it was
-// a read (always safe to repeat).
-func retryForward(err error, isRead bool) bool {
+// is known (retry): the target refused it as not the leader (nothing was
+// written), no leader was known there, the request never left this
+// server, or it was a read that failed in transport (always safe to
+// repeat). unknown reports a write that was sent and not answered (a
+// transport failure, or the leader stopped answering): it may have been
+// applied.
+func retryForward(err error, isRead bool) (retry, unknown bool) {
 	var notSent *pool.NotSentError
+	var remote *structs.Error
 	switch {
 	case err == nil:
-		return false
+		return false, false
 	case errors.Is(err, structs.ErrNotLeader), errors.Is(err, structs.ErrNoLeader):
-		return true
+		return true, false
 	case errors.As(err, &notSent):
-		return true
+		return true, false
+	case errors.As(err, &remote):
+		// An answer from the endpoint (outcome_unknown included: the
+		// leader lost its leadership while committing).
+		return false, !isRead && remote.Code == structs.ErrCodeOutcomeUnknown
 	case isRead:
-		// A transport failure (not an answer from the endpoint).
-		var remote *structs.Error
-		return !errors.As(err, &remote)
+		return true, false
 	}
-	return false
+	var ve *structs.ValidationError
+	if errors.As(err, &ve) {
+		return false, false
+	}
+	return false, true
 }
 
 // consistentReadCheck lets the leader serve a consistent read once its

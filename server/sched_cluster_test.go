@@ -47,7 +47,7 @@ func retryWrite(t testing.TB, c *testcluster.Cluster, fn func(s *server.Server) 
 		}
 		var se *structs.Error
 		if errors.As(err, &se) && se.Code != structs.ErrCodeNoLeader && se.Code != structs.ErrCodeNotLeader &&
-			se.Code != structs.ErrCodeInternal && se.Code != structs.ErrCodeShutdown {
+			se.Code != structs.ErrCodeInternal && se.Code != structs.ErrCodeShutdown && se.Code != structs.ErrCodeOutcomeUnknown {
 			t.Errorf("write failed: %v", err)
 			return
 		}

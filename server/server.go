@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -105,6 +106,14 @@ type Server struct {
 
 	// leaderChange wakes requests waiting for a leader (see forward).
 	leaderChange changeSignal
+	// leaderEpoch is the forwarding context of the leader this server
+	// follows (forward_health.go); nil while none is known to answer.
+	leaderEpoch atomic.Pointer[leaderEpoch]
+	// netFault is the fault gate of Config.NetworkFaults (nil: none).
+	netFault *netFault
+	// leaderSilence is raft's heartbeat timeout: a leader not heard from
+	// for this long is presumed gone (forward_health.go).
+	leaderSilence time.Duration
 
 	shutdownMu     sync.Mutex
 	shutdown       bool // guarded by shutdownMu
@@ -153,6 +162,9 @@ func NewServer(cfg *Config) (*Server, error) {
 		shutdownCh:     make(chan struct{}),
 	}
 	s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
+	if config.NetworkFaults {
+		s.netFault = &netFault{}
+	}
 	s.verifier = &leaderVerifier{verify: s.verifyLeader}
 	s.yamuxConfig = yamux.DefaultConfig()
 	s.yamuxConfig.LogOutput = nil
@@ -187,7 +199,7 @@ func (s *Server) start() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	s.tls = s.config.TLS
-	poolCfg := pool.Config{Logger: s.logger}
+	poolCfg := pool.Config{Logger: s.logger, WrapConn: s.netFault.wrapFunc()}
 	var raftTLS *tls.Config
 	if s.tls.RPC() {
 		poolCfg.TLS = s.tls.OutgoingRPC()
@@ -206,6 +218,7 @@ func (s *Server) start() error {
 	}
 	s.logger = s.logger.With("addr", s.rpcAddr)
 	s.raftLayer = newRaftLayer(s.rpcAddr, raftTLS, s.logger)
+	s.raftLayer.wrap = s.netFault.wrapFunc()
 
 	if err := s.setupRaft(); err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -216,12 +229,13 @@ func (s *Server) start() error {
 		}
 	}
 
-	s.wg.Add(5)
+	s.wg.Add(6)
 	go s.replicateKeys()
 	go s.listen()
 	go s.monitorLeadership()
 	go s.joinLoop()
 	go s.watchLeaderChanges()
+	go s.watchLeaderHealth()
 	s.startWorkers()
 	s.logger.Info("server started", "node_id", s.nodeID, "bootstrap_expect", s.config.BootstrapExpect,
 		"had_state", s.hadState)
@@ -241,6 +255,9 @@ func (s *Server) Shutdown() error {
 	close(s.shutdownCh)
 	s.shutdownCancel()
 	s.shutdownMu.Unlock()
+	if s.netFault != nil {
+		s.netFault.set(faultNone)
+	}
 
 	s.logger.Info("shutting down")
 	var errs []error

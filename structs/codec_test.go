@@ -70,6 +70,8 @@ var wireTypes = []any{
 	// Job versions (structs/job_versions.go, structs/diff.go).
 	new(TaskGroupDiff), new(TaskDiff), new(ObjectDiff), new(FieldDiff), new(JobVersionsRequest),
 	new(JobVersionsResponse), new(JobRevertRequest), new(JobStabilityRequest), new(JobStabilityResponse),
+	// Disconnected clients (structs/disconnect.go).
+	new(DisconnectStrategy),
 	// Scaling (structs/scaling.go).
 	new(ScalingPolicy), new(ScalingEvent), new(JobScalingEvents), new(ScalingRequest),
 	new(ScalingEventRegisterRequest), new(JobScaleStatusResponse), new(JobScaleStatus), new(TaskGroupScaleStatus),

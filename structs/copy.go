@@ -104,6 +104,9 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	c.Networks = copySlice(tg.Networks, (*NetworkResource).Copy)
 	c.Scaling = tg.Scaling.Copy()
 	c.Meta = maps.Clone(tg.Meta)
+	c.MaxClientDisconnect = shallow(tg.MaxClientDisconnect)
+	c.StopAfterClientDisconnect = shallow(tg.StopAfterClientDisconnect)
+	c.Disconnect = tg.Disconnect.Copy()
 	return &c
 }
 

@@ -292,7 +292,8 @@ func isPrimitiveKind(t reflect.Type) bool {
 }
 
 // flatPrimitives returns the primitive fields of the struct v points at
-// and its maps of primitives (as "Name[key]"), minus skip; nil for nil.
+// (optional ones, such as a *time.Duration, when set) and its maps of
+// primitives (as "Name[key]"), minus skip; nil for nil.
 func flatPrimitives(v reflect.Value, skip map[string]bool) map[string]string {
 	v = structValue(v)
 	if !v.IsValid() {
@@ -306,6 +307,13 @@ func flatPrimitives(v reflect.Value, skip map[string]bool) map[string]string {
 			continue
 		}
 		fv := v.Field(i)
+		if fv.Kind() == reflect.Pointer && isPrimitiveKind(fv.Type().Elem()) {
+			// An optional value (*time.Duration, *bool): absent when nil.
+			if fv.IsNil() {
+				continue
+			}
+			fv = fv.Elem()
+		}
 		if s, ok := primitive(fv); ok {
 			out[f.Name] = s
 			continue

@@ -47,6 +47,12 @@ const (
 	// ErrCodeDiskFull: a server could not write because its file system
 	// is full (or over quota); nothing was acknowledged. HTTP 507.
 	ErrCodeDiskFull ErrorCode = "disk_full"
+	// ErrCodeOutcomeUnknown: a write was sent towards the leader, but no
+	// answer came (the leader stopped answering, or lost its leadership
+	// while committing): it may or may not have been applied. Read the
+	// object back before repeating a write that is not idempotent. HTTP
+	// 504.
+	ErrCodeOutcomeUnknown ErrorCode = "outcome_unknown"
 )
 
 var knownCodes = map[ErrorCode]bool{
@@ -56,7 +62,7 @@ var knownCodes = map[ErrorCode]bool{
 	ErrCodeTokenMismatch: true, ErrCodeUnsupported: true,
 	ErrCodeShutdown: true, ErrCodeInternal: true,
 	ErrCodePermissionDenied: true, ErrCodeTokenNotFound: true,
-	ErrCodeDiskFull: true,
+	ErrCodeDiskFull: true, ErrCodeOutcomeUnknown: true,
 }
 
 // Error is an error with a code. It survives an RPC round trip: Error()

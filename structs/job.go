@@ -157,6 +157,12 @@ type TaskGroup struct {
 	// its count, checked at registration and by scaling requests.
 	Scaling *ScalingPolicy
 	Meta    map[string]string
+	// MaxClientDisconnect, StopAfterClientDisconnect and Disconnect say
+	// what happens to the allocations of a client that stops heartbeating
+	// (structs/disconnect.go); nil: Nomad's default, lost and replaced.
+	MaxClientDisconnect       *time.Duration      `codec:",omitempty"`
+	StopAfterClientDisconnect *time.Duration      `codec:",omitempty"`
+	Disconnect                *DisconnectStrategy `codec:",omitempty"`
 }
 
 // Task is one process run by a driver.
@@ -488,6 +494,9 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 	if tg.Scaling != nil && tg.Scaling.Type == "" {
 		tg.Scaling.Type = ScalingPolicyTypeHorizontal
 	}
+	if tg.Disconnect != nil {
+		tg.Disconnect.canonicalize()
+	}
 	for _, t := range tg.Tasks {
 		if t == nil {
 			continue
@@ -678,6 +687,7 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 	if sp := tg.Scaling; sp != nil {
 		tg.validateScaling(v, join(p, "Scaling"), jobType)
 	}
+	tg.validateDisconnect(v, p, jobType)
 	switch {
 	case len(tg.Tasks) == 0:
 		v.add(join(p, "Tasks"), "a group needs at least one task")

@@ -37,7 +37,7 @@ type DesiredUpdates struct {
 
 // AppendStoppedAlloc adds a stop for alloc with the given description and
 // optional client status (for example lost).
-func (p *Plan) AppendStoppedAlloc(alloc *Allocation, desc, clientStatus string) {
+func (p *Plan) AppendStoppedAlloc(alloc *Allocation, desc, clientStatus string) *Allocation {
 	n := alloc.CopySkipJob()
 	n.DesiredStatus = AllocDesiredStatusStop
 	n.DesiredDescription = desc
@@ -48,6 +48,7 @@ func (p *Plan) AppendStoppedAlloc(alloc *Allocation, desc, clientStatus string) 
 		p.NodeUpdate = map[string][]*Allocation{}
 	}
 	p.NodeUpdate[alloc.NodeID] = append(p.NodeUpdate[alloc.NodeID], n)
+	return n
 }
 
 // AppendAlloc adds a placement or update.

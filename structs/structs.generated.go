@@ -21334,6 +21334,393 @@ func (x *FieldDiff) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	r.ReadArrayEnd()
 }
 
+func (x *DisconnectStrategy) CodecEncodeSelf(e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	if x == nil {
+		r.EncodeNil()
+	} else {
+		if false {
+		} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+			z.EncExtension(x, yyxt1)
+		} else {
+			yysep2 := !z.EncBinary()
+			yy2arr2 := z.EncBasicHandle().StructToArray
+			_, _ = yysep2, yy2arr2
+			const yyr2 bool = false // struct tag has 'toArray'
+			if yyr2 || yy2arr2 {
+				r.WriteArrayStart(4)
+			} else {
+				r.WriteMapStart(4)
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else if yyxt4 := z.Extension(z.I2Rtid(x.LostAfter)); yyxt4 != nil {
+					z.EncExtension(x.LostAfter, yyxt4)
+				} else {
+					r.EncodeInt(int64(x.LostAfter))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"LostAfter\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `LostAfter`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else if yyxt5 := z.Extension(z.I2Rtid(x.LostAfter)); yyxt5 != nil {
+					z.EncExtension(x.LostAfter, yyxt5)
+				} else {
+					r.EncodeInt(int64(x.LostAfter))
+				}
+			}
+			var yyn6 bool
+			if x.StopOnClientAfter == nil {
+				yyn6 = true
+				goto LABEL6
+			}
+		LABEL6:
+			if yyr2 || yy2arr2 {
+				if yyn6 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if x.StopOnClientAfter == nil {
+						r.EncodeNil()
+					} else {
+						yy7 := *x.StopOnClientAfter
+						if false {
+						} else if yyxt8 := z.Extension(z.I2Rtid(yy7)); yyxt8 != nil {
+							z.EncExtension(yy7, yyxt8)
+						} else {
+							r.EncodeInt(int64(yy7))
+						}
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"StopOnClientAfter\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `StopOnClientAfter`)
+				}
+				r.WriteMapElemValue()
+				if yyn6 {
+					r.EncodeNil()
+				} else {
+					if x.StopOnClientAfter == nil {
+						r.EncodeNil()
+					} else {
+						yy9 := *x.StopOnClientAfter
+						if false {
+						} else if yyxt10 := z.Extension(z.I2Rtid(yy9)); yyxt10 != nil {
+							z.EncExtension(yy9, yyxt10)
+						} else {
+							r.EncodeInt(int64(yy9))
+						}
+					}
+				}
+			}
+			var yyn11 bool
+			if x.Replace == nil {
+				yyn11 = true
+				goto LABEL11
+			}
+		LABEL11:
+			if yyr2 || yy2arr2 {
+				if yyn11 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if x.Replace == nil {
+						r.EncodeNil()
+					} else {
+						yy12 := *x.Replace
+						if false {
+						} else {
+							r.EncodeBool(bool(yy12))
+						}
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Replace\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Replace`)
+				}
+				r.WriteMapElemValue()
+				if yyn11 {
+					r.EncodeNil()
+				} else {
+					if x.Replace == nil {
+						r.EncodeNil()
+					} else {
+						yy14 := *x.Replace
+						if false {
+						} else {
+							r.EncodeBool(bool(yy14))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.Reconcile)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Reconcile))
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Reconcile\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Reconcile`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.Reconcile)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Reconcile))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayEnd()
+			} else {
+				r.WriteMapEnd()
+			}
+		}
+	}
+}
+
+func (x *DisconnectStrategy) CodecDecodeSelf(d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	if false {
+	} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+		z.DecExtension(x, yyxt1)
+	} else {
+		yyct2 := r.ContainerType()
+		if yyct2 == codecSelferValueTypeMap1978 {
+			yyl2 := r.ReadMapStart()
+			if yyl2 == 0 {
+				r.ReadMapEnd()
+			} else {
+				x.codecDecodeSelfFromMap(yyl2, d)
+			}
+		} else if yyct2 == codecSelferValueTypeArray1978 {
+			yyl2 := r.ReadArrayStart()
+			if yyl2 == 0 {
+				r.ReadArrayEnd()
+			} else {
+				x.codecDecodeSelfFromArray(yyl2, d)
+			}
+		} else {
+			panic(errCodecSelferOnlyMapOrArrayEncodeToStruct1978)
+		}
+	}
+}
+
+func (x *DisconnectStrategy) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyhl3 bool = l >= 0
+	for yyj3 := 0; ; yyj3++ {
+		if yyhl3 {
+			if yyj3 >= l {
+				break
+			}
+		} else {
+			if r.CheckBreak() {
+				break
+			}
+		}
+		r.ReadMapElemKey()
+		yys3 := z.StringView(r.DecodeStringAsBytes())
+		r.ReadMapElemValue()
+		switch yys3 {
+		case "LostAfter":
+			if r.TryDecodeAsNil() {
+				x.LostAfter = 0
+			} else {
+				if false {
+				} else if yyxt5 := z.Extension(z.I2Rtid(x.LostAfter)); yyxt5 != nil {
+					z.DecExtension(x.LostAfter, yyxt5)
+				} else {
+					x.LostAfter = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "StopOnClientAfter":
+			if r.TryDecodeAsNil() {
+				if true && x.StopOnClientAfter != nil {
+					x.StopOnClientAfter = nil
+				}
+			} else {
+				if x.StopOnClientAfter == nil {
+					x.StopOnClientAfter = new(time.Duration)
+				}
+
+				if false {
+				} else if yyxt7 := z.Extension(z.I2Rtid(x.StopOnClientAfter)); yyxt7 != nil {
+					z.DecExtension(x.StopOnClientAfter, yyxt7)
+				} else {
+					*x.StopOnClientAfter = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "Replace":
+			if r.TryDecodeAsNil() {
+				if true && x.Replace != nil {
+					x.Replace = nil
+				}
+			} else {
+				if x.Replace == nil {
+					x.Replace = new(bool)
+				}
+
+				if false {
+				} else {
+					*x.Replace = (bool)(r.DecodeBool())
+				}
+			}
+		case "Reconcile":
+			if r.TryDecodeAsNil() {
+				x.Reconcile = ""
+			} else {
+				x.Reconcile = (string)(r.DecodeString())
+			}
+		default:
+			z.DecStructFieldNotFound(-1, yys3)
+		} // end switch yys3
+	} // end for yyj3
+	r.ReadMapEnd()
+}
+
+func (x *DisconnectStrategy) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyj11 int
+	var yyb11 bool
+	var yyhl11 bool = l >= 0
+	yyj11++
+	if yyhl11 {
+		yyb11 = yyj11 > l
+	} else {
+		yyb11 = r.CheckBreak()
+	}
+	if yyb11 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.LostAfter = 0
+	} else {
+		if false {
+		} else if yyxt13 := z.Extension(z.I2Rtid(x.LostAfter)); yyxt13 != nil {
+			z.DecExtension(x.LostAfter, yyxt13)
+		} else {
+			x.LostAfter = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj11++
+	if yyhl11 {
+		yyb11 = yyj11 > l
+	} else {
+		yyb11 = r.CheckBreak()
+	}
+	if yyb11 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.StopOnClientAfter != nil {
+			x.StopOnClientAfter = nil
+		}
+	} else {
+		if x.StopOnClientAfter == nil {
+			x.StopOnClientAfter = new(time.Duration)
+		}
+
+		if false {
+		} else if yyxt15 := z.Extension(z.I2Rtid(x.StopOnClientAfter)); yyxt15 != nil {
+			z.DecExtension(x.StopOnClientAfter, yyxt15)
+		} else {
+			*x.StopOnClientAfter = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj11++
+	if yyhl11 {
+		yyb11 = yyj11 > l
+	} else {
+		yyb11 = r.CheckBreak()
+	}
+	if yyb11 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.Replace != nil {
+			x.Replace = nil
+		}
+	} else {
+		if x.Replace == nil {
+			x.Replace = new(bool)
+		}
+
+		if false {
+		} else {
+			*x.Replace = (bool)(r.DecodeBool())
+		}
+	}
+	yyj11++
+	if yyhl11 {
+		yyb11 = yyj11 > l
+	} else {
+		yyb11 = r.CheckBreak()
+	}
+	if yyb11 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Reconcile = ""
+	} else {
+		x.Reconcile = (string)(r.DecodeString())
+	}
+	for {
+		yyj11++
+		if yyhl11 {
+			yyb11 = yyj11 > l
+		} else {
+			yyb11 = r.CheckBreak()
+		}
+		if yyb11 {
+			break
+		}
+		r.ReadArrayElem()
+		z.DecStructFieldNotFound(yyj11-1, "")
+	}
+	r.ReadArrayEnd()
+}
+
 func (x *ParameterizedJobConfig) CodecEncodeSelf(e *codec1978.Encoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperEncoder(e)
@@ -26879,10 +27266,36 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [16]bool{    // should field at this index be written?
+				true,                               // Name
+				true,                               // Count
+				true,                               // Constraints
+				true,                               // Affinities
+				true,                               // Spreads
+				true,                               // Tasks
+				true,                               // RestartPolicy
+				true,                               // ReschedulePolicy
+				true,                               // Migrate
+				true,                               // Networks
+				true,                               // Services
+				true,                               // Scaling
+				true,                               // Meta
+				x.MaxClientDisconnect != nil,       // MaxClientDisconnect
+				x.StopAfterClientDisconnect != nil, // StopAfterClientDisconnect
+				x.Disconnect != nil,                // Disconnect
+			}
+			_ = yyq2
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(13)
+				r.WriteArrayStart(16)
 			} else {
-				r.WriteMapStart(13)
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -27263,6 +27676,156 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
+			var yyn42 bool
+			if x.MaxClientDisconnect == nil {
+				yyn42 = true
+				goto LABEL42
+			}
+		LABEL42:
+			if yyr2 || yy2arr2 {
+				if yyn42 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if yyq2[13] {
+						if x.MaxClientDisconnect == nil {
+							r.EncodeNil()
+						} else {
+							yy43 := *x.MaxClientDisconnect
+							if false {
+							} else if yyxt44 := z.Extension(z.I2Rtid(yy43)); yyxt44 != nil {
+								z.EncExtension(yy43, yyxt44)
+							} else {
+								r.EncodeInt(int64(yy43))
+							}
+						}
+					} else {
+						r.EncodeNil()
+					}
+				}
+			} else {
+				if yyq2[13] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"MaxClientDisconnect\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `MaxClientDisconnect`)
+					}
+					r.WriteMapElemValue()
+					if yyn42 {
+						r.EncodeNil()
+					} else {
+						if x.MaxClientDisconnect == nil {
+							r.EncodeNil()
+						} else {
+							yy45 := *x.MaxClientDisconnect
+							if false {
+							} else if yyxt46 := z.Extension(z.I2Rtid(yy45)); yyxt46 != nil {
+								z.EncExtension(yy45, yyxt46)
+							} else {
+								r.EncodeInt(int64(yy45))
+							}
+						}
+					}
+				}
+			}
+			var yyn47 bool
+			if x.StopAfterClientDisconnect == nil {
+				yyn47 = true
+				goto LABEL47
+			}
+		LABEL47:
+			if yyr2 || yy2arr2 {
+				if yyn47 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if yyq2[14] {
+						if x.StopAfterClientDisconnect == nil {
+							r.EncodeNil()
+						} else {
+							yy48 := *x.StopAfterClientDisconnect
+							if false {
+							} else if yyxt49 := z.Extension(z.I2Rtid(yy48)); yyxt49 != nil {
+								z.EncExtension(yy48, yyxt49)
+							} else {
+								r.EncodeInt(int64(yy48))
+							}
+						}
+					} else {
+						r.EncodeNil()
+					}
+				}
+			} else {
+				if yyq2[14] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"StopAfterClientDisconnect\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `StopAfterClientDisconnect`)
+					}
+					r.WriteMapElemValue()
+					if yyn47 {
+						r.EncodeNil()
+					} else {
+						if x.StopAfterClientDisconnect == nil {
+							r.EncodeNil()
+						} else {
+							yy50 := *x.StopAfterClientDisconnect
+							if false {
+							} else if yyxt51 := z.Extension(z.I2Rtid(yy50)); yyxt51 != nil {
+								z.EncExtension(yy50, yyxt51)
+							} else {
+								r.EncodeInt(int64(yy50))
+							}
+						}
+					}
+				}
+			}
+			var yyn52 bool
+			if x.Disconnect == nil {
+				yyn52 = true
+				goto LABEL52
+			}
+		LABEL52:
+			if yyr2 || yy2arr2 {
+				if yyn52 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if yyq2[15] {
+						if x.Disconnect == nil {
+							r.EncodeNil()
+						} else {
+							x.Disconnect.CodecEncodeSelf(e)
+						}
+					} else {
+						r.EncodeNil()
+					}
+				}
+			} else {
+				if yyq2[15] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Disconnect\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Disconnect`)
+					}
+					r.WriteMapElemValue()
+					if yyn52 {
+						r.EncodeNil()
+					} else {
+						if x.Disconnect == nil {
+							r.EncodeNil()
+						} else {
+							x.Disconnect.CodecEncodeSelf(e)
+						}
+					}
+				}
+			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayEnd()
 			} else {
@@ -27443,6 +28006,52 @@ func (x *TaskGroup) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 					h.decMapstringstring((*map[string]string)(&x.Meta), d)
 				}
 			}
+		case "MaxClientDisconnect":
+			if r.TryDecodeAsNil() {
+				if true && x.MaxClientDisconnect != nil {
+					x.MaxClientDisconnect = nil
+				}
+			} else {
+				if x.MaxClientDisconnect == nil {
+					x.MaxClientDisconnect = new(time.Duration)
+				}
+
+				if false {
+				} else if yyxt25 := z.Extension(z.I2Rtid(x.MaxClientDisconnect)); yyxt25 != nil {
+					z.DecExtension(x.MaxClientDisconnect, yyxt25)
+				} else {
+					*x.MaxClientDisconnect = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "StopAfterClientDisconnect":
+			if r.TryDecodeAsNil() {
+				if true && x.StopAfterClientDisconnect != nil {
+					x.StopAfterClientDisconnect = nil
+				}
+			} else {
+				if x.StopAfterClientDisconnect == nil {
+					x.StopAfterClientDisconnect = new(time.Duration)
+				}
+
+				if false {
+				} else if yyxt27 := z.Extension(z.I2Rtid(x.StopAfterClientDisconnect)); yyxt27 != nil {
+					z.DecExtension(x.StopAfterClientDisconnect, yyxt27)
+				} else {
+					*x.StopAfterClientDisconnect = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "Disconnect":
+			if r.TryDecodeAsNil() {
+				if true && x.Disconnect != nil {
+					x.Disconnect = nil
+				}
+			} else {
+				if x.Disconnect == nil {
+					x.Disconnect = new(DisconnectStrategy)
+				}
+
+				x.Disconnect.CodecDecodeSelf(d)
+			}
 		default:
 			z.DecStructFieldNotFound(-1, yys3)
 		} // end switch yys3
@@ -27454,16 +28063,16 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj24 int
-	var yyb24 bool
-	var yyhl24 bool = l >= 0
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	var yyj29 int
+	var yyb29 bool
+	var yyhl29 bool = l >= 0
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27473,13 +28082,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27489,13 +28098,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Count = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27508,13 +28117,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoConstraint((*[]*Constraint)(&x.Constraints), d)
 		}
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27527,13 +28136,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoAffinity((*[]*Affinity)(&x.Affinities), d)
 		}
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27546,13 +28155,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoSpread((*[]*Spread)(&x.Spreads), d)
 		}
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27565,13 +28174,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoTask((*[]*Task)(&x.Tasks), d)
 		}
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27587,13 +28196,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.RestartPolicy.CodecDecodeSelf(d)
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27609,13 +28218,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ReschedulePolicy.CodecDecodeSelf(d)
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27631,13 +28240,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Migrate.CodecDecodeSelf(d)
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27650,13 +28259,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoNetworkResource((*[]*NetworkResource)(&x.Networks), d)
 		}
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27669,13 +28278,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoService((*[]*Service)(&x.Services), d)
 		}
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27691,13 +28300,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Scaling.CodecDecodeSelf(d)
 	}
-	yyj24++
-	if yyhl24 {
-		yyb24 = yyj24 > l
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
 	} else {
-		yyb24 = r.CheckBreak()
+		yyb29 = r.CheckBreak()
 	}
-	if yyb24 {
+	if yyb29 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -27710,18 +28319,94 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringstring((*map[string]string)(&x.Meta), d)
 		}
 	}
-	for {
-		yyj24++
-		if yyhl24 {
-			yyb24 = yyj24 > l
-		} else {
-			yyb24 = r.CheckBreak()
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
+	} else {
+		yyb29 = r.CheckBreak()
+	}
+	if yyb29 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.MaxClientDisconnect != nil {
+			x.MaxClientDisconnect = nil
 		}
-		if yyb24 {
+	} else {
+		if x.MaxClientDisconnect == nil {
+			x.MaxClientDisconnect = new(time.Duration)
+		}
+
+		if false {
+		} else if yyxt51 := z.Extension(z.I2Rtid(x.MaxClientDisconnect)); yyxt51 != nil {
+			z.DecExtension(x.MaxClientDisconnect, yyxt51)
+		} else {
+			*x.MaxClientDisconnect = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
+	} else {
+		yyb29 = r.CheckBreak()
+	}
+	if yyb29 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.StopAfterClientDisconnect != nil {
+			x.StopAfterClientDisconnect = nil
+		}
+	} else {
+		if x.StopAfterClientDisconnect == nil {
+			x.StopAfterClientDisconnect = new(time.Duration)
+		}
+
+		if false {
+		} else if yyxt53 := z.Extension(z.I2Rtid(x.StopAfterClientDisconnect)); yyxt53 != nil {
+			z.DecExtension(x.StopAfterClientDisconnect, yyxt53)
+		} else {
+			*x.StopAfterClientDisconnect = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj29++
+	if yyhl29 {
+		yyb29 = yyj29 > l
+	} else {
+		yyb29 = r.CheckBreak()
+	}
+	if yyb29 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.Disconnect != nil {
+			x.Disconnect = nil
+		}
+	} else {
+		if x.Disconnect == nil {
+			x.Disconnect = new(DisconnectStrategy)
+		}
+
+		x.Disconnect.CodecDecodeSelf(d)
+	}
+	for {
+		yyj29++
+		if yyhl29 {
+			yyb29 = yyj29 > l
+		} else {
+			yyb29 = r.CheckBreak()
+		}
+		if yyb29 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj24-1, "")
+		z.DecStructFieldNotFound(yyj29-1, "")
 	}
 	r.ReadArrayEnd()
 }

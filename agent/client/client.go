@@ -22,6 +22,7 @@ import (
 	"github.com/drover-project/drover/agent/client/fingerprint"
 	clientstate "github.com/drover-project/drover/agent/client/state"
 	"github.com/drover-project/drover/agent/client/template"
+	"github.com/drover-project/drover/internal/clock"
 	"github.com/drover-project/drover/server/pool"
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/structs/driverspec"
@@ -126,6 +127,9 @@ type Config struct {
 	DestroyOnShutdown bool
 
 	Logger hclog.Logger
+	// Clock drives the client-side stop of disconnected allocations
+	// (heartbeat_stop.go); nil: the real clock.
+	Clock clock.Clock
 
 	// fingerprintHook adjusts the node before it is first registered
 	// (tests).
@@ -164,6 +168,9 @@ func (c *Config) withDefaults() *Config {
 	}
 	if out.Logger == nil {
 		out.Logger = hclog.NewNullLogger()
+	}
+	if out.Clock == nil {
+		out.Clock = clock.Real{}
 	}
 	return &out
 }
@@ -204,6 +211,9 @@ type Client struct {
 	known map[string]uint64 // guarded by allocMu
 
 	updates *updateBatcher
+	// hbStop stops allocations that asked for it when heartbeats fail
+	// (heartbeat_stop.go).
+	hbStop *heartbeatStop
 }
 
 // driverCatalog maps driver names to drivers.
@@ -231,6 +241,7 @@ func New(cfg *Config) (*Client, error) {
 		runners:      map[string]*allocrunner.AllocRunner{},
 		known:        map[string]uint64{},
 	}
+	c.hbStop = newHeartbeatStop(cfg.Clock, c.stopDisconnected)
 	c.transport = cfg.Transport
 	if c.transport == nil {
 		c.ownPool = pool.New(pool.Config{Logger: cfg.Logger, TLS: cfg.TLS})
@@ -344,6 +355,7 @@ func (c *Client) Shutdown() error {
 			c.logger.Info("shutting down; tasks keep running")
 		}
 		close(c.shutdownCh)
+		c.hbStop.stop()
 		for _, ar := range runners {
 			ar.Shutdown()
 		}
@@ -421,6 +433,18 @@ func (c *Client) runner(id string) *allocrunner.AllocRunner {
 	return c.runners[id]
 }
 
+// stopDisconnected stops an allocation because the client has gone too
+// long without a successful heartbeat (heartbeatStop). The servers have
+// marked it lost; the client reports it finished once it can reach them.
+func (c *Client) stopDisconnected(allocID, reason string) {
+	ar := c.runner(allocID)
+	if ar == nil {
+		return
+	}
+	c.logger.Warn("stopping an allocation: cut off from the servers", "alloc_id", allocID, "reason", reason)
+	ar.Kill(reason)
+}
+
 // newRunner builds (but does not run) a runner for a.
 func (c *Client) newRunner(a *structs.Allocation, restored map[string]*clientstate.TaskRunnerState) (*allocrunner.AllocRunner, error) {
 	node := c.Node()
@@ -474,6 +498,7 @@ func (c *Client) addRunner(id string, ar *allocrunner.AllocRunner, also func()) 
 		return false
 	}
 	c.runners[id] = ar
+	c.hbStop.watch(ar.Alloc())
 	if also != nil {
 		also()
 	}

@@ -120,6 +120,7 @@ func (c *Client) registerLoop() {
 	var lastOK time.Time
 	for !c.shuttingDown() {
 		if !registered {
+			sent := c.cfg.Clock.Now()
 			t, err := c.register()
 			if err != nil {
 				c.logger.Warn("registering the node failed; will retry", "error", err, "servers", c.servers.all())
@@ -129,6 +130,7 @@ func (c *Client) registerLoop() {
 				continue
 			}
 			registered, ttl, lastOK = true, t, time.Now()
+			c.hbStop.ok(sent)
 			next = heartbeatInterval(ttl, rand.Float64())
 			b.Reset()
 			c.registeredOnce.Do(func() { close(c.registeredCh) })
@@ -136,10 +138,12 @@ func (c *Client) registerLoop() {
 		if !c.sleep(next) {
 			return
 		}
+		sent := c.cfg.Clock.Now()
 		t, err := c.heartbeat()
 		switch {
 		case err == nil:
 			ttl, lastOK = t, time.Now()
+			c.hbStop.ok(sent)
 			next = heartbeatInterval(ttl, rand.Float64())
 			b.Reset()
 		case errors.Is(err, structs.ErrNotFound):

@@ -205,6 +205,13 @@ func (c *Client) runAllocs(allocs []*structs.Allocation, removed []string) {
 		c.allocMu.Unlock()
 		if ar != nil {
 			ar.Update(a)
+			if a.ClientStatus == structs.AllocClientStatusUnknown && !a.ServerTerminalStatus() {
+				// The servers lost touch with this node and hold the
+				// allocation as unknown: tell them how it is.
+				c.logger.Info("the servers hold the allocation as unknown; re-sending its state", "alloc_id", a.ID)
+				c.updates.add(ar.Alloc())
+				continue
+			}
 			if seen && a.AllocModifyIndex < prev {
 				c.logger.Info("the servers' allocation went back; re-sending its state",
 					"alloc_id", a.ID, "alloc_modify_index", a.AllocModifyIndex, "known_index", prev)
@@ -238,6 +245,7 @@ func (c *Client) runAllocs(allocs []*structs.Allocation, removed []string) {
 // destroy kills an allocation's tasks and removes its directory and state.
 func (c *Client) destroy(ar *allocrunner.AllocRunner) {
 	c.identities.forget(ar.ID())
+	c.hbStop.forget(ar.ID())
 	if err := ar.Destroy(); err != nil {
 		c.logger.Warn("removing allocation failed", "alloc_id", ar.ID(), "error", err)
 	}

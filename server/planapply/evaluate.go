@@ -205,7 +205,13 @@ func evaluateNode(snap *state.StateSnapshot, pending inflight, plan *structs.Pla
 		return false, "", err
 	}
 	if node.Status != structs.NodeStatusReady {
-		return false, "node is not ready for placements", nil
+		// A node that is down takes no placement, but its allocations may
+		// still be updated (marked unknown, given a follow-up): they add
+		// nothing to it.
+		if ok, err := onlyExisting(snap, nodeID, placements); err != nil || !ok {
+			return false, "node is not ready for placements", err
+		}
+		return true, "", nil
 	}
 	usage, err := snap.NodeUsage(nil, nodeID)
 	if err != nil {
@@ -226,6 +232,18 @@ func evaluateNode(snap *state.StateSnapshot, pending inflight, plan *structs.Pla
 		return false, reason, err
 	}
 	return fitsNode(node, used)
+}
+
+// onlyExisting reports whether every allocation in placements is one the
+// node already holds (an update, not a placement).
+func onlyExisting(snap *state.StateSnapshot, nodeID string, placements []*structs.Allocation) (bool, error) {
+	for _, a := range placements {
+		stored, found, err := snap.LookupAlloc(nil, a.ID)
+		if err != nil || !found || stored.NodeID != nodeID || stored.TerminalStatus() {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // portsFit checks the plan's ports on node under the same optimistic

@@ -67,6 +67,9 @@ type Config struct {
 	MaxIdleStreams int
 	// DialTimeout bounds the TCP connect, and the TLS handshake.
 	DialTimeout time.Duration
+	// WrapConn, if set, wraps each new TCP connection before anything is
+	// written on it (fault-injection tests).
+	WrapConn func(net.Conn) net.Conn
 	// TLS, if set, makes every connection TLS (ProtocolTLS, then the
 	// handshake, then ProtocolRPC inside): the agent's tls { rpc = true }.
 	TLS *tls.Config
@@ -150,7 +153,14 @@ func New(cfg Config) *Pool {
 // any other error is a transport failure, after which the call may or may
 // not have been executed remotely.
 func (p *Pool) RPC(addr, method string, args, reply any) error {
-	c, err := p.acquire(addr)
+	return p.RPCContext(context.Background(), addr, method, args, reply)
+}
+
+// RPCContext is RPC that gives up when ctx ends: a call not yet sent
+// fails with a *NotSentError, one sent but not answered with an
+// *AbandonedError (it may or may not have been executed remotely).
+func (p *Pool) RPCContext(ctx context.Context, addr, method string, args, reply any) error {
+	c, err := p.acquire(ctx, addr)
 	if err != nil {
 		return err
 	}
@@ -160,6 +170,12 @@ func (p *Pool) RPC(addr, method string, args, reply any) error {
 	if err != nil {
 		p.dropIfClosed(c)
 		return &NotSentError{Addr: addr, Err: fmt.Errorf("open stream: %w", err)}
+	}
+	if ctx.Done() != nil {
+		// Ending ctx expires the stream's deadline, which fails the
+		// write or read in progress; the stream is then discarded.
+		stop := context.AfterFunc(ctx, func() { st.conn.SetDeadline(time.Now()) })
+		defer stop()
 	}
 	err = call(st.codec, method, args, reply)
 	if err == nil {
@@ -178,10 +194,31 @@ func (p *Pool) RPC(addr, method string, args, reply any) error {
 	var notSent *NotSentError
 	if errors.As(err, &notSent) {
 		notSent.Addr = addr
+		if cause := context.Cause(ctx); cause != nil {
+			notSent.Err = cause
+		}
 		return notSent
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		return &AbandonedError{Addr: addr, Method: method, Cause: cause}
 	}
 	return fmt.Errorf("rpc %s to %s: %w", method, addr, err)
 }
+
+// AbandonedError reports a call given up (its context ended) after its
+// request was sent: the remote server may or may not have executed it.
+type AbandonedError struct {
+	Addr   string
+	Method string
+	Cause  error // the context's cause
+}
+
+func (e *AbandonedError) Error() string {
+	return "rpc " + e.Method + " to " + e.Addr + " abandoned after it was sent: " + e.Cause.Error()
+}
+
+// Unwrap returns the context's cause.
+func (e *AbandonedError) Unwrap() error { return e.Cause }
 
 // callSeq numbers requests; net/rpc servers echo it back.
 var callSeq atomic.Uint64
@@ -247,7 +284,7 @@ func (p *Pool) NumConns() int {
 
 // acquire returns a live session to addr, dialing one if needed, with its
 // in-flight count raised; the caller must call release.
-func (p *Pool) acquire(addr string) (*conn, error) {
+func (p *Pool) acquire(ctx context.Context, addr string) (*conn, error) {
 	for {
 		p.mu.Lock()
 		if p.shutdown {
@@ -264,7 +301,11 @@ func (p *Pool) acquire(addr string) (*conn, error) {
 		}
 		if d, ok := p.dialing[addr]; ok {
 			p.mu.Unlock()
-			<-d.done
+			select {
+			case <-d.done:
+			case <-ctx.Done():
+				return nil, &NotSentError{Addr: addr, Err: context.Cause(ctx)}
+			}
 			if d.err != nil {
 				return nil, d.err
 			}
@@ -274,7 +315,7 @@ func (p *Pool) acquire(addr string) (*conn, error) {
 		p.dialing[addr] = d
 		p.mu.Unlock()
 
-		c, err := p.dial(addr)
+		c, err := p.dial(ctx, addr)
 
 		p.mu.Lock()
 		delete(p.dialing, addr)
@@ -298,14 +339,18 @@ func (p *Pool) acquire(addr string) (*conn, error) {
 	}
 }
 
-func (p *Pool) dial(addr string) (*conn, error) {
-	nc, err := net.DialTimeout("tcp", addr, p.cfg.DialTimeout)
+func (p *Pool) dial(ctx context.Context, addr string) (*conn, error) {
+	d := net.Dialer{Timeout: p.cfg.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, &NotSentError{Addr: addr, Err: err}
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetKeepAlive(true)
 		tc.SetNoDelay(true)
+	}
+	if p.cfg.WrapConn != nil {
+		nc = p.cfg.WrapConn(nc)
 	}
 	if p.cfg.TLS != nil {
 		tc, err := DialTLS(nc, p.cfg.TLS, p.cfg.DialTimeout)

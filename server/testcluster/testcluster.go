@@ -6,6 +6,7 @@
 //	leader := c.WaitForLeader(t, 5*time.Second)
 //	c.Kill(0)
 //	c.Restart(0)
+//	c.Pause(t, 1) // or Partition; Resume ends either
 //
 // Servers are started with short Raft timeouts and announce intervals so a
 // cluster elects a leader in about a second. The package must never be
@@ -67,6 +68,7 @@ func NewTestCluster(t testing.TB, n int, opts ...Option) *Cluster {
 			BootstrapExpect:  n,
 			RetryInterval:    50 * time.Millisecond,
 			RaftTimeoutScale: 0.25,
+			NetworkFaults:    true,
 			Logger:           logger,
 		}
 		// Each server joins the ones started before it; announces spread
@@ -260,6 +262,40 @@ func (c *Cluster) Restart(t testing.TB, i int) *server.Server {
 	c.servers[i], c.configs[i] = srv, &cfg
 	c.mu.Unlock()
 	return srv
+}
+
+// Pause makes server i stop answering, as a process stopped with SIGSTOP:
+// its peers still connect and send, but nothing it reads is handled and
+// nothing it writes leaves (no answers, no Raft heartbeats or votes)
+// until Resume. Unlike a stopped process its goroutines run on, so a
+// paused leader may step down on its own once its lease lapses.
+func (c *Cluster) Pause(t testing.TB, i int) {
+	t.Helper()
+	c.fault(t, i, (*server.Server).PauseNetwork)
+}
+
+// Partition cuts server i off from every other server and client: its
+// connections close, and new ones fail in both directions, until Resume.
+func (c *Cluster) Partition(t testing.TB, i int) {
+	t.Helper()
+	c.fault(t, i, (*server.Server).PartitionNetwork)
+}
+
+// Resume ends a Pause or Partition of server i.
+func (c *Cluster) Resume(t testing.TB, i int) {
+	t.Helper()
+	c.fault(t, i, (*server.Server).HealNetwork)
+}
+
+func (c *Cluster) fault(t testing.TB, i int, fn func(*server.Server) error) {
+	t.Helper()
+	s := c.Server(i)
+	if s == nil {
+		t.Fatalf("server %d is killed", i)
+	}
+	if err := fn(s); err != nil {
+		t.Fatalf("server %d: %v", i, err)
+	}
 }
 
 // Wipe kills server i, deletes its data directory (Raft log, snapshots and
