@@ -252,13 +252,16 @@ func allocatedResources(tg *structs.TaskGroup, ask structs.ComparableResources) 
 		}
 		ar.Tasks[t.Name] = &structs.AllocatedTaskResources{
 			Cpu:    structs.AllocatedCpuResources{CpuShares: int64(r.CPU)},
-			Memory: structs.AllocatedMemoryResources{MemoryMB: int64(r.MemoryMB)},
+			Memory: structs.AllocatedMemoryResources{MemoryMB: int64(r.MemoryMB), MemoryMaxMB: int64(r.MemoryMaxMB)},
 		}
 		ar.Shared.DiskMB += int64(r.DiskMB)
 		cpu += int64(r.CPU)
 		if r.Cores > 0 {
 			coreTasks += int64(r.Cores)
 		}
+	}
+	if ed := tg.EphemeralDisk; ed != nil {
+		ar.Shared.DiskMB += int64(ed.SizeMB)
 	}
 	if extra := ask.CPU - cpu; extra > 0 && coreTasks > 0 {
 		for _, t := range tg.Tasks {

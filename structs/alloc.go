@@ -202,6 +202,9 @@ const (
 	TaskSignaling     = "Signaling"
 	TaskHookMessage   = "Task hook message"
 	TaskHookFailed    = "Task hook failed"
+	// TaskWaitingShuttingDownDelay: the task's services are deregistered
+	// and the client waits its shutdown_delay before killing it.
+	TaskWaitingShuttingDownDelay = "Waiting for shutdown delay"
 )
 
 // TaskEvent is one event in a task's life.

@@ -90,6 +90,9 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	c.Networks = copySlice(tg.Networks, (*NetworkResource).Copy)
 	c.Scaling = tg.Scaling.Copy()
 	c.Meta = maps.Clone(tg.Meta)
+	c.ShutdownDelay = shallow(tg.ShutdownDelay)
+	c.Volumes = copyMap(tg.Volumes, shallow[VolumeRequest])
+	c.EphemeralDisk = shallow(tg.EphemeralDisk)
 	return &c
 }
 
@@ -123,6 +126,9 @@ func (t *Task) Copy() *Task {
 	c.Templates = copySlice(t.Templates, (*Template).Copy)
 	c.DispatchPayload = shallow(t.DispatchPayload)
 	c.Lifecycle = shallow(t.Lifecycle)
+	c.RestartPolicy = shallow(t.RestartPolicy)
+	c.LogConfig = shallow(t.LogConfig)
+	c.VolumeMounts = copySlice(t.VolumeMounts, shallow[VolumeMount])
 	return &c
 }
 
@@ -155,6 +161,7 @@ func (n *Node) Copy() *Node {
 		dc.Attributes = maps.Clone(d.Attributes)
 		return &dc
 	})
+	c.HostVolumes = copyMap(n.HostVolumes, shallow[ClientHostVolumeConfig])
 	return &c
 }
 

@@ -306,6 +306,14 @@ func flatPrimitives(v reflect.Value, skip map[string]bool) map[string]string {
 			continue
 		}
 		fv := v.Field(i)
+		if fv.Kind() == reflect.Pointer && isPrimitiveKind(fv.Type().Elem()) {
+			// An optional primitive (a group's shutdown_delay): absent
+			// when nil.
+			if !fv.IsNil() {
+				out[f.Name], _ = primitive(fv.Elem())
+			}
+			continue
+		}
 		if s, ok := primitive(fv); ok {
 			out[f.Name] = s
 			continue

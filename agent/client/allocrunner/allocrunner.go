@@ -100,6 +100,7 @@ type AllocRunner struct {
 	setupErr     string              // guarded by mu
 	terminalAt   time.Time           // guarded by mu
 	killing      bool                // guarded by mu
+	delayedKill  bool                // a kill waits for the group's shutdown_delay; guarded by mu
 	detached     bool                // guarded by mu
 	started      bool                // Run was called; guarded by mu
 
@@ -323,10 +324,52 @@ func (ar *AllocRunner) killAll(reason string) {
 	ar.mu.Lock()
 	ar.killing = true
 	svc := ar.svc
+	delay := ar.groupShutdownDelayLocked()
+	waiting := ar.delayedKill
+	if reason != ReasonDestroyed && delay > 0 {
+		ar.delayedKill = true
+	}
 	ar.mu.Unlock()
 	if svc != nil {
 		svc.changed() // group services go first
 	}
+	if reason != ReasonDestroyed && delay > 0 {
+		if !waiting {
+			go ar.killAfter(delay, reason)
+		}
+		return
+	}
+	ar.killTasks(reason)
+}
+
+// groupShutdownDelayLocked is the group's shutdown_delay in the latest
+// job version (0: none).
+func (ar *AllocRunner) groupShutdownDelayLocked() time.Duration {
+	if ar.alloc.Job == nil {
+		return 0
+	}
+	if tg := ar.alloc.Job.LookupTaskGroup(ar.alloc.TaskGroup); tg != nil && tg.ShutdownDelay != nil {
+		return *tg.ShutdownDelay
+	}
+	return 0
+}
+
+// killAfter kills the tasks once the group's shutdown_delay has passed
+// since its services were deregistered, as Nomad does; tasks that all
+// ended meanwhile end the wait.
+func (ar *AllocRunner) killAfter(delay time.Duration, reason string) {
+	ar.logger.Debug("waiting for the group's shutdown_delay before killing the tasks", "delay", delay)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ar.doneCh:
+	}
+	ar.killTasks(reason)
+}
+
+// killTasks asks every task to stop (see killAll).
+func (ar *AllocRunner) killTasks(reason string) {
 	for _, tr := range ar.tasks {
 		if reason == ReasonDestroyed || !tr.isPoststop() {
 			tr.kill(reason)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -108,7 +109,7 @@ func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, t
 	tr := &taskRunner{
 		ar: ar, task: task, tg: tg, taskDir: td, latest: taskSpec{tg: tg, task: task},
 		logger:    ar.logger.With("task", task.Name),
-		restart:   newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
+		restart:   newRestartTracker(structs.EffectiveRestartPolicy(tg, task), jobType(ar.alloc)),
 		killCh:    make(chan struct{}),
 		detachCh:  make(chan struct{}),
 		doneCh:    make(chan struct{}),
@@ -431,10 +432,19 @@ func (tr *taskRunner) setup() error {
 		return err
 	}
 	ad := tr.ar.allocDir
+	maxFiles, maxSize := tr.ar.cfg.LogMaxFiles, tr.ar.cfg.LogMaxFileSize
+	lc := tr.task.LogConfig
+	if lc != nil {
+		maxFiles, maxSize = lc.MaxFiles, int64(lc.MaxFileSizeMB)<<20
+	}
 	for _, typ := range []string{allocdir.Stdout, allocdir.Stderr} {
-		w, err := logs.NewRotator(ad.LogDir, allocdir.LogBase(tr.task.Name, typ), tr.ar.cfg.LogMaxFiles, tr.ar.cfg.LogMaxFileSize)
-		if err != nil {
-			return fmt.Errorf("opening %s log: %w", typ, err)
+		var w io.WriteCloser = logs.Discard
+		if lc == nil || !lc.Disabled {
+			r, err := logs.NewRotator(ad.LogDir, allocdir.LogBase(tr.task.Name, typ), maxFiles, maxSize)
+			if err != nil {
+				return fmt.Errorf("opening %s log: %w", typ, err)
+			}
+			w = r
 		}
 		p, err := logs.StartPump(ad.LogFIFO(tr.task.Name, typ), w)
 		if err != nil {
@@ -641,7 +651,8 @@ func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
 // again.
 func (tr *taskRunner) afterExitEvent(ev *structs.TaskEvent, res *driver.ExitResult, startErr error) bool {
 	tr.setHandle(nil)
-	tr.restart.setPolicy(tr.latestSpec().tg.RestartPolicy)
+	latest := tr.latestSpec()
+	tr.restart.setPolicy(structs.EffectiveRestartPolicy(latest.tg, latest.task))
 	d := tr.restart.afterExit(res, startErr)
 	if !d.restart {
 		if !d.failed {
@@ -653,7 +664,7 @@ func (tr *taskRunner) afterExitEvent(ev *structs.TaskEvent, res *driver.ExitResu
 		tr.finish(true, ev, nr)
 		return false
 	}
-	if rp := tr.latestSpec().tg.RestartPolicy; rp != nil && rp.RenderTemplates {
+	if rp := structs.EffectiveRestartPolicy(latest.tg, latest.task); rp != nil && rp.RenderTemplates {
 		tr.stopTemplates() // the next start renders them afresh
 	}
 	rs := newEvent(structs.TaskRestarting, fmt.Sprintf("Task restarting in %v", d.delay.Round(time.Millisecond)))
@@ -706,11 +717,15 @@ func (tr *taskRunner) killSpec() (string, time.Duration) {
 
 // stop kills a running task with the kill signal and timeout of the
 // latest job version.
-func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
+func (tr *taskRunner) stop(h driver.Handle, exitCh chan *driver.ExitResult) {
 	sig, timeout := tr.killSpec()
 	tr.mu.Lock()
 	reason := tr.killReason
 	tr.mu.Unlock()
+	if !tr.waitShutdownDelay(reason, exitCh) {
+		tr.detachLogs()
+		return
+	}
 	ev := newEvent(structs.TaskKilling, fmt.Sprintf("Sent %s. Waiting %v before force killing", sig, timeout))
 	ev.KillTimeout, ev.KillReason = timeout, reason
 	tr.update(nil, ev)
@@ -724,6 +739,33 @@ func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
 	}
 	tr.setHandle(nil)
 	tr.finish(tr.killFailing(), killed)
+}
+
+// waitShutdownDelay waits the task's shutdown_delay, once the kill has
+// deregistered its services (the service hook skips tasks being killed),
+// as Nomad does: clients of the service stop finding it before the task
+// gets its kill signal. A task that exits meanwhile ends the wait (its
+// exit stays in exitCh). It returns false when the client detached
+// meanwhile (the task is left running). A destroyed allocation does not
+// wait.
+func (tr *taskRunner) waitShutdownDelay(reason string, exitCh chan *driver.ExitResult) bool {
+	delay := tr.latestSpec().task.ShutdownDelay
+	if delay <= 0 || reason == ReasonDestroyed {
+		return true
+	}
+	tr.ar.servicesChanged()
+	ev := newEvent(structs.TaskWaitingShuttingDownDelay, fmt.Sprintf("Waiting for shutdown_delay of %s before killing the task.", delay))
+	tr.update(nil, ev)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case res := <-exitCh:
+		exitCh <- res // for stopHandle
+	case <-tr.detachCh:
+		return false
+	}
+	return true
 }
 
 // stopHandle stops a running task and returns its exit (nil when it
