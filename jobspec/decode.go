@@ -32,8 +32,8 @@ var (
 	volumeSpec        = &bodySpec{what: "volume", attrs: []string{"type", "source", "read_only"}}
 	volumeMountSpec   = &bodySpec{what: "volume_mount", attrs: []string{"volume", "destination", "read_only", "propagation_mode"}}
 	ephemeralDiskSpec = &bodySpec{what: "ephemeral_disk", attrs: []string{"size", "sticky", "migrate"}}
-	identitySpec = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
-	templateSpec = &bodySpec{what: "template",
+	identitySpec      = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
+	templateSpec      = &bodySpec{what: "template",
 		attrs: []string{"data", "source", "destination", "env", "change_mode", "change_signal", "splay",
 			"perms", "uid", "gid", "left_delimiter", "right_delimiter", "error_on_missing_key"},
 		blocks: []string{"change_script", "wait"}}
