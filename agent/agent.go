@@ -247,6 +247,12 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 	for _, hn := range cfg.Client.HostNetworks {
 		cc.Network.HostNetworks = append(cc.Network.HostNetworks, fingerprint.HostNetwork(hn))
 	}
+	for _, hv := range cfg.Client.HostVolumes {
+		if cc.HostVolumes == nil {
+			cc.HostVolumes = map[string]*structs.ClientHostVolumeConfig{}
+		}
+		cc.HostVolumes[hv.Name] = &structs.ClientHostVolumeConfig{Name: hv.Name, Path: hv.Path, ReadOnly: hv.ReadOnly}
+	}
 	if cfg.clientConfigHook != nil {
 		cfg.clientConfigHook(cc)
 	}

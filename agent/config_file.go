@@ -115,6 +115,14 @@ type fileClient struct {
 	MinDynamicPort      *int          `hcl:"min_dynamic_port,optional"`
 	MaxDynamicPort      *int          `hcl:"max_dynamic_port,optional"`
 	HostNetworks        []fileHostNet `hcl:"host_network,block"`
+	HostVolumes         []fileHostVol `hcl:"host_volume,block"`
+}
+
+// fileHostVol is client { host_volume "<name>" { path, read_only } }.
+type fileHostVol struct {
+	Name     string `hcl:"name,label"`
+	Path     string `hcl:"path"`
+	ReadOnly *bool  `hcl:"read_only,optional"`
 }
 
 // fileHostNet is client { host_network "<name>" { ... } }.
@@ -293,6 +301,13 @@ func (fc *fileConfig) apply(c *Config) error {
 			setString(&h.Interface, hn.Interface)
 			setString(&h.ReservedPorts, hn.ReservedPorts)
 			c.Client.HostNetworks = append(c.Client.HostNetworks, h)
+		}
+		for _, hv := range cl.HostVolumes {
+			v := HostVolumeConfig{Name: hv.Name, Path: hv.Path}
+			if hv.ReadOnly != nil {
+				v.ReadOnly = *hv.ReadOnly
+			}
+			c.Client.HostVolumes = append(c.Client.HostVolumes, v)
 		}
 		if n := cl.GCMaxAllocs; n != nil && *n <= 0 {
 			return fmt.Errorf("%s: gc_max_allocs: must be positive; got %d", posString(cl.GCMaxAllocsRange), *n)

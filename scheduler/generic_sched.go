@@ -159,7 +159,12 @@ func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequ
 		if p.reschedule {
 			penalty = p.prev.NodeID
 		}
-		option, ok := st.Select(tg, g, penalty)
+		var option rankedNode
+		if p.prev != nil && !p.reschedule && tg.StickyDisk() {
+			option, ok = st.SelectSticky(tg, g, ctx.node(p.prev.NodeID), penalty)
+		} else {
+			option, ok = st.Select(tg, g, penalty)
+		}
 		if !ok {
 			if p.stopPrev != "" {
 				ctx.revertStop(p.prev)

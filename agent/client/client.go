@@ -82,6 +82,9 @@ type Config struct {
 	// Network is the client's network_interface, host_network blocks and
 	// dynamic port range.
 	Network fingerprint.NetworkConfig
+	// HostVolumes are the client's host_volume blocks by name; each whose
+	// path is a directory is put on the node (fingerprintHostVolumes).
+	HostVolumes map[string]*structs.ClientHostVolumeConfig
 
 	// Drivers.
 	RawExecEnabled bool
