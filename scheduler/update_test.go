@@ -45,7 +45,9 @@ func TestJobUpdateInPlaceOrDestructive(t *testing.T) {
 		{"memory", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.MemoryMB = 300 }, true},
 		{"disk", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.DiskMB = 500 }, true},
 		{"memory_max", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.MemoryMaxMB = 512 }, true},
-		{"logs", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].LogConfig = &structs.LogConfig{MaxFiles: 2, MaxFileSizeMB: 1} }, true},
+		{"logs", func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].LogConfig = &structs.LogConfig{MaxFiles: 2, MaxFileSizeMB: 1}
+		}, true},
 		{"ephemeral disk", func(j *structs.Job) { j.TaskGroups[0].EphemeralDisk = &structs.EphemeralDisk{SizeMB: 10} }, true},
 		{"task restart policy", func(j *structs.Job) {
 			j.TaskGroups[0].Tasks[0].RestartPolicy = &structs.RestartPolicy{Attempts: 1, Mode: structs.RestartPolicyModeFail}
