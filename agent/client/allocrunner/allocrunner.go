@@ -73,6 +73,11 @@ type Config struct {
 	// workload identity); nil, or "", queries without one (enough while
 	// ACLs are off).
 	TemplateToken func(allocID, task string) (string, error)
+	// Previous is the runner of the allocation this one replaces on this
+	// node when the group's ephemeral disk is sticky (nil otherwise): Run
+	// waits for its tasks to finish and moves its data (alloc/data and
+	// the tasks' local directories) over before the tasks start.
+	Previous *AllocRunner
 }
 
 // AllocRunner runs one allocation's tasks. Create with New, then Run.
@@ -233,13 +238,25 @@ func (ar *AllocRunner) Run() {
 	}
 	ar.coordinate() // a restored allocation reopens the gates it had reached
 	var wg sync.WaitGroup
-	for _, name := range ar.taskOrder {
-		tr := ar.tasks[name]
+	startTasks := func() {
+		for _, name := range ar.taskOrder {
+			tr := ar.tasks[name]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tr.run()
+			}()
+		}
+	}
+	if prev := ar.cfg.Previous; prev != nil && ar.cfg.Restored == nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tr.run()
+			ar.takeData(prev)
+			startTasks()
 		}()
+	} else {
+		startTasks()
 	}
 	go func() {
 		wg.Wait()
@@ -550,4 +567,32 @@ func clientStatus(states map[string]*structs.TaskState) (string, string) {
 		return structs.AllocClientStatusPending, "No tasks have started"
 	}
 	return structs.AllocClientStatusComplete, "All tasks have completed"
+}
+
+// takeData waits for the previous allocation's tasks to finish and moves
+// its data into this allocation's directory (a sticky ephemeral disk). A
+// kill or detach of this runner ends the wait and moves nothing; a
+// failed move is logged and the tasks start without the data, as in
+// Nomad.
+func (ar *AllocRunner) takeData(prev *AllocRunner) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-prev.DoneCh():
+			waiting = false
+		case <-tick.C:
+			ar.mu.Lock()
+			stop := ar.killing || ar.detached
+			ar.mu.Unlock()
+			if stop {
+				return
+			}
+		}
+	}
+	if err := ar.allocDir.MoveData(prev.allocDir, ar.taskOrder); err != nil {
+		ar.logger.Error("the previous allocation's data was not moved", "previous_alloc", prev.id, "error", err)
+		return
+	}
+	ar.logger.Info("moved the previous allocation's data (sticky ephemeral disk)", "previous_alloc", prev.id)
 }

@@ -428,6 +428,9 @@ func (tr *taskRunner) setup() error {
 	if err := tr.taskDir.Build(); err != nil {
 		return err
 	}
+	if err := tr.mountVolumes(); err != nil {
+		return err
+	}
 	if err := tr.writePayload(); err != nil {
 		return err
 	}
@@ -785,10 +788,12 @@ func (tr *taskRunner) stopHandle(h driver.Handle, exitCh <-chan *driver.ExitResu
 	return res, err
 }
 
-// finish drains the task's output and marks it dead.
+// finish drains the task's output, undoes its volume mounts and marks
+// it dead.
 func (tr *taskRunner) finish(failed bool, events ...*structs.TaskEvent) {
 	tr.setHandle(nil)
 	tr.drainLogs()
+	tr.unmountVolumes()
 	now := time.Now()
 	tr.update(func(ts *structs.TaskState) {
 		ts.State = structs.TaskStateDead
@@ -818,4 +823,49 @@ func (tr *taskRunner) writePayload() error {
 		return fmt.Errorf("writing the dispatch payload: %w", err)
 	}
 	return nil
+}
+
+// mountVolumes mounts the group volumes the task's volume_mount blocks
+// name at their destinations inside the task directory (allocdir.
+// MountVolume: a bind mount, read-only when the mount, the group's
+// volume or the node's host volume says so; a symlink where the client
+// cannot bind mount). It runs before every start of the task's run loop,
+// and leaves a mount that is already there (a restored task).
+func (tr *taskRunner) mountVolumes() error {
+	for _, vm := range tr.task.VolumeMounts {
+		if vm == nil {
+			continue
+		}
+		vr := tr.tg.Volumes[vm.Volume]
+		if vr == nil {
+			return fmt.Errorf("volume_mount: the group has no volume %q", vm.Volume)
+		}
+		hv := tr.ar.cfg.Node.HostVolumes[vr.Source]
+		if hv == nil {
+			return fmt.Errorf("volume %q: this node has no host volume %q", vm.Volume, vr.Source)
+		}
+		rel := structs.MountDestination(vm.Destination)
+		if rel == "" {
+			return fmt.Errorf("volume_mount %q: destination %q is not inside the task directory", vm.Volume, vm.Destination)
+		}
+		ro := vm.ReadOnly || vr.ReadOnly || hv.ReadOnly
+		kind, err := allocdir.MountVolume(tr.taskDir.Dir, rel, hv.Path, ro)
+		if err != nil {
+			return fmt.Errorf("volume %q at %s: %w", vm.Volume, vm.Destination, err)
+		}
+		tr.logger.Debug("mounted host volume", "volume", vm.Volume, "source", hv.Path, "destination", rel, "read_only", ro, "kind", kind)
+	}
+	return nil
+}
+
+// unmountVolumes undoes the task's bind mounts once it is dead for good
+// (the allocation directory's removal would otherwise reach the host
+// directory through them).
+func (tr *taskRunner) unmountVolumes() {
+	if len(tr.task.VolumeMounts) == 0 {
+		return
+	}
+	if err := allocdir.UnmountUnder(tr.taskDir.Dir); err != nil {
+		tr.logger.Error("unmounting the task's volumes failed", "error", err)
+	}
 }
