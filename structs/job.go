@@ -495,6 +495,11 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 	for _, n := range tg.Networks {
 		n.canonicalize()
 	}
+	for name, v := range tg.Volumes {
+		if v != nil && v.Name == "" {
+			v.Name = name // the block's label, as Nomad's parser sets it
+		}
+	}
 	if tg.Scaling != nil && tg.Scaling.Type == "" {
 		tg.Scaling.Type = ScalingPolicyTypeHorizontal
 	}

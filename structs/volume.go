@@ -103,14 +103,20 @@ func (tg *TaskGroup) validateVolumes(v *validator, p string) {
 		if ed.Migrate {
 			v.add(join(p, "EphemeralDisk.Migrate"), "Drover does not support ephemeral_disk migrate (copying an allocation's data from another node); sticky = true keeps it on the same node")
 		}
-		var logMB int
-		for _, t := range tg.Tasks {
-			if t != nil && t.LogConfig != nil && !t.LogConfig.Disabled {
-				logMB += t.LogConfig.MaxFiles * t.LogConfig.MaxFileSizeMB
+		// Each task's logs must fit in the disk, as Nomad checks (a task
+		// without a logs block has the defaults).
+		for i, t := range tg.Tasks {
+			if t == nil {
+				continue
 			}
-		}
-		if ed.SizeMB > 0 && logMB >= ed.SizeMB {
-			v.add(join(p, "EphemeralDisk.SizeMB"), "the tasks' logs may take %d MB (max_files x max_file_size); the disk must be larger; got %d", logMB, ed.SizeMB)
+			lc := t.LogConfig
+			if lc == nil {
+				lc = DefaultLogConfig()
+			}
+			if logMB := lc.MaxFiles * lc.MaxFileSizeMB; !lc.Disabled && logMB >= ed.SizeMB {
+				v.add(join(p, "EphemeralDisk.SizeMB"), "task %q's logs may take %d MB (max_files x max_file_size, Tasks[%d]); the disk must be larger; got %d",
+					t.Name, logMB, i, ed.SizeMB)
+			}
 		}
 	}
 	for i, t := range tg.Tasks {
