@@ -96,3 +96,28 @@ func TestLogsDisabled(t *testing.T) {
 		t.Fatalf("log files %v for a task with logs disabled", files)
 	}
 }
+
+// TestShutdownDelayDeregistersFirst: while a task waits its
+// shutdown_delay, its service is already deregistered (clients of the
+// service stop finding it before the task is signalled).
+func TestShutdownDelayDeregistersFirst(t *testing.T) {
+	e := newEnv(t)
+	task := rawExec("web", "sleep 30")
+	task.ShutdownDelay = time.Second
+	task.Services = []*structs.Service{{Name: "api", Provider: "nomad", PortLabel: "8080", AddressMode: "auto", TaskName: "web"}}
+	a := testAlloc(structs.JobTypeService, failPolicy(0), task)
+	reg := newFakeRegistrar()
+	ar := e.startWithServices(t, a, reg)
+	waitUntil(t, "service registered", 10*time.Second, func() bool { return len(reg.snapshot()) == 1 })
+	stopped := a.Copy()
+	stopped.DesiredStatus = structs.AllocDesiredStatusStop
+	ar.Update(stopped)
+	waitUntil(t, "service deregistered and the delay begun", 5*time.Second, func() bool {
+		return len(reg.snapshot()) == 0 && findEvent(ar.tasks["web"].State(), structs.TaskWaitingShuttingDownDelay) != nil
+	})
+	ts := ar.tasks["web"].State()
+	if findEvent(ts, structs.TaskKilling) != nil || ts.State != structs.TaskStateRunning {
+		t.Fatalf("the service went after the kill: %s %v", ts.State, eventTypes(ts))
+	}
+	<-ar.DoneCh()
+}
