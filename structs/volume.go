@@ -63,6 +63,9 @@ type EphemeralDisk struct {
 // leaves it out.
 const DefaultEphemeralDiskMB = 300
 
+// minEphemeralDiskMB is Nomad's smallest ephemeral_disk size.
+const minEphemeralDiskMB = 10
+
 // HasVolumes reports whether the group asks for any volume.
 func (tg *TaskGroup) HasVolumes() bool { return len(tg.Volumes) > 0 }
 
@@ -97,8 +100,8 @@ func (tg *TaskGroup) validateVolumes(v *validator, p string) {
 		}
 	}
 	if ed := tg.EphemeralDisk; ed != nil {
-		if ed.SizeMB < 0 || ed.SizeMB > MaxTaskDiskMB {
-			v.add(join(p, "EphemeralDisk.SizeMB"), "must be between 0 and %d; got %d", MaxTaskDiskMB, ed.SizeMB)
+		if ed.SizeMB < minEphemeralDiskMB || ed.SizeMB > MaxTaskDiskMB {
+			v.add(join(p, "EphemeralDisk.SizeMB"), "must be between %d and %d (MB), as in Nomad; got %d", minEphemeralDiskMB, MaxTaskDiskMB, ed.SizeMB)
 		}
 		if ed.Migrate {
 			v.add(join(p, "EphemeralDisk.Migrate"), "Drover does not support ephemeral_disk migrate (copying an allocation's data from another node); sticky = true keeps it on the same node")
