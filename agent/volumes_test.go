@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -284,5 +285,24 @@ func TestDevAgentStickyDiskKeepsData(t *testing.T) {
 	})
 	if want := "v1\nnote1\n"; string(got) != want {
 		t.Fatalf("the replacement saw %q, want %q", got, want)
+	}
+}
+
+// TestNomadMemoryMaxRefusedForRawExec: memory_max sent by Nomad's Go
+// client for a raw_exec task is refused with a 400 naming the field and
+// the driver; nothing is written.
+func TestNomadMemoryMaxRefusedForRawExec(t *testing.T) {
+	_, c := startServerAgent(t)
+	job := &nomad.Job{ID: new("mm"), TaskGroups: []*nomad.TaskGroup{{Name: new("g"),
+		Tasks: []*nomad.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},
+			Resources: &nomad.Resources{MemoryMB: new(128), MemoryMaxMB: new(256)}}}}}}
+	_, _, err := c.Jobs().Register(job, nil)
+	var ue nomad.UnexpectedResponseError
+	if !errors.As(err, &ue) || ue.StatusCode() != 400 ||
+		!strings.Contains(ue.Body(), "TaskGroups[0].Tasks[0].Resources.MemoryMaxMB: Drover does not support memory_max with the raw_exec driver") {
+		t.Fatalf("register: %v", err)
+	}
+	if _, _, err := c.Jobs().Info("mm", nil); err == nil {
+		t.Fatal("a refused job was written")
 	}
 }
