@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent/client"
+	"github.com/drover-project/drover/agent/client/allocdir"
 	"github.com/drover-project/drover/agent/client/fingerprint"
 	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/internal/tlsutil"
@@ -378,7 +379,11 @@ func (a *Agent) Shutdown() error {
 			}
 		}
 		if a.devDataDir != "" {
-			if err := os.RemoveAll(a.devDataDir); err != nil {
+			// A host volume still mounted below it (a task that outlived
+			// the client) must not have its files removed through it.
+			if err := allocdir.UnmountUnder(a.devDataDir); err != nil {
+				errs = append(errs, fmt.Errorf("dev data dir not removed: %w", err))
+			} else if err := os.RemoveAll(a.devDataDir); err != nil {
 				errs = append(errs, fmt.Errorf("removing dev data dir: %w", err))
 			}
 		}
