@@ -160,7 +160,8 @@ func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequ
 			penalty = p.prev.NodeID
 		}
 		var option rankedNode
-		if p.prev != nil && !p.reschedule && tg.StickyDisk() {
+		if p.prev != nil && tg.StickyDisk() {
+			// As Nomad: the previous node first, a reschedule included.
 			option, ok = st.SelectSticky(tg, g, ctx.node(p.prev.NodeID), penalty)
 		} else {
 			option, ok = st.Select(tg, g, penalty)

@@ -256,7 +256,7 @@ func (s *stack) SelectSticky(tg *structs.TaskGroup, g int, prev *nodeInfo, penal
 		ch := s.stickyChain(tg, g)
 		ch.one[0] = prev
 		ch.source.setNodes(ch.oneList)
-		if r, ok := s.selectFrom(ch, ""); ok {
+		if r, ok := s.selectFrom(ch, penaltyNode); ok {
 			return r, true
 		}
 	}
