@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -120,4 +121,26 @@ func TestShutdownDelayDeregistersFirst(t *testing.T) {
 		t.Fatalf("the service went after the kill: %s %v", ts.State, eventTypes(ts))
 	}
 	<-ar.DoneCh()
+}
+
+// TestTaskConfigMounts: the driver is told each host volume mount, with
+// the node's path and read-only when any of the three says so.
+func TestTaskConfigMounts(t *testing.T) {
+	e := newEnv(t)
+	task := rawExec("web", "true")
+	task.VolumeMounts = []*structs.VolumeMount{{Volume: "a", Destination: "/srv/a"}, {Volume: "b", Destination: "b", ReadOnly: true}}
+	a := testAlloc(structs.JobTypeBatch, failPolicy(0), task)
+	a.Job.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{
+		"a": {Name: "a", Type: "host", Source: "certs"}, "b": {Name: "b", Type: "host", Source: "data"}}
+	ar, err := New(Config{Alloc: a, AllocRoot: e.root, Drivers: testDrivers(), Updater: e.rec.update,
+		Node: NodeInfo{ID: "n1", HostVolumes: map[string]*structs.ClientHostVolumeConfig{
+			"certs": {Name: "certs", Path: "/etc/ssl/certs", ReadOnly: true}, "data": {Name: "data", Path: "/srv/data"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ar.tasks["web"].taskConfig().Mounts
+	if len(got) != 2 || *got[0] != (driver.MountConfig{TaskPath: "/srv/a", HostPath: "/etc/ssl/certs", ReadOnly: true}) ||
+		*got[1] != (driver.MountConfig{TaskPath: "b", HostPath: "/srv/data", ReadOnly: true}) {
+		t.Fatalf("mounts %+v", got)
+	}
 }

@@ -589,6 +589,7 @@ func (tr *taskRunner) taskConfig() *driver.TaskConfig {
 	if r := alloc.AllocatedResources; r != nil {
 		cfg.Resources = r.Tasks[tr.task.Name]
 	}
+	cfg.Mounts = tr.mountConfigs()
 	return cfg
 }
 
@@ -823,6 +824,29 @@ func (tr *taskRunner) writePayload() error {
 		return fmt.Errorf("writing the dispatch payload: %w", err)
 	}
 	return nil
+}
+
+// mountConfigs lists the task's host volume mounts for its driver (nil
+// without volume_mount blocks; a mount whose volume is missing here is
+// left out: setup already failed on it).
+func (tr *taskRunner) mountConfigs() []*driver.MountConfig {
+	if len(tr.task.VolumeMounts) == 0 {
+		return nil
+	}
+	out := make([]*driver.MountConfig, 0, len(tr.task.VolumeMounts))
+	for _, vm := range tr.task.VolumeMounts {
+		if vm == nil || tr.tg.Volumes[vm.Volume] == nil {
+			continue
+		}
+		vr := tr.tg.Volumes[vm.Volume]
+		hv := tr.ar.cfg.Node.HostVolumes[vr.Source]
+		if hv == nil {
+			continue
+		}
+		out = append(out, &driver.MountConfig{TaskPath: vm.Destination, HostPath: hv.Path,
+			ReadOnly: vm.ReadOnly || vr.ReadOnly || hv.ReadOnly})
+	}
+	return out
 }
 
 // mountVolumes mounts the group volumes the task's volume_mount blocks
