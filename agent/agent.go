@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/agent/client"
+	"github.com/drover-project/drover/agent/client/allocdir"
 	"github.com/drover-project/drover/agent/client/fingerprint"
 	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/internal/tlsutil"
@@ -249,6 +250,12 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 	for _, hn := range cfg.Client.HostNetworks {
 		cc.Network.HostNetworks = append(cc.Network.HostNetworks, fingerprint.HostNetwork(hn))
 	}
+	for _, hv := range cfg.Client.HostVolumes {
+		if cc.HostVolumes == nil {
+			cc.HostVolumes = map[string]*structs.ClientHostVolumeConfig{}
+		}
+		cc.HostVolumes[hv.Name] = &structs.ClientHostVolumeConfig{Name: hv.Name, Path: hv.Path, ReadOnly: hv.ReadOnly}
+	}
 	if cfg.clientConfigHook != nil {
 		cfg.clientConfigHook(cc)
 	}
@@ -374,7 +381,11 @@ func (a *Agent) Shutdown() error {
 			}
 		}
 		if a.devDataDir != "" {
-			if err := os.RemoveAll(a.devDataDir); err != nil {
+			// A host volume still mounted below it (a task that outlived
+			// the client) must not have its files removed through it.
+			if err := allocdir.UnmountUnder(a.devDataDir); err != nil {
+				errs = append(errs, fmt.Errorf("dev data dir not removed: %w", err))
+			} else if err := os.RemoveAll(a.devDataDir); err != nil {
 				errs = append(errs, fmt.Errorf("removing dev data dir: %w", err))
 			}
 		}

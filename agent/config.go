@@ -164,6 +164,17 @@ type ClientConfig struct {
 	// ChrootEnv is chroot_env: host path -> path in an exec task's
 	// chroot (nil: Nomad's default set).
 	ChrootEnv map[string]string
+	// HostVolumes are the host_volume blocks, in file order: directories
+	// of this host that jobs may mount by name (a group volume block of
+	// type "host").
+	HostVolumes []HostVolumeConfig
+}
+
+// HostVolumeConfig is client { host_volume "<name>" { path, read_only } }.
+type HostVolumeConfig struct {
+	Name     string
+	Path     string
+	ReadOnly bool
 }
 
 // HostNetworkConfig is client { host_network "<name>" { cidr, interface,
@@ -523,6 +534,19 @@ func (c *Config) validateClientNetwork(add func(string, ...any)) {
 		}
 		if _, err := structs.ParsePortRanges(hn.ReservedPorts); err != nil {
 			add("client host_network %q reserved_ports: %v", hn.Name, err)
+		}
+	}
+	vols := map[string]bool{}
+	for _, hv := range cl.HostVolumes {
+		if msg := structs.ValidName(hv.Name); msg != "" {
+			add("client host_volume %q: %s", hv.Name, msg)
+		}
+		if vols[hv.Name] {
+			add("client host_volume %q is defined twice", hv.Name)
+		}
+		vols[hv.Name] = true
+		if !filepath.IsAbs(hv.Path) {
+			add("client host_volume %q: path must be an absolute path; got %q", hv.Name, hv.Path)
 		}
 	}
 }

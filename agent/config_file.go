@@ -118,7 +118,15 @@ type fileClient struct {
 	// ChrootEnv is chroot_env = { "/host/path" = "/chroot/path" }: an
 	// attribute, since HCL2 refuses the quoted names of Nomad's HCL1
 	// block form.
-	ChrootEnv *map[string]string `hcl:"chroot_env,optional"`
+	ChrootEnv   *map[string]string `hcl:"chroot_env,optional"`
+	HostVolumes []fileHostVol      `hcl:"host_volume,block"`
+}
+
+// fileHostVol is client { host_volume "<name>" { path, read_only } }.
+type fileHostVol struct {
+	Name     string `hcl:"name,label"`
+	Path     string `hcl:"path"`
+	ReadOnly *bool  `hcl:"read_only,optional"`
 }
 
 // fileHostNet is client { host_network "<name>" { ... } }.
@@ -300,6 +308,13 @@ func (fc *fileConfig) apply(c *Config) error {
 			setString(&h.Interface, hn.Interface)
 			setString(&h.ReservedPorts, hn.ReservedPorts)
 			c.Client.HostNetworks = append(c.Client.HostNetworks, h)
+		}
+		for _, hv := range cl.HostVolumes {
+			v := HostVolumeConfig{Name: hv.Name, Path: hv.Path}
+			if hv.ReadOnly != nil {
+				v.ReadOnly = *hv.ReadOnly
+			}
+			c.Client.HostVolumes = append(c.Client.HostVolumes, v)
 		}
 		if n := cl.GCMaxAllocs; n != nil && *n <= 0 {
 			return fmt.Errorf("%s: gc_max_allocs: must be positive; got %d", posString(cl.GCMaxAllocsRange), *n)

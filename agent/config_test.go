@@ -148,6 +148,18 @@ func TestParseConfig(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "client host volumes", file: "vol.hcl",
+			src: "client {\n  enabled = true\n  host_volume \"pgdata\" {\n    path = \"/srv/pg\"\n  }\n" +
+				"  host_volume \"certs\" {\n    path = \"/etc/ssl/certs\"\n    read_only = true\n  }\n}\n",
+			check: func(t *testing.T, c *Config) {
+				want := []HostVolumeConfig{{Name: "pgdata", Path: "/srv/pg"}, {Name: "certs", Path: "/etc/ssl/certs", ReadOnly: true}}
+				if !reflect.DeepEqual(c.Client.HostVolumes, want) {
+					t.Fatalf("host volumes %+v", c.Client.HostVolumes)
+				}
+			},
+		},
+		{name: "host volume without a path", file: "v.hcl", src: "client {\n  host_volume \"x\" {\n  }\n}\n", err: "v.hcl:2:"},
 		{name: "bad gc retention", file: "g.hcl", src: "client {\n  gc_retention = \"later\"\n}\n", err: "g.hcl:2:18: gc_retention"},
 		{name: "syntax error", file: "s.hcl", src: "server {\n", err: "s.hcl:1:"},
 		{name: "duplicate block", file: "dup.hcl", src: "ports {\n}\nports {\n}\n", err: "dup.hcl:3:1: Duplicate ports block"},
@@ -343,13 +355,15 @@ func TestValidateClientNetwork(t *testing.T) {
 	c.Client.MinDynamicPort, c.Client.MaxDynamicPort = 30000, 25000
 	c.Client.Reserved = &ReservedConfig{ReservedPorts: "22,90-80"}
 	c.Client.HostNetworks = []HostNetworkConfig{{Name: "a"}, {Name: "b", CIDR: "nope"}, {Name: "b", Interface: "x", ReservedPorts: "70000"}}
+	c.Client.HostVolumes = []HostVolumeConfig{{Name: "v", Path: "rel/dir"}, {Name: "v", Path: "/ok"}}
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("expected an error")
 	}
 	for _, want := range []string{"min_dynamic_port (30000) must not be above max_dynamic_port (25000)",
 		`reserved_ports: port range "90-80" runs backwards`, `host_network "a" needs a cidr or an interface`,
-		`host_network "b": invalid cidr "nope"`, `host_network "b" is defined twice`, `port 70000 is not between 1 and 65535`} {
+		`host_network "b": invalid cidr "nope"`, `host_network "b" is defined twice`, `port 70000 is not between 1 and 65535`,
+		`client host_volume "v": path must be an absolute path; got "rel/dir"`, `client host_volume "v" is defined twice`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

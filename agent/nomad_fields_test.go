@@ -172,6 +172,17 @@ func (w *fieldWalker) refusedAt(steps []pathStep, name string, ft reflect.Type, 
 		job.Type = new("batch") // only batch jobs may be periodic or parameterized
 	}
 	label := stepsPath(steps)
+	if strings.HasPrefix(label, "Job.TaskGroups[0].Tasks[0].VolumeMounts") {
+		// A mount names a group volume and has a destination.
+		vm := job.TaskGroups[0].Tasks[0].VolumeMounts[0]
+		if vm.Volume == nil {
+			vm.Volume = new("v")
+		}
+		if vm.Destination == nil {
+			vm.Destination = new("/data")
+		}
+		job.TaskGroups[0].Volumes = map[string]*nomad.VolumeRequest{*vm.Volume: {Name: *vm.Volume, Type: "host", Source: "data"}}
+	}
 	if strings.HasPrefix(label, "Job.TaskGroups[0].Tasks[0].Lifecycle") {
 		// A group of lifecycle tasks only is invalid, as in Nomad.
 		tg := job.TaskGroups[0]
@@ -337,6 +348,11 @@ var companions = map[string]func(parent reflect.Value){
 	"PeriodicConfig.SpecType":        periodicSpec,
 	"PeriodicConfig.ProhibitOverlap": periodicSpec,
 	"PeriodicConfig.TimeZone":        periodicSpec,
+	// A host volume names its type and source.
+	"VolumeRequest.Name":     hostVolume,
+	"VolumeRequest.ReadOnly": hostVolume,
+	"VolumeRequest.Type":     hostVolume,
+	"VolumeRequest.Source":   hostVolume,
 	// A lifecycle block needs a hook (and a main task beside it: see
 	// refusedAt).
 	"TaskLifecycle.Sidecar": func(p reflect.Value) { p.FieldByName("Hook").SetString("prestart") },
@@ -350,6 +366,14 @@ func portCompanion(p reflect.Value, steps []pathStep) {
 	}
 	if strings.Contains(stepsPath(steps), "ReservedPorts") && p.FieldByName("Value").Int() == 0 {
 		p.FieldByName("Value").SetInt(8080)
+	}
+}
+
+func hostVolume(p reflect.Value) {
+	for field, v := range map[string]string{"Name": "k", "Type": "host", "Source": "data"} {
+		if p.FieldByName(field).String() == "" {
+			p.FieldByName(field).SetString(v)
+		}
 	}
 }
 
@@ -386,7 +410,10 @@ var sampleOverrides = map[string]any{
 	"TaskArtifact.GetterMode":        "file",
 	"Affinity.Operand":               "!=", "Affinity.Weight": -30,
 	"Spread.Weight": 80, "SpreadTarget.Percent": 40,
-	"DisconnectStrategy.Reconcile":   "keep_original",
+	"DisconnectStrategy.Reconcile": "keep_original",
+	"Resources.MemoryMaxMB":        512,
+	"VolumeRequest.Name":           "k", "VolumeRequest.Type": "host",
+	"EphemeralDisk.SizeMB": 500,
 }
 
 // sampleValue returns a non-empty value of type t for the field name

@@ -69,7 +69,7 @@ func unsupportedValues(path string, job *structs.Job) []structs.FieldError {
 			if t != nil && t.Identity != nil && t.Identity.Name != "" && t.Identity.Name != structs.WorkloadIdentityDefaultName {
 				errs = append(errs, structs.FieldError{
 					Field:   fmt.Sprintf("%s.TaskGroups[%d].Tasks[%d].Identity.Name", path, i, k),
-					Message: unsupportedPrefix + "named workload identities (only the default identity)"})
+					Message: unsupportedPrefix + "named workload identities (only the default identity, whose token lets the task read Drover's variables and services)"})
 			}
 		}
 	}
@@ -155,15 +155,24 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 		}
 		preferenceDefaults(tg)
 		dropIfDefault(tg, "Update", nomadDefaultUpdate)
-		dropIfDefault(tg, "EphemeralDisk", nomadDefaultEphemeralDisk)
+		if ed := objectAt(tg, "EphemeralDisk"); ed != nil {
+			fillNulls(ed, nomadDefaultEphemeralDisk)
+		}
 		dropDefaultCluster(tg)
 		_, tasks, _ := lookupKey(tg, "Tasks")
 		taskList, _ := tasks.([]any)
 		for _, tv := range taskList {
 			if task, ok := tv.(map[string]any); ok {
 				preferenceDefaults(task)
-				dropIfDefault(task, "LogConfig", nomadDefaultLogConfig)
-				dropIfDefault(task, "RestartPolicy", restart)
+				if lc := objectAt(task, "LogConfig"); lc != nil {
+					fillNulls(lc, nomadDefaultLogConfig)
+				}
+				// A task's restart block refines its group's, argument
+				// by argument, as Nomad's server merges them.
+				if rp := objectAt(task, "RestartPolicy"); rp != nil {
+					fillNulls(rp, restart)
+				}
+				dropPrivatePropagation(task)
 				dropDefaultCluster(task)
 				templateDefaults(task)
 				artifactDefaults(task)
@@ -264,10 +273,34 @@ var (
 	// null fields (api.PeriodicConfig.Canonicalize).
 	nomadDefaultPeriodic = map[string]any{"Enabled": true, "SpecType": structs.PeriodicSpecCron,
 		"ProhibitOverlap": false, "TimeZone": "UTC"}
-	nomadDefaultEphemeralDisk = map[string]any{"Sticky": false, "Migrate": false, "SizeMB": json.Number("300")}
-	nomadDefaultLogConfig     = map[string]any{"MaxFiles": json.Number("10"), "MaxFileSizeMB": json.Number("10"),
-		"Disabled": false, "Enabled": nil}
 )
+
+// Nomad's defaults for the null arguments of blocks Drover models, as
+// Nomad's server fills them in.
+var (
+	nomadDefaultEphemeralDisk = map[string]any{"Sticky": false, "Migrate": false,
+		"SizeMB": json.Number(strconv.Itoa(structs.DefaultEphemeralDiskMB))}
+	nomadDefaultLogConfig = map[string]any{"MaxFiles": json.Number(strconv.Itoa(structs.DefaultLogMaxFiles)),
+		"MaxFileSizeMB": json.Number(strconv.Itoa(structs.DefaultLogMaxFileSizeMB)), "Disabled": false}
+)
+
+// dropPrivatePropagation removes, from each of the task's volume mounts,
+// a PropagationMode of "private": Nomad's default, which Nomad's Go
+// client fills in, and the only mode Drover has. Any other mode is left
+// to be refused by name.
+func dropPrivatePropagation(task map[string]any) {
+	_, mv, _ := lookupKey(task, "VolumeMounts")
+	list, _ := mv.([]any)
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		if k, mode, ok := lookupKey(m, "PropagationMode"); ok && mode == structs.VolumeMountPropagationPrivate {
+			delete(m, k)
+		}
+	}
+}
 
 // dropDefaultCluster removes, from each service of obj (a group or a
 // task), the Consul cluster "default" that Nomad's Go client fills in when

@@ -24,15 +24,16 @@ var nomadOnly = map[string][]string{
 	"file": {"variables"},
 	"job": {"node_pool", "update", "multiregion",
 		"ui", "vault", "consul", "vault_token", "consul_token", "id", "group_selection"},
-	"group": {"volume", "ephemeral_disk", "update",
-		"shutdown_delay", "max_run_duration", "consul", "prevent_reschedule_on_lost", "vault"},
-	"task": {"restart", "logs", "vault", "consul",
-		"volume_mount", "csi_plugin", "shutdown_delay", "kind",
+	"group": {"update", "max_run_duration", "consul", "prevent_reschedule_on_lost", "vault"},
+	"task": {"vault", "consul", "csi_plugin", "kind",
 		"scaling", "secret", "action", "schedule"},
-	"identity":  {"aud", "change_mode", "change_signal", "filepath", "service_name", "ttl", "extra_claims"},
-	"resources": {"memory_max", "device", "numa", "secrets", "iops"},
-	"network":   {"device", "cidr", "ip", "cni"},
-	"port":      {"ignore_collision"},
+	"logs":         {"enabled"},
+	"volume":       {"access_mode", "attachment_mode", "mount_options", "per_alloc", "sticky"},
+	"volume_mount": {"selinux_label"},
+	"identity":     {"aud", "change_mode", "change_signal", "filepath", "service_name", "ttl", "extra_claims"},
+	"resources":    {"device", "numa", "secrets", "iops"},
+	"network":      {"device", "cidr", "ip", "cni"},
+	"port":         {"ignore_collision"},
 	"service": {"canary_tags", "canary_meta", "enable_tag_override", "tagged_addresses", "connect",
 		"identity", "weights", "cluster", "kind"},
 	"check": {"expose", "advertise", "notes", "tls_server_name", "grpc_service", "grpc_use_tls",
@@ -45,6 +46,18 @@ var nomadOnly = map[string][]string{
 	// them rather than doing the same.
 	"constraint": {"is_set", "is_not_set"},
 	"variable":   {"validation", "sensitive", "nullable"},
+}
+
+// nomadOnlyInstead says, for a refused block or argument whose need
+// Drover meets another way, what to use instead.
+var nomadOnlyInstead = map[string]string{
+	"consul": "register services with provider = \"nomad\" (Drover's own service catalog) and read them " +
+		"in templates with nomadService",
+	"vault": "keep secrets in Drover's variables and read them in templates with nomadVar; " +
+		"the task's workload identity grants access",
+	"csi_plugin": "mount a directory of the node with a client host_volume and a group volume block of type \"host\"",
+	"device":     "place tasks on nodes with the hardware through constraints on node attributes or meta",
+	"enabled":    "use disabled",
 }
 
 // content checks b against spec, reporting every argument and block it
@@ -95,7 +108,11 @@ func (d *decoder) unsupported(rng hcl.Range, kind, name string, spec *bodySpec) 
 		if kind == "block" {
 			summary = "Unsupported block type"
 		}
-		d.add(diagAt(rng, summary, "Drover does not support the %q %s %s", name, kind, where))
+		msg := fmt.Sprintf("Drover does not support the %q %s %s", name, kind, where)
+		if instead := nomadOnlyInstead[name]; instead != "" {
+			msg += "; instead, " + instead
+		}
+		d.add(diagAt(rng, summary, "%s", msg))
 		return
 	}
 	candidates := spec.attrs

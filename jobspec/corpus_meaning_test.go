@@ -255,6 +255,33 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			j.Constraints = []*structs.Constraint{linux()}
 			return j
 		},
+		"e2e-hostvolumes-single-mount": func() *structs.Job {
+			// A host volume mounted by a docker task; Nomad's private
+			// propagation and empty SELinux label are its defaults.
+			task := nomadTask("test", "docker", map[string]any{
+				"image": "bash:latest", "command": "bash", "args": args("-c", "sleep 15000")})
+			task.VolumeMounts = []*structs.VolumeMount{{Volume: "data", Destination: "/tmp/foo"}}
+			g := nomadGroup("test1", 1, task)
+			g.Volumes = map[string]*structs.VolumeRequest{"data": {Name: "data", Type: "host", Source: "shared_data"}}
+			j := nomadJob("test1", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-oversubscription-rawexec": func() *structs.Job {
+			// memory_max parses as in Nomad (the server then refuses it
+			// for raw_exec, which cannot enforce it).
+			task := nomadTask("cat", "raw_exec", map[string]any{"command": "bash",
+				"args": args("-c", "cat /sys/fs/cgroup/$(cat /proc/self/cgroup | cut -d':' -f3)/memory.max")})
+			task.Resources = &structs.Resources{CPU: 100, MemoryMB: 64, MemoryMaxMB: 128}
+			g := nomadGroup("group", 1, task)
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 0, Interval: 24 * time.Hour,
+				Delay: 5 * time.Second, DelayFunction: "constant", Unlimited: false}
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: "fail"}
+			j := nomadJob("oversub", "batch", g)
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
 		"e2e-rawexec-oomadj": func() *structs.Job {
 			g := nomadGroup("group", 1, nomadTask("cat", "raw_exec", map[string]any{
 				"command": "cat", "args": args("/proc/self/oom_score_adj")}))

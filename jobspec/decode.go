@@ -21,14 +21,20 @@ var (
 		attrs:  []string{"name", "type", "priority", "datacenters", "region", "namespace", "all_at_once", "meta"},
 		blocks: []string{"group", "task", "constraint", "affinity", "spread", "meta", "reschedule", "migrate", "periodic", "parameterized"}}
 	groupSpec = &bodySpec{what: "group",
-		attrs:  []string{"count", "meta", "max_client_disconnect", "stop_after_client_disconnect"},
-		blocks: []string{"task", "constraint", "affinity", "spread", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling", "disconnect"}}
+		attrs: []string{"count", "meta", "max_client_disconnect", "stop_after_client_disconnect", "shutdown_delay"},
+		blocks: []string{"task", "constraint", "affinity", "spread", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling", "disconnect",
+			"volume", "ephemeral_disk"}}
 	disconnectSpec = &bodySpec{what: "disconnect", attrs: []string{"lost_after", "stop_on_client_after", "replace", "reconcile"}}
 	taskSpec       = &bodySpec{what: "task",
-		attrs:  []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta"},
-		blocks: []string{"config", "env", "meta", "resources", "constraint", "affinity", "identity", "service", "template", "dispatch_payload", "lifecycle", "artifact"}}
-	identitySpec = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
-	templateSpec = &bodySpec{what: "template",
+		attrs: []string{"driver", "user", "kill_timeout", "kill_signal", "leader", "config", "env", "meta", "shutdown_delay"},
+		blocks: []string{"config", "env", "meta", "resources", "constraint", "affinity", "identity", "service", "template", "dispatch_payload", "lifecycle", "artifact",
+			"restart", "logs", "volume_mount"}}
+	logsSpec          = &bodySpec{what: "logs", attrs: []string{"max_files", "max_file_size", "disabled"}}
+	volumeSpec        = &bodySpec{what: "volume", attrs: []string{"type", "source", "read_only"}}
+	volumeMountSpec   = &bodySpec{what: "volume_mount", attrs: []string{"volume", "destination", "read_only", "propagation_mode"}}
+	ephemeralDiskSpec = &bodySpec{what: "ephemeral_disk", attrs: []string{"size", "sticky", "migrate"}}
+	identitySpec      = &bodySpec{what: "identity", attrs: []string{"name", "env", "file"}}
+	templateSpec      = &bodySpec{what: "template",
 		attrs: []string{"data", "source", "destination", "env", "change_mode", "change_signal", "splay",
 			"perms", "uid", "gid", "left_delimiter", "right_delimiter", "error_on_missing_key"},
 		blocks: []string{"change_script", "wait"}}
@@ -37,7 +43,7 @@ var (
 		blocks: []string{"options", "headers"}}
 	changeScriptSpec = &bodySpec{what: "change_script", attrs: []string{"command", "args", "timeout", "fail_on_error"}}
 	waitSpec         = &bodySpec{what: "wait", attrs: []string{"min", "max"}}
-	resourcesSpec    = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "cores", "disk"},
+	resourcesSpec    = &bodySpec{what: "resources", attrs: []string{"cpu", "memory", "memory_max", "cores", "disk"},
 		blocks: []string{"network"}}
 	networkSpec = &bodySpec{what: "network", attrs: []string{"mode", "mbits", "hostname"},
 		blocks: []string{"port", "dns"}}
@@ -112,7 +118,7 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	// A task written directly in the job is a group of its own, named
 	// after the task, placed before the other groups (as in Nomad).
 	for _, tb := range blocks["task"] {
-		if t := d.task(tb); t != nil {
+		if t := d.task(tb, structs.DefaultRestartPolicy(jobType)); t != nil {
 			tg := &structs.TaskGroup{Name: t.Name, Count: 1, Tasks: []*structs.Task{t},
 				ReschedulePolicy: copyResched(resched), Migrate: copyMigrate(migrate)}
 			job.TaskGroups = append(job.TaskGroups, tg)
@@ -189,8 +195,21 @@ func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *struct
 	if len(blocks["task"]) == 0 {
 		d.add(diagAt(blk.OpenBraceRange, "Missing task", "a group needs at least one task block"))
 	}
+	if attrs["shutdown_delay"] != nil {
+		var delay time.Duration
+		d.duration(attrs, "shutdown_delay", &delay)
+		tg.ShutdownDelay = &delay
+	}
+	tg.Volumes = d.volumes(blocks["volume"])
+	if b := d.single(blocks["ephemeral_disk"], "group"); b != nil {
+		tg.EphemeralDisk = d.ephemeralDisk(b)
+	}
+	taskRestart := tg.RestartPolicy
+	if taskRestart == nil {
+		taskRestart = structs.DefaultRestartPolicy(jobType)
+	}
 	for _, tb := range blocks["task"] {
-		if t := d.task(tb); t != nil {
+		if t := d.task(tb, taskRestart); t != nil {
 			tg.Tasks = append(tg.Tasks, t)
 		}
 	}
@@ -213,7 +232,10 @@ func copyMigrate(m *structs.MigrateStrategy) *structs.MigrateStrategy {
 	return &c
 }
 
-func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
+// task decodes a task block; groupRestart is the restart policy of its
+// group, which the task's own restart block refines (as Nomad's server
+// lays a task's restart block over its group's).
+func (d *decoder) task(blk *hclsyntax.Block, groupRestart *structs.RestartPolicy) *structs.Task {
 	t := &structs.Task{}
 	if d.labels(blk, 1, "name", "server") {
 		t.Name = blk.Labels[0]
@@ -227,6 +249,18 @@ func (d *decoder) task(blk *hclsyntax.Block) *structs.Task {
 	d.duration(attrs, "kill_timeout", &t.KillTimeout)
 	d.str(attrs, "kill_signal", &t.KillSignal)
 	d.boolean(attrs, "leader", &t.Leader)
+	d.duration(attrs, "shutdown_delay", &t.ShutdownDelay)
+	if b := d.single(blocks["restart"], "task"); b != nil {
+		t.RestartPolicy = d.restart(b, groupRestart)
+	}
+	if b := d.single(blocks["logs"], "task"); b != nil {
+		t.LogConfig = d.logs(b)
+	}
+	for _, vb := range blocks["volume_mount"] {
+		if d.labels(vb, 0, "", "") {
+			t.VolumeMounts = append(t.VolumeMounts, d.volumeMount(vb))
+		}
+	}
 	t.Config = d.freeform(attrs, blocks, "config", "task")
 	t.Env = d.strMap(attrs, blocks, "env", "task")
 	t.Meta = d.strMap(attrs, blocks, "meta", "task")
@@ -354,7 +388,8 @@ func (d *decoder) identity(blocks []*hclsyntax.Block) *structs.WorkloadIdentity 
 			d.str(map[string]*hclsyntax.Attribute{"name": a}, "name", &name)
 			if name != "" && name != structs.WorkloadIdentityDefaultName {
 				d.add(diagAt(a.NameRange, "Unsupported block type",
-					"Drover does not support named workload identities (identity %q); only the default identity block", name))
+					"Drover does not support named workload identities (identity %q); only the default identity block, "+
+						"whose token lets the task read Drover's variables and services", name))
 				continue
 			}
 		}
@@ -378,6 +413,7 @@ func (d *decoder) resources(blk *hclsyntax.Block) *structs.Resources {
 	r.Networks = d.networks(blocks["network"])
 	d.integer(attrs, "cpu", &r.CPU)
 	d.integer(attrs, "memory", &r.MemoryMB)
+	d.integer(attrs, "memory_max", &r.MemoryMaxMB)
 	d.integer(attrs, "cores", &r.Cores)
 	d.integer(attrs, "disk", &r.DiskMB)
 	return r
@@ -737,4 +773,71 @@ func (d *decoder) policyBody(b *hclsyntax.Body) map[string]any {
 		out[blk.Type] = append(list, v)
 	}
 	return out
+}
+
+// logs decodes a task's logs block over Nomad's defaults (ten files of
+// 10 MB).
+func (d *decoder) logs(blk *hclsyntax.Block) *structs.LogConfig {
+	attrs, _ := d.content(blk.Body, logsSpec)
+	l := structs.DefaultLogConfig()
+	d.integer(attrs, "max_files", &l.MaxFiles)
+	d.integer(attrs, "max_file_size", &l.MaxFileSizeMB)
+	d.boolean(attrs, "disabled", &l.Disabled)
+	return l
+}
+
+// volumes decodes a group's volume blocks, keyed by their labels.
+func (d *decoder) volumes(blocks []*hclsyntax.Block) map[string]*structs.VolumeRequest {
+	if len(blocks) == 0 {
+		return nil
+	}
+	out := make(map[string]*structs.VolumeRequest, len(blocks))
+	for _, blk := range blocks {
+		if !d.labels(blk, 1, "name", "data") {
+			continue
+		}
+		name := blk.Labels[0]
+		if _, dup := out[name]; dup {
+			d.add(diagAt(blk.LabelRanges[0], "Duplicate volume block", "the group already has a volume %q", name))
+			continue
+		}
+		attrs, _ := d.content(blk.Body, volumeSpec)
+		v := &structs.VolumeRequest{Name: name}
+		d.str(attrs, "type", &v.Type)
+		d.str(attrs, "source", &v.Source)
+		d.boolean(attrs, "read_only", &v.ReadOnly)
+		out[name] = v
+	}
+	return out
+}
+
+// volumeMount decodes a task's volume_mount block. propagation_mode may
+// only say "private", the default (host-to-task and bidirectional are
+// refused by name).
+func (d *decoder) volumeMount(blk *hclsyntax.Block) *structs.VolumeMount {
+	attrs, _ := d.content(blk.Body, volumeMountSpec)
+	m := &structs.VolumeMount{}
+	d.str(attrs, "volume", &m.Volume)
+	d.str(attrs, "destination", &m.Destination)
+	d.boolean(attrs, "read_only", &m.ReadOnly)
+	if a := attrs["propagation_mode"]; a != nil {
+		var mode string
+		d.str(attrs, "propagation_mode", &mode)
+		if mode != "" && mode != structs.VolumeMountPropagationPrivate {
+			d.add(diagAt(a.NameRange, "Unsupported argument",
+				"Drover does not support propagation_mode %q in a volume_mount block (only %q)", mode, structs.VolumeMountPropagationPrivate))
+		}
+	}
+	return m
+}
+
+// ephemeralDisk decodes a group's ephemeral_disk block over Nomad's
+// defaults (300 MB, not sticky, no migration).
+func (d *decoder) ephemeralDisk(blk *hclsyntax.Block) *structs.EphemeralDisk {
+	attrs, _ := d.content(blk.Body, ephemeralDiskSpec)
+	e := &structs.EphemeralDisk{SizeMB: structs.DefaultEphemeralDiskMB}
+	d.integer(attrs, "size", &e.SizeMB)
+	d.boolean(attrs, "sticky", &e.Sticky)
+	d.boolean(attrs, "migrate", &e.Migrate)
+	return e
 }

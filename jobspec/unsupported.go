@@ -12,38 +12,45 @@ const unsupportedPrefix = "Drover does not support "
 // unsupportedFeatures names, for the fields of Nomad's API job that Drover
 // does not model, the feature each asks for. The key is Drover's type
 // (the object holding the field) and the field's name, in lower case.
+const (
+	consulInstead = "Consul; instead, register services with provider \"nomad\" (Drover's own service catalog) and read them in templates with nomadService"
+	vaultInstead  = "Vault; instead, keep secrets in Drover's variables and read them in templates with nomadVar (the task's workload identity grants access)"
+)
+
 var unsupportedFeatures = map[string]string{
+	"logconfig.enabled":            "the deprecated enabled argument of the logs block (use disabled)",
+	"volumerequest.accessmode":     "access_mode (CSI volumes; host volumes only)",
+	"volumerequest.attachmentmode": "attachment_mode (CSI volumes; host volumes only)",
+	"volumerequest.mountoptions":   "mount_options (CSI volumes; host volumes only)",
+	"volumerequest.peralloc":       "per_alloc volumes (CSI volumes; host volumes only)",
+	"volumerequest.sticky":         "sticky volumes (dynamic host and CSI volumes)",
+	"volumemount.propagationmode":  "mount propagation modes other than private",
+	"volumemount.selinuxlabel":     "SELinux labels on volume mounts",
+
 	"job.update":          "the update block (rolling updates, canaries and deployments)",
 	"job.multiregion":     "multiregion jobs",
 	"job.nodepool":        "node pools",
 	"job.ui":              "the ui block",
-	"job.consulnamespace": "Consul",
-	"job.vaultnamespace":  "Vault",
-	"job.vaulttoken":      "Vault",
-	"job.consultoken":     "Consul",
+	"job.consulnamespace": consulInstead,
+	"job.vaultnamespace":  vaultInstead,
+	"job.vaulttoken":      vaultInstead,
+	"job.consultoken":     consulInstead,
 	"job.nomadtokenid":    "ACL tokens",
 	"job.versiontag":      "job version tags",
 
-	"taskgroup.volumes":                 "volumes",
-	"taskgroup.ephemeraldisk":           "the ephemeral_disk block",
 	"taskgroup.update":                  "the update block (rolling updates, canaries and deployments)",
-	"taskgroup.shutdowndelay":           "shutdown_delay",
 	"taskgroup.maxrunduration":          "max_run_duration",
-	"taskgroup.consul":                  "Consul",
-	"taskgroup.vault":                   "Vault",
+	"taskgroup.consul":                  consulInstead,
+	"taskgroup.vault":                   vaultInstead,
 	"taskgroup.preventrescheduleonlost": "prevent_reschedule_on_lost",
 
-	"task.restartpolicy":   "a task's own restart block (use the group's)",
-	"task.logconfig":       "the logs block",
-	"task.vault":           "Vault",
-	"task.consul":          "Consul",
-	"task.volumemounts":    "volume mounts",
-	"task.csipluginconfig": "CSI plugins",
-	"task.shutdowndelay":   "shutdown_delay",
+	"task.vault":           vaultInstead,
+	"task.consul":          consulInstead,
+	"task.csipluginconfig": "CSI plugins; instead, mount a directory of the node with a client host_volume and a group volume block of type \"host\"",
 	"task.kind":            "task kinds (Consul Connect)",
 	"task.scalingpolicies": "task scaling policies",
 	"task.secrets":         "secret blocks",
-	"task.identities":      "named workload identities (only the default identity block)",
+	"task.identities":      "named workload identities (only the default identity block, whose token lets the task read Drover's variables and services)",
 	"task.actions":         "task actions",
 	"task.schedule":        "task schedules",
 
@@ -65,11 +72,10 @@ var unsupportedFeatures = map[string]string{
 	"servicecheck.grpcusetls":            "grpc checks (Consul)",
 	"servicecheck.failuresbeforewarning": "failures_before_warning (Consul checks)",
 
-	"resources.memorymaxmb": "memory_max (memory oversubscription)",
-	"resources.devices":     "devices",
-	"resources.numa":        "NUMA-aware scheduling",
-	"resources.secretsmb":   "the secrets size",
-	"resources.iops":        "IOPS",
+	"resources.devices":   "devices; instead, place tasks on nodes with the hardware through constraints on node attributes or meta",
+	"resources.numa":      "NUMA-aware scheduling",
+	"resources.secretsmb": "the secrets size",
+	"resources.iops":      "IOPS",
 
 	"template.vaultgrace":           "vault_grace (Vault)",
 	"template.once":                 "templates that render only once (once)",

@@ -82,6 +82,24 @@ func TestFailedPlacementMetrics(t *testing.T) {
 			classElig: map[string]bool{"linux-medium": true},
 			escaped:   true,
 		},
+		{
+			name: "host volume on no node",
+			nodes: func(i int, n *structs.Node) {
+				// One node has the volume, read-only: the group writes.
+				if i == 0 {
+					n.HostVolumes = map[string]*structs.ClientHostVolumeConfig{"data": {Name: "data", Path: "/srv/data", ReadOnly: true}}
+				}
+			},
+			job: func(j *structs.Job) {
+				j.TaskGroups[0].Count = 2
+				j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"d": {Name: "d", Type: "host", Source: "data"}}
+			},
+			metric: structs.AllocMetric{NodesEvaluated: 4, NodesFiltered: 4,
+				ConstraintFiltered: map[string]int{`missing compatible host volume "data" (writable)`: 4},
+				ClassFiltered:      map[string]int{"linux-medium": 4}, NodesAvailable: map[string]int{"dc1": 4}, CoalescedFailures: 1},
+			classElig: map[string]bool{"linux-medium": true},
+			escaped:   true,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

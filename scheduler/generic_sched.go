@@ -172,7 +172,13 @@ func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequ
 		if p.reschedule {
 			penalty = p.prev.NodeID
 		}
-		option, ok := st.Select(tg, g, penalty)
+		var option rankedNode
+		if p.prev != nil && tg.StickyDisk() {
+			// As Nomad: the previous node first, a reschedule included.
+			option, ok = st.SelectSticky(tg, g, ctx.node(p.prev.NodeID), penalty)
+		} else {
+			option, ok = st.Select(tg, g, penalty)
+		}
 		if !ok {
 			if p.stopPrev != "" {
 				ctx.revertStop(p.prev)
@@ -266,13 +272,16 @@ func allocatedResources(tg *structs.TaskGroup, ask structs.ComparableResources) 
 		}
 		ar.Tasks[t.Name] = &structs.AllocatedTaskResources{
 			Cpu:    structs.AllocatedCpuResources{CpuShares: int64(r.CPU)},
-			Memory: structs.AllocatedMemoryResources{MemoryMB: int64(r.MemoryMB)},
+			Memory: structs.AllocatedMemoryResources{MemoryMB: int64(r.MemoryMB), MemoryMaxMB: int64(r.MemoryMaxMB)},
 		}
 		ar.Shared.DiskMB += int64(r.DiskMB)
 		cpu += int64(r.CPU)
 		if r.Cores > 0 {
 			coreTasks += int64(r.Cores)
 		}
+	}
+	if ed := tg.EphemeralDisk; ed != nil {
+		ar.Shared.DiskMB += int64(ed.SizeMB)
 	}
 	if extra := ask.CPU - cpu; extra > 0 && coreTasks > 0 {
 		for _, t := range tg.Tasks {

@@ -53,6 +53,9 @@ func newGroupAsk(tg *structs.TaskGroup) groupAsk {
 			a.cores += int64(r.Cores)
 		}
 	}
+	if ed := tg.EphemeralDisk; ed != nil {
+		a.diskMB += int64(ed.SizeMB)
+	}
 	return a
 }
 

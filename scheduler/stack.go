@@ -37,7 +37,8 @@ type stack struct {
 	limit  int
 	drop   dropMode // what sources unlink (see sourceIterator)
 	chains map[string]*groupChain
-	cands  *shuffledNodes // the candidates, in the evaluation's random order
+	sticky map[string]*groupChain // SelectSticky's chains, over one node
+	cands  *shuffledNodes         // the candidates, in the evaluation's random order
 
 	nodesAvailable map[string]int // candidate nodes per datacenter
 	nodesInPool    int
@@ -146,12 +147,35 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 	if ch, ok := s.chains[tg.Name]; ok {
 		return ch
 	}
+	ch := s.build(tg, g, s.cands)
+	s.chains[tg.Name] = ch
+	return ch
+}
+
+// stickyChain returns group g's chain over one node at a time (see
+// SelectSticky), wiring it on first use.
+func (s *stack) stickyChain(tg *structs.TaskGroup, g int) *groupChain {
+	if ch, ok := s.sticky[tg.Name]; ok {
+		return ch
+	}
+	if s.sticky == nil {
+		s.sticky = map[string]*groupChain{}
+	}
+	one := make(nodeSlice, 1)
+	ch := s.build(tg, g, one)
+	ch.one, ch.oneList = one, one
+	s.sticky[tg.Name] = ch
+	return ch
+}
+
+// build wires group g's chain over the candidates cands.
+func (s *stack) build(tg *structs.TaskGroup, g int, cands nodeList) *groupChain {
 	ctx := s.ctx
 	ch := &groupChain{one: make(nodeSlice, 1)}
 	ch.oneList = ch.one
 	// 1. source: candidate nodes, shuffled by the eval seed (newStack);
 	//    every later stage reports its rejections to it.
-	ch.source = newSourceIterator(&ctx.metrics, s.cands, s.drop)
+	ch.source = newSourceIterator(&ctx.metrics, cands, s.drop)
 	var it feasibleIterator = ch.source
 	rej := ch.source
 	// 2. drivers: every task's driver detected and healthy.
@@ -174,6 +198,14 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 		check = newCheckIterator(it, k, rej)
 		ch.checks = append(ch.checks, check)
 		ch.escaped = ch.escaped || k.escapes
+		it = check
+	}
+	// 3b. host volumes: every host volume the group's volume blocks name,
+	//     writable unless each of them is read-only.
+	for _, hv := range newHostVolumeChecks(tg) {
+		check = newCheckIterator(it, hv, rej)
+		ch.checks = append(ch.checks, check)
+		ch.escaped = true
 		it = check
 	}
 	// 4. distinct_hosts: no other allocation of the job (or group) on the node.
@@ -238,7 +270,6 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 	limit := &limitIterator{src: rank, limit: limitN, threshold: skipThreshold, maxSkip: maxSkip}
 	// 12. max score: the best of those.
 	ch.top = &maxScoreIterator{src: limit}
-	s.chains[tg.Name] = ch
 	return ch
 }
 
@@ -246,8 +277,36 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 // penaltyNode when it can. It returns false when no node is feasible; the
 // context's metrics then say why.
 func (s *stack) Select(tg *structs.TaskGroup, g int, penaltyNode string) (rankedNode, bool) {
+	return s.selectFrom(s.chain(tg, g), penaltyNode)
+}
+
+// SelectSticky is Select for a replacement of an allocation whose group
+// has a sticky ephemeral disk: it tries the previous allocation's node
+// prev alone first (when it is still a candidate), so that the data
+// stays, and every candidate after that, as Nomad prefers the previous
+// node.
+func (s *stack) SelectSticky(tg *structs.TaskGroup, g int, prev *nodeInfo, penaltyNode string) (rankedNode, bool) {
+	if prev != nil && s.candidate(prev.node) {
+		ch := s.stickyChain(tg, g)
+		ch.one[0] = prev
+		ch.source.setNodes(ch.oneList)
+		if r, ok := s.selectFrom(ch, penaltyNode); ok {
+			return r, true
+		}
+	}
+	return s.Select(tg, g, penaltyNode)
+}
+
+// candidate reports whether n is one of the stack's candidates: ready,
+// eligible, not draining, in the job's datacenters.
+func (s *stack) candidate(n *structs.Node) bool {
+	return n.Status == structs.NodeStatusReady && n.SchedulingEligibility == structs.NodeSchedulingEligible &&
+		!n.Drain && s.ctx.job != nil && inDatacenters(n.Datacenter, s.ctx.job.Datacenters)
+}
+
+// selectFrom picks a node from chain ch.
+func (s *stack) selectFrom(ch *groupChain, penaltyNode string) (rankedNode, bool) {
 	s.ctx.metrics.reset()
-	ch := s.chain(tg, g)
 	ch.penalty.nodeID = penaltyNode
 	ch.rec.reset()
 	ch.top.Reset()

@@ -30,8 +30,10 @@ import (
 //   - the meta a task sees: the job's, group's and task's merged, since it
 //     reaches the task as NOMAD_META_* (so a job-level meta change is
 //     destructive too, unless every task overrides the key);
-//   - a task's resources: cpu, cores, memory, disk, its legacy network;
-//   - the group's network block (ports are granted at placement);
+//   - a task's resources: cpu, cores, memory, memory_max, disk, its
+//     legacy network; its logs block and volume mounts;
+//   - the group's network block (ports are granted at placement), its
+//     volumes and its ephemeral disk;
 //   - the affinities (job, group or task) or spreads (job or group) that
 //     apply to the group: they chose the node (Nomad replaces too).
 func destructiveChange(old, new *structs.Job, group string) string {
@@ -47,6 +49,10 @@ func destructiveChange(old, new *structs.Job, group string) string {
 		return "affinities"
 	case !listsEqual(old.Spreads, new.Spreads) || !listsEqual(a.Spreads, b.Spreads):
 		return "spreads"
+	case !reflect.DeepEqual(a.Volumes, b.Volumes) && (len(a.Volumes) > 0 || len(b.Volumes) > 0):
+		return "volumes"
+	case !reflect.DeepEqual(a.EphemeralDisk, b.EphemeralDisk):
+		return "ephemeral disk"
 	}
 	for _, at := range a.Tasks {
 		bt := b.LookupTask(at.Name)
@@ -82,6 +88,10 @@ func taskChange(a, b *structs.Task) string {
 		return "artifacts"
 	case lifecycleOf(a.Lifecycle) != lifecycleOf(b.Lifecycle):
 		return "lifecycle"
+	case !reflect.DeepEqual(a.LogConfig, b.LogConfig):
+		return "logs"
+	case !reflect.DeepEqual(a.VolumeMounts, b.VolumeMounts) && (len(a.VolumeMounts) > 0 || len(b.VolumeMounts) > 0):
+		return "volume mounts"
 	}
 	return resourcesChange(a.Resources, b.Resources)
 }
@@ -121,6 +131,8 @@ func resourcesChange(a, b *structs.Resources) string {
 		return "cores"
 	case x.MemoryMB != y.MemoryMB:
 		return "memory"
+	case x.MemoryMaxMB != y.MemoryMaxMB:
+		return "memory_max"
 	case x.DiskMB != y.DiskMB:
 		return "disk"
 	case !networksEqual(x.Networks, y.Networks):

@@ -44,6 +44,19 @@ func TestJobUpdateInPlaceOrDestructive(t *testing.T) {
 		{"cores", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.Cores = 1 }, true},
 		{"memory", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.MemoryMB = 300 }, true},
 		{"disk", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.DiskMB = 500 }, true},
+		{"memory_max", func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Resources.MemoryMaxMB = 512 }, true},
+		{"logs", func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].LogConfig = &structs.LogConfig{MaxFiles: 2, MaxFileSizeMB: 1}
+		}, true},
+		{"ephemeral disk", func(j *structs.Job) { j.TaskGroups[0].EphemeralDisk = &structs.EphemeralDisk{SizeMB: 10} }, true},
+		{"task restart policy", func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].RestartPolicy = &structs.RestartPolicy{Attempts: 1, Mode: structs.RestartPolicyModeFail}
+		}, false},
+		{"shutdown delays", func(j *structs.Job) {
+			d := time.Second
+			j.TaskGroups[0].ShutdownDelay = &d
+			j.TaskGroups[0].Tasks[0].ShutdownDelay = time.Second
+		}, false},
 		{"job constraint the node satisfies", func(j *structs.Job) {
 			j.Constraints = append(j.Constraints, &structs.Constraint{LTarget: "${attr.arch}", RTarget: "amd64", Operand: "="})
 		}, false},

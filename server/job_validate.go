@@ -34,10 +34,13 @@ func validateJob(job *structs.Job) error {
 			if task == nil || driverspec.Builtin(task.Driver) == nil {
 				continue
 			}
+			prefix := fmt.Sprintf("TaskGroups[%d].Tasks[%d].", i, k)
+			for _, fe := range driverspec.ValidateTaskResources(task.Driver, task.Resources) {
+				all = append(all, structs.FieldError{Field: prefix + fe.Field, Message: fe.Message})
+			}
 			err := driverspec.ValidateTaskConfig(task.Driver, task.Config)
 			var v *structs.ValidationError
 			if errors.As(err, &v) {
-				prefix := fmt.Sprintf("TaskGroups[%d].Tasks[%d].", i, k)
 				for _, fe := range v.Errors {
 					all = append(all, structs.FieldError{Field: prefix + fe.Field, Message: fe.Message})
 				}

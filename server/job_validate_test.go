@@ -51,3 +51,43 @@ func TestRegisterRefusesTaskConfigThatDoesNotFitItsDriver(t *testing.T) {
 		})
 	}
 }
+
+// TestRegisterMemoryMaxPerDriver: memory_max is refused by name for a
+// driver that cannot enforce it (raw_exec), stored for one that can (the
+// mock), and a driver Drover does not know is left to placement.
+func TestRegisterMemoryMaxPerDriver(t *testing.T) {
+	s := schedServer(t, 0)
+	for _, tc := range []struct {
+		driver string
+		config map[string]any
+		want   string
+	}{
+		{"raw_exec", map[string]any{"command": "/bin/true"},
+			"TaskGroups[0].Tasks[0].Resources.MemoryMaxMB: Drover does not support memory_max with the raw_exec driver"},
+		{"mock", map[string]any{"run_for": "1s"}, ""},
+		{"docker", map[string]any{"image": "x"}, ""},
+	} {
+		t.Run(tc.driver, func(t *testing.T) {
+			job := mock.Job()
+			job.ID = "mm-" + tc.driver
+			task := job.TaskGroups[0].Tasks[0]
+			task.Driver, task.Config = tc.driver, tc.config
+			task.Resources.MemoryMaxMB = 1024
+			var resp structs.JobRegisterResponse
+			err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &resp)
+			if tc.want != "" {
+				if structs.CodeOf(err) != structs.ErrCodeInvalid || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("err = %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			stored, err := s.State().JobByID(nil, job.Namespace, job.ID)
+			if err != nil || stored.TaskGroups[0].Tasks[0].Resources.MemoryMaxMB != 1024 {
+				t.Fatalf("stored %+v, %v", stored, err)
+			}
+		})
+	}
+}

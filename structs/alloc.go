@@ -206,6 +206,9 @@ const (
 	// one could not be fetched (DownloadError says why).
 	TaskDownloadingArtifacts   = "Downloading Artifacts"
 	TaskArtifactDownloadFailed = "Failed Artifact Download"
+	// TaskWaitingShuttingDownDelay: the task's services are deregistered
+	// and the client waits its shutdown_delay before killing it.
+	TaskWaitingShuttingDownDelay = "Waiting for shutdown delay"
 )
 
 // TaskEvent is one event in a task's life.

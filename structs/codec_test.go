@@ -98,6 +98,8 @@ var wireTypes = []any{
 	new(PeriodicForceResponse),
 	// Parameterized jobs.
 	new(ParameterizedJobConfig), new(DispatchPayloadConfig), new(TaskLifecycleConfig), new(JobDispatchRequest), new(JobDispatchResponse),
+	// Logs, volumes and disk.
+	new(LogConfig), new(VolumeRequest), new(VolumeMount), new(EphemeralDisk), new(ClientHostVolumeConfig),
 }
 
 // notWireTypes are exported struct types that are never msgpack-encoded

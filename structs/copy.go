@@ -107,6 +107,9 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	c.MaxClientDisconnect = shallow(tg.MaxClientDisconnect)
 	c.StopAfterClientDisconnect = shallow(tg.StopAfterClientDisconnect)
 	c.Disconnect = tg.Disconnect.Copy()
+	c.ShutdownDelay = shallow(tg.ShutdownDelay)
+	c.Volumes = copyMap(tg.Volumes, shallow[VolumeRequest])
+	c.EphemeralDisk = shallow(tg.EphemeralDisk)
 	return &c
 }
 
@@ -142,6 +145,9 @@ func (t *Task) Copy() *Task {
 	c.Artifacts = copySlice(t.Artifacts, (*TaskArtifact).Copy)
 	c.DispatchPayload = shallow(t.DispatchPayload)
 	c.Lifecycle = shallow(t.Lifecycle)
+	c.RestartPolicy = shallow(t.RestartPolicy)
+	c.LogConfig = shallow(t.LogConfig)
+	c.VolumeMounts = copySlice(t.VolumeMounts, shallow[VolumeMount])
 	return &c
 }
 
@@ -174,6 +180,7 @@ func (n *Node) Copy() *Node {
 		dc.Attributes = maps.Clone(d.Attributes)
 		return &dc
 	})
+	c.HostVolumes = copyMap(n.HostVolumes, shallow[ClientHostVolumeConfig])
 	return &c
 }
 

@@ -163,6 +163,16 @@ type TaskGroup struct {
 	MaxClientDisconnect       *time.Duration      `codec:",omitempty"`
 	StopAfterClientDisconnect *time.Duration      `codec:",omitempty"`
 	Disconnect                *DisconnectStrategy `codec:",omitempty"`
+	// ShutdownDelay is how long the client waits, once the group's
+	// services are deregistered, before it kills the tasks (nil: none);
+	// a task's own ShutdownDelay adds to it.
+	ShutdownDelay *time.Duration `codec:",omitempty"`
+	// Volumes are the group's volume blocks by name (structs/volume.go):
+	// host volumes its allocations need on their node.
+	Volumes map[string]*VolumeRequest
+	// EphemeralDisk is the group's ephemeral_disk block (nil: Nomad's
+	// defaults, not sticky).
+	EphemeralDisk *EphemeralDisk `codec:",omitempty"`
 }
 
 // Task is one process run by a driver.
@@ -199,6 +209,16 @@ type Task struct {
 	// secrets/nomad_token with File). Every task may fetch its identity
 	// for templates whatever this says; nil: the token is not exposed.
 	Identity *WorkloadIdentity `codec:",omitempty"`
+	// RestartPolicy is the task's own restart block, laid over the
+	// group's at registration (nil: the group's applies).
+	RestartPolicy *RestartPolicy `codec:",omitempty"`
+	// LogConfig is the task's logs block (nil: the client's defaults).
+	LogConfig *LogConfig `codec:",omitempty"`
+	// ShutdownDelay is how long the client waits between deregistering
+	// the task's services and killing it.
+	ShutdownDelay time.Duration `codec:",omitempty"`
+	// VolumeMounts mount the group's volumes into the task directory.
+	VolumeMounts []*VolumeMount
 }
 
 // WorkloadIdentity is a task's identity block (Nomad's api.WorkloadIdentity,
@@ -215,7 +235,11 @@ type Resources struct {
 	CPU      int
 	Cores    int
 	MemoryMB int
-	DiskMB   int
+	// MemoryMaxMB is the memory the task may use beyond MemoryMB when the
+	// node has it (memory oversubscription); placement counts MemoryMB.
+	// Only drivers that can enforce it accept it (driverspec).
+	MemoryMaxMB int `codec:",omitempty"`
+	DiskMB      int
 	// Networks is the legacy task-level network block (at most one, host
 	// mode): its ports are granted to the allocation like the group's and
 	// recorded on the task's AllocatedTaskResources, as Nomad does.
@@ -491,6 +515,11 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 	for _, n := range tg.Networks {
 		n.canonicalize()
 	}
+	for name, v := range tg.Volumes {
+		if v != nil && v.Name == "" {
+			v.Name = name // the block's label, as Nomad's parser sets it
+		}
+	}
 	if tg.Scaling != nil && tg.Scaling.Type == "" {
 		tg.Scaling.Type = ScalingPolicyTypeHorizontal
 	}
@@ -640,20 +669,12 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 	validatePreferences(v, p, jobType, tg.Affinities, tg.Spreads)
 	validateMeta(v, join(p, "Meta"), tg.Meta)
 	if rp := tg.RestartPolicy; rp != nil {
-		rpp := join(p, "RestartPolicy")
-		if rp.Attempts < 0 {
-			v.add(join(rpp, "Attempts"), "must not be negative")
-		}
-		if rp.Mode != RestartPolicyModeFail && rp.Mode != RestartPolicyModeDelay {
-			v.add(join(rpp, "Mode"), "must be %q or %q; got %q", RestartPolicyModeFail, RestartPolicyModeDelay, rp.Mode)
-		}
-		if rp.Delay < 0 {
-			v.add(join(rpp, "Delay"), "must not be negative")
-		}
-		if rp.Attempts > 0 && rp.Interval < time.Duration(rp.Attempts)*rp.Delay {
-			v.add(join(rpp, "Interval"), "must be at least Attempts x Delay (%s)", time.Duration(rp.Attempts)*rp.Delay)
-		}
+		rp.validate(v, join(p, "RestartPolicy"))
 	}
+	if d := tg.ShutdownDelay; d != nil && (*d < 0 || *d > MaxKillTimeout) {
+		v.add(join(p, "ShutdownDelay"), "must be between 0 and %s", MaxKillTimeout)
+	}
+	tg.validateVolumes(v, p)
 	if rs := tg.ReschedulePolicy; rs != nil {
 		rsp := join(p, "ReschedulePolicy")
 		if rs.Attempts < 0 {
@@ -740,10 +761,22 @@ func (t *Task) validate(v *validator, p string) {
 		if r.DiskMB < 0 {
 			v.add(join(rp, "DiskMB"), "must not be negative")
 		}
+		if r.MemoryMaxMB != 0 && r.MemoryMaxMB < r.MemoryMB {
+			v.add(join(rp, "MemoryMaxMB"), "must be at least MemoryMB (%d) when set; got %d", r.MemoryMB, r.MemoryMaxMB)
+		}
 		validateResourceBounds(v, rp, r)
 	}
 	if t.KillTimeout < 0 || t.KillTimeout > MaxKillTimeout {
 		v.add(join(p, "KillTimeout"), "must be between 0 and %s", MaxKillTimeout)
+	}
+	if t.ShutdownDelay < 0 || t.ShutdownDelay > MaxKillTimeout {
+		v.add(join(p, "ShutdownDelay"), "must be between 0 and %s", MaxKillTimeout)
+	}
+	if t.RestartPolicy != nil {
+		t.RestartPolicy.validate(v, join(p, "RestartPolicy"))
+	}
+	if t.LogConfig != nil {
+		t.LogConfig.validate(v, p)
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Env)) { // errors in a stable order
 		if k == "" || strings.ContainsAny(k, "=\x00") {
@@ -777,6 +810,21 @@ func (t *Task) validate(v *validator, p string) {
 	}
 }
 
+func (rp *RestartPolicy) validate(v *validator, rpp string) {
+	if rp.Attempts < 0 {
+		v.add(join(rpp, "Attempts"), "must not be negative")
+	}
+	if rp.Mode != RestartPolicyModeFail && rp.Mode != RestartPolicyModeDelay {
+		v.add(join(rpp, "Mode"), "must be %q or %q; got %q", RestartPolicyModeFail, RestartPolicyModeDelay, rp.Mode)
+	}
+	if rp.Delay < 0 {
+		v.add(join(rpp, "Delay"), "must not be negative")
+	}
+	if rp.Attempts > 0 && rp.Interval < time.Duration(rp.Attempts)*rp.Delay {
+		v.add(join(rpp, "Interval"), "must be at least Attempts x Delay (%s)", time.Duration(rp.Attempts)*rp.Delay)
+	}
+}
+
 // WorkloadIdentityDefaultName is the default identity's name.
 const WorkloadIdentityDefaultName = "default"
 
@@ -790,6 +838,7 @@ func validateResourceBounds(v *validator, rp string, r *Resources) {
 		{"CPU", r.CPU, MaxTaskCPU, " MHz"},
 		{"Cores", r.Cores, MaxTaskCores, ""},
 		{"MemoryMB", r.MemoryMB, MaxTaskMemoryMB, " MB"},
+		{"MemoryMaxMB", r.MemoryMaxMB, MaxTaskMemoryMB, " MB"},
 		{"DiskMB", r.DiskMB, MaxTaskDiskMB, " MB"},
 	} {
 		if b.val > b.max {

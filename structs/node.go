@@ -40,8 +40,11 @@ type Node struct {
 	StatusUpdatedAt       int64
 	Events                []*NodeEvent
 	Drivers               map[string]*DriverInfo
-	CreateIndex           uint64
-	ModifyIndex           uint64
+	// HostVolumes are the client's host_volume blocks by name: the
+	// directories groups may mount (structs/volume.go).
+	HostVolumes map[string]*ClientHostVolumeConfig `json:",omitempty"`
+	CreateIndex uint64
+	ModifyIndex uint64
 }
 
 // NodeResources is what a node offers.

@@ -86,6 +86,9 @@ type Config struct {
 	// Network is the client's network_interface, host_network blocks and
 	// dynamic port range.
 	Network fingerprint.NetworkConfig
+	// HostVolumes are the client's host_volume blocks by name; each whose
+	// path is a directory is put on the node (fingerprintHostVolumes).
+	HostVolumes map[string]*structs.ClientHostVolumeConfig
 
 	// Drivers. The exec driver is always there, and healthy where it
 	// can run (root, cgroups), as in Nomad; Exec is its configuration.
@@ -448,12 +451,19 @@ func (c *Client) stopDisconnected(allocID, reason string) {
 // newRunner builds (but does not run) a runner for a.
 func (c *Client) newRunner(a *structs.Allocation, restored map[string]*clientstate.TaskRunnerState) (*allocrunner.AllocRunner, error) {
 	node := c.Node()
+	var prev *allocrunner.AllocRunner
+	if restored == nil && a.PreviousAllocation != "" && a.Job != nil {
+		if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.StickyDisk() {
+			prev = c.runner(a.PreviousAllocation)
+		}
+	}
 	return allocrunner.New(allocrunner.Config{
-		Alloc: a, Logger: c.logger, AllocRoot: c.allocRoot, Drivers: c.drivers,
+		Previous: prev,
+		Alloc:    a, Logger: c.logger, AllocRoot: c.allocRoot, Drivers: c.drivers,
 		StateDB: c.stateDB, Updater: c.updates.add,
 		Node: allocrunner.NodeInfo{ID: node.ID, Name: node.Name, Datacenter: node.Datacenter,
 			Region: c.cfg.Region, Class: node.NodeClass, Pool: node.NodePool,
-			Attributes: node.Attributes, Meta: node.Meta},
+			Attributes: node.Attributes, Meta: node.Meta, HostVolumes: node.HostVolumes},
 		LogMaxFiles: c.cfg.LogMaxFiles, LogMaxFileSize: c.cfg.LogMaxFileSize,
 		MaxKillTimeout: c.cfg.MaxKillTimeout,
 		Restored:       restored,

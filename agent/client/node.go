@@ -68,6 +68,7 @@ func (c *Client) setupNode(clientDir string) (*structs.Node, error) {
 			node.Attributes[k] = v
 		}
 	}
+	node.HostVolumes = c.fingerprintHostVolumes()
 	if c.cfg.fingerprintHook != nil {
 		c.cfg.fingerprintHook(node)
 	}
@@ -201,4 +202,29 @@ func (c *Client) heartbeat() (time.Duration, error) {
 	}
 	metrics.MeasureSince(metricHeartbeat, start)
 	return resp.HeartbeatTTL, nil
+}
+
+// fingerprintHostVolumes returns the host volumes the node offers: each
+// configured host_volume whose path is a directory (nil: none). A volume
+// whose directory is missing is left out, with an error in the log, so
+// that nothing is placed here to fail at mount time.
+func (c *Client) fingerprintHostVolumes() map[string]*structs.ClientHostVolumeConfig {
+	var out map[string]*structs.ClientHostVolumeConfig
+	for name, hv := range c.cfg.HostVolumes {
+		if hv == nil {
+			continue
+		}
+		st, err := os.Stat(hv.Path)
+		if err != nil || !st.IsDir() {
+			c.logger.Error("host volume left out: its path is not a directory", "volume", name, "path", hv.Path, "error", err)
+			continue
+		}
+		if out == nil {
+			out = make(map[string]*structs.ClientHostVolumeConfig, len(c.cfg.HostVolumes))
+		}
+		v := *hv
+		v.Name = name
+		out[name] = &v
+	}
+	return out
 }

@@ -380,6 +380,11 @@ func TestCLIGolden(t *testing.T) {
 			"GET /v1/node/" + node1ID:                  nodes[0],
 			"GET /v1/node/" + node1ID + "/allocations": []*structs.Allocation{allocs[0], allocs[2]},
 		}},
+		{name: "node_status_verbose_host_volumes", args: []string{"node", "status", "-verbose", node1ID}, routes: map[string]any{
+			"GET /v1/nodes":                            prefixed(nodeStubs, func(n *structs.NodeListStub) string { return n.ID }),
+			"GET /v1/node/" + node1ID:                  withHostVolumes(nodes[0]),
+			"GET /v1/node/" + node1ID + "/allocations": []*structs.Allocation{},
+		}},
 		{name: "node_drain", args: []string{"node", "drain", "-enable", "-deadline", "10m", "-detach", "-yes", "0e2"}, routes: map[string]any{
 			"GET /v1/nodes":                      prefixed(nodeStubs, func(n *structs.NodeListStub) string { return n.ID }),
 			"PUT /v1/node/" + node1ID + "/drain": structs.NodeUpdateHTTPResponse{NodeModifyIndex: 30},
@@ -642,4 +647,14 @@ func TestNodeAddress(t *testing.T) {
 			t.Errorf("nodeAddress(%q, %q) = %q; want %q", tc.node, tc.agent, got, tc.want)
 		}
 	}
+}
+
+// withHostVolumes is a copy of n offering two host volumes.
+func withHostVolumes(n *structs.Node) *structs.Node {
+	c := n.Copy()
+	c.HostVolumes = map[string]*structs.ClientHostVolumeConfig{
+		"pgdata": {Name: "pgdata", Path: "/srv/pg"},
+		"certs":  {Name: "certs", Path: "/etc/ssl/certs", ReadOnly: true},
+	}
+	return c
 }

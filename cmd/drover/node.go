@@ -157,6 +157,25 @@ func (e *env) printNode(n *structs.Node, allocs []*structs.Allocation, verbose b
 		"Drivers", orNone(strings.Join(drivers, ",")),
 	)
 
+	if verbose && len(n.HostVolumes) > 0 {
+		// Nomad's -verbose section: each host volume by name.
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "Host Volumes")
+		t := newTable(out)
+		t.row("Name", "ReadOnly", "Source")
+		names := make([]string, 0, len(n.HostVolumes))
+		for name := range n.HostVolumes {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if hv := n.HostVolumes[name]; hv != nil {
+				t.row(name, fmt.Sprint(hv.ReadOnly), hv.Path)
+			}
+		}
+		t.flush()
+	}
+
 	if len(n.Events) > 0 {
 		fmt.Fprintln(out)
 		fmt.Fprintln(out, "Node Events")

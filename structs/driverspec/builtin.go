@@ -25,6 +25,16 @@ type Spec struct {
 	// Check runs on the decoded config (only when the schema passed) and
 	// returns problems with fields named "Config.<key>".
 	Check func(cfg map[string]any) []structs.FieldError
+	// Capabilities are what the driver can do beyond running the task;
+	// a job asking for more is refused at registration, naming the field.
+	Capabilities Capabilities
+}
+
+// Capabilities of a driver that job fields depend on.
+type Capabilities struct {
+	// MemoryMax: the driver enforces a task's memory_max (a hard memory
+	// limit above the memory it is placed with).
+	MemoryMax bool
 }
 
 // RawExecSpec is raw_exec's config: command (required) and args.
@@ -55,6 +65,9 @@ var MockSpec = Spec{
 		"kill_after":              {Type: TypeDuration},
 		"stdout_string":           {Type: TypeString},
 	},
+	// The mock runs nothing, so it has nothing to enforce: it takes
+	// memory_max, as the drivers that enforce it do, for tests.
+	Capabilities: Capabilities{MemoryMax: true},
 }
 
 // builtins maps driver names to their specs.
@@ -109,6 +122,23 @@ func ValidateTaskConfig(driver string, cfg map[string]any) error {
 	}
 	_, err := spec.Decode(cfg)
 	return err
+}
+
+// ValidateTaskResources checks a task's resources against what the named
+// built-in driver can enforce, and returns problems with fields named
+// "Resources.<field>" (the caller prefixes the task's path). A driver
+// Drover does not know is not checked (placement reports it).
+func ValidateTaskResources(driver string, r *structs.Resources) []structs.FieldError {
+	spec := builtins[driver]
+	if spec == nil || r == nil {
+		return nil
+	}
+	if r.MemoryMaxMB > 0 && !spec.Capabilities.MemoryMax {
+		return []structs.FieldError{{Field: "Resources.MemoryMaxMB",
+			Message: "Drover does not support memory_max with the " + driver + " driver: it cannot enforce a memory limit " +
+				"(use memory, or a driver that enforces memory_max)"}}
+	}
+	return nil
 }
 
 func quote(s string) string { return `"` + s + `"` }

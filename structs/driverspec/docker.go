@@ -61,7 +61,7 @@ var dockerUnsupported = map[string]string{
 }
 
 // DockerSpec is the docker driver's task config, with Nomad's keys.
-var DockerSpec = Spec{Schema: dockerSchema(), Check: checkDocker}
+var DockerSpec = Spec{Schema: dockerSchema(), Check: checkDocker, Capabilities: Capabilities{MemoryMax: true}}
 
 func dockerSchema() Schema {
 	s := Schema{

@@ -22,6 +22,7 @@ const (
 // the plugin's default), cap_add and cap_drop (capability names, with or
 // without "CAP_", any case; cap_drop may be ["all"]).
 var ExecSpec = Spec{
+	Capabilities: Capabilities{MemoryMax: true},
 	Schema: Schema{
 		"command":  {Type: TypeString, Required: true},
 		"args":     {Type: TypeStringList},

@@ -54,8 +54,61 @@ func (d *AllocDir) Build() error {
 	return nil
 }
 
-// Destroy removes the whole allocation directory.
-func (d *AllocDir) Destroy() error { return os.RemoveAll(d.Dir) }
+// Destroy removes the whole allocation directory. Whatever is mounted
+// below it (a task's host volumes) is unmounted first, and nothing is
+// removed while a mount stays: removing the tree would delete the host
+// directory's files through it.
+func (d *AllocDir) Destroy() error {
+	if err := UnmountUnder(d.Dir); err != nil {
+		return fmt.Errorf("allocdir: not removed, a mount below it remains: %w", err)
+	}
+	return os.RemoveAll(d.Dir)
+}
+
+// MoveData moves the ephemeral data of prev, the directory of the
+// allocation this one replaces on the same node, into d (a sticky
+// ephemeral disk, as Nomad): alloc/data, and the local directory of each
+// of tasks. What prev lacks is skipped; d's own directories must still
+// be empty. prev's tasks must be dead; its mounts are undone first.
+func (d *AllocDir) MoveData(prev *AllocDir, tasks []string) error {
+	if err := UnmountUnder(prev.Dir); err != nil {
+		return fmt.Errorf("allocdir: moving data: %w", err)
+	}
+	pairs := [][2]string{{filepath.Join(prev.SharedDir, DataDirName), filepath.Join(d.SharedDir, DataDirName)}}
+	for _, task := range tasks {
+		from, err := prev.TaskDir(task)
+		if err != nil {
+			return err
+		}
+		to, err := d.TaskDir(task)
+		if err != nil {
+			return err
+		}
+		pairs = append(pairs, [2]string{from.LocalDir, to.LocalDir})
+	}
+	for _, p := range pairs {
+		if err := moveDir(p[0], p[1]); err != nil {
+			return fmt.Errorf("allocdir: moving %s: %w", p[0], err)
+		}
+	}
+	return nil
+}
+
+// moveDir renames directory src to dst (an empty or missing directory);
+// a missing or non-directory src moves nothing.
+func moveDir(src, dst string) error {
+	st, err := os.Lstat(src)
+	if err != nil || !st.IsDir() {
+		return nil
+	}
+	if err := os.Remove(dst); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.Rename(src, dst)
+}
 
 // TaskDir is one task's directory tree.
 type TaskDir struct {

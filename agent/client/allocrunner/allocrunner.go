@@ -77,6 +77,11 @@ type Config struct {
 	// Artifacts fetches the tasks' artifact blocks (nil: a Getter with
 	// Nomad's default limits).
 	Artifacts *artifact.Getter
+	// Previous is the runner of the allocation this one replaces on this
+	// node when the group's ephemeral disk is sticky (nil otherwise): Run
+	// waits for its tasks to finish and moves its data (alloc/data and
+	// the tasks' local directories) over before the tasks start.
+	Previous *AllocRunner
 }
 
 // AllocRunner runs one allocation's tasks. Create with New, then Run.
@@ -104,6 +109,7 @@ type AllocRunner struct {
 	setupErr     string              // guarded by mu
 	terminalAt   time.Time           // guarded by mu
 	killing      bool                // guarded by mu
+	delayedKill  bool                // a kill waits for the group's shutdown_delay; guarded by mu
 	detached     bool                // guarded by mu
 	started      bool                // Run was called; guarded by mu
 
@@ -236,13 +242,25 @@ func (ar *AllocRunner) Run() {
 	}
 	ar.coordinate() // a restored allocation reopens the gates it had reached
 	var wg sync.WaitGroup
-	for _, name := range ar.taskOrder {
-		tr := ar.tasks[name]
+	startTasks := func() {
+		for _, name := range ar.taskOrder {
+			tr := ar.tasks[name]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tr.run()
+			}()
+		}
+	}
+	if prev := ar.cfg.Previous; prev != nil && ar.cfg.Restored == nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tr.run()
+			ar.takeData(prev)
+			startTasks()
 		}()
+	} else {
+		startTasks()
 	}
 	go func() {
 		wg.Wait()
@@ -327,10 +345,52 @@ func (ar *AllocRunner) killAll(reason string) {
 	ar.mu.Lock()
 	ar.killing = true
 	svc := ar.svc
+	delay := ar.groupShutdownDelayLocked()
+	waiting := ar.delayedKill
+	if reason != ReasonDestroyed && delay > 0 {
+		ar.delayedKill = true
+	}
 	ar.mu.Unlock()
 	if svc != nil {
 		svc.changed() // group services go first
 	}
+	if reason != ReasonDestroyed && delay > 0 {
+		if !waiting {
+			go ar.killAfter(delay, reason)
+		}
+		return
+	}
+	ar.killTasks(reason)
+}
+
+// groupShutdownDelayLocked is the group's shutdown_delay in the latest
+// job version (0: none).
+func (ar *AllocRunner) groupShutdownDelayLocked() time.Duration {
+	if ar.alloc.Job == nil {
+		return 0
+	}
+	if tg := ar.alloc.Job.LookupTaskGroup(ar.alloc.TaskGroup); tg != nil && tg.ShutdownDelay != nil {
+		return *tg.ShutdownDelay
+	}
+	return 0
+}
+
+// killAfter kills the tasks once the group's shutdown_delay has passed
+// since its services were deregistered, as Nomad does; tasks that all
+// ended meanwhile end the wait.
+func (ar *AllocRunner) killAfter(delay time.Duration, reason string) {
+	ar.logger.Debug("waiting for the group's shutdown_delay before killing the tasks", "delay", delay)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ar.doneCh:
+	}
+	ar.killTasks(reason)
+}
+
+// killTasks asks every task to stop (see killAll).
+func (ar *AllocRunner) killTasks(reason string) {
 	for _, tr := range ar.tasks {
 		if reason == ReasonDestroyed || !tr.isPoststop() {
 			tr.kill(reason)
@@ -511,4 +571,32 @@ func clientStatus(states map[string]*structs.TaskState) (string, string) {
 		return structs.AllocClientStatusPending, "No tasks have started"
 	}
 	return structs.AllocClientStatusComplete, "All tasks have completed"
+}
+
+// takeData waits for the previous allocation's tasks to finish and moves
+// its data into this allocation's directory (a sticky ephemeral disk). A
+// kill or detach of this runner ends the wait and moves nothing; a
+// failed move is logged and the tasks start without the data, as in
+// Nomad.
+func (ar *AllocRunner) takeData(prev *AllocRunner) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-prev.DoneCh():
+			waiting = false
+		case <-tick.C:
+			ar.mu.Lock()
+			stop := ar.killing || ar.detached
+			ar.mu.Unlock()
+			if stop {
+				return
+			}
+		}
+	}
+	if err := ar.allocDir.MoveData(prev.allocDir, ar.taskOrder); err != nil {
+		ar.logger.Error("the previous allocation's data was not moved", "previous_alloc", prev.id, "error", err)
+		return
+	}
+	ar.logger.Info("moved the previous allocation's data (sticky ephemeral disk)", "previous_alloc", prev.id)
 }

@@ -198,8 +198,8 @@ func (h *serviceHook) desired() (map[string]*structs.ServiceRegistration, []*che
 			continue
 		}
 		tr := ar.tasks[t.Name]
-		if tr == nil || tr.State().State != structs.TaskStateRunning {
-			continue
+		if tr == nil || tr.killed() || tr.State().State != structs.TaskStateRunning {
+			continue // a task being killed is deregistered first
 		}
 		for _, s := range t.Services {
 			if s == nil {

@@ -63,6 +63,9 @@ type NodeInfo struct {
 	Pool       string
 	Attributes map[string]string
 	Meta       map[string]string
+	// HostVolumes are the node's host volumes, which the tasks' volume
+	// mounts name through their group's volume blocks.
+	HostVolumes map[string]*structs.ClientHostVolumeConfig
 }
 
 // vars returns the node's interpolation variables by full name:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -112,7 +113,7 @@ func newTaskRunner(ar *AllocRunner, tg *structs.TaskGroup, task *structs.Task, t
 	tr := &taskRunner{
 		ar: ar, task: task, tg: tg, taskDir: td, latest: taskSpec{tg: tg, task: task},
 		logger:    ar.logger.With("task", task.Name),
-		restart:   newRestartTracker(tg.RestartPolicy, jobType(ar.alloc)),
+		restart:   newRestartTracker(structs.EffectiveRestartPolicy(tg, task), jobType(ar.alloc)),
 		killCh:    make(chan struct{}),
 		detachCh:  make(chan struct{}),
 		doneCh:    make(chan struct{}),
@@ -448,14 +449,26 @@ func (tr *taskRunner) setup() error {
 	if err := tr.taskDir.Build(); err != nil {
 		return err
 	}
+	if err := tr.mountVolumes(); err != nil {
+		return err
+	}
 	if err := tr.writePayload(); err != nil {
 		return err
 	}
 	ad := tr.ar.allocDir
+	maxFiles, maxSize := tr.ar.cfg.LogMaxFiles, tr.ar.cfg.LogMaxFileSize
+	lc := tr.task.LogConfig
+	if lc != nil {
+		maxFiles, maxSize = lc.MaxFiles, int64(lc.MaxFileSizeMB)<<20
+	}
 	for _, typ := range []string{allocdir.Stdout, allocdir.Stderr} {
-		w, err := logs.NewRotator(ad.LogDir, allocdir.LogBase(tr.task.Name, typ), tr.ar.cfg.LogMaxFiles, tr.ar.cfg.LogMaxFileSize)
-		if err != nil {
-			return fmt.Errorf("opening %s log: %w", typ, err)
+		var w io.WriteCloser = logs.Discard
+		if lc == nil || !lc.Disabled {
+			r, err := logs.NewRotator(ad.LogDir, allocdir.LogBase(tr.task.Name, typ), maxFiles, maxSize)
+			if err != nil {
+				return fmt.Errorf("opening %s log: %w", typ, err)
+			}
+			w = r
 		}
 		p, err := logs.StartPump(ad.LogFIFO(tr.task.Name, typ), w)
 		if err != nil {
@@ -601,6 +614,7 @@ func (tr *taskRunner) taskConfig() *driver.TaskConfig {
 	if tr.task.Resources != nil {
 		cfg.Cores = tr.task.Resources.Cores
 	}
+	cfg.Mounts = tr.mountConfigs()
 	return cfg
 }
 
@@ -670,7 +684,8 @@ func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
 // again.
 func (tr *taskRunner) afterExitEvent(ev *structs.TaskEvent, res *driver.ExitResult, startErr error) bool {
 	tr.setHandle(nil)
-	tr.restart.setPolicy(tr.latestSpec().tg.RestartPolicy)
+	latest := tr.latestSpec()
+	tr.restart.setPolicy(structs.EffectiveRestartPolicy(latest.tg, latest.task))
 	d := tr.restart.afterExit(res, startErr)
 	if !d.restart {
 		if !d.failed {
@@ -682,7 +697,7 @@ func (tr *taskRunner) afterExitEvent(ev *structs.TaskEvent, res *driver.ExitResu
 		tr.finish(true, ev, nr)
 		return false
 	}
-	if rp := tr.latestSpec().tg.RestartPolicy; rp != nil && rp.RenderTemplates {
+	if rp := structs.EffectiveRestartPolicy(latest.tg, latest.task); rp != nil && rp.RenderTemplates {
 		tr.stopTemplates() // the next start renders them afresh
 	}
 	rs := newEvent(structs.TaskRestarting, fmt.Sprintf("Task restarting in %v", d.delay.Round(time.Millisecond)))
@@ -735,11 +750,15 @@ func (tr *taskRunner) killSpec() (string, time.Duration) {
 
 // stop kills a running task with the kill signal and timeout of the
 // latest job version.
-func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
+func (tr *taskRunner) stop(h driver.Handle, exitCh chan *driver.ExitResult) {
 	sig, timeout := tr.killSpec()
 	tr.mu.Lock()
 	reason := tr.killReason
 	tr.mu.Unlock()
+	if !tr.waitShutdownDelay(reason, exitCh) {
+		tr.detachLogs()
+		return
+	}
 	ev := newEvent(structs.TaskKilling, fmt.Sprintf("Sent %s. Waiting %v before force killing", sig, timeout))
 	ev.KillTimeout, ev.KillReason = timeout, reason
 	tr.update(nil, ev)
@@ -753,6 +772,33 @@ func (tr *taskRunner) stop(h driver.Handle, exitCh <-chan *driver.ExitResult) {
 	}
 	tr.setHandle(nil)
 	tr.finish(tr.killFailing(), killed)
+}
+
+// waitShutdownDelay waits the task's shutdown_delay, once the kill has
+// deregistered its services (the service hook skips tasks being killed),
+// as Nomad does: clients of the service stop finding it before the task
+// gets its kill signal. A task that exits meanwhile ends the wait (its
+// exit stays in exitCh). It returns false when the client detached
+// meanwhile (the task is left running). A destroyed allocation does not
+// wait.
+func (tr *taskRunner) waitShutdownDelay(reason string, exitCh chan *driver.ExitResult) bool {
+	delay := tr.latestSpec().task.ShutdownDelay
+	if delay <= 0 || reason == ReasonDestroyed {
+		return true
+	}
+	tr.ar.servicesChanged()
+	ev := newEvent(structs.TaskWaitingShuttingDownDelay, fmt.Sprintf("Waiting for shutdown_delay of %s before killing the task.", delay))
+	tr.update(nil, ev)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case res := <-exitCh:
+		exitCh <- res // for stopHandle
+	case <-tr.detachCh:
+		return false
+	}
+	return true
 }
 
 // stopHandle stops a running task and returns its exit (nil when it
@@ -772,10 +818,12 @@ func (tr *taskRunner) stopHandle(h driver.Handle, exitCh <-chan *driver.ExitResu
 	return res, err
 }
 
-// finish drains the task's output and marks it dead.
+// finish drains the task's output, undoes its volume mounts and marks
+// it dead.
 func (tr *taskRunner) finish(failed bool, events ...*structs.TaskEvent) {
 	tr.setHandle(nil)
 	tr.drainLogs()
+	tr.unmountVolumes()
 	now := time.Now()
 	tr.update(func(ts *structs.TaskState) {
 		ts.State = structs.TaskStateDead
@@ -805,4 +853,72 @@ func (tr *taskRunner) writePayload() error {
 		return fmt.Errorf("writing the dispatch payload: %w", err)
 	}
 	return nil
+}
+
+// mountConfigs lists the task's host volume mounts for its driver (nil
+// without volume_mount blocks; a mount whose volume is missing here is
+// left out: setup already failed on it).
+func (tr *taskRunner) mountConfigs() []*driver.MountConfig {
+	if len(tr.task.VolumeMounts) == 0 {
+		return nil
+	}
+	out := make([]*driver.MountConfig, 0, len(tr.task.VolumeMounts))
+	for _, vm := range tr.task.VolumeMounts {
+		if vm == nil || tr.tg.Volumes[vm.Volume] == nil {
+			continue
+		}
+		vr := tr.tg.Volumes[vm.Volume]
+		hv := tr.ar.cfg.Node.HostVolumes[vr.Source]
+		if hv == nil {
+			continue
+		}
+		out = append(out, &driver.MountConfig{TaskPath: vm.Destination, HostPath: hv.Path,
+			ReadOnly: vm.ReadOnly || vr.ReadOnly || hv.ReadOnly})
+	}
+	return out
+}
+
+// mountVolumes mounts the group volumes the task's volume_mount blocks
+// name at their destinations inside the task directory (allocdir.
+// MountVolume: a bind mount, read-only when the mount, the group's
+// volume or the node's host volume says so; a symlink where the client
+// cannot bind mount). It runs before every start of the task's run loop,
+// and leaves a mount that is already there (a restored task).
+func (tr *taskRunner) mountVolumes() error {
+	for _, vm := range tr.task.VolumeMounts {
+		if vm == nil {
+			continue
+		}
+		vr := tr.tg.Volumes[vm.Volume]
+		if vr == nil {
+			return fmt.Errorf("volume_mount: the group has no volume %q", vm.Volume)
+		}
+		hv := tr.ar.cfg.Node.HostVolumes[vr.Source]
+		if hv == nil {
+			return fmt.Errorf("volume %q: this node has no host volume %q", vm.Volume, vr.Source)
+		}
+		rel := structs.MountDestination(vm.Destination)
+		if rel == "" {
+			return fmt.Errorf("volume_mount %q: destination %q is not inside the task directory", vm.Volume, vm.Destination)
+		}
+		ro := vm.ReadOnly || vr.ReadOnly || hv.ReadOnly
+		kind, err := allocdir.MountVolume(tr.taskDir.Dir, rel, hv.Path, ro)
+		if err != nil {
+			return fmt.Errorf("volume %q at %s: %w", vm.Volume, vm.Destination, err)
+		}
+		tr.logger.Debug("mounted host volume", "volume", vm.Volume, "source", hv.Path, "destination", rel, "read_only", ro, "kind", kind)
+	}
+	return nil
+}
+
+// unmountVolumes undoes the task's bind mounts once it is dead for good
+// (the allocation directory's removal would otherwise reach the host
+// directory through them).
+func (tr *taskRunner) unmountVolumes() {
+	if len(tr.task.VolumeMounts) == 0 {
+		return
+	}
+	if err := allocdir.UnmountUnder(tr.taskDir.Dir); err != nil {
+		tr.logger.Error("unmounting the task's volumes failed", "error", err)
+	}
 }

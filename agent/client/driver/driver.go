@@ -110,6 +110,23 @@ type TaskConfig struct {
 	// that pins tasks uses Resources.Cpu.ReservedCores when set, or picks
 	// this many itself.
 	Cores int
+	// Mounts are the task's host volume mounts (nil: none). The client
+	// has already bind mounted each at TaskDir/<TaskPath> (raw_exec and
+	// chroot drivers see them there); a container driver mounts HostPath
+	// at TaskPath inside the container.
+	Mounts []*MountConfig
+}
+
+// MountConfig is one host volume mounted into a task.
+type MountConfig struct {
+	// TaskPath is the volume_mount destination as written ("/srv/data"):
+	// a path inside the task's directory, or the container's root.
+	TaskPath string
+	// HostPath is the host volume's directory on the node.
+	HostPath string
+	// ReadOnly: the mount, the group's volume or the node's host volume
+	// is read-only.
+	ReadOnly bool
 }
 
 // HandleState is the serializable part of a handle: enough to find the task

@@ -10,7 +10,9 @@ job "web" {
         connect {}
       }
       resources {
-        memory_max = 512
+        numa {
+          affinity = "require"
+        }
       }
     }
   }
