@@ -86,6 +86,9 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 
 	handle("GET /v1/operator/raft/configuration", h.raftConfiguration)
 	handle("DELETE /v1/operator/raft/peer", h.raftRemovePeer)
+	handle("GET /v1/operator/scheduler/configuration", h.schedulerGetConfig)
+	handle("PUT /v1/operator/scheduler/configuration", h.schedulerSetConfig)
+	handle("POST /v1/operator/scheduler/configuration", h.schedulerSetConfig)
 	handle("GET /v1/operator/snapshot", h.snapshotSave)
 	handle("PUT /v1/operator/snapshot", h.snapshotRestore)
 	handle("POST /v1/operator/snapshot", h.snapshotRestore)
@@ -158,7 +161,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/regions", "multiple regions"},
 	{"/v1/system/reconcile/summaries", "summary reconciliation"},
 	{"/v1/operator/autopilot/", "autopilot"},
-	{"/v1/operator/scheduler/configuration", "scheduler configuration"},
 	{"/v1/operator/license", "licensing"},
 	{"/v1/operator/keyring/", "this keyring endpoint (Drover lists and rotates root keys only)"},
 	{"/v1/operator/raft/transfer-leadership", "leadership transfer"},

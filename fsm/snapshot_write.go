@@ -246,7 +246,17 @@ func appendPeriodicRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	for _, l := range launches {
 		rows = append(rows, row{t: recPeriodicLaunch, v: l})
 	}
-	return rows, nil
+	return appendSchedulerConfigRow(snap, rows)
+}
+
+// appendSchedulerConfigRow adds the scheduler configuration, when an
+// operator set one.
+func appendSchedulerConfigRow(snap *state.StateSnapshot, rows []row) ([]row, error) {
+	c, err := snap.StoredSchedulerConfig()
+	if err != nil || c == nil {
+		return rows, err
+	}
+	return append(rows, row{t: recSchedulerConfig, v: c}), nil
 }
 
 // encodeRows encodes rows in chunks on every core and writes the chunks to

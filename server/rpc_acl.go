@@ -123,12 +123,14 @@ var rpcACLRules = map[string]aclRule{
 
 	// Garbage collection and snapshots need a management token, as in
 	// Nomad.
-	"System.GarbageCollect":         {allow: management},
-	"Operator.RaftGetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
-	"Operator.RaftRemovePeer":       {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
-	"Operator.SnapshotSave":         {allow: management},
-	"Operator.SnapshotUpload":       {allow: management},
-	"Operator.SnapshotRestore":      {allow: management},
+	"System.GarbageCollect":              {allow: management},
+	"Operator.RaftGetConfiguration":      {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
+	"Operator.RaftRemovePeer":            {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
+	"Operator.SchedulerGetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
+	"Operator.SchedulerSetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
+	"Operator.SnapshotSave":              {allow: management},
+	"Operator.SnapshotUpload":            {allow: management},
+	"Operator.SnapshotRestore":           {allow: management},
 
 	// ACL endpoints: bootstrap is open (it works once); reads of a
 	// policy or a token, self and resolve take any token and the

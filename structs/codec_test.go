@@ -93,6 +93,8 @@ var wireTypes = []any{
 	new(AllocIdentitiesRequest), new(SignedWorkloadIdentity), new(AllocIdentitiesResponse), new(WorkloadIdentity),
 	// Periodic jobs.
 	new(PeriodicConfig), new(PeriodicLaunch), new(PeriodicLaunchRequest), new(PeriodicForceRequest),
+	new(SchedulerConfiguration), new(PreemptionConfig), new(SchedulerSetConfigRequest), new(SchedulerConfigurationResponse),
+	new(SchedulerSetConfigurationResponse),
 	new(PeriodicForceResponse),
 	// Parameterized jobs.
 	new(ParameterizedJobConfig), new(DispatchPayloadConfig), new(TaskLifecycleConfig), new(JobDispatchRequest), new(JobDispatchResponse),

@@ -64,6 +64,10 @@ const (
 	// parent's last launch (structs/periodic.go). Without the ignore flag:
 	// an older server must stop rather than lose a launch record.
 	PeriodicLaunchRequestType
+	// SchedulerConfigRequestType sets the scheduler configuration
+	// (structs/operator.go). Not ignorable: a server that skipped it
+	// would schedule (and preempt) differently from its peers.
+	SchedulerConfigRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -80,7 +84,7 @@ func (t MessageType) String() string {
 		"ACLTokenBootstrap", "ACLClusterSecret", "VarApplyState", "VariablesRekey",
 		"RootKeyMetaUpsert", "ServiceRegistrationUpsert",
 		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs",
-		"JobStability", "ScalingEventRegister", "PeriodicLaunch"}
+		"JobStability", "ScalingEventRegister", "PeriodicLaunch", "SchedulerConfig"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]

@@ -1,0 +1,48 @@
+package fsm
+
+import (
+	"testing"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// TestApplySchedulerConfig: a set writes the row with its indexes; a
+// check-and-set with a stale index is refused with code conflict and
+// writes nothing; one with the stored index applies; an invalid
+// configuration is refused.
+func TestApplySchedulerConfig(t *testing.T) {
+	f, _ := testFSM(t)
+	st := f.State()
+	if idx, c, err := st.SchedulerConfig(nil); err != nil || idx != 0 || !c.PreemptionConfig.SystemSchedulerEnabled ||
+		c.PreemptionConfig.ServiceSchedulerEnabled || c.EffectiveAlgorithm() != structs.SchedulerAlgorithmBinpack {
+		t.Fatalf("default: %d %+v %v", idx, c, err)
+	}
+	set := func(index uint64, c structs.SchedulerConfiguration, cas bool) any {
+		return apply(t, f, index, structs.SchedulerConfigRequestType, &structs.SchedulerSetConfigRequest{Config: c, CAS: cas})
+	}
+	if r := set(5, structs.SchedulerConfiguration{SchedulerAlgorithm: structs.SchedulerAlgorithmSpread}, false); r != nil {
+		t.Fatalf("set: %v", r)
+	}
+	idx, c, err := f.State().SchedulerConfig(nil)
+	if err != nil || idx != 5 || c.CreateIndex != 5 || c.SchedulerAlgorithm != structs.SchedulerAlgorithmSpread {
+		t.Fatalf("after set: %d %+v %v", idx, c, err)
+	}
+	r := set(6, structs.SchedulerConfiguration{ModifyIndex: 4, PreemptionConfig: structs.PreemptionConfig{BatchSchedulerEnabled: true}}, true)
+	if err, _ := r.(error); structs.CodeOf(err) != structs.ErrCodeConflict {
+		t.Fatalf("stale CAS: %v", r)
+	}
+	if r := set(7, structs.SchedulerConfiguration{ModifyIndex: 5, PreemptionConfig: structs.PreemptionConfig{BatchSchedulerEnabled: true}}, true); r != nil {
+		t.Fatalf("CAS: %v", r)
+	}
+	idx, c, _ = f.State().SchedulerConfig(nil)
+	if idx != 7 || c.CreateIndex != 5 || !c.PreemptionConfig.BatchSchedulerEnabled || c.EffectiveAlgorithm() != structs.SchedulerAlgorithmBinpack {
+		t.Fatalf("after CAS: %d %+v", idx, c)
+	}
+	r = set(8, structs.SchedulerConfiguration{SchedulerAlgorithm: "worst"}, false)
+	if err, _ := r.(error); structs.CodeOf(err) != structs.ErrCodeInvalid {
+		t.Fatalf("invalid: %v", r)
+	}
+	if idx, _, _ := f.State().SchedulerConfig(nil); idx != 7 {
+		t.Fatalf("an invalid configuration was written: index %d", idx)
+	}
+}
