@@ -77,7 +77,7 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 			wantCode: 200, wantBody: `"SchedulerConfig":{"SchedulerAlgorithm":"binpack","PreemptionConfig":{"SystemSchedulerEnabled":true,`},
 		{name: "scheduler config cas", method: "PUT", target: "/v1/operator/scheduler/configuration?cas=7",
 			body: `{"SchedulerAlgorithm":"spread","PreemptionConfig":{"ServiceSchedulerEnabled":true},"ModifyIndex":3}`,
-			rpc: "Operator.SchedulerSetConfiguration", reply: func(r any) { r.(*structs.SchedulerSetConfigurationResponse).Updated = true },
+			rpc:  "Operator.SchedulerSetConfiguration", reply: func(r any) { r.(*structs.SchedulerSetConfigurationResponse).Updated = true },
 			wantCode: 200, wantBody: `"Updated":true`,
 			check: func(t *testing.T, args any) {
 				a := args.(*structs.SchedulerSetConfigRequest)
