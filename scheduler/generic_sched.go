@@ -160,6 +160,10 @@ func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequ
 			penalty = p.prev.NodeID
 		}
 		option, ok := st.Select(tg, g, penalty)
+		var victims []*structs.Allocation
+		if !ok && ctx.preempt {
+			option, victims, ok = st.SelectPreempting(tg, g)
+		}
 		if !ok {
 			if p.stopPrev != "" {
 				ctx.revertStop(p.prev)
@@ -174,6 +178,9 @@ func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequ
 			if p.reschedule {
 				a.RescheduleTracker = nextTracker(p.prev, tg.ReschedulePolicy, ctx.now, p.delay)
 			}
+		}
+		if victims != nil {
+			ctx.appendPreemptions(a, victims)
 		}
 		ctx.appendPlace(a, option.node, g, option.ask)
 	}

@@ -35,6 +35,9 @@ type State interface {
 	// too. The scheduler reads it only for nodes it examines for a group
 	// that asks for ports.
 	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error)
+	// SchedulerConfig returns the scheduler configuration in force (the
+	// default when none was set); never modified.
+	SchedulerConfig(ws memdb.WatchSet) (uint64, *structs.SchedulerConfiguration, error)
 	// LatestIndex is the highest Raft index the view includes.
 	LatestIndex() (uint64, error)
 }

@@ -44,7 +44,15 @@ type groupChain struct {
 	one     nodeSlice // SelectOn's source: one node
 	oneList nodeList  // one, boxed once
 	ports   *portAsk  // the group's ports; nil when it asks for none
+	// hostsScope is the distinct_hosts scope (a group index, -1 for the
+	// job) or noDistinctHosts; properties is set when the group has
+	// distinct_property sets. Preemption reads them.
+	hostsScope int
+	properties bool
 }
+
+// noDistinctHosts: the group has no distinct_hosts constraint.
+const noDistinctHosts = -2
 
 // newStack returns a stack over the candidates: ready, eligible, not
 // draining nodes in the job's datacenters. batch selects the two-choice
@@ -135,7 +143,7 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 		return ch
 	}
 	ctx := s.ctx
-	ch := &groupChain{one: make(nodeSlice, 1)}
+	ch := &groupChain{one: make(nodeSlice, 1), hostsScope: noDistinctHosts}
 	ch.oneList = ch.one
 	// 1. source: candidate nodes, shuffled by the eval seed (newStack);
 	//    every later stage reports its rejections to it.
@@ -172,11 +180,13 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 		}
 		it = &distinctHostsIterator{src: it, ctx: ctx, rej: rej, group: scope}
 		ch.escaped = true
+		ch.hostsScope = scope
 	}
 	// 5. distinct_property: at most limit allocations per property value.
 	if sets := ctx.propertySetsFor(g); len(sets) > 0 {
 		it = &distinctPropertyIterator{src: it, sets: sets, rej: rej}
 		ch.escaped = true
+		ch.properties = true
 	}
 	// 6. resource fit and bin-pack score, from the context's usage.
 	//    A group asking for ports first needs every host network they
@@ -192,7 +202,9 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 			it = check
 		}
 	}
-	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, rej: rej, ask: newGroupAsk(tg)}
+	//    The scheduler configuration's algorithm picks the score: best
+	//    fit (binpack) or worst fit (spread).
+	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, rej: rej, ask: newGroupAsk(tg), score: ctx.fitScore}
 	if ports != nil {
 		rank = &portIterator{src: rank, ctx: ctx, rej: rej, ask: ports}
 	}
