@@ -12,6 +12,10 @@ import (
 // one row.
 const schedulerConfigKey = "scheduler"
 
+// defaultSchedulerConfig is what SchedulerConfig answers while none is
+// stored; shared by every caller, so never modified.
+var defaultSchedulerConfig = structs.DefaultSchedulerConfiguration()
+
 // SchedulerConfig returns the scheduler configuration in force and the
 // index of its last write: the stored one, or, when an operator never set
 // one, structs.DefaultSchedulerConfiguration with index 0. The result is
@@ -23,7 +27,7 @@ func (s *StateStore) SchedulerConfig(ws memdb.WatchSet) (uint64, *structs.Schedu
 	}
 	ws.Add(watchCh)
 	if raw == nil {
-		return 0, structs.DefaultSchedulerConfiguration(), nil
+		return 0, defaultSchedulerConfig, nil
 	}
 	c := raw.(*structs.SchedulerConfiguration)
 	return c.ModifyIndex, c, nil
