@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -101,6 +102,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 
 	h.registerACL(handle)
 	h.registerVariables(handle)
+	pools := http.NewServeMux()
+	h.registerNodePools(mux, pools)
 
 	if cfg.EnableDebug {
 		if cfg.ACL.Enabled {
@@ -115,7 +118,16 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 			handle(m+" "+u.pattern, unsupported(u.feature))
 		}
 	}
-	return mux
+	// A node pool's paths have a mux of their own: ServeMux refuses
+	// /v1/node/pool/{name} beside /v1/node/{id}/allocations (neither is
+	// more specific).
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/node/pool/") {
+			pools.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // unsupportedEndpoints are paths of Nomad's HTTP API that Drover does not
@@ -132,7 +144,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/evaluations/count", "evaluation counts"},
 	{"/v1/node/{id}/purge", "node purge"},
 	{"/v1/node/{id}/meta", "dynamic node metadata"},
-	{"/v1/node/pools", "node pools"},
 	{"/v1/client/", "this client endpoint (Drover's clients serve task logs only)"},
 	{"/v1/acl/roles", "ACL roles"},
 	{"/v1/acl/role/", "ACL roles"},

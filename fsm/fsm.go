@@ -123,6 +123,8 @@ const (
 	metricAllocTransition       = "alloc_desired_transition"
 	metricPeriodicLaunch        = "periodic_launch"
 	metricSchedulerConfig       = "scheduler_config"
+	metricNodePoolUpsert        = "node_pool_upsert"
+	metricNodePoolDelete        = "node_pool_delete"
 	metricPersist               = "persist"
 	metricRestore               = "restore"
 )
@@ -264,6 +266,10 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyPeriodicLaunch(b, buf[1:], log.Index)
 	case structs.SchedulerConfigRequestType:
 		return f.applySchedulerConfig(b, buf[1:], log.Index)
+	case structs.NodePoolUpsertRequestType:
+		return f.applyNodePoolUpsert(b, buf[1:], log.Index)
+	case structs.NodePoolDeleteRequestType:
+		return f.applyNodePoolDelete(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

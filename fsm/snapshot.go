@@ -65,6 +65,8 @@ const (
 	// recSchedulerConfig is the scheduler configuration an operator set
 	// (none while it is the default).
 	recSchedulerConfig
+	// recNodePool is a stored node pool (not the built-in ones).
+	recNodePool
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

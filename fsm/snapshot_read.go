@@ -322,6 +322,8 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.PeriodicLaunch)
 		case recSchedulerConfig:
 			d.v = new(structs.SchedulerConfiguration)
+		case recNodePool:
+			d.v = new(structs.NodePool)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -403,6 +405,8 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.PeriodicLaunchRestore(v)
 	case *structs.SchedulerConfiguration:
 		return in.restore.SchedulerConfigRestore(v)
+	case *structs.NodePool:
+		return in.restore.NodePoolRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

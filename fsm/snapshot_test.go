@@ -123,6 +123,7 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 		// A scheduler configuration set by an operator.
 		must(t, store.SetSchedulerConfig(next(), &structs.SchedulerConfiguration{SchedulerAlgorithm: structs.SchedulerAlgorithmSpread,
 			PreemptionConfig: structs.PreemptionConfig{ServiceSchedulerEnabled: true}}, false))
+		must(t, store.UpsertNodePools(next(), []*structs.NodePool{{Name: "gpu", Description: "GPUs", Meta: map[string]string{"a": "b"}}}))
 	}
 	return index
 }
@@ -180,6 +181,8 @@ func tables(s *state.StateStore) (map[string]any, error) {
 		err = errors.Join(err, e)
 	}
 	out[state.TableSchedulerConfig] = v16
+	v17, e := s.StoredNodePools(nil)
+	read(state.TableNodePools, v17, e)
 	return out, err
 }
 

@@ -250,13 +250,23 @@ func appendPeriodicRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 }
 
 // appendSchedulerConfigRow adds the scheduler configuration, when an
-// operator set one.
+// operator set one, and the stored node pools.
 func appendSchedulerConfigRow(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	c, err := snap.StoredSchedulerConfig()
-	if err != nil || c == nil {
-		return rows, err
+	if err != nil {
+		return nil, err
 	}
-	return append(rows, row{t: recSchedulerConfig, v: c}), nil
+	if c != nil {
+		rows = append(rows, row{t: recSchedulerConfig, v: c})
+	}
+	pools, err := snap.StoredNodePools(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pools {
+		rows = append(rows, row{t: recNodePool, v: p})
+	}
+	return rows, nil
 }
 
 // encodeRows encodes rows in chunks on every core and writes the chunks to

@@ -188,3 +188,54 @@ func TestSpreadAlgorithm(t *testing.T) {
 		})
 	}
 }
+
+// TestNodePoolPlacement: a job places only on the nodes of its pool;
+// "all" places anywhere; a job of a pool without nodes fails with the
+// node pool reason.
+func TestNodePoolPlacement(t *testing.T) {
+	for _, tc := range []struct {
+		pool  string
+		nodes []string // pools of the nodes it may use, by index
+	}{{"default", []string{"default"}}, {"gpu", []string{"gpu"}}, {"all", []string{"default", "gpu"}}} {
+		t.Run(tc.pool, func(t *testing.T) {
+			h := testHarness(t)
+			nodes := mockNodes(t, h, 4, func(i int, n *structs.Node) {
+				if i%2 == 1 {
+					n.NodePool = "gpu"
+				}
+			})
+			job := memJob(50, 8, 100)
+			job.NodePool = tc.pool
+			job = addJob(t, h, job)
+			process(t, h, job, structs.EvalTriggerJobRegister)
+			placed := PlanAllocs(h.Plans[0])
+			if len(placed) != 8 {
+				t.Fatalf("placed %d", len(placed))
+			}
+			used := map[string]bool{}
+			for _, a := range placed {
+				for _, n := range nodes {
+					if n.ID == a.NodeID {
+						used[n.NodePool] = true
+						if !slices.Contains(tc.nodes, n.NodePool) {
+							t.Fatalf("placed on a node of pool %q", n.NodePool)
+						}
+					}
+				}
+			}
+			if len(used) != len(tc.nodes) {
+				t.Fatalf("pools used %v, want %v", used, tc.nodes)
+			}
+		})
+	}
+	h := testHarness(t)
+	mockNodes(t, h, 2)
+	job := memJob(50, 1, 100)
+	job.NodePool = "empty"
+	job = addJob(t, h, job)
+	process(t, h, job, structs.EvalTriggerJobRegister)
+	e := lastEval(t, h)
+	if m := e.FailedTGAllocs["web"]; m == nil || m.ConstraintFiltered[reasonNodePool] != 2 {
+		t.Fatalf("failure metric %+v", e.FailedTGAllocs["web"])
+	}
+}

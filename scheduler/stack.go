@@ -150,11 +150,18 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 	ch.source = newSourceIterator(&ctx.metrics, s.cands, s.drop)
 	var it feasibleIterator = ch.source
 	rej := ch.source
-	// 2. drivers: every task's driver detected and healthy.
-	check := newCheckIterator(it, newDriverCheck(tg), rej)
+	var check *checkIterator
+	// 2. node pool: the job's pool (none for "all").
+	if ctx.job != nil && ctx.job.NodePool != structs.NodePoolAll {
+		check = newCheckIterator(it, nodePoolCheck{pool: ctx.job.NodePool}, rej)
+		ch.checks = append(ch.checks, check)
+		it = check
+	}
+	// 3. drivers: every task's driver detected and healthy.
+	check = newCheckIterator(it, newDriverCheck(tg), rej)
 	ch.checks = append(ch.checks, check)
 	it = check
-	// 3. constraints: job, group and task, each compiled once, each node's
+	// 4. constraints: job, group and task, each compiled once, each node's
 	//    verdict cached for the evaluation.
 	var hostsJob, hostsGroup bool
 	for _, c := range allConstraints(ctx.job, tg) {
@@ -172,7 +179,7 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 		ch.escaped = ch.escaped || k.escapes
 		it = check
 	}
-	// 4. distinct_hosts: no other allocation of the job (or group) on the node.
+	// 5. distinct_hosts: no other allocation of the job (or group) on the node.
 	if hostsGroup {
 		scope := g
 		if hostsJob {
@@ -182,13 +189,13 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 		ch.escaped = true
 		ch.hostsScope = scope
 	}
-	// 5. distinct_property: at most limit allocations per property value.
+	// 6. distinct_property: at most limit allocations per property value.
 	if sets := ctx.propertySetsFor(g); len(sets) > 0 {
 		it = &distinctPropertyIterator{src: it, sets: sets, rej: rej}
 		ch.escaped = true
 		ch.properties = true
 	}
-	// 6. resource fit and bin-pack score, from the context's usage.
+	// 7. resource fit and bin-pack score, from the context's usage.
 	//    A group asking for ports first needs every host network they
 	//    name, and after bin packing gets its ports picked on the node
 	//    (ports.go); a group without ports has neither stage.
@@ -208,13 +215,13 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 	if ports != nil {
 		rank = &portIterator{src: rank, ctx: ctx, rej: rej, ask: ports}
 	}
-	// 7. job anti-affinity: penalty per allocation of the group on the node.
+	// 8. job anti-affinity: penalty per allocation of the group on the node.
 	rank = &antiAffinityIterator{src: rank, ctx: ctx, group: g, count: tg.Count}
-	// 8. reschedule penalty: avoid the node a replaced allocation failed on.
+	// 9. reschedule penalty: avoid the node a replaced allocation failed on.
 	ch.penalty = &penaltyIterator{src: rank}
-	// 9. limit: look at only a few ranked nodes per placement.
+	// 10. limit: look at only a few ranked nodes per placement.
 	limit := &limitIterator{src: ch.penalty, limit: s.limit, threshold: skipThreshold, maxSkip: maxSkip}
-	// 10. max score: the best of those.
+	// 11. max score: the best of those.
 	ch.top = &maxScoreIterator{src: limit}
 	s.chains[tg.Name] = ch
 	return ch

@@ -46,6 +46,9 @@ const (
 	// TableSchedulerConfig holds the one row of the scheduler
 	// configuration (scheduler_config.go).
 	TableSchedulerConfig = "scheduler_config"
+	// TableNodePools holds the node pools other than the built-in ones,
+	// by name (node_pools.go).
+	TableNodePools = "node_pools"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -68,7 +71,7 @@ const (
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig, TableNodePools}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -272,6 +275,12 @@ func schema() *memdb.DBSchema {
 			Name: TableSchedulerConfig,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.SchedulerConfiguration]{get: func(*structs.SchedulerConfiguration) string { return schedulerConfigKey }}},
+			},
+		},
+		TableNodePools: {
+			Name: TableNodePools,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.NodePool]{get: func(p *structs.NodePool) string { return p.Name }}},
 			},
 		},
 		TableVariables: {

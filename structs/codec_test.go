@@ -94,7 +94,9 @@ var wireTypes = []any{
 	// Periodic jobs.
 	new(PeriodicConfig), new(PeriodicLaunch), new(PeriodicLaunchRequest), new(PeriodicForceRequest),
 	new(SchedulerConfiguration), new(PreemptionConfig), new(SchedulerSetConfigRequest), new(SchedulerConfigurationResponse),
-	new(SchedulerSetConfigurationResponse),
+	new(SchedulerSetConfigurationResponse), new(NodePool), new(NodePoolSchedulerConfiguration), new(NodePoolUpsertRequest),
+	new(NodePoolDeleteRequest), new(NodePoolSpecificRequest), new(NodePoolListResponse), new(SingleNodePoolResponse),
+	new(NodePoolNodesResponse), new(NodePoolJobsResponse),
 	new(PeriodicForceResponse),
 	// Parameterized jobs.
 	new(ParameterizedJobConfig), new(DispatchPayloadConfig), new(TaskLifecycleConfig), new(JobDispatchRequest), new(JobDispatchResponse),

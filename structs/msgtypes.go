@@ -68,6 +68,11 @@ const (
 	// (structs/operator.go). Not ignorable: a server that skipped it
 	// would schedule (and preempt) differently from its peers.
 	SchedulerConfigRequestType
+	// NodePoolUpsertRequestType and NodePoolDeleteRequestType write node
+	// pools (structs/node_pool.go). Not ignorable: a server that skipped
+	// them would refuse or place jobs differently.
+	NodePoolUpsertRequestType
+	NodePoolDeleteRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -84,7 +89,8 @@ func (t MessageType) String() string {
 		"ACLTokenBootstrap", "ACLClusterSecret", "VarApplyState", "VariablesRekey",
 		"RootKeyMetaUpsert", "ServiceRegistrationUpsert",
 		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs",
-		"JobStability", "ScalingEventRegister", "PeriodicLaunch", "SchedulerConfig"}
+		"JobStability", "ScalingEventRegister", "PeriodicLaunch", "SchedulerConfig",
+		"NodePoolUpsert", "NodePoolDelete"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]
