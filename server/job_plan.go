@@ -39,6 +39,9 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	if err := validateJob(job); err != nil {
 		return err
 	}
+	if err := checkJobNodePool(s.fsm.State(), job); err != nil {
+		return err
+	}
 	// In the form the store would hold it, for the comparison with the
 	// stored job (see sameSpec) and the scheduler's.
 	job, err := storedForm(job)
