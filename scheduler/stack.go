@@ -151,8 +151,10 @@ func (s *stack) chain(tg *structs.TaskGroup, g int) *groupChain {
 	var it feasibleIterator = ch.source
 	rej := ch.source
 	var check *checkIterator
-	// 2. node pool: the job's pool (none for "all").
-	if ctx.job != nil && ctx.job.NodePool != structs.NodePoolAll {
+	// 2. node pool: the job's pool (none for "all", nor when every node
+	//    is in the job's pool).
+	if only := ctx.view.OnlyPool(); ctx.job != nil && ctx.job.NodePool != structs.NodePoolAll &&
+		(only == "" || !structs.InNodePool(ctx.job.NodePool, only)) {
 		check = newCheckIterator(it, nodePoolCheck{pool: ctx.job.NodePool}, rej)
 		ch.checks = append(ch.checks, check)
 		it = check

@@ -83,3 +83,38 @@ func TestNodePools(t *testing.T) {
 		t.Fatalf("pools after delete: %v", got)
 	}
 }
+
+// TestNodeViewOnlyPool: the view names the pool every node is in, and
+// none once two pools have nodes.
+func TestNodeViewOnlyPool(t *testing.T) {
+	s, err := NewStateStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := func() string {
+		v, err := s.NodeView()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.OnlyPool()
+	}
+	if p := view(); p != "" {
+		t.Fatalf("no nodes: %q", p)
+	}
+	n := mock.Node()
+	n.NodePool = ""
+	if err := s.UpsertNode(10, n, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := view(); p != structs.NodePoolDefault {
+		t.Fatalf("one node without a pool: %q", p)
+	}
+	g := mock.Node()
+	g.NodePool = "gpu"
+	if err := s.UpsertNode(11, g, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := view(); p != "" {
+		t.Fatalf("two pools: %q", p)
+	}
+}
