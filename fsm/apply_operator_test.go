@@ -3,6 +3,7 @@ package fsm
 import (
 	"testing"
 
+	"github.com/drover-project/drover/state/mock"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -44,5 +45,44 @@ func TestApplySchedulerConfig(t *testing.T) {
 	}
 	if idx, _, _ := f.State().SchedulerConfig(nil); idx != 7 {
 		t.Fatalf("an invalid configuration was written: index %d", idx)
+	}
+}
+
+// TestApplyNodePools: an upsert writes the pools; a built-in or invalid
+// one is refused and writes nothing; a delete of a pool in use is refused
+// with code conflict, of an unused one applies.
+func TestApplyNodePools(t *testing.T) {
+	f, _ := testFSM(t)
+	upsert := func(index uint64, pools ...*structs.NodePool) any {
+		return apply(t, f, index, structs.NodePoolUpsertRequestType, &structs.NodePoolUpsertRequest{NodePools: pools})
+	}
+	del := func(index uint64, names ...string) any {
+		return apply(t, f, index, structs.NodePoolDeleteRequestType, &structs.NodePoolDeleteRequest{Names: names})
+	}
+	if r := upsert(5, &structs.NodePool{Name: "gpu"}, &structs.NodePool{Name: "arm"}); r != nil {
+		t.Fatalf("upsert: %v", r)
+	}
+	if r := upsert(6, &structs.NodePool{Name: "x"}, &structs.NodePool{Name: "all"}); structs.CodeOf(r.(error)) != structs.ErrCodeInvalid {
+		t.Fatalf("upsert with a built-in pool: %v", r)
+	}
+	if _, err := f.State().NodePoolByName(nil, "x"); structs.CodeOf(err) != structs.ErrCodeNotFound {
+		t.Fatalf("a refused upsert wrote x: %v", err)
+	}
+	job := mock.Job()
+	job.NodePool = "gpu"
+	if r := apply(t, f, 7, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job}); r != nil {
+		t.Fatalf("register: %v", r)
+	}
+	if r := del(8, "arm", "gpu"); structs.CodeOf(r.(error)) != structs.ErrCodeConflict {
+		t.Fatalf("delete a pool in use: %v", r)
+	}
+	if _, err := f.State().NodePoolByName(nil, "arm"); err != nil {
+		t.Fatalf("a refused delete removed arm: %v", err)
+	}
+	if r := del(9, "arm"); r != nil {
+		t.Fatalf("delete: %v", r)
+	}
+	if _, err := f.State().NodePoolByName(nil, "arm"); structs.CodeOf(err) != structs.ErrCodeNotFound {
+		t.Fatalf("arm after delete: %v", err)
 	}
 }
