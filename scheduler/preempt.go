@@ -173,10 +173,10 @@ func (s *stack) preemptionOn(tg *structs.TaskGroup, g int, n *nodeInfo) *preempt
 	return p
 }
 
-// preemptible lists n's live allocations that the evaluation's job may
-// evict (its priority at least preemptionPriorityDelta higher than
-// theirs), not already stopped or evicted by the plan, lowest priority
-// first.
+// preemptible lists n's live allocations of other jobs that the
+// evaluation's job may evict (its priority at least
+// preemptionPriorityDelta higher than theirs), not already stopped or
+// evicted by the plan, lowest priority first.
 func (c *evalContext) preemptible(n *nodeInfo) []victim {
 	allocs, err := c.state.AllocsByNode(nil, n.node.ID)
 	if err != nil {
@@ -192,6 +192,9 @@ func (c *evalContext) preemptible(n *nodeInfo) []victim {
 		}
 		if _, stopped := c.stopped[a.ID]; stopped {
 			continue
+		}
+		if a.JobID == c.job.ID && a.Namespace == c.job.Namespace {
+			continue // the job's own allocations are the reconciler's
 		}
 		prio, ok := c.allocPriority(a)
 		if !ok || c.job.Priority-prio < preemptionPriorityDelta {

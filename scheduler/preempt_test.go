@@ -239,3 +239,46 @@ func TestNodePoolPlacement(t *testing.T) {
 		t.Fatalf("failure metric %+v", e.FailedTGAllocs["web"])
 	}
 }
+
+// TestPreemptionFreesStaticPort: a priority-80 group whose static port a
+// priority-40 allocation holds (resources to spare) evicts that one
+// allocation, and not the other low-priority one, and gets the port.
+func TestPreemptionFreesStaticPort(t *testing.T) {
+	h := testHarness(t)
+	setConfig(t, h, &structs.SchedulerConfiguration{PreemptionConfig: structs.PreemptionConfig{ServiceSchedulerEnabled: true}})
+	mockNodes(t, h, 1)
+	static := func() *structs.NetworkResource {
+		return &structs.NetworkResource{ReservedPorts: []structs.Port{{Label: "http", Value: 9090}}}
+	}
+	holder := portJob(1, static())
+	holder.Priority = 40
+	holder = addJob(t, h, holder)
+	process(t, h, holder, structs.EvalTriggerJobRegister)
+	other := memJob(40, 1, 100)
+	other = addJob(t, h, other)
+	process(t, h, other, structs.EvalTriggerJobRegister)
+	held, _ := jobAllocs(t, h, holder)
+	if len(held) != 1 {
+		t.Fatalf("holder placed %d", len(held))
+	}
+
+	high := portJob(1, static())
+	high.Priority = 80
+	high = addJob(t, h, high)
+	process(t, h, high, structs.EvalTriggerJobRegister)
+	plan := h.Plans[len(h.Plans)-1]
+	placed := PlanAllocs(plan)
+	if len(placed) != 1 || placed[0].JobID != high.ID {
+		t.Fatalf("placements %+v", placed)
+	}
+	var evicted []*structs.Allocation
+	for _, v := range plan.NodePreemptions {
+		evicted = append(evicted, v...)
+	}
+	if len(evicted) != 1 || evicted[0].ID != held[0].ID {
+		t.Fatalf("evicted %+v, want the port holder only", evicted)
+	}
+	if p := placed[0].AllocatedResources.Shared.Ports; len(p) != 1 || p[0].Value != 9090 {
+		t.Fatalf("ports %+v", p)
+	}
+}
