@@ -1,8 +1,10 @@
 package structs
 
 import (
+	"maps"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // Built-in node pools (Nomad's names). Every node is in "all"; a node or
@@ -74,11 +76,10 @@ func (p *NodePool) Validate() error {
 // Copy returns a copy that shares nothing with p.
 func (p *NodePool) Copy() *NodePool {
 	c := *p
-	if p.Meta != nil {
-		c.Meta = make(map[string]string, len(p.Meta))
-		for k, val := range p.Meta {
-			c.Meta[k] = val
-		}
+	c.Meta = maps.Clone(p.Meta)
+	if p.SchedulerConfiguration != nil {
+		sc := *p.SchedulerConfiguration
+		c.SchedulerConfiguration = &sc
 	}
 	return &c
 }
@@ -133,13 +134,5 @@ type NodePoolJobsResponse struct {
 
 // SortNodePools sorts pools by name.
 func SortNodePools(pools []*NodePool) {
-	slices.SortFunc(pools, func(a, b *NodePool) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(pools, func(a, b *NodePool) int { return strings.Compare(a.Name, b.Name) })
 }
