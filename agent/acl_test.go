@@ -161,6 +161,18 @@ func TestACLCluster(t *testing.T) {
 	if err := w.System().GarbageCollect(); statusOf(err) != http.StatusForbidden {
 		t.Fatalf("write token runs GC: %v, want 403 (management only)", err)
 	}
+	// The scheduler configuration needs operator read to read and
+	// operator write to write.
+	if _, _, err := r.Operator().SchedulerGetConfiguration(nil); statusOf(err) != http.StatusForbidden {
+		t.Fatalf("read token reads the scheduler configuration: %v, want 403", err)
+	}
+	if _, _, err := w.Operator().SchedulerSetConfiguration(&nomad.SchedulerConfiguration{SchedulerAlgorithm: "spread"}, nil); statusOf(err) != http.StatusForbidden {
+		t.Fatalf("write token sets the scheduler configuration: %v, want 403", err)
+	}
+	mgmtFollower := nomadClient(t, follower, root.SecretID)
+	if out, _, err := mgmtFollower.Operator().SchedulerSetConfiguration(&nomad.SchedulerConfiguration{SchedulerAlgorithm: "spread"}, nil); err != nil || !out.Updated {
+		t.Fatalf("management sets the scheduler configuration through a follower: %+v %v", out, err)
+	}
 
 	// A secret no token has: 403, ACL token not found.
 	bogus := nomadClient(t, follower, "00000000-0000-0000-0000-000000000000")

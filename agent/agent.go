@@ -210,6 +210,7 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 		Datacenter:     cfg.Datacenter,
 		NodeName:       cfg.NodeNameOrHost(),
 		NodeClass:      cfg.Client.NodeClass,
+		NodePool:       cfg.Client.NodePool,
 		Meta:           cfg.Client.Meta,
 		HTTPAddr:       a.httpAddr,
 		HTTPTLS:        a.tls.HTTP(),

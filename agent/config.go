@@ -138,7 +138,10 @@ type ClientConfig struct {
 	// that server when Servers is empty.
 	Servers   []string
 	NodeClass string
-	Meta      map[string]string
+	// NodePool is the node pool the client's node joins ("default" when
+	// empty); the servers create it when it does not exist.
+	NodePool string
+	Meta     map[string]string
 	// Reserved resources are held back from scheduling (nil: the client's
 	// small defaults).
 	Reserved *ReservedConfig

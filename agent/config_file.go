@@ -101,6 +101,7 @@ type fileClient struct {
 	Enabled             *bool         `hcl:"enabled,optional"`
 	Servers             []string      `hcl:"servers,optional"`
 	NodeClass           *string       `hcl:"node_class,optional"`
+	NodePool            *string       `hcl:"node_pool,optional"`
 	Meta                *fileMeta     `hcl:"meta,block"`
 	Reserved            *fileReserved `hcl:"reserved,block"`
 	GCInterval          *string       `hcl:"gc_interval,optional"`
@@ -290,6 +291,7 @@ func (fc *fileConfig) apply(c *Config) error {
 			c.Client.Servers = cl.Servers
 		}
 		setString(&c.Client.NodeClass, cl.NodeClass)
+		setString(&c.Client.NodePool, cl.NodePool)
 		if r := cl.Reserved; r != nil {
 			if c.Client.Reserved == nil {
 				c.Client.Reserved = &ReservedConfig{}

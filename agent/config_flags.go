@@ -22,6 +22,7 @@ type agentFlags struct {
 	client          bool
 	servers         stringList
 	nodeClass       string
+	nodePool        string
 	meta            stringList
 	bootstrapExpect int
 	dataDir         string
@@ -45,6 +46,7 @@ func (f *agentFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.client, "client", false, "enable client mode (runs allocations on this machine)")
 	fs.Var(&f.servers, "servers", "servers a client joins, host[:port], comma-separated; repeatable")
 	fs.StringVar(&f.nodeClass, "node-class", "", "the client's node class")
+	fs.StringVar(&f.nodePool, "node-pool", "", `the client's node pool (default "default"; created when missing)`)
 	fs.Var(&f.meta, "meta", "client node metadata key=value; repeatable")
 	fs.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of servers to wait for before bootstrapping Raft")
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for Raft data (required for a server outside -dev)")
@@ -125,6 +127,8 @@ func LoadConfigFlags(fs *flag.FlagSet, args []string) (*Config, error) {
 			c.Client.Servers = list
 		case "node-class":
 			c.Client.NodeClass = f.nodeClass
+		case "node-pool":
+			c.Client.NodePool = f.nodePool
 		case "bootstrap-expect":
 			c.Server.BootstrapExpect = f.bootstrapExpect
 		case "data-dir":

@@ -39,6 +39,7 @@ client {
   enabled    = true
   servers    = ["10.0.0.5:5647"]
   node_class = "batch"
+  node_pool  = "gpu"
   meta {
     rack = "r1"
     zone = "z2"
@@ -71,7 +72,7 @@ func TestParseConfig(t *testing.T) {
 						RetryJoin: []string{"10.0.0.6", "10.0.0.7:5647"}, RetryInterval: 15 * time.Second,
 						JobGCInterval: 5 * time.Minute, EvalGCThreshold: time.Hour, JobGCThreshold: 4 * time.Hour,
 						NodeGCThreshold: 24 * time.Hour},
-					Client: ClientConfig{Enabled: true, Servers: []string{"10.0.0.5:5647"}, NodeClass: "batch",
+					Client: ClientConfig{Enabled: true, Servers: []string{"10.0.0.5:5647"}, NodeClass: "batch", NodePool: "gpu",
 						Meta:       map[string]string{"rack": "r1", "zone": "z2"},
 						GCInterval: time.Minute, GCRetention: time.Hour, GCMaxAllocs: 50},
 					Plugins: map[string]*PluginConfig{"raw_exec": {Enabled: true}},
@@ -276,9 +277,9 @@ func TestLoadConfig(t *testing.T) {
 		{
 			name: "client flags",
 			args: []string{"-client", "-data-dir", "/d", "-servers", "10.0.0.1,10.0.0.2:5000", "-servers", "h3",
-				"-node-class", "gpu", "-meta", "rack=r9", "-meta", "zone=a=b"},
+				"-node-class", "gpu", "-node-pool", "ml", "-meta", "rack=r9", "-meta", "zone=a=b"},
 			check: func(t *testing.T, c *Config) {
-				if !c.Client.Enabled || c.Server.Enabled || c.Client.NodeClass != "gpu" ||
+				if !c.Client.Enabled || c.Server.Enabled || c.Client.NodeClass != "gpu" || c.Client.NodePool != "ml" ||
 					!reflect.DeepEqual(c.Client.Meta, map[string]string{"rack": "r9", "zone": "a=b"}) {
 					t.Fatalf("client flags: %+v", c.Client)
 				}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/drover-project/drover/structs"
 )
@@ -39,6 +40,52 @@ func (h *httpAPI) raftRemovePeer(w http.ResponseWriter, r *http.Request) (any, e
 	}
 	setIndex(w, out.Index)
 	return nil, nil
+}
+
+// GET /v1/operator/scheduler/configuration: the scheduler configuration,
+// wrapped as Nomad's SchedulerConfigurationResponse.
+func (h *httpAPI) schedulerGetConfig(w http.ResponseWriter, r *http.Request) (any, error) {
+	var args structs.GenericRequest
+	if err := h.parseQuery(w, r, &args.QueryOptions); err != nil {
+		return nil, err
+	}
+	var out structs.SchedulerConfigurationResponse
+	if err := h.srv.RPC("Operator.SchedulerGetConfiguration", &args, &out); err != nil {
+		return nil, err
+	}
+	setMeta(w, &out.QueryMeta)
+	return out, nil
+}
+
+// PUT|POST /v1/operator/scheduler/configuration[?cas=<index>]: body
+// api.SchedulerConfiguration. With ?cas= the write applies only if the
+// stored configuration's ModifyIndex is that index; Updated says whether
+// it did.
+func (h *httpAPI) schedulerSetConfig(w http.ResponseWriter, r *http.Request) (any, error) {
+	var args structs.SchedulerSetConfigRequest
+	if err := decodeBody(w, r, &args.Config); err != nil {
+		return nil, err
+	}
+	args.Config.CreateIndex = 0
+	if v, ok := r.URL.Query()["cas"]; ok {
+		cas, err := strconv.ParseUint(v[0], 10, 64)
+		if err != nil {
+			return nil, badRequest("Error parsing cas value %q: must be a non-negative integer", v[0])
+		}
+		args.Config.ModifyIndex, args.CAS = cas, true
+	}
+	if err := args.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if err := h.parseWrite(r, &args.WriteRequest); err != nil {
+		return nil, err
+	}
+	var out structs.SchedulerSetConfigurationResponse
+	if err := h.srv.RPC("Operator.SchedulerSetConfiguration", &args, &out); err != nil {
+		return nil, err
+	}
+	setIndex(w, out.Index)
+	return out, nil
 }
 
 // GET /v1/operator/queue: the scheduling queue as the leader sees it

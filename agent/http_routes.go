@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -87,6 +88,9 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/operator/raft/configuration", h.raftConfiguration)
 	handle("DELETE /v1/operator/raft/peer", h.raftRemovePeer)
 	handle("GET /v1/operator/queue", h.operatorQueue)
+	handle("GET /v1/operator/scheduler/configuration", h.schedulerGetConfig)
+	handle("PUT /v1/operator/scheduler/configuration", h.schedulerSetConfig)
+	handle("POST /v1/operator/scheduler/configuration", h.schedulerSetConfig)
 	handle("GET /v1/operator/snapshot", h.snapshotSave)
 	handle("PUT /v1/operator/snapshot", h.snapshotRestore)
 	handle("POST /v1/operator/snapshot", h.snapshotRestore)
@@ -101,6 +105,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 
 	h.registerACL(handle)
 	h.registerVariables(handle)
+	pools := http.NewServeMux()
+	h.registerNodePools(mux, pools)
 
 	if cfg.EnableDebug {
 		if cfg.ACL.Enabled {
@@ -115,7 +121,16 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 			handle(m+" "+u.pattern, unsupported(u.feature))
 		}
 	}
-	return mux
+	// A node pool's paths have a mux of their own: ServeMux refuses
+	// /v1/node/pool/{name} beside /v1/node/{id}/allocations (neither is
+	// more specific).
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/node/pool/") {
+			pools.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // unsupportedEndpoints are paths of Nomad's HTTP API that Drover does not
@@ -132,7 +147,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/evaluations/count", "evaluation counts"},
 	{"/v1/node/{id}/purge", "node purge"},
 	{"/v1/node/{id}/meta", "dynamic node metadata"},
-	{"/v1/node/pools", "node pools"},
 	{"/v1/client/", "this client endpoint (Drover's clients serve task logs and resource usage only)"},
 	{"/v1/acl/roles", "ACL roles"},
 	{"/v1/acl/role/", "ACL roles"},
@@ -161,7 +175,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/regions", "multiple regions"},
 	{"/v1/system/reconcile/summaries", "summary reconciliation"},
 	{"/v1/operator/autopilot/", "autopilot"},
-	{"/v1/operator/scheduler/configuration", "scheduler configuration"},
 	{"/v1/operator/license", "licensing"},
 	{"/v1/operator/keyring/", "this keyring endpoint (Drover lists and rotates root keys only)"},
 	{"/v1/operator/raft/transfer-leadership", "leadership transfer"},

@@ -69,6 +69,28 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 					t.Fatalf("args = %+v", a)
 				}
 			}},
+		{name: "scheduler config get", method: "GET", target: "/v1/operator/scheduler/configuration",
+			rpc: "Operator.SchedulerGetConfiguration", reply: func(r any) {
+				o := r.(*structs.SchedulerConfigurationResponse)
+				o.SchedulerConfig, o.Index = structs.DefaultSchedulerConfiguration(), 9
+			},
+			wantCode: 200, wantBody: `"SchedulerConfig":{"SchedulerAlgorithm":"binpack","PreemptionConfig":{"SystemSchedulerEnabled":true,`},
+		{name: "scheduler config cas", method: "PUT", target: "/v1/operator/scheduler/configuration?cas=7",
+			body: `{"SchedulerAlgorithm":"spread","PreemptionConfig":{"ServiceSchedulerEnabled":true},"ModifyIndex":3}`,
+			rpc:  "Operator.SchedulerSetConfiguration", reply: func(r any) { r.(*structs.SchedulerSetConfigurationResponse).Updated = true },
+			wantCode: 200, wantBody: `"Updated":true`,
+			check: func(t *testing.T, args any) {
+				a := args.(*structs.SchedulerSetConfigRequest)
+				if !a.CAS || a.Config.ModifyIndex != 7 || a.Config.SchedulerAlgorithm != structs.SchedulerAlgorithmSpread ||
+					!a.Config.PreemptionConfig.ServiceSchedulerEnabled {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "scheduler config refused setting", method: "PUT", target: "/v1/operator/scheduler/configuration",
+			body: `{"SchedulerAlgorithm":"binpack","PauseEvalBroker":true}`, wantCode: 400,
+			wantBody: "PauseEvalBroker: Drover does not support pausing the evaluation broker"},
+		{name: "scheduler config bad algorithm", method: "PUT", target: "/v1/operator/scheduler/configuration",
+			body: `{"SchedulerAlgorithm":"worstfit"}`, wantCode: 400, wantBody: "SchedulerAlgorithm"},
 		{name: "job services missing job", method: "GET", target: "/v1/job/web/services",
 			rpc: "Job.GetServiceRegistrations", wantCode: 404, wantBody: "job not found"},
 		{name: "job services", method: "GET", target: "/v1/job/web/services", rpc: "Job.GetServiceRegistrations",

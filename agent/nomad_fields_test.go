@@ -385,7 +385,7 @@ func periodicSpec(p reflect.Value) { p.FieldByName("Spec").Set(reflect.ValueOf(n
 // fields whose generic sample would fail validation.
 var sampleOverrides = map[string]any{
 	"Job.Name": "renamed", "Job.Type": "batch", "Job.Region": "global", "Job.Namespace": "default",
-	"Job.Priority": 77, "Job.Datacenters": []string{"dc9"},
+	"Job.Priority": 77, "Job.Datacenters": []string{"dc9"}, "Job.NodePool": "all",
 	"TaskGroup.Name": "g2", "TaskGroup.Count": 3,
 	"Task.Name": "t2", "Task.Driver": "mock", "Task.User": "nobody", "Task.KillSignal": "SIGINT",
 	"Task.Config":        map[string]any{"run_for": "2s"},

@@ -112,6 +112,24 @@ func TestClientRequests(t *testing.T) {
 				}
 				return err
 			}},
+		{name: "scheduler configuration", reply: `{"SchedulerConfig":{"SchedulerAlgorithm":"spread","ModifyIndex":4},"Index":4}`,
+			wantMeth: "GET", wantPath: "/v1/operator/scheduler/configuration",
+			call: func(c *Client) error {
+				sc, err := c.SchedulerConfiguration(ctx, nil)
+				if err == nil && (sc.SchedulerConfig.SchedulerAlgorithm != structs.SchedulerAlgorithmSpread || sc.SchedulerConfig.ModifyIndex != 4) {
+					t.Errorf("scheduler config = %+v", sc.SchedulerConfig)
+				}
+				return err
+			}},
+		{name: "scheduler configuration cas", reply: `{"Updated":true,"Index":5}`, wantMeth: "PUT",
+			wantPath: "/v1/operator/scheduler/configuration", wantQuery: "cas=4", wantBody: `"SchedulerAlgorithm":"binpack"`,
+			call: func(c *Client) error {
+				out, err := c.SchedulerCASConfiguration(ctx, &structs.SchedulerConfiguration{SchedulerAlgorithm: "binpack", ModifyIndex: 4}, nil)
+				if err == nil && !out.Updated {
+					t.Errorf("set = %+v", out)
+				}
+				return err
+			}},
 		{name: "remove peer", wantMeth: "DELETE", wantPath: "/v1/operator/raft/peer", wantQuery: "address=1.2.3.4%3A4647",
 			call: func(c *Client) error { return c.RaftRemovePeerByAddress(ctx, "1.2.3.4:4647", nil) }},
 		{name: "agent self", reply: `{"config":{"Region":"global"},"member":{"Name":"n.global"}}`, wantMeth: "GET",

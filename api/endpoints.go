@@ -56,6 +56,26 @@ func (c *Client) RaftRemovePeerByID(ctx context.Context, id string, w *WriteOpti
 	return err
 }
 
+// SchedulerConfiguration returns the scheduler configuration in force.
+func (c *Client) SchedulerConfiguration(ctx context.Context, q *QueryOptions) (*structs.SchedulerConfigurationResponse, error) {
+	var out structs.SchedulerConfigurationResponse
+	if _, err := c.query(ctx, "/v1/operator/scheduler/configuration", q, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SchedulerCASConfiguration writes conf only if the stored configuration's
+// ModifyIndex is conf.ModifyIndex; Updated says whether it was written.
+func (c *Client) SchedulerCASConfiguration(ctx context.Context, conf *structs.SchedulerConfiguration, w *WriteOptions) (*structs.SchedulerSetConfigurationResponse, error) {
+	var out structs.SchedulerSetConfigurationResponse
+	params := url.Values{"cas": {strconv.FormatUint(conf.ModifyIndex, 10)}}
+	if _, err := c.write(ctx, http.MethodPut, "/v1/operator/scheduler/configuration", params, w, conf, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // RegisterOptions make a registration conditional.
 type RegisterOptions struct {
 	// EnforceIndex: register only if the job's JobModifyIndex equals

@@ -122,6 +122,9 @@ const (
 	metricApplyPlanResults      = "apply_plan_results"
 	metricAllocTransition       = "alloc_desired_transition"
 	metricPeriodicLaunch        = "periodic_launch"
+	metricSchedulerConfig       = "scheduler_config"
+	metricNodePoolUpsert        = "node_pool_upsert"
+	metricNodePoolDelete        = "node_pool_delete"
 	metricPersist               = "persist"
 	metricRestore               = "restore"
 )
@@ -261,6 +264,12 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyScalingEvent(b, buf[1:], log.Index)
 	case structs.PeriodicLaunchRequestType:
 		return f.applyPeriodicLaunch(b, buf[1:], log.Index)
+	case structs.SchedulerConfigRequestType:
+		return f.applySchedulerConfig(b, buf[1:], log.Index)
+	case structs.NodePoolUpsertRequestType:
+		return f.applyNodePoolUpsert(b, buf[1:], log.Index)
+	case structs.NodePoolDeleteRequestType:
+		return f.applyNodePoolDelete(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

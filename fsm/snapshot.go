@@ -62,6 +62,11 @@ const (
 	// recScalingEvents is one job's kept scaling events.
 	recScalingEvents
 	recPeriodicLaunch
+	// recSchedulerConfig is the scheduler configuration an operator set
+	// (none while it is the default).
+	recSchedulerConfig
+	// recNodePool is a stored node pool (not the built-in ones).
+	recNodePool
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

@@ -320,6 +320,10 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.JobScalingEvents)
 		case recPeriodicLaunch:
 			d.v = new(structs.PeriodicLaunch)
+		case recSchedulerConfig:
+			d.v = new(structs.SchedulerConfiguration)
+		case recNodePool:
+			d.v = new(structs.NodePool)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -399,6 +403,10 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.ScalingEventsRestore(v)
 	case *structs.PeriodicLaunch:
 		return in.restore.PeriodicLaunchRestore(v)
+	case *structs.SchedulerConfiguration:
+		return in.restore.SchedulerConfigRestore(v)
+	case *structs.NodePool:
+		return in.restore.NodePoolRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

@@ -120,6 +120,10 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 		child.ID, child.ParentID, child.Periodic = structs.PeriodicChildID(parent.ID, launchAt), parent.ID, nil
 		must(t, store.LaunchPeriodicJob(next(), child, mock.EvalFor(child),
 			&structs.PeriodicLaunch{Namespace: parent.Namespace, ID: parent.ID, Launch: launchAt}))
+		// A scheduler configuration set by an operator.
+		must(t, store.SetSchedulerConfig(next(), &structs.SchedulerConfiguration{SchedulerAlgorithm: structs.SchedulerAlgorithmSpread,
+			PreemptionConfig: structs.PreemptionConfig{ServiceSchedulerEnabled: true}}, false))
+		must(t, store.UpsertNodePools(next(), []*structs.NodePool{{Name: "gpu", Description: "GPUs", Meta: map[string]string{"a": "b"}}}))
 	}
 	return index
 }
@@ -171,6 +175,14 @@ func tables(s *state.StateStore) (map[string]any, error) {
 	read(state.TableScalingEvents, v14, e)
 	v15, e := s.PeriodicLaunches(nil)
 	read(state.TablePeriodicLaunch, v15, e)
+	var v16 []*structs.SchedulerConfiguration
+	if c, e := s.StoredSchedulerConfig(); c != nil || e != nil {
+		v16 = append(v16, c)
+		err = errors.Join(err, e)
+	}
+	out[state.TableSchedulerConfig] = v16
+	v17, e := s.StoredNodePools(nil)
+	read(state.TableNodePools, v17, e)
 	return out, err
 }
 

@@ -246,6 +246,26 @@ func appendPeriodicRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	for _, l := range launches {
 		rows = append(rows, row{t: recPeriodicLaunch, v: l})
 	}
+	return appendSchedulerConfigRow(snap, rows)
+}
+
+// appendSchedulerConfigRow adds the scheduler configuration, when an
+// operator set one, and the stored node pools.
+func appendSchedulerConfigRow(snap *state.StateSnapshot, rows []row) ([]row, error) {
+	c, err := snap.StoredSchedulerConfig()
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		rows = append(rows, row{t: recSchedulerConfig, v: c})
+	}
+	pools, err := snap.StoredNodePools(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pools {
+		rows = append(rows, row{t: recNodePool, v: p})
+	}
 	return rows, nil
 }
 

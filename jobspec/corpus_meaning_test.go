@@ -63,7 +63,7 @@ func nomadJob(id, jobType string, groups ...*structs.TaskGroup) *structs.Job {
 		}
 	}
 	return &structs.Job{Region: "global", Namespace: "default", ID: id, Name: id, Type: jobType,
-		Priority: 50, Datacenters: []string{"*"}, TaskGroups: groups}
+		Priority: 50, Datacenters: []string{"*"}, NodePool: "default", TaskGroups: groups}
 }
 
 // nomadGroup is a group of count tasks (Nomad's default count is 1).
@@ -130,6 +130,17 @@ func TestNomadCorpusMeaning(t *testing.T) {
 			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 30 * time.Minute, Delay: 0, Mode: "fail"}
 			j := nomadJob("test", "service", g)
 			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-system-all-pools": func() *structs.Job {
+			// A system job in every node pool; restart sets every field.
+			g := nomadGroup("system_job_group", 1, nomadTask("system_task", "docker",
+				map[string]any{"image": "busybox:1", "command": "/bin/sh", "args": args("-c", "sleep 15000")}))
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 10, Interval: time.Minute, Delay: 2 * time.Second, Mode: "delay"}
+			j := nomadJob("system_job", "system", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.NodePool = "all"
 			j.Constraints = []*structs.Constraint{linux()}
 			return j
 		},

@@ -18,7 +18,7 @@ type decoder struct {
 
 var (
 	jobSpec = &bodySpec{what: "job",
-		attrs:  []string{"name", "type", "priority", "datacenters", "region", "namespace", "all_at_once", "meta"},
+		attrs:  []string{"name", "type", "priority", "datacenters", "node_pool", "region", "namespace", "all_at_once", "meta"},
 		blocks: []string{"group", "task", "constraint", "affinity", "spread", "meta", "reschedule", "migrate", "periodic", "parameterized"}}
 	groupSpec = &bodySpec{what: "group",
 		attrs: []string{"count", "meta", "max_client_disconnect", "stop_after_client_disconnect", "shutdown_delay"},
@@ -86,6 +86,7 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	d.jobType(attrs, job.Type)
 	d.integer(attrs, "priority", &job.Priority)
 	d.strList(attrs, "datacenters", &job.Datacenters)
+	d.str(attrs, "node_pool", &job.NodePool)
 	d.str(attrs, "region", &job.Region)
 	d.str(attrs, "namespace", &job.Namespace)
 	d.boolean(attrs, "all_at_once", &job.AllAtOnce)

@@ -50,6 +50,11 @@ type evalContext struct {
 	plan   *structs.Plan
 	rng    *rand.Rand
 
+	// fitScore scores a node for the scheduler configuration's algorithm;
+	// preempt says whether the configuration lets the job's type preempt.
+	fitScore func(capacity, used, ask structs.ComparableResources) float64
+	preempt  bool
+
 	view  *state.NodeView     // every node in the snapshot; shared, read-only
 	infos map[int32]*nodeInfo // by position in view, created on first use
 	slab  []nodeInfo          // storage for the next nodeInfos
@@ -96,6 +101,10 @@ func newEvalContext(st State, logger hclog.Logger, eval *structs.Evaluation, job
 	if err != nil {
 		return nil, err
 	}
+	_, config, err := st.SchedulerConfig(nil)
+	if err != nil {
+		return nil, err
+	}
 	s1, s2 := evalSeed(eval.ID)
 	c := &evalContext{
 		state: st, logger: logger, eval: eval, job: job, now: now,
@@ -105,11 +114,16 @@ func newEvalContext(st State, logger hclog.Logger, eval *structs.Evaluation, job
 		groupIdx: map[string]int{},
 		stopped:  map[string]struct{}{},
 		compiled: newCompileCache(),
+		fitScore: fitScore,
 		plan: &structs.Plan{EvalID: eval.ID, Priority: eval.Priority, Job: job,
 			NodeUpdate: map[string][]*structs.Allocation{}, NodeAllocation: map[string][]*structs.Allocation{},
 			SnapshotIndex: index},
 	}
+	if config.EffectiveAlgorithm() == structs.SchedulerAlgorithmSpread {
+		c.fitScore = spreadScore
+	}
 	if job != nil {
+		c.preempt = config.PreemptionEnabled(job.Type)
 		c.plan.AllAtOnce = job.AllAtOnce
 		for i, tg := range job.TaskGroups {
 			c.groupIdx[tg.Name] = i

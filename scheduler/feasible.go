@@ -415,3 +415,14 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// reasonNodePool is the failure reason of a node in another pool.
+const reasonNodePool = "node pool"
+
+// nodePoolCheck passes the nodes of the job's node pool. The pool is part
+// of a node's computed class.
+type nodePoolCheck struct{ pool string }
+
+func (c nodePoolCheck) feasible(n *structs.Node) bool { return structs.InNodePool(c.pool, n.NodePool) }
+func (c nodePoolCheck) reasonText() string            { return reasonNodePool }
+func (c nodePoolCheck) escapesClass() bool            { return false }

@@ -173,11 +173,15 @@ func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequ
 			penalty = p.prev.NodeID
 		}
 		var option rankedNode
+		var victims []*structs.Allocation
 		if p.prev != nil && tg.StickyDisk() {
 			// As Nomad: the previous node first, a reschedule included.
 			option, ok = st.SelectSticky(tg, g, ctx.node(p.prev.NodeID), penalty)
 		} else {
 			option, ok = st.Select(tg, g, penalty)
+		}
+		if !ok && ctx.preempt {
+			option, victims, ok = st.SelectPreempting(tg, g)
 		}
 		if !ok {
 			if p.stopPrev != "" {
@@ -194,6 +198,9 @@ func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequ
 			if p.reschedule {
 				a.RescheduleTracker = nextTracker(p.prev, tg.ReschedulePolicy, ctx.now, p.delay)
 			}
+		}
+		if victims != nil {
+			ctx.appendPreemptions(a, victims)
 		}
 		ctx.appendPlace(a, option.node, g, option.ask)
 	}

@@ -74,11 +74,12 @@ func (a groupAsk) on(n *structs.Node) structs.ComparableResources {
 // comes from the context, computed once per node and kept current by the
 // plan, so this stage is O(1) per node.
 type binPackIterator struct {
-	src feasibleIterator
-	ctx *evalContext
-	rej rejecter
-	ask groupAsk
-	rec *scoreRecorder // nil: scores are not recorded
+	src   feasibleIterator
+	ctx   *evalContext
+	rej   rejecter
+	ask   groupAsk
+	rec   *scoreRecorder                                                // nil: scores are not recorded
+	score func(capacity, used, ask structs.ComparableResources) float64 // fitScore or spreadScore
 }
 
 func (it *binPackIterator) Next() (rankedNode, bool) {
@@ -92,7 +93,7 @@ func (it *binPackIterator) Next() (rankedNode, bool) {
 			continue
 		}
 		r := rankedNode{node: n, ask: ask}
-		fit := fitScore(n.capacity, n.used, ask)
+		fit := it.score(n.capacity, n.used, ask)
 		r.addScore(fit)
 		it.rec.begin(n)
 		it.rec.set(scoreKindBinPack, fit)
@@ -111,6 +112,12 @@ func fitScore(capacity, used, ask structs.ComparableResources) float64 {
 	total := pow10(freeFraction(capacity.CPU, used.CPU+ask.CPU)) +
 		pow10(freeFraction(capacity.MemoryMB, used.MemoryMB+ask.MemoryMB))
 	return math.Min(1, math.Max(0, (20-total)/18))
+}
+
+// spreadScore is fitScore's opposite (Nomad's spread algorithm): an empty
+// node scores 1, a full one 0.
+func spreadScore(capacity, used, ask structs.ComparableResources) float64 {
+	return 1 - fitScore(capacity, used, ask)
 }
 
 // pow10 is 10^x (cheaper than math.Pow for a fixed base).

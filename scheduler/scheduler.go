@@ -35,6 +35,13 @@ type State interface {
 	// none), shared: never modified. The scheduler reads it only for
 	// nodes it examines for a group that asks for ports.
 	NodePorts(ws memdb.WatchSet, nodeID string) (*structs.NodePorts, error)
+	// AllocsByNode returns every allocation on the node, terminal ones
+	// too. The scheduler reads it only when it looks for allocations to
+	// preempt.
+	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error)
+	// SchedulerConfig returns the scheduler configuration in force (the
+	// default when none was set); never modified.
+	SchedulerConfig(ws memdb.WatchSet) (uint64, *structs.SchedulerConfiguration, error)
 	// LatestIndex is the highest Raft index the view includes.
 	LatestIndex() (uint64, error)
 }

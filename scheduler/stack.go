@@ -57,7 +57,15 @@ type groupChain struct {
 	// rec records the ranked nodes' scores for the allocation metrics;
 	// nil unless the group has affinities or spreads.
 	rec *scoreRecorder
+	// hostsScope is the distinct_hosts scope (a group index, -1 for the
+	// job) or noDistinctHosts; properties is set when the group has
+	// distinct_property sets. Preemption reads them.
+	hostsScope int
+	properties bool
 }
+
+// noDistinctHosts: the group has no distinct_hosts constraint.
+const noDistinctHosts = -2
 
 // newStack returns a stack over the candidates: ready, eligible, not
 // draining nodes in the job's datacenters. batch selects the two-choice
@@ -171,18 +179,27 @@ func (s *stack) stickyChain(tg *structs.TaskGroup, g int) *groupChain {
 // build wires group g's chain over the candidates cands.
 func (s *stack) build(tg *structs.TaskGroup, g int, cands nodeList) *groupChain {
 	ctx := s.ctx
-	ch := &groupChain{one: make(nodeSlice, 1)}
+	ch := &groupChain{one: make(nodeSlice, 1), hostsScope: noDistinctHosts}
 	ch.oneList = ch.one
 	// 1. source: candidate nodes, shuffled by the eval seed (newStack);
 	//    every later stage reports its rejections to it.
 	ch.source = newSourceIterator(&ctx.metrics, cands, s.drop)
 	var it feasibleIterator = ch.source
 	rej := ch.source
-	// 2. drivers: every task's driver detected and healthy.
-	check := newCheckIterator(it, newDriverCheck(tg), rej)
+	var check *checkIterator
+	// 2. node pool: the job's pool (none for "all", nor when every node
+	//    is in the job's pool).
+	if only := ctx.view.OnlyPool(); ctx.job != nil && ctx.job.NodePool != structs.NodePoolAll &&
+		(only == "" || !structs.InNodePool(ctx.job.NodePool, only)) {
+		check = newCheckIterator(it, nodePoolCheck{pool: ctx.job.NodePool}, rej)
+		ch.checks = append(ch.checks, check)
+		it = check
+	}
+	// 3. drivers: every task's driver detected and healthy.
+	check = newCheckIterator(it, newDriverCheck(tg), rej)
 	ch.checks = append(ch.checks, check)
 	it = check
-	// 3. constraints: job, group and task, each compiled once, each node's
+	// 4. constraints: job, group and task, each compiled once, each node's
 	//    verdict cached for the evaluation.
 	var hostsJob, hostsGroup bool
 	for _, c := range allConstraints(ctx.job, tg) {
@@ -200,7 +217,7 @@ func (s *stack) build(tg *structs.TaskGroup, g int, cands nodeList) *groupChain 
 		ch.escaped = ch.escaped || k.escapes
 		it = check
 	}
-	// 3b. host volumes: every host volume the group's volume blocks name,
+	// 4b. host volumes: every host volume the group's volume blocks name,
 	//     writable unless each of them is read-only.
 	for _, hv := range newHostVolumeChecks(tg) {
 		check = newCheckIterator(it, hv, rej)
@@ -208,7 +225,7 @@ func (s *stack) build(tg *structs.TaskGroup, g int, cands nodeList) *groupChain 
 		ch.escaped = true
 		it = check
 	}
-	// 4. distinct_hosts: no other allocation of the job (or group) on the node.
+	// 5. distinct_hosts: no other allocation of the job (or group) on the node.
 	if hostsGroup {
 		scope := g
 		if hostsJob {
@@ -216,13 +233,15 @@ func (s *stack) build(tg *structs.TaskGroup, g int, cands nodeList) *groupChain 
 		}
 		it = &distinctHostsIterator{src: it, ctx: ctx, rej: rej, group: scope}
 		ch.escaped = true
+		ch.hostsScope = scope
 	}
-	// 5. distinct_property: at most limit allocations per property value.
+	// 6. distinct_property: at most limit allocations per property value.
 	if sets := ctx.propertySetsFor(g); len(sets) > 0 {
 		it = &distinctPropertyIterator{src: it, sets: sets, rej: rej}
 		ch.escaped = true
+		ch.properties = true
 	}
-	// 6. resource fit and bin-pack score, from the context's usage.
+	// 7. resource fit and bin-pack score, from the context's usage.
 	//    A group asking for ports first needs every host network they
 	//    name, and after bin packing gets its ports picked on the node
 	//    (ports.go); a group without ports has neither stage.
@@ -236,27 +255,29 @@ func (s *stack) build(tg *structs.TaskGroup, g int, cands nodeList) *groupChain 
 			it = check
 		}
 	}
+	//    The scheduler configuration's algorithm picks the score: best
+	//    fit (binpack) or worst fit (spread).
 	if ctx.job != nil && ctx.job.HasPreferences(tg) {
 		ch.rec = &scoreRecorder{kinds: []int{scoreKindBinPack, scoreKindAntiAffinity, scoreKindPenalty}}
 	}
-	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, rej: rej, ask: newGroupAsk(tg), rec: ch.rec}
+	var rank rankIterator = &binPackIterator{src: it, ctx: ctx, rej: rej, ask: newGroupAsk(tg), rec: ch.rec, score: ctx.fitScore}
 	if ports != nil {
 		rank = &portIterator{src: rank, ctx: ctx, rej: rej, ask: ports}
 	}
-	// 7. job anti-affinity: penalty per allocation of the group on the node.
+	// 8. job anti-affinity: penalty per allocation of the group on the node.
 	rank = &antiAffinityIterator{src: rank, ctx: ctx, group: g, count: tg.Count, rec: ch.rec}
-	// 8. reschedule penalty: avoid the node a replaced allocation failed on.
+	// 9. reschedule penalty: avoid the node a replaced allocation failed on.
 	ch.penalty = &penaltyIterator{src: rank, rec: ch.rec}
 	rank = ch.penalty
 	limitN := s.limit
-	// 9. node affinity (groups with affinities only): the matching
-	//    weights, each node's computed once per evaluation.
+	// 10. node affinity (groups with affinities only): the matching
+	//     weights, each node's computed once per evaluation.
 	if aff := newNodeAffinityIterator(rank, ctx, tg, ch.rec); aff != nil {
 		ch.rec.kinds = append(ch.rec.kinds, scoreKindAffinity)
 		rank = aff
 		limitN = max(limitN, affinityLimit)
 	}
-	// 10. spread (groups with spreads only): toward the spread's targets,
+	// 11. spread (groups with spreads only): toward the spread's targets,
 	//     from counts kept current with the plan (spread.go).
 	if s.ctx.spreads != nil && len(s.ctx.spreads[g]) > 0 {
 		ch.rec.kinds = append(ch.rec.kinds, scoreKindSpread)
@@ -265,10 +286,10 @@ func (s *stack) build(tg *structs.TaskGroup, g int, cands nodeList) *groupChain 
 	if ch.rec != nil {
 		rank = &scoreCommitIterator{src: rank, rec: ch.rec}
 	}
-	// 11. limit: look at only a few ranked nodes per placement (at least
+	// 12. limit: look at only a few ranked nodes per placement (at least
 	//     affinityLimit for a group with affinities).
 	limit := &limitIterator{src: rank, limit: limitN, threshold: skipThreshold, maxSkip: maxSkip}
-	// 12. max score: the best of those.
+	// 13. max score: the best of those.
 	ch.top = &maxScoreIterator{src: limit}
 	return ch
 }

@@ -187,6 +187,10 @@ func jobGroups(job *structs.Job) []*structs.TaskGroup {
 // placement (and the group's later failures coalesce into it).
 func (s *systemScheduler) placeOn(ctx *evalContext, st *stack, tg *structs.TaskGroup, g int, n *nodeInfo, prev *structs.Allocation) {
 	option, ok := st.SelectOn(tg, g, n)
+	var victims []*structs.Allocation
+	if !ok && ctx.metrics.exhausted > 0 && ctx.preempt {
+		option, victims, ok = st.SelectOnPreempting(tg, g, n)
+	}
 	if !ok {
 		if ctx.metrics.exhausted == 0 {
 			return // does not match this node
@@ -206,6 +210,9 @@ func (s *systemScheduler) placeOn(ctx *evalContext, st *stack, tg *structs.TaskG
 	a := newAlloc(ctx, tg, allocName(ctx.job.ID, tg.Name, 0), option, ctx.metrics.allocMetric(st.nodesAvailable, st.nodesInPool))
 	if prev != nil {
 		a.PreviousAllocation = prev.ID
+	}
+	if victims != nil {
+		ctx.appendPreemptions(a, victims)
 	}
 	ctx.appendPlace(a, n, g, option.ask)
 }

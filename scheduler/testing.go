@@ -105,6 +105,15 @@ func (h *Harness) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State, er
 			req.AllocsStopped = append(req.AllocsStopped, copyAllocs(plan.NodeUpdate[node])...)
 		}
 	}
+	for _, node := range sortedKeys(plan.NodePreemptions) {
+		if !rejected[node] {
+			if result.NodePreemptions == nil {
+				result.NodePreemptions = map[string][]*structs.Allocation{}
+			}
+			result.NodePreemptions[node] = plan.NodePreemptions[node]
+			req.AllocsStopped = append(req.AllocsStopped, copyAllocs(plan.NodePreemptions[node])...)
+		}
+	}
 	for _, node := range sortedKeys(plan.NodeAllocation) {
 		if !rejected[node] {
 			result.NodeAllocation[node] = plan.NodeAllocation[node]

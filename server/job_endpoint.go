@@ -57,6 +57,9 @@ func (j *Job) Register(args *structs.JobRegisterRequest, reply *structs.JobRegis
 	if err := validateJob(job); err != nil {
 		return err
 	}
+	if err := checkJobNodePool(j.srv.fsm.State(), job); err != nil {
+		return err
+	}
 
 	existing, err := storedJob(j.srv.fsm.State(), job)
 	if err != nil {
@@ -322,4 +325,14 @@ func (j *Job) List(args *structs.JobListRequest, reply *structs.JobListResponse)
 		}
 		return max(jobsIndex, sumIndex), nil
 	})
+}
+
+// checkJobNodePool refuses a job whose node pool does not exist.
+func checkJobNodePool(st *state.StateStore, job *structs.Job) error {
+	_, err := st.NodePoolByName(nil, job.NodePool)
+	if errors.Is(err, structs.ErrNotFound) {
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "NodePool",
+			Message: fmt.Sprintf("node pool %q does not exist", job.NodePool)}}}
+	}
+	return err
 }

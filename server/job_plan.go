@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +37,9 @@ func (j *Job) Plan(args *structs.JobPlanRequest, reply *structs.JobPlanResponse)
 	job := args.Job.Copy()
 	job.Canonicalize()
 	if err := validateJob(job); err != nil {
+		return err
+	}
+	if err := checkJobNodePool(s.fsm.State(), job); err != nil {
 		return err
 	}
 	// In the form the store would hold it, for the comparison with the
@@ -150,6 +155,7 @@ func (r *planRecorder) annotations(st *state.StateStore, job *structs.Job) *stru
 	plan := r.plan
 	r.mu.Unlock()
 	if plan != nil && plan.Annotations != nil {
+		annotatePreemptions(plan.Annotations, plan, st)
 		return plan.Annotations
 	}
 	out := &structs.PlanAnnotations{DesiredTGUpdates: map[string]*structs.DesiredUpdates{}}
@@ -191,7 +197,38 @@ func (r *planRecorder) annotations(st *state.StateStore, job *structs.Job) *stru
 			}
 		}
 	}
+	annotatePreemptions(out, plan, st)
 	return out
+}
+
+// annotatePreemptions lists the allocations the plan would evict (as
+// stubs of the stored allocations) and counts them per preempting group.
+func annotatePreemptions(out *structs.PlanAnnotations, plan *structs.Plan, st *state.StateStore) {
+	if plan == nil || len(plan.NodePreemptions) == 0 {
+		return
+	}
+	for _, node := range slices.Sorted(maps.Keys(plan.NodePreemptions)) {
+		for _, v := range plan.NodePreemptions[node] {
+			if a, err := st.AllocByID(nil, v.ID); err == nil {
+				out.PreemptedAllocs = append(out.PreemptedAllocs, a.Stub())
+			}
+		}
+	}
+	for _, allocs := range plan.NodeAllocation {
+		for _, a := range allocs {
+			if n := len(a.PreemptedAllocations); n > 0 {
+				if out.DesiredTGUpdates == nil {
+					out.DesiredTGUpdates = map[string]*structs.DesiredUpdates{}
+				}
+				du := out.DesiredTGUpdates[a.TaskGroup]
+				if du == nil {
+					du = &structs.DesiredUpdates{}
+					out.DesiredTGUpdates[a.TaskGroup] = du
+				}
+				du.Preemptions += uint64(n)
+			}
+		}
+	}
 }
 
 // storedForm returns job as the store would hold it: encoded and decoded

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 
+	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -80,5 +82,47 @@ func (op *Operator) RaftRemovePeer(args *structs.RaftPeerRequest, reply *structs
 	s.members.remove(string(id))
 	s.logger.Info("removed raft peer", "peer_id", id)
 	reply.Index = rf.Index()
+	return nil
+}
+
+// SchedulerGetConfiguration returns the scheduler configuration in force
+// (Nomad's default until an operator sets one). A blocking query.
+func (op *Operator) SchedulerGetConfiguration(args *structs.GenericRequest, reply *structs.SchedulerConfigurationResponse) error {
+	s := op.srv
+	if done, err := s.forward("Operator.SchedulerGetConfiguration", args, args, reply); done {
+		return err
+	}
+	return s.blockingRPC(&args.QueryOptions, &reply.QueryMeta, func(ws memdb.WatchSet, st *state.StateStore) (uint64, error) {
+		index, c, err := st.SchedulerConfig(ws)
+		if err != nil {
+			return 0, err
+		}
+		reply.SchedulerConfig = c
+		return index, nil
+	})
+}
+
+// SchedulerSetConfiguration sets the scheduler configuration through Raft.
+// With CAS, a configuration whose ModifyIndex is not the stored one is not
+// written and Updated is false. Settings Drover does not implement are
+// refused by name (structs.SchedulerConfiguration.Validate).
+func (op *Operator) SchedulerSetConfiguration(args *structs.SchedulerSetConfigRequest, reply *structs.SchedulerSetConfigurationResponse) error {
+	s := op.srv
+	if done, err := s.forward("Operator.SchedulerSetConfiguration", args, args, reply); done {
+		return err
+	}
+	if err := args.Config.Validate(); err != nil {
+		return err
+	}
+	index, _, err := s.raftApply(structs.SchedulerConfigRequestType, args)
+	switch {
+	case err == nil:
+		reply.Updated = true
+	case args.CAS && structs.CodeOf(err) == structs.ErrCodeConflict:
+		reply.Updated = false
+	default:
+		return err
+	}
+	reply.Index = index
 	return nil
 }

@@ -17,7 +17,7 @@ func checkPlanShape(plan *structs.Plan) error {
 	for _, part := range []struct {
 		name  string
 		nodes map[string][]*structs.Allocation
-	}{{"NodeUpdate", plan.NodeUpdate}, {"NodeAllocation", plan.NodeAllocation}} {
+	}{{"NodeUpdate", plan.NodeUpdate}, {"NodeAllocation", plan.NodeAllocation}, {"NodePreemptions", plan.NodePreemptions}} {
 		for _, node := range slices.Sorted(maps.Keys(part.nodes)) {
 			for i, a := range part.nodes[node] {
 				if a == nil {

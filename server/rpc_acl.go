@@ -98,9 +98,18 @@ var rpcACLRules = map[string]aclRule{
 	"Node.GetClientAllocs":   {class: aclNodeSecret},
 	"Node.UpdateDrain":       {allow: nodeWrite},
 	"Node.UpdateEligibility": {allow: nodeWrite},
-	"Node.GetNode":           {allow: nodeRead},
-	"Node.List":              {allow: nodeRead},
-	"Node.GetAllocs":         {allow: nodeRead, filter: nodeAllocsFilter},
+	// Node pools: Drover's ACLs have no node_pool rules (Nomad's); reading
+	// pools and their nodes needs node read, writing them a management
+	// token, listing a pool's jobs list-jobs in the namespace.
+	"NodePool.List":            {allow: nodeRead},
+	"NodePool.GetNodePool":     {allow: nodeRead},
+	"NodePool.ListNodes":       {allow: nodeRead},
+	"NodePool.ListJobs":        {allow: nsCap(acl.NamespaceCapabilityListJobs)},
+	"NodePool.UpsertNodePools": {allow: management},
+	"NodePool.DeleteNodePools": {allow: management},
+	"Node.GetNode":             {allow: nodeRead},
+	"Node.List":                {allow: nodeRead},
+	"Node.GetAllocs":           {allow: nodeRead, filter: nodeAllocsFilter},
 
 	"Eval.Dequeue":     {class: aclServer},
 	"Eval.Ack":         {class: aclServer},
@@ -123,13 +132,15 @@ var rpcACLRules = map[string]aclRule{
 
 	// Garbage collection and snapshots need a management token, as in
 	// Nomad.
-	"System.GarbageCollect":         {allow: management},
-	"Operator.RaftGetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
-	"Operator.QueueStats":           {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
-	"Operator.RaftRemovePeer":       {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
-	"Operator.SnapshotSave":         {allow: management},
-	"Operator.SnapshotUpload":       {allow: management},
-	"Operator.SnapshotRestore":      {allow: management},
+	"System.GarbageCollect":              {allow: management},
+	"Operator.RaftGetConfiguration":      {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
+	"Operator.QueueStats":                {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
+	"Operator.RaftRemovePeer":            {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
+	"Operator.SchedulerGetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
+	"Operator.SchedulerSetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
+	"Operator.SnapshotSave":              {allow: management},
+	"Operator.SnapshotUpload":            {allow: management},
+	"Operator.SnapshotRestore":           {allow: management},
 
 	// ACL endpoints: bootstrap is open (it works once); reads of a
 	// policy or a token, self and resolve take any token and the

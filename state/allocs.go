@@ -121,6 +121,9 @@ func stopAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int64,
 	if diff.FollowupEvalID != "" {
 		a.FollowupEvalID = diff.FollowupEvalID
 	}
+	if diff.PreemptedByAllocation != "" {
+		a.PreemptedByAllocation = diff.PreemptedByAllocation
+	}
 	a.ModifyTime = diff.ModifyTime
 	if a.ModifyTime == 0 && updatedAt != 0 {
 		a.ModifyTime = updatedAt

@@ -25,6 +25,9 @@ type NodeView struct {
 	pos   map[string]int32   // node ID -> position in nodes
 	ready map[string][]int32 // datacenter -> positions of its ready nodes, ascending
 	dcs   []string           // datacenters with ready nodes, sorted
+	// pool is the node pool every node is in ("" when they differ or
+	// there are none): a scheduler then needs no pool check for it.
+	pool string
 }
 
 // nodeViewCache holds the last NodeView built for a store and its
@@ -61,8 +64,19 @@ func (s *StateStore) NodeView() (*NodeView, error) {
 	if raw != nil {
 		v.index = raw.(*IndexEntry).Value
 	}
+	mixed := false
 	for obj := iter.Next(); obj != nil; obj = iter.Next() {
 		n := obj.(*structs.Node)
+		pool := n.NodePool
+		if pool == "" {
+			pool = structs.NodePoolDefault
+		}
+		switch {
+		case len(v.nodes) == 0:
+			v.pool = pool
+		case pool != v.pool:
+			mixed = true
+		}
 		i := int32(len(v.nodes))
 		v.nodes = append(v.nodes, n)
 		v.pos[n.ID] = i
@@ -72,6 +86,9 @@ func (s *StateStore) NodeView() (*NodeView, error) {
 			}
 			v.ready[n.Datacenter] = append(v.ready[n.Datacenter], i)
 		}
+	}
+	if mixed {
+		v.pool = ""
 	}
 	slices.Sort(v.dcs)
 	for dc, list := range v.ready {
@@ -88,6 +105,10 @@ func (s *StateStore) NodeView() (*NodeView, error) {
 	}
 	return v, nil
 }
+
+// OnlyPool returns the node pool every node of the view is in, or "" when
+// they are in different pools (or there are no nodes).
+func (v *NodeView) OnlyPool() string { return v.pool }
 
 // Index is the Raft index of the last write to the nodes table the view
 // includes.

@@ -43,6 +43,9 @@ func (b *Batch) UpsertNode(index uint64, node *structs.Node, evals []*structs.Ev
 		node.Events = appendEvents(nil, node.Events, index)
 	}
 	node.ModifyIndex = index
+	if err := ensureNodePoolTxn(b.txn, index, node.NodePool); err != nil {
+		return err
+	}
 	if err := upsertNodeTxn(b.txn, node); err != nil {
 		return err
 	}

@@ -43,6 +43,12 @@ const (
 	// TablePeriodicLaunch holds each periodic job's last launch
 	// (periodic.go).
 	TablePeriodicLaunch = "periodic_launch"
+	// TableSchedulerConfig holds the one row of the scheduler
+	// configuration (scheduler_config.go).
+	TableSchedulerConfig = "scheduler_config"
+	// TableNodePools holds the node pools other than the built-in ones,
+	// by name (node_pools.go).
+	TableNodePools = "node_pools"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -64,7 +70,7 @@ const (
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig, TableNodePools}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -262,6 +268,18 @@ func schema() *memdb.DBSchema {
 			Name: TableACLCluster,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.ACLClusterSecret]{get: func(*structs.ACLClusterSecret) string { return aclClusterKey }}},
+			},
+		},
+		TableSchedulerConfig: {
+			Name: TableSchedulerConfig,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.SchedulerConfiguration]{get: func(*structs.SchedulerConfiguration) string { return schedulerConfigKey }}},
+			},
+		},
+		TableNodePools: {
+			Name: TableNodePools,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.NodePool]{get: func(p *structs.NodePool) string { return p.Name }}},
 			},
 		},
 		TableVariables: {

@@ -31,28 +31,32 @@ type Allocation struct {
 	// Job is the job version the allocation runs. Inside a Raft plan entry
 	// it is omitted (the plan carries the job once); the FSM points every
 	// allocation at the stored job, so readers always see it set.
-	Job                  *Job                `codec:",omitempty"`
-	TaskGroup            string              `codec:",omitempty"`
-	AllocatedResources   *AllocatedResources `codec:",omitempty"`
-	Metrics              *AllocMetric        `codec:",omitempty"`
-	DesiredStatus        string              `codec:",omitempty"`
-	DesiredDescription   string              `codec:",omitempty"`
-	DesiredTransition    DesiredTransition   `codec:",omitempty"`
-	ClientStatus         string              `codec:",omitempty"`
-	ClientDescription    string              `codec:",omitempty"`
-	TaskStates           TaskStates
-	DeploymentID         string             `codec:",omitempty"`
-	FollowupEvalID       string             `codec:",omitempty"`
-	PreviousAllocation   string             `codec:",omitempty"`
-	NextAllocation       string             `codec:",omitempty"`
-	RescheduleTracker    *RescheduleTracker `codec:",omitempty"`
-	PreemptedAllocations []string
-	CreateIndex          uint64 `codec:",omitempty"`
-	ModifyIndex          uint64 `codec:",omitempty"`
-	AllocModifyIndex     uint64 `codec:",omitempty"`
-	CreateTime           int64  `codec:",omitempty"`
-	ModifyTime           int64  `codec:",omitempty"`
-	JobVersion           uint64 `codec:",omitempty"`
+	Job                *Job                `codec:",omitempty"`
+	TaskGroup          string              `codec:",omitempty"`
+	AllocatedResources *AllocatedResources `codec:",omitempty"`
+	Metrics            *AllocMetric        `codec:",omitempty"`
+	DesiredStatus      string              `codec:",omitempty"`
+	DesiredDescription string              `codec:",omitempty"`
+	DesiredTransition  DesiredTransition   `codec:",omitempty"`
+	ClientStatus       string              `codec:",omitempty"`
+	ClientDescription  string              `codec:",omitempty"`
+	TaskStates         TaskStates
+	DeploymentID       string             `codec:",omitempty"`
+	FollowupEvalID     string             `codec:",omitempty"`
+	PreviousAllocation string             `codec:",omitempty"`
+	NextAllocation     string             `codec:",omitempty"`
+	RescheduleTracker  *RescheduleTracker `codec:",omitempty"`
+	// PreemptedAllocations are the allocations evicted to make room for
+	// this one; PreemptedByAllocation, on an evicted allocation, is the
+	// allocation it made room for.
+	PreemptedAllocations  []string
+	PreemptedByAllocation string `codec:",omitempty"`
+	CreateIndex           uint64 `codec:",omitempty"`
+	ModifyIndex           uint64 `codec:",omitempty"`
+	AllocModifyIndex      uint64 `codec:",omitempty"`
+	CreateTime            int64  `codec:",omitempty"`
+	ModifyTime            int64  `codec:",omitempty"`
+	JobVersion            uint64 `codec:",omitempty"`
 }
 
 // AllocatedResources is what the scheduler set aside for an allocation.
@@ -301,10 +305,14 @@ type AllocListStub struct {
 	TaskStates         TaskStates
 	FollowupEvalID     string
 	RescheduleTracker  *RescheduleTracker
-	CreateIndex        uint64
-	ModifyIndex        uint64
-	CreateTime         int64
-	ModifyTime         int64
+	// PreemptedAllocations and PreemptedByAllocation are the
+	// allocation's (see Allocation).
+	PreemptedAllocations  []string
+	PreemptedByAllocation string
+	CreateIndex           uint64
+	ModifyIndex           uint64
+	CreateTime            int64
+	ModifyTime            int64
 }
 
 // Stub returns the listing form.
@@ -316,7 +324,8 @@ func (a *Allocation) Stub() *AllocListStub {
 		DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
 		ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
 		TaskStates: a.TaskStates, FollowupEvalID: a.FollowupEvalID,
-		RescheduleTracker: a.RescheduleTracker, CreateIndex: a.CreateIndex,
+		RescheduleTracker: a.RescheduleTracker, PreemptedAllocations: a.PreemptedAllocations,
+		PreemptedByAllocation: a.PreemptedByAllocation, CreateIndex: a.CreateIndex,
 		ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
 	}
 	if a.Job != nil {

@@ -239,6 +239,7 @@ func sameGroup(a, b *Allocation) bool {
 		a.FollowupEvalID != b.FollowupEvalID || a.PreviousAllocation != b.PreviousAllocation ||
 		a.NextAllocation != b.NextAllocation || a.CreateIndex != b.CreateIndex ||
 		a.ModifyIndex != b.ModifyIndex || a.AllocModifyIndex != b.AllocModifyIndex ||
+		a.PreemptedByAllocation != b.PreemptedByAllocation ||
 		a.CreateTime != b.CreateTime || a.ModifyTime != b.ModifyTime || a.JobVersion != b.JobVersion ||
 		a.Job != b.Job {
 		return false

@@ -119,6 +119,13 @@ func raftSamples() []raftSample {
 				EvalID: new("e"), CreateIndex: 4}, Job: job, Eval: eval, WriteRequest: wr},
 			func() any { return new(ScalingEventRegisterRequest) }},
 		{PeriodicLaunchRequestType, fixturePeriodicLaunch(), func() any { return new(PeriodicLaunchRequest) }},
+		{SchedulerConfigRequestType, &SchedulerSetConfigRequest{Config: SchedulerConfiguration{SchedulerAlgorithm: SchedulerAlgorithmSpread,
+			PreemptionConfig: PreemptionConfig{SystemSchedulerEnabled: true, ServiceSchedulerEnabled: true}, ModifyIndex: 7}, CAS: true,
+			WriteRequest: WriteRequest{Region: "global"}}, func() any { return new(SchedulerSetConfigRequest) }},
+		{NodePoolUpsertRequestType, &NodePoolUpsertRequest{NodePools: []*NodePool{{Name: "gpu", Description: "d",
+			Meta: map[string]string{"a": "b"}}}, WriteRequest: WriteRequest{Region: "global"}}, func() any { return new(NodePoolUpsertRequest) }},
+		{NodePoolDeleteRequestType, &NodePoolDeleteRequest{Names: []string{"gpu"}, WriteRequest: WriteRequest{Region: "global"}},
+			func() any { return new(NodePoolDeleteRequest) }},
 	}
 }
 

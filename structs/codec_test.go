@@ -95,6 +95,10 @@ var wireTypes = []any{
 	new(AllocIdentitiesRequest), new(SignedWorkloadIdentity), new(AllocIdentitiesResponse), new(WorkloadIdentity),
 	// Periodic jobs.
 	new(PeriodicConfig), new(PeriodicLaunch), new(PeriodicLaunchRequest), new(PeriodicForceRequest),
+	new(SchedulerConfiguration), new(PreemptionConfig), new(SchedulerSetConfigRequest), new(SchedulerConfigurationResponse),
+	new(SchedulerSetConfigurationResponse), new(NodePool), new(NodePoolSchedulerConfiguration), new(NodePoolUpsertRequest),
+	new(NodePoolDeleteRequest), new(NodePoolSpecificRequest), new(NodePoolListResponse), new(SingleNodePoolResponse),
+	new(NodePoolNodesResponse), new(NodePoolJobsResponse),
 	new(PeriodicForceResponse),
 	// Parameterized jobs.
 	new(ParameterizedJobConfig), new(DispatchPayloadConfig), new(TaskLifecycleConfig), new(JobDispatchRequest), new(JobDispatchResponse),

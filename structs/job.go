@@ -101,6 +101,9 @@ type Job struct {
 	Priority    int
 	AllAtOnce   bool
 	Datacenters []string
+	// NodePool is the pool whose nodes the job places on: "default" when
+	// unset, "all" for every node (structs/node_pool.go).
+	NodePool    string
 	Constraints []*Constraint
 	// Affinities and Spreads score placement for every group
 	// (structs/affinity.go).
@@ -340,6 +343,7 @@ type JobListStub struct {
 	Name              string
 	Namespace         string
 	Datacenters       []string
+	NodePool          string
 	Type              string
 	Priority          int
 	Periodic          bool
@@ -385,7 +389,7 @@ type TaskGroupSummary struct {
 // Stub returns the listing form of the job. summary may be nil.
 func (j *Job) Stub(summary *JobSummary) *JobListStub {
 	return &JobListStub{
-		ID: j.ID, Name: j.Name, Namespace: j.Namespace, Datacenters: j.Datacenters,
+		ID: j.ID, Name: j.Name, Namespace: j.Namespace, Datacenters: j.Datacenters, NodePool: j.NodePool,
 		Type: j.Type, Priority: j.Priority, Stop: j.Stop, Status: j.Status,
 		ParentID: j.ParentID, Periodic: j.Periodic != nil, ParameterizedJob: j.ParameterizedJob != nil,
 		StatusDescription: j.StatusDescription, JobSummary: summary,
@@ -488,6 +492,9 @@ func (j *Job) Canonicalize() {
 	}
 	if len(j.Datacenters) == 0 {
 		j.Datacenters = []string{"*"}
+	}
+	if j.NodePool == "" {
+		j.NodePool = NodePoolDefault
 	}
 	if j.Periodic != nil {
 		j.Periodic.canonicalize()
@@ -620,6 +627,9 @@ func (j *Job) Validate() error {
 		} else if dc != "*" && ValidName(strings.ReplaceAll(dc, "*", "x")) != "" {
 			v.add(indexed("Datacenters", i), "invalid datacenter name %q", dc)
 		}
+	}
+	if j.NodePool != "" && !validNodePoolName.MatchString(j.NodePool) {
+		v.add("NodePool", "invalid node pool name %q", j.NodePool)
 	}
 	validateConstraints(v, "Constraints", j.Constraints)
 	validatePreferences(v, "", j.Type, j.Affinities, j.Spreads)

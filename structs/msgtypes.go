@@ -64,6 +64,15 @@ const (
 	// parent's last launch (structs/periodic.go). Without the ignore flag:
 	// an older server must stop rather than lose a launch record.
 	PeriodicLaunchRequestType
+	// SchedulerConfigRequestType sets the scheduler configuration
+	// (structs/operator.go). Not ignorable: a server that skipped it
+	// would schedule (and preempt) differently from its peers.
+	SchedulerConfigRequestType
+	// NodePoolUpsertRequestType and NodePoolDeleteRequestType write node
+	// pools (structs/node_pool.go). Not ignorable: a server that skipped
+	// them would refuse or place jobs differently.
+	NodePoolUpsertRequestType
+	NodePoolDeleteRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -80,7 +89,8 @@ func (t MessageType) String() string {
 		"ACLTokenBootstrap", "ACLClusterSecret", "VarApplyState", "VariablesRekey",
 		"RootKeyMetaUpsert", "ServiceRegistrationUpsert",
 		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs",
-		"JobStability", "ScalingEventRegister", "PeriodicLaunch"}
+		"JobStability", "ScalingEventRegister", "PeriodicLaunch", "SchedulerConfig",
+		"NodePoolUpsert", "NodePoolDelete"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]

@@ -13,7 +13,12 @@ type Plan struct {
 	Job            *Job
 	NodeUpdate     map[string][]*Allocation
 	NodeAllocation map[string][]*Allocation
-	Annotations    *PlanAnnotations
+	// NodePreemptions are the allocations of lower-priority jobs the
+	// plan evicts to make room for its placements, by node (DesiredStatus
+	// evict, PreemptedByAllocation set). The applier evicts those still
+	// live and credits their resources on their node.
+	NodePreemptions map[string][]*Allocation
+	Annotations     *PlanAnnotations
 	// SnapshotIndex is the state index the scheduler planned against.
 	SnapshotIndex uint64
 }
@@ -21,6 +26,8 @@ type Plan struct {
 // PlanAnnotations explain a dry-run plan to users.
 type PlanAnnotations struct {
 	DesiredTGUpdates map[string]*DesiredUpdates
+	// PreemptedAllocs are the allocations the plan would evict.
+	PreemptedAllocs []*AllocListStub
 }
 
 // DesiredUpdates counts what a plan would do for one group.
@@ -51,6 +58,19 @@ func (p *Plan) AppendStoppedAlloc(alloc *Allocation, desc, clientStatus string) 
 	return n
 }
 
+// AppendPreemptedAlloc records the eviction of alloc (as read from the
+// state) to make room for the allocation preemptingID.
+func (p *Plan) AppendPreemptedAlloc(alloc *Allocation, preemptingID string) {
+	n := alloc.CopySkipJob()
+	n.DesiredStatus = AllocDesiredStatusEvict
+	n.DesiredDescription = "Preempted by alloc ID " + preemptingID
+	n.PreemptedByAllocation = preemptingID
+	if p.NodePreemptions == nil {
+		p.NodePreemptions = map[string][]*Allocation{}
+	}
+	p.NodePreemptions[alloc.NodeID] = append(p.NodePreemptions[alloc.NodeID], n)
+}
+
 // AppendAlloc adds a placement or update.
 func (p *Plan) AppendAlloc(alloc *Allocation) {
 	if p.NodeAllocation == nil {
@@ -61,7 +81,7 @@ func (p *Plan) AppendAlloc(alloc *Allocation) {
 
 // IsNoOp reports whether the plan changes nothing.
 func (p *Plan) IsNoOp() bool {
-	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0
+	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0 && len(p.NodePreemptions) == 0
 }
 
 // PlanResult says what the applier committed. When part of the plan was
@@ -70,8 +90,11 @@ func (p *Plan) IsNoOp() bool {
 type PlanResult struct {
 	NodeUpdate     map[string][]*Allocation
 	NodeAllocation map[string][]*Allocation
-	RefreshIndex   uint64
-	AllocIndex     uint64
+	// NodePreemptions are the evictions committed: the plan's, less those
+	// already terminal or gone when it was applied.
+	NodePreemptions map[string][]*Allocation
+	RefreshIndex    uint64
+	AllocIndex      uint64
 	// RejectedNodes lists the nodes whose part of the plan was refused.
 	RejectedNodes []string
 }

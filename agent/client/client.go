@@ -71,6 +71,7 @@ type Config struct {
 	Datacenter string
 	NodeName   string
 	NodeClass  string
+	NodePool   string // "" is the default pool
 	Meta       map[string]string
 	// HTTPAddr is the agent's HTTP address, reported on the node; tasks'
 	// templates query it (on loopback when it is a wildcard address).

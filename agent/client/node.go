@@ -49,7 +49,7 @@ func (c *Client) setupNode(clientDir string) (*structs.Node, error) {
 	res := fp.Resources
 	node := &structs.Node{
 		ID: id, SecretID: secret, Name: name,
-		Datacenter: c.cfg.Datacenter, NodeClass: c.cfg.NodeClass, NodePool: "default",
+		Datacenter: c.cfg.Datacenter, NodeClass: c.cfg.NodeClass, NodePool: c.nodePool(),
 		HTTPAddr: c.cfg.HTTPAddr, TLSEnabled: c.cfg.HTTPTLS,
 		Attributes: fp.Attributes, NodeResources: &res,
 		ReservedResources:     c.cfg.Reserved,
@@ -227,4 +227,12 @@ func (c *Client) fingerprintHostVolumes() map[string]*structs.ClientHostVolumeCo
 		out[name] = &v
 	}
 	return out
+}
+
+// nodePool is the pool the node registers in.
+func (c *Client) nodePool() string {
+	if c.cfg.NodePool == "" {
+		return structs.NodePoolDefault
+	}
+	return c.cfg.NodePool
 }

@@ -268,6 +268,7 @@ func runJobStatus(e *env, args []string) int {
 		"Priority", strconv.Itoa(job.Priority),
 		"Datacenters", strings.Join(job.Datacenters, ","),
 		"Namespace", job.Namespace,
+		"Node Pool", jobNodePool(job),
 		"Status", status,
 		"Periodic", strconv.FormatBool(job.IsPeriodic()),
 		"Parameterized", strconv.FormatBool(job.IsParameterized()),
@@ -590,4 +591,13 @@ func runJobDispatch(e *env, args []string) int {
 	}
 	fmt.Fprintln(e.stdout)
 	return (&evalMonitor{e: e, c: c, verbose: verbose}).monitor(ctx, resp.EvalID)
+}
+
+// jobNodePool is the job's node pool ("default" for a job stored before
+// pools existed).
+func jobNodePool(job *structs.Job) string {
+	if job.NodePool == "" {
+		return structs.NodePoolDefault
+	}
+	return job.NodePool
 }

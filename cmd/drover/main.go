@@ -77,6 +77,7 @@ func commands() []*command {
 	all = append(all, versionCommands()...)
 	all = append(all, jobCommands()...)
 	all = append(all, nodeCommands()...)
+	all = append(all, nodePoolCommands()...)
 	all = append(all, allocCommands()...)
 	all = append(all, evalCommands()...)
 	all = append(all, serviceCommands()...)

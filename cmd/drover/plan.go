@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ func runJobPlan(e *env, args []string) int {
 	} else {
 		fmt.Fprintln(out, "- WARNING: Failed to place all allocations.")
 		writeFailedPlacements(out, resp.FailedTGAllocs, "  ")
+	}
+	if resp.Annotations != nil && len(resp.Annotations.PreemptedAllocs) > 0 {
+		writePreemptions(out, resp.Annotations.PreemptedAllocs)
 	}
 	if next := resp.NextPeriodicLaunch; !next.IsZero() {
 		now := e.now()
@@ -152,4 +156,39 @@ func groupPlan(u *structs.DesiredUpdates) (string, string) {
 		marker = "+/- "
 	}
 	return marker, strings.Join(parts, ", ")
+}
+
+// preemptionListLimit: up to this many preempted allocations are listed
+// one by one; more are summed up per job (as Nomad's plan does).
+const preemptionListLimit = 10
+
+// writePreemptions lists the allocations the plan would evict.
+func writePreemptions(out io.Writer, allocs []*structs.AllocListStub) {
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "Preemptions:")
+	fmt.Fprintln(out)
+	t := newTable(out)
+	if len(allocs) < preemptionListLimit {
+		t.row("Alloc ID", "Job ID", "Task Group")
+		for _, a := range allocs {
+			t.row(a.ID, a.JobID, a.TaskGroup)
+		}
+		t.flush()
+		return
+	}
+	type key struct{ ns, job, typ string }
+	counts := map[key]int{}
+	var order []key
+	for _, a := range allocs {
+		k := key{a.Namespace, a.JobID, a.JobType}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	t.row("Job ID", "Namespace", "Job Type", "Preemptions")
+	for _, k := range order {
+		t.row(k.job, k.ns, k.typ, strconv.Itoa(counts[k]))
+	}
+	t.flush()
 }

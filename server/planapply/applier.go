@@ -2,6 +2,9 @@ package planapply
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -150,13 +153,13 @@ func (a *Applier) handle(p Pending, pending []*commit) *commit {
 	// The snapshot is taken after the in-flight list was pruned: a commit
 	// that finishes in between is in both, which onNode tolerates.
 	considered := append([]*commit(nil), pending...)
-	result, snapIndex, err := a.evaluate(plan, considered)
+	result, snapIndex, evals, err := a.evaluate(plan, considered)
 	if err != nil {
 		p.Respond(nil, err)
 		return nil
 	}
 	if !result.IsNoOp() {
-		return a.startCommit(p, plan, result, snapIndex, considered)
+		return a.startCommit(p, plan, result, evals, snapIndex, considered)
 	}
 	if len(result.RejectedNodes) == 0 {
 		p.Respond(result, nil)
@@ -184,15 +187,15 @@ func refreshIndex(snapIndex uint64, commits []*commit) uint64 {
 
 // evaluate checks the plan against the latest state plus the placements
 // of the commits in flight.
-func (a *Applier) evaluate(plan *structs.Plan, considered []*commit) (*structs.PlanResult, uint64, error) {
+func (a *Applier) evaluate(plan *structs.Plan, considered []*commit) (*structs.PlanResult, uint64, []*structs.Evaluation, error) {
 	defer metrics.MeasureSince(metricEvaluate, time.Now())
 	snap, err := a.cfg.State().Snapshot()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	index, err := snap.LatestIndex()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	var over inflight
 	for _, c := range considered {
@@ -202,20 +205,54 @@ func (a *Applier) evaluate(plan *structs.Plan, considered []*commit) (*structs.P
 	}
 	result, err := evaluatePlan(snap, over, plan)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	if n := len(result.RejectedNodes); n > 0 {
 		metrics.IncrCounter(metricRejected, float32(n))
 		a.logger.Debug("plan refused on some nodes", "eval_id", plan.EvalID, "nodes", n)
 	}
-	return result, index, nil
+	evals, err := preemptionEvals(snap, result, a.cfg.Now())
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return result, index, evals, nil
+}
+
+// preemptionEvals returns one evaluation per job the result evicts
+// allocations of, so that the job places them again (or blocks until
+// there is room). A job since purged gets none.
+func preemptionEvals(snap *state.StateSnapshot, result *structs.PlanResult, now time.Time) ([]*structs.Evaluation, error) {
+	if len(result.NodePreemptions) == 0 {
+		return nil, nil
+	}
+	seen := map[structs.NamespacedID]bool{}
+	var out []*structs.Evaluation
+	for _, id := range slices.Sorted(maps.Keys(result.NodePreemptions)) {
+		for _, v := range result.NodePreemptions[id] {
+			key := structs.NamespacedID{Namespace: v.Namespace, ID: v.JobID}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			job, err := snap.JobByID(nil, v.Namespace, v.JobID)
+			if errors.Is(err, structs.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, structs.NewEval(job, structs.EvalTriggerPreemption, now))
+		}
+	}
+	return out, nil
 }
 
 // startCommit applies the result through Raft on its own goroutine and
 // responds when it is done.
-func (a *Applier) startCommit(p Pending, plan *structs.Plan, result *structs.PlanResult, snapIndex uint64, considered []*commit) *commit {
+func (a *Applier) startCommit(p Pending, plan *structs.Plan, result *structs.PlanResult, evals []*structs.Evaluation, snapIndex uint64, considered []*commit) *commit {
 	c := &commit{placed: result.NodeAllocation, done: make(chan struct{})}
 	req := a.request(plan, result)
+	req.Evals = append(req.Evals, evals...)
 	go func() {
 		start := time.Now()
 		// Off the applier's loop: the next plan's check need not wait.
@@ -265,6 +302,14 @@ func (a *Applier) request(plan *structs.Plan, result *structs.PlanResult) *struc
 	now := a.cfg.Now().UnixNano()
 	req := &structs.ApplyPlanResultsRequest{Job: plan.Job, EvalID: plan.EvalID, UpdatedAt: now}
 	for _, allocs := range result.NodeUpdate {
+		for _, alloc := range allocs {
+			c := *alloc
+			c.Job = nil
+			c.ModifyTime = now
+			req.AllocsStopped = append(req.AllocsStopped, &c)
+		}
+	}
+	for _, allocs := range result.NodePreemptions {
 		for _, alloc := range allocs {
 			c := *alloc
 			c.Job = nil

@@ -3,6 +3,7 @@ package planapply
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/drover-project/drover/state"
@@ -145,11 +146,40 @@ func evaluatePlan(snap *state.StateSnapshot, pending inflight, plan *structs.Pla
 		if a := plan.NodeAllocation[id]; len(a) > 0 {
 			result.NodeAllocation[id] = a
 		}
+		if v := plan.NodePreemptions[id]; len(v) > 0 {
+			live, err := livePreemptions(snap, id, v)
+			if err != nil {
+				return nil, err
+			}
+			if len(live) > 0 {
+				if result.NodePreemptions == nil {
+					result.NodePreemptions = map[string][]*structs.Allocation{}
+				}
+				result.NodePreemptions[id] = live
+			}
+		}
 	}
 	if plan.AllAtOnce && len(result.RejectedNodes) > 0 {
 		return &structs.PlanResult{RejectedNodes: result.RejectedNodes}, nil
 	}
 	return result, nil
+}
+
+// livePreemptions returns the evictions of preempted whose allocations
+// the snapshot still holds live on the node: one already stopped or gone
+// needs no eviction (its resources are free either way).
+func livePreemptions(snap *state.StateSnapshot, nodeID string, preempted []*structs.Allocation) ([]*structs.Allocation, error) {
+	out := make([]*structs.Allocation, 0, len(preempted))
+	for _, p := range preempted {
+		a, found, err := snap.LookupAlloc(nil, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		if found && a.NodeID == nodeID && !a.TerminalStatus() {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // planNodes lists every node the plan touches, once.
@@ -218,6 +248,10 @@ func evaluateNode(snap *state.StateSnapshot, pending inflight, plan *structs.Pla
 		return false, "", err
 	}
 	stops := plan.NodeUpdate[nodeID]
+	if evicted := plan.NodePreemptions[nodeID]; len(evicted) > 0 {
+		// Evictions free what they hold as stops do.
+		stops = append(slices.Clip(stops), evicted...)
+	}
 	probes := len(stops) + len(placements) + pending.count(nodeID)
 	held, err := newHeldOn(snap, nodeID, probes*lookupCost > usage.Allocs)
 	if err != nil {
