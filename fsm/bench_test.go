@@ -203,11 +203,9 @@ func BenchmarkApplyJobRegister(b *testing.B) {
 	}
 }
 
-// BenchmarkApplyAllocClientUpdate applies one client-update entry of 1,000
-// allocations turning running (the shape the client and the simulator
-// send: ID, status, task states, modify time) to an FSM holding 10,000
-// allocations over 1,000 nodes.
-func BenchmarkApplyAllocClientUpdate(b *testing.B) {
+// benchPlacedAllocs returns an FSM holding 10,000 allocations of one job
+// over 1,000 nodes, the allocations and the last index written.
+func benchPlacedAllocs(b *testing.B) (*FSM, []*structs.Allocation, uint64) {
 	f, _ := testFSM(b)
 	store := f.State()
 	nodes, index := benchNodes(b, store, 1000)
@@ -219,6 +217,15 @@ func BenchmarkApplyAllocClientUpdate(b *testing.B) {
 	allocs := newAllocs(stored, nodes, 10000)
 	index++
 	must(b, store.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{Job: stored, AllocsUpdated: allocs}))
+	return f, allocs, index
+}
+
+// BenchmarkApplyAllocClientUpdate applies one client-update entry of 1,000
+// allocations turning running (the shape the client and the simulator
+// send: ID, status, task states, modify time) to an FSM holding 10,000
+// allocations over 1,000 nodes.
+func BenchmarkApplyAllocClientUpdate(b *testing.B) {
+	f, allocs, index := benchPlacedAllocs(b)
 	entries := make([][]byte, b.N)
 	for i := range entries {
 		upd := make([]*structs.Allocation, 1000)
@@ -319,17 +326,7 @@ func BenchmarkApplyC1MShape(b *testing.B) {
 // when their tasks run) to an FSM holding 10,000 running allocations over
 // 1,000 nodes: the FSM's share of a service per group at scale.
 func BenchmarkApplyServiceRegistrations(b *testing.B) {
-	f, _ := testFSM(b)
-	store := f.State()
-	nodes, index := benchNodes(b, store, 1000)
-	job := mock.Job()
-	index++
-	must(b, store.UpsertJob(index, job, nil))
-	stored, err := store.JobByID(nil, job.Namespace, job.ID)
-	must(b, err)
-	allocs := newAllocs(stored, nodes, 10000)
-	index++
-	must(b, store.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{Job: stored, AllocsUpdated: allocs}))
+	f, allocs, index := benchPlacedAllocs(b)
 	entries := make([][]byte, b.N)
 	for i := range entries {
 		regs := make([]*structs.ServiceRegistration, 1000)
