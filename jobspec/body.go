@@ -22,9 +22,9 @@ type bodySpec struct {
 // and Drover does not, so that the error says so instead of "unexpected".
 var nomadOnly = map[string][]string{
 	"file": {"variables"},
-	"job": {"node_pool", "update", "multiregion", "spread", "affinity",
+	"job": {"node_pool", "multiregion", "spread", "affinity",
 		"ui", "vault", "consul", "vault_token", "consul_token", "id", "group_selection"},
-	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk", "update",
+	"group": {"affinity", "spread", "volume", "disconnect", "ephemeral_disk",
 		"shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
 		"max_client_disconnect", "consul", "prevent_reschedule_on_lost", "vault"},
 	"task": {"affinity", "restart", "logs", "artifact", "vault", "consul",

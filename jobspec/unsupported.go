@@ -13,7 +13,6 @@ const unsupportedPrefix = "Drover does not support "
 // does not model, the feature each asks for. The key is Drover's type
 // (the object holding the field) and the field's name, in lower case.
 var unsupportedFeatures = map[string]string{
-	"job.update":          "the update block (rolling updates, canaries and deployments)",
 	"job.multiregion":     "multiregion jobs",
 	"job.spreads":         "spread blocks",
 	"job.affinities":      "affinity blocks",
@@ -31,7 +30,6 @@ var unsupportedFeatures = map[string]string{
 	"taskgroup.volumes":                   "volumes",
 	"taskgroup.disconnect":                "the disconnect block",
 	"taskgroup.ephemeraldisk":             "the ephemeral_disk block",
-	"taskgroup.update":                    "the update block (rolling updates, canaries and deployments)",
 	"taskgroup.shutdowndelay":             "shutdown_delay",
 	"taskgroup.maxrunduration":            "max_run_duration",
 	"taskgroup.stopafterclientdisconnect": "stop_after_client_disconnect",

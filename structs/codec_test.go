@@ -33,7 +33,7 @@ var wireTypes = []any{
 	new(JobDeregisterRequest), new(EvalUpdateRequest), new(EvalDeleteRequest),
 	new(AllocUpdateRequest), new(ApplyPlanResultsRequest), new(AllocUpdateDesiredTransitionRequest),
 	new(Job), new(TaskGroup), new(Task), new(Resources), new(Constraint), new(RestartPolicy),
-	new(ReschedulePolicy), new(MigrateStrategy), new(JobSummary), new(JobChildrenSummary),
+	new(ReschedulePolicy), new(MigrateStrategy), new(UpdateStrategy), new(JobSummary), new(JobChildrenSummary),
 	new(TaskGroupSummary), new(Node), new(NodeResources), new(NodeCpuResources),
 	new(NodeMemoryResources), new(NodeDiskResources), new(NodeReservedResources),
 	new(NodeReservedCpuResources), new(NodeReservedMemoryResources), new(NodeReservedDiskResources),

@@ -24146,10 +24146,47 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [27]bool{    // should field at this index be written?
+				true,            // Region
+				true,            // Namespace
+				true,            // ID
+				true,            // Name
+				true,            // Type
+				true,            // Priority
+				true,            // AllAtOnce
+				true,            // Datacenters
+				true,            // Constraints
+				true,            // TaskGroups
+				true,            // Meta
+				x.Update != nil, // Update
+				true,            // Periodic
+				true,            // ParentID
+				true,            // ParameterizedJob
+				true,            // Payload
+				true,            // Dispatched
+				true,            // DispatchIdempotencyToken
+				true,            // Stop
+				true,            // Status
+				true,            // StatusDescription
+				true,            // Stable
+				true,            // Version
+				true,            // SubmitTime
+				true,            // CreateIndex
+				true,            // ModifyIndex
+				true,            // JobModifyIndex
+			}
+			_ = yyq2
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(26)
+				r.WriteArrayStart(27)
 			} else {
-				r.WriteMapStart(26)
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -24433,13 +24470,55 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 				}
 			}
 			var yyn36 bool
-			if x.Periodic == nil {
+			if x.Update == nil {
 				yyn36 = true
 				goto LABEL36
 			}
 		LABEL36:
 			if yyr2 || yy2arr2 {
 				if yyn36 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if yyq2[11] {
+						if x.Update == nil {
+							r.EncodeNil()
+						} else {
+							x.Update.CodecEncodeSelf(e)
+						}
+					} else {
+						r.EncodeNil()
+					}
+				}
+			} else {
+				if yyq2[11] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Update\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Update`)
+					}
+					r.WriteMapElemValue()
+					if yyn36 {
+						r.EncodeNil()
+					} else {
+						if x.Update == nil {
+							r.EncodeNil()
+						} else {
+							x.Update.CodecEncodeSelf(e)
+						}
+					}
+				}
+			}
+			var yyn39 bool
+			if x.Periodic == nil {
+				yyn39 = true
+				goto LABEL39
+			}
+		LABEL39:
+			if yyr2 || yy2arr2 {
+				if yyn39 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -24458,7 +24537,7 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `Periodic`)
 				}
 				r.WriteMapElemValue()
-				if yyn36 {
+				if yyn39 {
 					r.EncodeNil()
 				} else {
 					if x.Periodic == nil {
@@ -24495,14 +24574,14 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn42 bool
+			var yyn45 bool
 			if x.ParameterizedJob == nil {
-				yyn42 = true
-				goto LABEL42
+				yyn45 = true
+				goto LABEL45
 			}
-		LABEL42:
+		LABEL45:
 			if yyr2 || yy2arr2 {
-				if yyn42 {
+				if yyn45 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -24521,7 +24600,7 @@ func (x *Job) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `ParameterizedJob`)
 				}
 				r.WriteMapElemValue()
-				if yyn42 {
+				if yyn45 {
 					r.EncodeNil()
 				} else {
 					if x.ParameterizedJob == nil {
@@ -24926,6 +25005,18 @@ func (x *Job) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 					h.decMapstringstring((*map[string]string)(&x.Meta), d)
 				}
 			}
+		case "Update":
+			if r.TryDecodeAsNil() {
+				if true && x.Update != nil {
+					x.Update = nil
+				}
+			} else {
+				if x.Update == nil {
+					x.Update = new(UpdateStrategy)
+				}
+
+				x.Update.CodecDecodeSelf(d)
+			}
 		case "Periodic":
 			if r.TryDecodeAsNil() {
 				if true && x.Periodic != nil {
@@ -25042,16 +25133,16 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj35 int
-	var yyb35 bool
-	var yyhl35 bool = l >= 0
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	var yyj36 int
+	var yyb36 bool
+	var yyhl36 bool = l >= 0
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25061,13 +25152,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Region = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25077,13 +25168,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Namespace = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25093,13 +25184,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25109,13 +25200,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25125,13 +25216,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Type = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25141,13 +25232,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Priority = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25157,13 +25248,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.AllAtOnce = (bool)(r.DecodeBool())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25176,13 +25267,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicestring((*[]string)(&x.Datacenters), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25195,13 +25286,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoConstraint((*[]*Constraint)(&x.Constraints), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25214,13 +25305,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoTaskGroup((*[]*TaskGroup)(&x.TaskGroups), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25233,13 +25324,35 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringstring((*map[string]string)(&x.Meta), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.Update != nil {
+			x.Update = nil
+		}
+	} else {
+		if x.Update == nil {
+			x.Update = new(UpdateStrategy)
+		}
+
+		x.Update.CodecDecodeSelf(d)
+	}
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
+	} else {
+		yyb36 = r.CheckBreak()
+	}
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25255,13 +25368,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Periodic.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25271,13 +25384,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ParentID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25293,13 +25406,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ParameterizedJob.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25312,13 +25425,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			x.Payload = r.DecodeBytes(([]byte)(x.Payload), false)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25328,13 +25441,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Dispatched = (bool)(r.DecodeBool())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25344,13 +25457,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.DispatchIdempotencyToken = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25360,13 +25473,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Stop = (bool)(r.DecodeBool())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25376,13 +25489,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Status = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25392,13 +25505,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.StatusDescription = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25408,13 +25521,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Stable = (bool)(r.DecodeBool())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25424,13 +25537,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Version = (uint64)(r.DecodeUint64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25440,13 +25553,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.SubmitTime = (int64)(r.DecodeInt64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25456,13 +25569,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25472,13 +25585,13 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ModifyIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -25489,17 +25602,17 @@ func (x *Job) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		x.JobModifyIndex = (uint64)(r.DecodeUint64())
 	}
 	for {
-		yyj35++
-		if yyhl35 {
-			yyb35 = yyj35 > l
+		yyj36++
+		if yyhl36 {
+			yyb36 = yyj36 > l
 		} else {
-			yyb35 = r.CheckBreak()
+			yyb36 = r.CheckBreak()
 		}
-		if yyb35 {
+		if yyb36 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj35-1, "")
+		z.DecStructFieldNotFound(yyj36-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -25519,10 +25632,32 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [12]bool{    // should field at this index be written?
+				true,            // Name
+				true,            // Count
+				true,            // Constraints
+				true,            // Tasks
+				true,            // RestartPolicy
+				true,            // ReschedulePolicy
+				true,            // Migrate
+				x.Update != nil, // Update
+				true,            // Networks
+				true,            // Services
+				true,            // Scaling
+				true,            // Meta
+			}
+			_ = yyq2
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(11)
+				r.WriteArrayStart(12)
 			} else {
-				r.WriteMapStart(11)
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
 			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
@@ -25732,6 +25867,48 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
+			var yyn24 bool
+			if x.Update == nil {
+				yyn24 = true
+				goto LABEL24
+			}
+		LABEL24:
+			if yyr2 || yy2arr2 {
+				if yyn24 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if yyq2[7] {
+						if x.Update == nil {
+							r.EncodeNil()
+						} else {
+							x.Update.CodecEncodeSelf(e)
+						}
+					} else {
+						r.EncodeNil()
+					}
+				}
+			} else {
+				if yyq2[7] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Update\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Update`)
+					}
+					r.WriteMapElemValue()
+					if yyn24 {
+						r.EncodeNil()
+					} else {
+						if x.Update == nil {
+							r.EncodeNil()
+						} else {
+							x.Update.CodecEncodeSelf(e)
+						}
+					}
+				}
+			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
 				if x.Networks == nil {
@@ -25786,14 +25963,14 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
-			var yyn30 bool
+			var yyn33 bool
 			if x.Scaling == nil {
-				yyn30 = true
-				goto LABEL30
+				yyn33 = true
+				goto LABEL33
 			}
-		LABEL30:
+		LABEL33:
 			if yyr2 || yy2arr2 {
-				if yyn30 {
+				if yyn33 {
 					r.WriteArrayElem()
 					r.EncodeNil()
 				} else {
@@ -25812,7 +25989,7 @@ func (x *TaskGroup) CodecEncodeSelf(e *codec1978.Encoder) {
 					r.EncodeStringEnc(codecSelferCcUTF81978, `Scaling`)
 				}
 				r.WriteMapElemValue()
-				if yyn30 {
+				if yyn33 {
 					r.EncodeNil()
 				} else {
 					if x.Scaling == nil {
@@ -25972,6 +26149,18 @@ func (x *TaskGroup) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 
 				x.Migrate.CodecDecodeSelf(d)
 			}
+		case "Update":
+			if r.TryDecodeAsNil() {
+				if true && x.Update != nil {
+					x.Update = nil
+				}
+			} else {
+				if x.Update == nil {
+					x.Update = new(UpdateStrategy)
+				}
+
+				x.Update.CodecDecodeSelf(d)
+			}
 		case "Networks":
 			if r.TryDecodeAsNil() {
 				x.Networks = nil
@@ -26022,16 +26211,16 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj20 int
-	var yyb20 bool
-	var yyhl20 bool = l >= 0
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	var yyj21 int
+	var yyb21 bool
+	var yyhl21 bool = l >= 0
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26041,13 +26230,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26057,13 +26246,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Count = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26076,13 +26265,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoConstraint((*[]*Constraint)(&x.Constraints), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26095,13 +26284,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoTask((*[]*Task)(&x.Tasks), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26117,13 +26306,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.RestartPolicy.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26139,13 +26328,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ReschedulePolicy.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26161,13 +26350,35 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Migrate.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.Update != nil {
+			x.Update = nil
+		}
+	} else {
+		if x.Update == nil {
+			x.Update = new(UpdateStrategy)
+		}
+
+		x.Update.CodecDecodeSelf(d)
+	}
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
+	} else {
+		yyb21 = r.CheckBreak()
+	}
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26180,13 +26391,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoNetworkResource((*[]*NetworkResource)(&x.Networks), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26199,13 +26410,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoService((*[]*Service)(&x.Services), d)
 		}
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26221,13 +26432,13 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.Scaling.CodecDecodeSelf(d)
 	}
-	yyj20++
-	if yyhl20 {
-		yyb20 = yyj20 > l
+	yyj21++
+	if yyhl21 {
+		yyb21 = yyj21 > l
 	} else {
-		yyb20 = r.CheckBreak()
+		yyb21 = r.CheckBreak()
 	}
-	if yyb20 {
+	if yyb21 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -26241,17 +26452,17 @@ func (x *TaskGroup) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 	}
 	for {
-		yyj20++
-		if yyhl20 {
-			yyb20 = yyj20 > l
+		yyj21++
+		if yyhl21 {
+			yyb21 = yyj21 > l
 		} else {
-			yyb20 = r.CheckBreak()
+			yyb21 = r.CheckBreak()
 		}
-		if yyb20 {
+		if yyb21 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj20-1, "")
+		z.DecStructFieldNotFound(yyj21-1, "")
 	}
 	r.ReadArrayEnd()
 }
@@ -88499,6 +88710,546 @@ func (x *WaitConfig) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		}
 		r.ReadArrayElem()
 		z.DecStructFieldNotFound(yyj8-1, "")
+	}
+	r.ReadArrayEnd()
+}
+
+func (x *UpdateStrategy) CodecEncodeSelf(e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	if x == nil {
+		r.EncodeNil()
+	} else {
+		if false {
+		} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+			z.EncExtension(x, yyxt1)
+		} else {
+			yysep2 := !z.EncBinary()
+			yy2arr2 := z.EncBasicHandle().StructToArray
+			_, _ = yysep2, yy2arr2
+			const yyr2 bool = false // struct tag has 'toArray'
+			if yyr2 || yy2arr2 {
+				r.WriteArrayStart(9)
+			} else {
+				r.WriteMapStart(9)
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else if yyxt4 := z.Extension(z.I2Rtid(x.Stagger)); yyxt4 != nil {
+					z.EncExtension(x.Stagger, yyxt4)
+				} else {
+					r.EncodeInt(int64(x.Stagger))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Stagger\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Stagger`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else if yyxt5 := z.Extension(z.I2Rtid(x.Stagger)); yyxt5 != nil {
+					z.EncExtension(x.Stagger, yyxt5)
+				} else {
+					r.EncodeInt(int64(x.Stagger))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					r.EncodeInt(int64(x.MaxParallel))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"MaxParallel\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `MaxParallel`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					r.EncodeInt(int64(x.MaxParallel))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.HealthCheck)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.HealthCheck))
+					}
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"HealthCheck\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `HealthCheck`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw(z.BytesView(string(x.HealthCheck)))
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, string(x.HealthCheck))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else if yyxt13 := z.Extension(z.I2Rtid(x.MinHealthyTime)); yyxt13 != nil {
+					z.EncExtension(x.MinHealthyTime, yyxt13)
+				} else {
+					r.EncodeInt(int64(x.MinHealthyTime))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"MinHealthyTime\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `MinHealthyTime`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else if yyxt14 := z.Extension(z.I2Rtid(x.MinHealthyTime)); yyxt14 != nil {
+					z.EncExtension(x.MinHealthyTime, yyxt14)
+				} else {
+					r.EncodeInt(int64(x.MinHealthyTime))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else if yyxt16 := z.Extension(z.I2Rtid(x.HealthyDeadline)); yyxt16 != nil {
+					z.EncExtension(x.HealthyDeadline, yyxt16)
+				} else {
+					r.EncodeInt(int64(x.HealthyDeadline))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"HealthyDeadline\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `HealthyDeadline`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else if yyxt17 := z.Extension(z.I2Rtid(x.HealthyDeadline)); yyxt17 != nil {
+					z.EncExtension(x.HealthyDeadline, yyxt17)
+				} else {
+					r.EncodeInt(int64(x.HealthyDeadline))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else if yyxt19 := z.Extension(z.I2Rtid(x.ProgressDeadline)); yyxt19 != nil {
+					z.EncExtension(x.ProgressDeadline, yyxt19)
+				} else {
+					r.EncodeInt(int64(x.ProgressDeadline))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"ProgressDeadline\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `ProgressDeadline`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else if yyxt20 := z.Extension(z.I2Rtid(x.ProgressDeadline)); yyxt20 != nil {
+					z.EncExtension(x.ProgressDeadline, yyxt20)
+				} else {
+					r.EncodeInt(int64(x.ProgressDeadline))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					r.EncodeBool(bool(x.AutoRevert))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"AutoRevert\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `AutoRevert`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					r.EncodeBool(bool(x.AutoRevert))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					r.EncodeBool(bool(x.AutoPromote))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"AutoPromote\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `AutoPromote`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					r.EncodeBool(bool(x.AutoPromote))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					r.EncodeInt(int64(x.Canary))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Canary\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Canary`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					r.EncodeInt(int64(x.Canary))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayEnd()
+			} else {
+				r.WriteMapEnd()
+			}
+		}
+	}
+}
+
+func (x *UpdateStrategy) CodecDecodeSelf(d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	if false {
+	} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+		z.DecExtension(x, yyxt1)
+	} else {
+		yyct2 := r.ContainerType()
+		if yyct2 == codecSelferValueTypeMap1978 {
+			yyl2 := r.ReadMapStart()
+			if yyl2 == 0 {
+				r.ReadMapEnd()
+			} else {
+				x.codecDecodeSelfFromMap(yyl2, d)
+			}
+		} else if yyct2 == codecSelferValueTypeArray1978 {
+			yyl2 := r.ReadArrayStart()
+			if yyl2 == 0 {
+				r.ReadArrayEnd()
+			} else {
+				x.codecDecodeSelfFromArray(yyl2, d)
+			}
+		} else {
+			panic(errCodecSelferOnlyMapOrArrayEncodeToStruct1978)
+		}
+	}
+}
+
+func (x *UpdateStrategy) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyhl3 bool = l >= 0
+	for yyj3 := 0; ; yyj3++ {
+		if yyhl3 {
+			if yyj3 >= l {
+				break
+			}
+		} else {
+			if r.CheckBreak() {
+				break
+			}
+		}
+		r.ReadMapElemKey()
+		yys3 := z.StringView(r.DecodeStringAsBytes())
+		r.ReadMapElemValue()
+		switch yys3 {
+		case "Stagger":
+			if r.TryDecodeAsNil() {
+				x.Stagger = 0
+			} else {
+				if false {
+				} else if yyxt5 := z.Extension(z.I2Rtid(x.Stagger)); yyxt5 != nil {
+					z.DecExtension(x.Stagger, yyxt5)
+				} else {
+					x.Stagger = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "MaxParallel":
+			if r.TryDecodeAsNil() {
+				x.MaxParallel = 0
+			} else {
+				x.MaxParallel = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
+			}
+		case "HealthCheck":
+			if r.TryDecodeAsNil() {
+				x.HealthCheck = ""
+			} else {
+				x.HealthCheck = (string)(r.DecodeString())
+			}
+		case "MinHealthyTime":
+			if r.TryDecodeAsNil() {
+				x.MinHealthyTime = 0
+			} else {
+				if false {
+				} else if yyxt9 := z.Extension(z.I2Rtid(x.MinHealthyTime)); yyxt9 != nil {
+					z.DecExtension(x.MinHealthyTime, yyxt9)
+				} else {
+					x.MinHealthyTime = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "HealthyDeadline":
+			if r.TryDecodeAsNil() {
+				x.HealthyDeadline = 0
+			} else {
+				if false {
+				} else if yyxt11 := z.Extension(z.I2Rtid(x.HealthyDeadline)); yyxt11 != nil {
+					z.DecExtension(x.HealthyDeadline, yyxt11)
+				} else {
+					x.HealthyDeadline = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "ProgressDeadline":
+			if r.TryDecodeAsNil() {
+				x.ProgressDeadline = 0
+			} else {
+				if false {
+				} else if yyxt13 := z.Extension(z.I2Rtid(x.ProgressDeadline)); yyxt13 != nil {
+					z.DecExtension(x.ProgressDeadline, yyxt13)
+				} else {
+					x.ProgressDeadline = (time.Duration)(r.DecodeInt64())
+				}
+			}
+		case "AutoRevert":
+			if r.TryDecodeAsNil() {
+				x.AutoRevert = false
+			} else {
+				x.AutoRevert = (bool)(r.DecodeBool())
+			}
+		case "AutoPromote":
+			if r.TryDecodeAsNil() {
+				x.AutoPromote = false
+			} else {
+				x.AutoPromote = (bool)(r.DecodeBool())
+			}
+		case "Canary":
+			if r.TryDecodeAsNil() {
+				x.Canary = 0
+			} else {
+				x.Canary = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
+			}
+		default:
+			z.DecStructFieldNotFound(-1, yys3)
+		} // end switch yys3
+	} // end for yyj3
+	r.ReadMapEnd()
+}
+
+func (x *UpdateStrategy) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyj17 int
+	var yyb17 bool
+	var yyhl17 bool = l >= 0
+	yyj17++
+	if yyhl17 {
+		yyb17 = yyj17 > l
+	} else {
+		yyb17 = r.CheckBreak()
+	}
+	if yyb17 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Stagger = 0
+	} else {
+		if false {
+		} else if yyxt19 := z.Extension(z.I2Rtid(x.Stagger)); yyxt19 != nil {
+			z.DecExtension(x.Stagger, yyxt19)
+		} else {
+			x.Stagger = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj17++
+	if yyhl17 {
+		yyb17 = yyj17 > l
+	} else {
+		yyb17 = r.CheckBreak()
+	}
+	if yyb17 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.MaxParallel = 0
+	} else {
+		x.MaxParallel = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
+	}
+	yyj17++
+	if yyhl17 {
+		yyb17 = yyj17 > l
+	} else {
+		yyb17 = r.CheckBreak()
+	}
+	if yyb17 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.HealthCheck = ""
+	} else {
+		x.HealthCheck = (string)(r.DecodeString())
+	}
+	yyj17++
+	if yyhl17 {
+		yyb17 = yyj17 > l
+	} else {
+		yyb17 = r.CheckBreak()
+	}
+	if yyb17 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.MinHealthyTime = 0
+	} else {
+		if false {
+		} else if yyxt23 := z.Extension(z.I2Rtid(x.MinHealthyTime)); yyxt23 != nil {
+			z.DecExtension(x.MinHealthyTime, yyxt23)
+		} else {
+			x.MinHealthyTime = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj17++
+	if yyhl17 {
+		yyb17 = yyj17 > l
+	} else {
+		yyb17 = r.CheckBreak()
+	}
+	if yyb17 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.HealthyDeadline = 0
+	} else {
+		if false {
+		} else if yyxt25 := z.Extension(z.I2Rtid(x.HealthyDeadline)); yyxt25 != nil {
+			z.DecExtension(x.HealthyDeadline, yyxt25)
+		} else {
+			x.HealthyDeadline = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj17++
+	if yyhl17 {
+		yyb17 = yyj17 > l
+	} else {
+		yyb17 = r.CheckBreak()
+	}
+	if yyb17 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.ProgressDeadline = 0
+	} else {
+		if false {
+		} else if yyxt27 := z.Extension(z.I2Rtid(x.ProgressDeadline)); yyxt27 != nil {
+			z.DecExtension(x.ProgressDeadline, yyxt27)
+		} else {
+			x.ProgressDeadline = (time.Duration)(r.DecodeInt64())
+		}
+	}
+	yyj17++
+	if yyhl17 {
+		yyb17 = yyj17 > l
+	} else {
+		yyb17 = r.CheckBreak()
+	}
+	if yyb17 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.AutoRevert = false
+	} else {
+		x.AutoRevert = (bool)(r.DecodeBool())
+	}
+	yyj17++
+	if yyhl17 {
+		yyb17 = yyj17 > l
+	} else {
+		yyb17 = r.CheckBreak()
+	}
+	if yyb17 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.AutoPromote = false
+	} else {
+		x.AutoPromote = (bool)(r.DecodeBool())
+	}
+	yyj17++
+	if yyhl17 {
+		yyb17 = yyj17 > l
+	} else {
+		yyb17 = r.CheckBreak()
+	}
+	if yyb17 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Canary = 0
+	} else {
+		x.Canary = (int)(z.C.IntV(r.DecodeInt64(), codecSelferBitsize1978))
+	}
+	for {
+		yyj17++
+		if yyhl17 {
+			yyb17 = yyj17 > l
+		} else {
+			yyb17 = r.CheckBreak()
+		}
+		if yyb17 {
+			break
+		}
+		r.ReadArrayElem()
+		z.DecStructFieldNotFound(yyj17-1, "")
 	}
 	r.ReadArrayEnd()
 }
