@@ -261,6 +261,12 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyScalingEvent(b, buf[1:], log.Index)
 	case structs.PeriodicLaunchRequestType:
 		return f.applyPeriodicLaunch(b, buf[1:], log.Index)
+	case structs.DeploymentStatusUpdateRequestType:
+		return f.applyDeploymentStatusUpdate(b, buf[1:], log.Index)
+	case structs.DeploymentPromoteRequestType:
+		return f.applyDeploymentPromotion(b, buf[1:], log.Index)
+	case structs.DeploymentAllocHealthRequestType:
+		return f.applyDeploymentAllocHealth(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

@@ -320,6 +320,8 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.JobScalingEvents)
 		case recPeriodicLaunch:
 			d.v = new(structs.PeriodicLaunch)
+		case recDeployment:
+			d.v = new(structs.Deployment)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -399,6 +401,8 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.ScalingEventsRestore(v)
 	case *structs.PeriodicLaunch:
 		return in.restore.PeriodicLaunchRestore(v)
+	case *structs.Deployment:
+		return in.restore.DeploymentRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

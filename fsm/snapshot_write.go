@@ -237,7 +237,8 @@ func appendServiceRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	return rows, nil
 }
 
-// appendPeriodicRows adds the periodic jobs' last launches.
+// appendPeriodicRows adds the periodic jobs' last launches, then the
+// deployments.
 func appendPeriodicRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	launches, err := snap.PeriodicLaunches(nil)
 	if err != nil {
@@ -245,6 +246,18 @@ func appendPeriodicRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	}
 	for _, l := range launches {
 		rows = append(rows, row{t: recPeriodicLaunch, v: l})
+	}
+	return appendDeploymentRows(snap, rows)
+}
+
+// appendDeploymentRows adds the deployments.
+func appendDeploymentRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
+	deployments, err := snap.Deployments(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range deployments {
+		rows = append(rows, row{t: recDeployment, v: d})
 	}
 	return rows, nil
 }

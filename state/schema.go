@@ -43,6 +43,9 @@ const (
 	// TablePeriodicLaunch holds each periodic job's last launch
 	// (periodic.go).
 	TablePeriodicLaunch = "periodic_launch"
+	// TableDeployments holds deployments by ID and by (namespace, job)
+	// (deployments.go).
+	TableDeployments = "deployment"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -65,7 +68,7 @@ const (
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableDeployments}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -297,6 +300,14 @@ func schema() *memdb.DBSchema {
 			Name: TableScalingEvents,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.JobScalingEvents]{get: func(e *structs.JobScalingEvents) (string, string) { return e.Namespace, e.JobID }}},
+			},
+		},
+		TableDeployments: {
+			Name: TableDeployments,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.Deployment]{get: func(d *structs.Deployment) string { return d.ID }}},
+				IndexJob: {Name: IndexJob,
+					Indexer: pairIndex[structs.Deployment]{get: func(d *structs.Deployment) (string, string) { return d.Namespace, d.JobID }, spare: deploymentKeyLen}},
 			},
 		},
 		TableAllocs: {

@@ -31,21 +31,25 @@ type Allocation struct {
 	// Job is the job version the allocation runs. Inside a Raft plan entry
 	// it is omitted (the plan carries the job once); the FSM points every
 	// allocation at the stored job, so readers always see it set.
-	Job                  *Job                `codec:",omitempty"`
-	TaskGroup            string              `codec:",omitempty"`
-	AllocatedResources   *AllocatedResources `codec:",omitempty"`
-	Metrics              *AllocMetric        `codec:",omitempty"`
-	DesiredStatus        string              `codec:",omitempty"`
-	DesiredDescription   string              `codec:",omitempty"`
-	DesiredTransition    DesiredTransition   `codec:",omitempty"`
-	ClientStatus         string              `codec:",omitempty"`
-	ClientDescription    string              `codec:",omitempty"`
-	TaskStates           TaskStates
-	DeploymentID         string             `codec:",omitempty"`
-	FollowupEvalID       string             `codec:",omitempty"`
-	PreviousAllocation   string             `codec:",omitempty"`
-	NextAllocation       string             `codec:",omitempty"`
-	RescheduleTracker    *RescheduleTracker `codec:",omitempty"`
+	Job                *Job                `codec:",omitempty"`
+	TaskGroup          string              `codec:",omitempty"`
+	AllocatedResources *AllocatedResources `codec:",omitempty"`
+	Metrics            *AllocMetric        `codec:",omitempty"`
+	DesiredStatus      string              `codec:",omitempty"`
+	DesiredDescription string              `codec:",omitempty"`
+	DesiredTransition  DesiredTransition   `codec:",omitempty"`
+	ClientStatus       string              `codec:",omitempty"`
+	ClientDescription  string              `codec:",omitempty"`
+	TaskStates         TaskStates
+	DeploymentID       string `codec:",omitempty"`
+	// DeploymentStatus is the allocation's part in its deployment: its
+	// health as the client (or the deployment) set it, and whether it is
+	// a canary. Nil outside deployments.
+	DeploymentStatus     *AllocDeploymentStatus `codec:",omitempty"`
+	FollowupEvalID       string                 `codec:",omitempty"`
+	PreviousAllocation   string                 `codec:",omitempty"`
+	NextAllocation       string                 `codec:",omitempty"`
+	RescheduleTracker    *RescheduleTracker     `codec:",omitempty"`
 	PreemptedAllocations []string
 	CreateIndex          uint64 `codec:",omitempty"`
 	ModifyIndex          uint64 `codec:",omitempty"`
@@ -290,6 +294,7 @@ type AllocListStub struct {
 	ClientStatus       string
 	ClientDescription  string
 	TaskStates         TaskStates
+	DeploymentStatus   *AllocDeploymentStatus
 	FollowupEvalID     string
 	RescheduleTracker  *RescheduleTracker
 	CreateIndex        uint64
@@ -306,7 +311,7 @@ func (a *Allocation) Stub() *AllocListStub {
 		JobVersion: a.JobVersion, TaskGroup: a.TaskGroup,
 		DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
 		ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
-		TaskStates: a.TaskStates, FollowupEvalID: a.FollowupEvalID,
+		TaskStates: a.TaskStates, DeploymentStatus: a.DeploymentStatus, FollowupEvalID: a.FollowupEvalID,
 		RescheduleTracker: a.RescheduleTracker, CreateIndex: a.CreateIndex,
 		ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
 	}

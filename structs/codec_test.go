@@ -94,6 +94,12 @@ var wireTypes = []any{
 	// Periodic jobs.
 	new(PeriodicConfig), new(PeriodicLaunch), new(PeriodicLaunchRequest), new(PeriodicForceRequest),
 	new(PeriodicForceResponse),
+	// Deployments (structs/deployment.go, structs/update.go).
+	new(Deployment), new(DeploymentState), new(AllocDeploymentStatus), new(DeploymentStatusUpdate),
+	new(DeploymentStatusUpdateRequest), new(DeploymentPromoteRequest), new(ApplyDeploymentPromoteRequest),
+	new(DeploymentAllocHealthRequest), new(ApplyDeploymentAllocHealthRequest), new(DeploymentPauseRequest),
+	new(DeploymentFailRequest), new(DeploymentSpecificRequest), new(DeploymentListRequest),
+	new(DeploymentListResponse), new(SingleDeploymentResponse), new(DeploymentUpdateResponse),
 	// Parameterized jobs.
 	new(ParameterizedJobConfig), new(DispatchPayloadConfig), new(TaskLifecycleConfig), new(JobDispatchRequest), new(JobDispatchResponse),
 }

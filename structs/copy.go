@@ -233,6 +233,7 @@ func (a *Allocation) CopySkipJob() *Allocation {
 		c.RescheduleTracker = &RescheduleTracker{Events: copySlice(a.RescheduleTracker.Events, shallow[RescheduleEvent])}
 	}
 	c.PreemptedAllocations = append([]string(nil), a.PreemptedAllocations...)
+	c.DeploymentStatus = a.DeploymentStatus.Copy()
 	return &c
 }
 

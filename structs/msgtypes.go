@@ -64,6 +64,15 @@ const (
 	// parent's last launch (structs/periodic.go). Without the ignore flag:
 	// an older server must stop rather than lose a launch record.
 	PeriodicLaunchRequestType
+	// Deployments (structs/deployment.go), without the ignore flag: a
+	// server that skipped them would pace, promote or revert differently.
+	// DeploymentStatusUpdateRequestType changes a deployment's status
+	// (with a revert and an evaluation); DeploymentPromoteRequestType
+	// promotes canaries; DeploymentAllocHealthRequestType sets
+	// allocations' health through the deployment.
+	DeploymentStatusUpdateRequestType
+	DeploymentPromoteRequestType
+	DeploymentAllocHealthRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -80,7 +89,8 @@ func (t MessageType) String() string {
 		"ACLTokenBootstrap", "ACLClusterSecret", "VarApplyState", "VariablesRekey",
 		"RootKeyMetaUpsert", "ServiceRegistrationUpsert",
 		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs",
-		"JobStability", "ScalingEventRegister", "PeriodicLaunch"}
+		"JobStability", "ScalingEventRegister", "PeriodicLaunch",
+		"DeploymentStatusUpdate", "DeploymentPromote", "DeploymentAllocHealth"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]
