@@ -177,7 +177,9 @@ func (s *AllocDeploymentStatus) HasHealth() bool { return s != nil && s.Healthy 
 func (s *AllocDeploymentStatus) IsHealthy() bool { return s != nil && s.Healthy != nil && *s.Healthy }
 
 // IsUnhealthy reports whether the allocation is known unhealthy.
-func (s *AllocDeploymentStatus) IsUnhealthy() bool { return s != nil && s.Healthy != nil && !*s.Healthy }
+func (s *AllocDeploymentStatus) IsUnhealthy() bool {
+	return s != nil && s.Healthy != nil && !*s.Healthy
+}
 
 // IsCanary reports whether the allocation is a canary.
 func (s *AllocDeploymentStatus) IsCanary() bool { return s != nil && s.Canary }

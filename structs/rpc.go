@@ -400,7 +400,7 @@ type ApplyPlanResultsRequest struct {
 	// Deployment is the deployment the plan creates or updates (nil:
 	// none); DeploymentUpdates are status changes of other deployments
 	// (an older one the plan's cancels).
-	Deployment        *Deployment               `codec:",omitempty"`
+	Deployment        *Deployment `codec:",omitempty"`
 	DeploymentUpdates []*DeploymentStatusUpdate
 	WriteRequest
 }
