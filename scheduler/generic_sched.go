@@ -85,6 +85,13 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 	st := newStack(ctx, s.batch, dropFixed)
 	r := &reconciler{job: job, batch: s.batch, now: now, evalID: s.eval.ID, node: ctx.nodeOrNil,
 		fits: func(a *structs.Allocation) bool { return ctx.fitsOwnNode(st, a) }}
+	if needsDeployment(job) {
+		latest, err := s.state.LatestDeploymentByJobID(nil, s.eval.Namespace, s.eval.JobID)
+		if err != nil {
+			return false, false, err
+		}
+		r.deploy = newDeployState(job, latest, now)
+	}
 	res := r.reconcile(allocs)
 	s.logger.Debug("reconciled", "place", len(res.places), "stop", len(res.stops),
 		"in_place", len(res.inplace), "reschedule_later", len(res.later), "migrations_deferred", res.deferred)
@@ -98,9 +105,17 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 		ctx.appendStop(st.alloc, st.desc, st.clientStatus)
 	}
 	for _, a := range res.inplace {
-		ctx.appendUpdate(inPlaceCopy(a, job, now))
+		c := inPlaceCopy(a, job, now)
+		if r.deploy != nil {
+			r.deploy.joinInPlace(job.LookupTaskGroup(a.TaskGroup), c)
+		}
+		ctx.appendUpdate(c)
 	}
-	s.place(ctx, st, res.places)
+	s.place(ctx, st, res.places, r.deploy)
+	if r.deploy != nil {
+		r.deploy.complete()
+		r.deploy.toPlan(ctx.plan)
+	}
 	if ctx.err != nil {
 		return false, false, ctx.err
 	}
@@ -127,7 +142,7 @@ func (s *genericScheduler) resetOutcome(job *structs.Job) {
 // drop only nodes that fail fixed checks; afterwards usage only grows and
 // they drop exhausted nodes too. After one placement of a group fails, the
 // group's other placements fail at once and count as coalesced failures.
-func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequest) {
+func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequest, ds *deployState) {
 	if len(places) == 0 {
 		return
 	}
@@ -169,6 +184,9 @@ func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequ
 		}
 		metric := ctx.metrics.allocMetric(st.nodesAvailable, st.nodesInPool)
 		a := newAlloc(ctx, tg, p.name, option, metric)
+		if ds != nil {
+			ds.joinPlacement(tg, a, p.canary)
+		}
 		if p.prev != nil {
 			a.PreviousAllocation = p.prev.ID
 			if p.reschedule {
