@@ -100,7 +100,7 @@ type reconciler struct {
 	node   func(id string) *structs.Node // nil when the node is gone
 	// fits reports whether a live allocation's node passes the job's
 	// drivers and constraints for its group; nil means it does.
-	fits   func(a *structs.Allocation) bool
+	fits func(a *structs.Allocation) bool
 	// deploy is the job's deployment, for jobs with a rolling group
 	// (deployment.go); nil otherwise. roll is the current group's
 	// decisions (nil: the group does not roll).
