@@ -24,17 +24,28 @@ import (
 func deploymentKeyLen(d *structs.Deployment) int { return len(d.ID) + 1 }
 
 // upsertDeploymentTxn inserts d (the store owns it from now on), keeping
-// the stored one's CreateIndex.
+// the stored one's CreateIndex. A deployment that turns successful marks
+// its job version stable in the same write, as Nomad's store does (a
+// version no longer kept is skipped).
 func upsertDeploymentTxn(txn *writeTxn, index uint64, d *structs.Deployment) error {
 	d.Namespace = defaultNamespace(d.Namespace)
 	raw, err := txn.first(TableDeployments, d.ID)
 	if err != nil {
 		return err
 	}
+	wasSuccessful := false
 	if raw != nil {
-		d.CreateIndex = raw.(*structs.Deployment).CreateIndex
+		prev := raw.(*structs.Deployment)
+		d.CreateIndex = prev.CreateIndex
+		wasSuccessful = prev.Status == structs.DeploymentStatusSuccessful
 	} else {
 		d.CreateIndex = index
+	}
+	if d.Status == structs.DeploymentStatusSuccessful && !wasSuccessful {
+		err := updateJobStabilityTxn(txn, index, d.Namespace, d.JobID, d.JobVersion, true)
+		if err != nil && structs.CodeOf(err) != structs.ErrCodeNotFound {
+			return err
+		}
 	}
 	d.ModifyIndex = index
 	if err := txn.insert(TableDeployments, d); err != nil {

@@ -110,6 +110,13 @@ type AllocRunner struct {
 	// coord orders lifecycle tasks; nil when the group has none. Fixed
 	// after New.
 	coord *coordinator
+
+	// health watches the allocation's health for its deployment (nil:
+	// not watching); healthVerdict is the verdict reached for deployment
+	// healthFor (health.go). Guarded by mu.
+	health        *healthWatch
+	healthVerdict *structs.AllocDeploymentStatus
+	healthFor     string
 }
 
 // New prepares a runner (nothing runs until Run).
@@ -257,6 +264,7 @@ func (ar *AllocRunner) Run() {
 		ar.killAll(ReasonAllocStopped)
 	}
 	ar.publish()
+	ar.watchHealth()
 }
 
 // DoneCh is closed once the runner has nothing left running.
@@ -279,6 +287,8 @@ func (ar *AllocRunner) Update(a *structs.Allocation) {
 	ar.saveAlloc()
 	if a.ServerTerminalStatus() {
 		ar.killAll(ReasonAllocStopped)
+	} else {
+		ar.watchHealth() // an in-place update may move it to a new deployment
 	}
 	if h := ar.services(); h != nil {
 		h.changed()
@@ -430,6 +440,7 @@ func (ar *AllocRunner) Alloc() *structs.Allocation {
 	c := *ar.alloc
 	c.TaskStates = structs.NewTaskStates(states)
 	c.ClientStatus, c.ClientDescription = ar.clientStatus, ar.clientDesc
+	ar.withHealthLocked(&c)
 	return &c
 }
 
@@ -479,6 +490,7 @@ func (ar *AllocRunner) publish() {
 	c := *ar.alloc
 	c.TaskStates = structs.NewTaskStates(states)
 	c.ClientStatus, c.ClientDescription = ar.clientStatus, ar.clientDesc
+	ar.withHealthLocked(&c)
 	// Called under mu so that updates reach the Updater in order.
 	ar.cfg.Updater(&c)
 }
