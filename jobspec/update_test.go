@@ -1,7 +1,6 @@
 package jobspec
 
 import (
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -155,22 +154,10 @@ func TestUpdateBlockValidation(t *testing.T) {
 	validUpdate(t, j)
 }
 
-// validUpdate fails t unless j is valid but for the refusal of the update
-// block while rolling updates do not run (structs.RollingUpdatesRun).
+// validUpdate fails t unless j is valid.
 func validUpdate(t *testing.T, j *structs.Job) {
 	t.Helper()
-	err := j.Validate()
-	if err == nil {
-		return
-	}
-	var ve *structs.ValidationError
-	if !errors.As(err, &ve) {
+	if err := j.Validate(); err != nil {
 		t.Fatal(err)
-	}
-	for _, fe := range ve.Errors {
-		if structs.RollingUpdatesRun || !strings.HasSuffix(fe.Field, "Update") ||
-			!strings.Contains(fe.Message, "Drover does not support rolling updates yet") {
-			t.Fatal(err)
-		}
 	}
 }

@@ -44,6 +44,12 @@ var _ deploymentwatcher.Writer = deploymentWriter{}
 // FailDeployment writes the failure, the revert (the reverted version,
 // registered as Job.Revert registers it) and an evaluation in one entry.
 func (w deploymentWriter) FailDeployment(d *structs.Deployment, desc string, revertTo *structs.Job) error {
+	_, _, err := w.fail(d, desc, revertTo)
+	return err
+}
+
+// fail is FailDeployment, returning the entry's index and its evaluation.
+func (w deploymentWriter) fail(d *structs.Deployment, desc string, revertTo *structs.Job) (uint64, *structs.Evaluation, error) {
 	now := time.Now()
 	req := &structs.DeploymentStatusUpdateRequest{
 		DeploymentUpdate: &structs.DeploymentStatusUpdate{DeploymentID: d.ID, Status: structs.DeploymentStatusFailed, StatusDescription: desc},
@@ -57,14 +63,14 @@ func (w deploymentWriter) FailDeployment(d *structs.Deployment, desc string, rev
 	} else {
 		cur, err := w.s.fsm.State().JobByID(nil, d.Namespace, d.JobID)
 		if err != nil {
-			return err
+			return 0, nil, err
 		}
 		job = cur
 	}
 	req.Eval = structs.NewEval(job, structs.EvalTriggerDeploymentWatcher, now)
 	req.Eval.DeploymentID = d.ID
-	_, _, err := w.s.raftApply(structs.DeploymentStatusUpdateRequestType, req)
-	return err
+	index, _, err := w.s.raftApply(structs.DeploymentStatusUpdateRequestType, req)
+	return index, req.Eval, err
 }
 
 // PromoteDeployment promotes every canary of d, with an evaluation that

@@ -42,6 +42,7 @@ func (s *Server) endpoints(inproc bool) map[string]any {
 		// Native service discovery (service_endpoint.go).
 		"ServiceRegistration": &ServiceRegistration{srv: s},
 		"Scaling":             &Scaling{srv: s},
+		"Deployment":          &Deployment{srv: s},
 	}
 }
 

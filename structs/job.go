@@ -575,7 +575,6 @@ func (j *Job) Validate() error {
 	}
 	validateConstraints(v, "Constraints", j.Constraints)
 	validateMeta(v, "Meta", j.Meta)
-	validateJobUpdate(v, j.Update)
 	if j.Periodic != nil {
 		j.Periodic.validate(v, j.Type)
 	}

@@ -101,25 +101,4 @@ func (u *UpdateStrategy) validate(v *validator, p, jobType string, count int) {
 	if u.ProgressDeadline > 0 && u.HealthyDeadline >= u.ProgressDeadline {
 		v.add(join(p, "ProgressDeadline"), "must be 0 or greater than HealthyDeadline (%s); got %s", u.HealthyDeadline, u.ProgressDeadline)
 	}
-	if !RollingUpdatesRun {
-		v.add(p, "%s", notRunYet)
-	}
-}
-
-// RollingUpdatesRun says whether the scheduler rolls a job with an update
-// block out through a deployment. Until it does, a job with an update
-// block is refused at registration, naming the block, rather than
-// replaced at once: the block is read and checked (both job file forms,
-// Nomad's defaults and merge), and deployments are stored and served,
-// but nothing creates them yet.
-const RollingUpdatesRun = false
-
-const notRunYet = unsupported + "rolling updates yet (the update block is read and checked, but no deployment runs it)"
-
-// validateJobUpdate refuses a job-level update block while rolling
-// updates do not run (the groups inherit it and are refused too).
-func validateJobUpdate(v *validator, u *UpdateStrategy) {
-	if u != nil && !RollingUpdatesRun {
-		v.add("Update", "%s", notRunYet)
-	}
 }

@@ -117,22 +117,9 @@ func (p *Pass) judge(r Reader, ws memdb.WatchSet, job *structs.Job, d *structs.D
 		}
 	}
 	if desc != "" {
-		f := Failure{Deployment: d, Description: desc}
-		if autoRevert(d) {
-			stable, err := latestStable(r, ws, d)
-			if err != nil {
-				return err
-			}
-			switch {
-			case stable != nil && !stable.SpecChanged(job):
-				// Going back to the same spec would fail the same way.
-				f.Description = fmt.Sprintf("%s - not rolling back to stable job version %d as current job has same specification", desc, stable.Version)
-			case stable != nil:
-				f.RevertTo = stable
-				f.Description = fmt.Sprintf("%s - rolling back to job version %d", desc, stable.Version)
-			default:
-				f.Description = desc + " - no stable job version to auto revert to"
-			}
+		f, err := FailureFor(r, ws, job, d, desc)
+		if err != nil {
+			return err
 		}
 		p.Fail = append(p.Fail, f)
 		return nil
@@ -141,6 +128,31 @@ func (p *Pass) judge(r Reader, ws memdb.WatchSet, job *structs.Job, d *structs.D
 		p.Promote = append(p.Promote, d)
 	}
 	return nil
+}
+
+// FailureFor is the failure of deployment d of job for reason desc: with
+// auto_revert, back to the newest stable version older than d's (not when
+// its spec is the job's own: it would fail the same way). The operator's
+// fail (Deployment.Fail) uses it too.
+func FailureFor(r Reader, ws memdb.WatchSet, job *structs.Job, d *structs.Deployment, desc string) (Failure, error) {
+	f := Failure{Deployment: d, Description: desc}
+	if !autoRevert(d) {
+		return f, nil
+	}
+	stable, err := latestStable(r, ws, d)
+	if err != nil {
+		return f, err
+	}
+	switch {
+	case stable != nil && !stable.SpecChanged(job):
+		f.Description = fmt.Sprintf("%s - not rolling back to stable job version %d as current job has same specification", desc, stable.Version)
+	case stable != nil:
+		f.RevertTo = stable
+		f.Description = fmt.Sprintf("%s - rolling back to job version %d", desc, stable.Version)
+	default:
+		f.Description = desc + " - no stable job version to auto revert to"
+	}
+	return f, nil
 }
 
 // groupDone reports whether a group needs no more progress: all its
