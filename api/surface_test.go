@@ -189,7 +189,10 @@ func TestClientSurfaceRequests(t *testing.T) {
 		{name: "pause", reply: `{}`, wantMeth: "PUT", wantPath: "/v1/deployment/pause/d1", wantBody: `"Pause":true`,
 			call: func(c *Client) error { _, _, err := c.PauseDeployment(ctx, "d1", true, nil); return err }},
 		{name: "allocation health", reply: `{}`, wantMeth: "PUT", wantPath: "/v1/deployment/allocation-health/d1", wantBody: `"HealthyAllocationIDs":["a1"]`,
-			call: func(c *Client) error { _, _, err := c.SetDeploymentAllocHealth(ctx, "d1", []string{"a1"}, nil, nil); return err }},
+			call: func(c *Client) error {
+				_, _, err := c.SetDeploymentAllocHealth(ctx, "d1", []string{"a1"}, nil, nil)
+				return err
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
