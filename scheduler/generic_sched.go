@@ -28,6 +28,7 @@ type genericScheduler struct {
 	classElig   map[string]bool
 	escaped     bool
 	blockedEval string
+	deployment  string // the ID of the job version's deployment, if any
 }
 
 // NewServiceScheduler returns the scheduler for service jobs.
@@ -57,7 +58,7 @@ func (s *genericScheduler) Process(eval *structs.Evaluation) error {
 
 // outcome collects what finishEval writes onto the evaluation.
 func (s *genericScheduler) outcome() evalOutcome {
-	return evalOutcome{failed: s.failed, queued: s.queued, classElig: s.classElig, escaped: s.escaped}
+	return evalOutcome{failed: s.failed, queued: s.queued, classElig: s.classElig, escaped: s.escaped, deploymentID: s.deployment}
 }
 
 // attempt runs the reconcile -> place -> submit cycle once against the
@@ -115,6 +116,9 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 	if r.deploy != nil {
 		r.deploy.complete()
 		r.deploy.toPlan(ctx.plan)
+		if r.deploy.d != nil {
+			s.deployment = r.deploy.d.ID
+		}
 	}
 	if ctx.err != nil {
 		return false, false, ctx.err
@@ -127,7 +131,7 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 }
 
 func (s *genericScheduler) resetOutcome(job *structs.Job) {
-	s.failed, s.classElig, s.escaped = nil, nil, false
+	s.failed, s.classElig, s.escaped, s.deployment = nil, nil, false, ""
 	s.queued = map[string]int{}
 	if job != nil {
 		for _, tg := range job.TaskGroups {

@@ -170,7 +170,31 @@ func runJobRun(e *env, args []string) int {
 		}
 		return exitOK
 	}
-	return (&evalMonitor{e: e, c: c, verbose: verbose}).runJob(ctx, resp.EvalID, job, allocFollowTimeout)
+	code = (&evalMonitor{e: e, c: c, verbose: verbose}).runJob(ctx, resp.EvalID, job, allocFollowTimeout)
+	if code != exitOK || !rolls(job) {
+		return code
+	}
+	if ev, _, err := c.Eval(ctx, resp.EvalID, nil); err != nil || ev.DeploymentID == "" {
+		return code // the change made no deployment (nothing to replace)
+	}
+	// As Nomad's CLI: a job with an update block is followed to the end
+	// of its deployment, which decides the exit code.
+	return followDeployment(ctx, e, c, job.ID, resp.JobModifyIndex, verbose)
+}
+
+// rolls reports whether a group of job rolls out through deployments (an
+// update block with a positive max_parallel, its own or the job's).
+func rolls(job *structs.Job) bool {
+	for _, tg := range job.TaskGroups {
+		u := tg.Update
+		if u == nil {
+			u = job.Update
+		}
+		if u.Rolling() {
+			return true
+		}
+	}
+	return false
 }
 
 // resolveJob finds a job by ID or unique prefix.

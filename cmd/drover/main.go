@@ -79,6 +79,7 @@ func commands() []*command {
 	all = append(all, nodeCommands()...)
 	all = append(all, allocCommands()...)
 	all = append(all, evalCommands()...)
+	all = append(all, deploymentCommands()...)
 	all = append(all, serviceCommands()...)
 	all = append(all, serverCommands()...)
 	all = append(all, systemCommands()...)
