@@ -286,7 +286,9 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 		{name: "deployment not found", method: "GET", target: "/v1/deployment/d1", rpc: "Deployment.GetDeployment",
 			wantCode: 404, wantBody: "deployment not found"},
 		{name: "deployment", method: "GET", target: "/v1/deployment/d1", rpc: "Deployment.GetDeployment",
-			reply:    func(r any) { r.(*structs.SingleDeploymentResponse).Deployment = &structs.Deployment{ID: "d1", Status: "running"} },
+			reply: func(r any) {
+				r.(*structs.SingleDeploymentResponse).Deployment = &structs.Deployment{ID: "d1", Status: "running"}
+			},
 			wantCode: 200, wantBody: `"Status":"running"`},
 		{name: "deployment allocations", method: "GET", target: "/v1/deployment/allocations/d1", rpc: "Deployment.Allocations",
 			wantCode: 200, wantBody: `[]`},
