@@ -53,7 +53,7 @@ func (b *Batch) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsReq
 	// The plan's deployment goes first: its allocations count in it.
 	var deltas deploymentDeltas
 	if req.Deployment != nil {
-		if err := upsertDeploymentTxn(txn, index, req.Deployment); err != nil {
+		if err := upsertPlanDeploymentTxn(txn, index, req.Deployment); err != nil {
 			return err
 		}
 	}

@@ -55,6 +55,53 @@ func upsertDeploymentTxn(txn *writeTxn, index uint64, d *structs.Deployment) err
 	return nil
 }
 
+// upsertPlanDeploymentTxn writes the deployment a plan carries. The plan
+// was made from an older state than the one it is applied to, so over a
+// stored deployment it brings only what the scheduler owns (new groups,
+// desired counts, placed canaries, and success of a running deployment);
+// what changed meanwhile stays: the counts (allocation writes keep them),
+// a promotion, a later progress deadline, and any other status (a
+// failure, a pause, a cancellation is never undone by a stale plan).
+func upsertPlanDeploymentTxn(txn *writeTxn, index uint64, d *structs.Deployment) error {
+	raw, err := txn.first(TableDeployments, d.ID)
+	if err != nil {
+		return err
+	}
+	if raw != nil {
+		mergePlanDeployment(raw.(*structs.Deployment), d)
+	}
+	return upsertDeploymentTxn(txn, index, d)
+}
+
+// mergePlanDeployment keeps, on d (a plan's copy, owned by the caller),
+// what stored (the deployment as stored now) has newer.
+func mergePlanDeployment(stored, d *structs.Deployment) {
+	if stored.Status != structs.DeploymentStatusRunning || d.Status != structs.DeploymentStatusSuccessful {
+		d.Status, d.StatusDescription = stored.Status, stored.StatusDescription
+	}
+	for name, g := range d.TaskGroups {
+		sg := stored.TaskGroups[name]
+		if sg == nil || g == nil {
+			continue
+		}
+		g.PlacedAllocs, g.HealthyAllocs, g.UnhealthyAllocs = sg.PlacedAllocs, sg.HealthyAllocs, sg.UnhealthyAllocs
+		g.Promoted = g.Promoted || sg.Promoted
+		if sg.RequireProgressBy.After(g.RequireProgressBy) {
+			g.RequireProgressBy = sg.RequireProgressBy
+		}
+		for _, id := range sg.PlacedCanaries {
+			if !slices.Contains(g.PlacedCanaries, id) {
+				g.PlacedCanaries = append(g.PlacedCanaries, id)
+			}
+		}
+	}
+	for name, sg := range stored.TaskGroups {
+		if _, ok := d.TaskGroups[name]; !ok {
+			d.TaskGroups[name] = sg.Copy()
+		}
+	}
+}
+
 // UpsertDeployment writes a deployment (tests and tools; the servers write
 // them with plans).
 func (s *StateStore) UpsertDeployment(index uint64, d *structs.Deployment) error {

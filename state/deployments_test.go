@@ -223,3 +223,25 @@ func TestDeploymentAllocHealthAndStatus(t *testing.T) {
 		t.Fatalf("status change of a missing deployment: %v", err)
 	}
 }
+
+// TestDeploymentStalePlanKeepsNewerState: a plan made before a health
+// report and a failure carries an older copy of the deployment; applying
+// it keeps the stored counts and status, and adds only the plan's canary.
+func TestDeploymentStalePlanKeepsNewerState(t *testing.T) {
+	f := newDeploymentFixture(t)
+	stale, err := f.s.DeploymentByID(nil, f.dep.ID)
+	must(t, err)
+	stale = stale.Copy()
+	f.report(t, 4, f.canary, true, time.Unix(1700000010, 0).UTC())
+	must(t, f.s.UpdateDeploymentStatus(5, &structs.DeploymentStatusUpdateRequest{DeploymentUpdate: &structs.DeploymentStatusUpdate{
+		DeploymentID: f.dep.ID, Status: structs.DeploymentStatusFailed, StatusDescription: structs.DeploymentStatusDescriptionFailedAllocations}}))
+	group := f.job.TaskGroups[0].Name
+	stale.TaskGroups[group].PlacedCanaries = append(stale.TaskGroups[group].PlacedCanaries, "c2")
+	must(t, f.s.UpsertPlanResults(6, &structs.ApplyPlanResultsRequest{Deployment: stale}))
+	d, err := f.s.DeploymentByID(nil, f.dep.ID)
+	must(t, err)
+	g := d.TaskGroups[group]
+	if d.Status != structs.DeploymentStatusFailed || g.HealthyAllocs != 1 || g.PlacedAllocs != 2 || len(g.PlacedCanaries) != 2 {
+		t.Fatalf("after a stale plan: %s, %+v", d.Status, g)
+	}
+}
