@@ -149,18 +149,21 @@ func (ar *AllocRunner) runHealth(w *healthWatch) {
 	t := time.NewTicker(healthPollInterval)
 	defer t.Stop()
 	for {
+		final := false
 		select {
 		case <-w.stop:
 			return
 		case <-ar.doneCh:
-			return
+			// Every task is dead: judge once more; an allocation
+			// that runs nothing is not healthy.
+			final = true
 		case <-t.C:
 		}
 		ar.mu.Lock()
-		killing := ar.killing
+		killing, detached := ar.killing, ar.detached
 		ar.mu.Unlock()
-		if killing {
-			return // stopped: its health no longer matters
+		if killing || detached {
+			return // stopped by the servers, or the client is leaving
 		}
 		states := make(map[string]*structs.TaskState, len(ar.tasks))
 		for name, tr := range ar.tasks {
@@ -170,7 +173,7 @@ func (ar *AllocRunner) runHealth(w *healthWatch) {
 		in.checksHealthy, in.checkOK = ar.ChecksHealthy()
 		now := time.Now()
 		decided, healthy := w.tracker.verdict(in, now)
-		if !decided {
+		if !decided && !final {
 			continue
 		}
 		ar.mu.Lock()
