@@ -308,10 +308,14 @@ func TestNomadClientCompat(t *testing.T) {
 	}
 	waitEval(t, c, stop.EvalID)
 
+	// A job without an update block has no deployment.
+	if deps, _, err := c.Deployments().List(nil); err != nil || len(deps) != 0 {
+		t.Fatalf("Deployments.List = %v, %v", deps, err)
+	}
 	// What Drover does not do is a clear 501.
-	_, _, err = c.Deployments().List(nil)
-	if err == nil || !strings.Contains(err.Error(), "501") || !strings.Contains(err.Error(), "Drover does not support deployments") {
-		t.Fatalf("Deployments.List err = %v", err)
+	_, _, err = c.Deployments().Unblock("d1", nil)
+	if err == nil || !strings.Contains(err.Error(), "501") || !strings.Contains(err.Error(), "Drover does not support unblocking multiregion deployments") {
+		t.Fatalf("Deployments.Unblock err = %v", err)
 	}
 
 	// Metrics decode into Nomad's summary.

@@ -42,6 +42,15 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 	handle("GET /v1/job/{id}/deployment", h.jobLatestDeployment)
 	handle("GET /v1/job/{id}/deployments", h.jobDeployments)
 	handle("GET /v1/job/{id}/versions", h.jobVersions)
+	handle("GET /v1/deployments", h.deploymentList)
+	handle("GET /v1/deployment/{id}", h.deploymentGet)
+	handle("GET /v1/deployment/allocations/{id}", h.deploymentAllocations)
+	for _, m := range []string{"PUT", "POST"} {
+		handle(m+" /v1/deployment/promote/{id}", h.deploymentPromote)
+		handle(m+" /v1/deployment/fail/{id}", h.deploymentFail)
+		handle(m+" /v1/deployment/pause/{id}", h.deploymentPause)
+		handle(m+" /v1/deployment/allocation-health/{id}", h.deploymentAllocHealth)
+	}
 	handle("PUT /v1/job/{id}/revert", h.jobRevert)
 	handle("POST /v1/job/{id}/revert", h.jobRevert)
 	handle("PUT /v1/job/{id}/stable", h.jobStable)
@@ -138,8 +147,7 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 // PUT, POST and DELETE, so a Nomad tool gets a clear error rather than a 404 or, worse,
 // a silently wrong answer. README.md's compatibility table lists them.
 var unsupportedEndpoints = []struct{ pattern, feature string }{
-	{"/v1/deployments", "deployments"},
-	{"/v1/deployment/", "deployments"},
+	{"/v1/deployment/unblock/{id}", "unblocking multiregion deployments"},
 	{"/v1/job/{id}/submission", "job submissions"},
 	{"/v1/job/{id}/evaluate", "forced job evaluation"},
 	{"/v1/job/{id}/action", "task actions"},

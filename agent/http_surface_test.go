@@ -296,8 +296,52 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 		{name: "system gc", method: "PUT", target: "/v1/system/gc", body: `{}`, rpc: "System.GarbageCollect", wantCode: 200},
 		{name: "system gc needs PUT", method: "GET", target: "/v1/system/gc", wantCode: 405},
 
-		{name: "unsupported endpoint", method: "GET", target: "/v1/deployments", wantCode: 501,
-			wantBody: "Drover does not support deployments"},
+		{name: "unsupported endpoint", method: "PUT", target: "/v1/deployment/unblock/d1", wantCode: 501,
+			wantBody: "Drover does not support unblocking multiregion deployments"},
+		{name: "deployments", method: "GET", target: "/v1/deployments?prefix=d&namespace=ns", rpc: "Deployment.List",
+			wantCode: 200, wantBody: `[]`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.DeploymentListRequest); a.Prefix != "d" || a.Namespace != "ns" {
+					t.Errorf("args = %+v", a)
+				}
+			}},
+		{name: "deployment not found", method: "GET", target: "/v1/deployment/d1", rpc: "Deployment.GetDeployment",
+			wantCode: 404, wantBody: "deployment not found"},
+		{name: "deployment", method: "GET", target: "/v1/deployment/d1", rpc: "Deployment.GetDeployment",
+			reply: func(r any) {
+				r.(*structs.SingleDeploymentResponse).Deployment = &structs.Deployment{ID: "d1", Status: "running"}
+			},
+			wantCode: 200, wantBody: `"Status":"running"`},
+		{name: "deployment allocations", method: "GET", target: "/v1/deployment/allocations/d1", rpc: "Deployment.Allocations",
+			wantCode: 200, wantBody: `[]`},
+		{name: "deployment promote", method: "PUT", target: "/v1/deployment/promote/d1", rpc: "Deployment.Promote",
+			body: `{"DeploymentID": "d1", "Groups": ["web"]}`, wantCode: 200, wantBody: `"EvalID"`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.DeploymentPromoteRequest); a.DeploymentID != "d1" || len(a.Groups) != 1 || a.All {
+					t.Errorf("args = %+v", a)
+				}
+			}},
+		{name: "deployment promote needs groups", method: "PUT", target: "/v1/deployment/promote/d1", body: `{}`, wantCode: 400},
+		{name: "deployment promote other ID", method: "PUT", target: "/v1/deployment/promote/d1", body: `{"DeploymentID": "d2", "All": true}`, wantCode: 400},
+		{name: "deployment fail", method: "POST", target: "/v1/deployment/fail/d1", rpc: "Deployment.Fail", wantCode: 200},
+		{name: "deployment pause", method: "PUT", target: "/v1/deployment/pause/d1", rpc: "Deployment.Pause",
+			body: `{"Pause": true}`, wantCode: 200,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.DeploymentPauseRequest); !a.Pause || a.DeploymentID != "d1" {
+					t.Errorf("args = %+v", a)
+				}
+			}},
+		{name: "deployment allocation health", method: "PUT", target: "/v1/deployment/allocation-health/d1", rpc: "Deployment.SetAllocHealth",
+			body: `{"HealthyAllocationIDs": ["a1"]}`, wantCode: 200},
+		{name: "job deployments", method: "GET", target: "/v1/job/web/deployments?all=true", rpc: "Job.Deployments",
+			wantCode: 200, wantBody: `[]`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.JobSpecificRequest); !a.All || a.JobID != "web" {
+					t.Errorf("args = %+v", a)
+				}
+			}},
+		{name: "job latest deployment none", method: "GET", target: "/v1/job/web/deployment", rpc: "Job.LatestDeployment",
+			wantCode: 200, wantBody: `null`},
 		{name: "unsupported job sub-path", method: "POST", target: "/v1/job/web/actions", wantCode: 501,
 			wantBody: "Drover does not support task actions"},
 		{name: "dispatch", method: "PUT", target: "/v1/job/web/dispatch", rpc: "Job.Dispatch", wantCode: 200,

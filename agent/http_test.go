@@ -169,7 +169,7 @@ func TestHTTPStatusCodes(t *testing.T) {
 			wantCode: 200, wantCalls: 1},
 		{name: "unmodelled field refused", method: "PUT", target: "/v1/jobs",
 			body:     `{"Job": {"ID": "web", "Update": {"MaxParallel": 2}, "Multiregion": {"Regions": [{"Name": "west"}]}}}`,
-			wantCode: 400, wantBody: "Job.Multiregion: Drover does not support multiregion jobs\nJob.Update: Drover does not support the update block"},
+			wantCode: 400, wantBody: "Job.Multiregion: Drover does not support multiregion jobs"},
 		{name: "unmodelled request option refused", method: "PUT", target: "/v1/jobs",
 			body:     `{"Job": {"ID": "web"}, "PreserveCounts": true}`,
 			wantCode: 400, wantBody: "PreserveCounts: Drover does not support"},

@@ -356,6 +356,8 @@ var companions = map[string]func(parent reflect.Value){
 	// A lifecycle block needs a hook (and a main task beside it: see
 	// refusedAt).
 	"TaskLifecycle.Sidecar": func(p reflect.Value) { p.FieldByName("Hook").SetString("prestart") },
+	// auto_promote needs a canary.
+	"UpdateStrategy.AutoPromote": func(p reflect.Value) { p.FieldByName("Canary").Set(reflect.ValueOf(new(1))) },
 }
 
 // portCompanion makes a probed port valid: it needs a label, and a port in
@@ -393,7 +395,11 @@ var sampleOverrides = map[string]any{
 	"RestartPolicy.Mode": "delay", "RestartPolicy.Interval": time.Hour,
 	"ReschedulePolicy.DelayFunction": "fibonacci",
 	"MigrateStrategy.HealthCheck":    "task_states",
-	"Service.PortLabel":              "8081", "Service.AddressMode": "host", "Service.TaskName": "t",
+	// An update block's sample must be valid beside Nomad's defaults:
+	// one canary in a group of one, deadlines in order.
+	"UpdateStrategy.HealthCheck": "task_states", "UpdateStrategy.Canary": 1,
+	"UpdateStrategy.HealthyDeadline": time.Minute, "UpdateStrategy.ProgressDeadline": time.Hour,
+	"Service.PortLabel": "8081", "Service.AddressMode": "host", "Service.TaskName": "t",
 	"Service.OnUpdate": "require_healthy", "Service.Provider": "nomad",
 	"ServiceCheck.Type": "tcp", "ServiceCheck.Protocol": "https", "ServiceCheck.PortLabel": "8082",
 	"ServiceCheck.AddressMode": "host", "ServiceCheck.InitialStatus": "passing",

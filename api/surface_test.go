@@ -171,6 +171,45 @@ func TestClientSurfaceRequests(t *testing.T) {
 			call: func(c *Client) error { _, _, err := c.DrainNode(ctx, "n1", nil, true, nil); return err }},
 		{name: "eligibility", reply: `{}`, wantMeth: "PUT", wantPath: "/v1/node/n1/eligibility", wantBody: `"Eligibility":"ineligible"`,
 			call: func(c *Client) error { _, _, err := c.SetNodeEligibility(ctx, "n1", false, nil); return err }},
+		{name: "deployments", reply: `[{"ID":"d1","Status":"running"}]`, wantMeth: "GET", wantPath: "/v1/deployments", wantQuery: "prefix=d",
+			call: func(c *Client) error {
+				out, _, err := c.Deployments(ctx, "d", nil)
+				if err == nil && (len(out) != 1 || out[0].Status != "running") {
+					t.Errorf("deployments = %+v", out)
+				}
+				return err
+			}},
+		{name: "deployment", reply: `{"ID":"d1","TaskGroups":{"web":{"DesiredTotal":6}}}`, wantMeth: "GET", wantPath: "/v1/deployment/d1",
+			call: func(c *Client) error {
+				d, _, err := c.Deployment(ctx, "d1", nil)
+				if err == nil && d.TaskGroups["web"].DesiredTotal != 6 {
+					t.Errorf("deployment = %+v", d)
+				}
+				return err
+			}},
+		{name: "deployment allocations", reply: `[]`, wantMeth: "GET", wantPath: "/v1/deployment/allocations/d1",
+			call: func(c *Client) error { _, _, err := c.DeploymentAllocations(ctx, "d1", nil); return err }},
+		{name: "job latest deployment", reply: `null`, wantMeth: "GET", wantPath: "/v1/job/web/deployment",
+			call: func(c *Client) error {
+				d, _, err := c.JobLatestDeployment(ctx, "web", nil)
+				if err == nil && d != nil {
+					t.Errorf("latest = %+v, want nil", d)
+				}
+				return err
+			}},
+		{name: "job deployments", reply: `[]`, wantMeth: "GET", wantPath: "/v1/job/web/deployments", wantQuery: "all=true",
+			call: func(c *Client) error { _, _, err := c.JobDeployments(ctx, "web", true, nil); return err }},
+		{name: "promote", reply: `{"EvalID":"e1"}`, wantMeth: "PUT", wantPath: "/v1/deployment/promote/d1", wantBody: `"All":true`,
+			call: func(c *Client) error { _, _, err := c.PromoteDeployment(ctx, "d1", nil, nil); return err }},
+		{name: "fail", reply: `{}`, wantMeth: "PUT", wantPath: "/v1/deployment/fail/d1", wantBody: `"DeploymentID":"d1"`,
+			call: func(c *Client) error { _, _, err := c.FailDeployment(ctx, "d1", nil); return err }},
+		{name: "pause", reply: `{}`, wantMeth: "PUT", wantPath: "/v1/deployment/pause/d1", wantBody: `"Pause":true`,
+			call: func(c *Client) error { _, _, err := c.PauseDeployment(ctx, "d1", true, nil); return err }},
+		{name: "allocation health", reply: `{}`, wantMeth: "PUT", wantPath: "/v1/deployment/allocation-health/d1", wantBody: `"HealthyAllocationIDs":["a1"]`,
+			call: func(c *Client) error {
+				_, _, err := c.SetDeploymentAllocHealth(ctx, "d1", []string{"a1"}, nil, nil)
+				return err
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

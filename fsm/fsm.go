@@ -270,6 +270,12 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyNodePoolUpsert(b, buf[1:], log.Index)
 	case structs.NodePoolDeleteRequestType:
 		return f.applyNodePoolDelete(b, buf[1:], log.Index)
+	case structs.DeploymentStatusUpdateRequestType:
+		return f.applyDeploymentStatusUpdate(b, buf[1:], log.Index)
+	case structs.DeploymentPromoteRequestType:
+		return f.applyDeploymentPromotion(b, buf[1:], log.Index)
+	case structs.DeploymentAllocHealthRequestType:
+		return f.applyDeploymentAllocHealth(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

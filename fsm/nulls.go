@@ -45,12 +45,29 @@ func checkNulls(req any) error {
 		}
 		nulls(&errs, "AllocGroups", r.AllocGroups)
 		nulls(&errs, "Evals", r.Evals)
+		if r.Deployment != nil {
+			deploymentNulls(&errs, "Deployment", r.Deployment)
+		}
+		nulls(&errs, "DeploymentUpdates", r.DeploymentUpdates)
 	case *structs.AllocUpdateDesiredTransitionRequest:
 		nulls(&errs, "Evals", r.Evals)
 	case *structs.VariablesRekeyRequest:
 		nulls(&errs, "Vars", r.Vars)
+	case *structs.DeploymentStatusUpdateRequest:
+		jobNulls(&errs, "Job", r.Job)
+	case *structs.ApplyDeploymentAllocHealthRequest:
+		jobNulls(&errs, "Job", r.Job)
 	}
 	return errs.err()
+}
+
+// deploymentNulls checks a deployment's group states.
+func deploymentNulls(errs *nullErrs, path string, d *structs.Deployment) {
+	for name, g := range d.TaskGroups {
+		if g == nil && errs.first == "" {
+			errs.first = path + ".TaskGroups[" + strconv.Quote(name) + "]"
+		}
+	}
 }
 
 // recordNulls is checkNulls for a snapshot record: a job whose task
@@ -58,8 +75,11 @@ func checkNulls(req any) error {
 // restored for the scheduler and the API to trip over.
 func recordNulls(v any) error {
 	var errs nullErrs
-	if job, ok := v.(*structs.Job); ok {
-		jobNulls(&errs, "Job", job)
+	switch r := v.(type) {
+	case *structs.Job:
+		jobNulls(&errs, "Job", r)
+	case *structs.Deployment:
+		deploymentNulls(&errs, "Deployment", r)
 	}
 	return errs.err()
 }

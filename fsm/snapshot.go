@@ -25,7 +25,9 @@ import (
 //	trailer  4 bytes big-endian CRC-32 (Castagnoli) of everything before it
 //
 // Records come table by table: index, nodes, jobs, allocation-only jobs,
-// job summaries, evaluations, allocations. Jobs are numbered 1, 2, ... in
+// job summaries, evaluations, allocations, then the other tables (ACLs,
+// variables, services, job versions, scaling events, periodic launches,
+// deployments). Jobs are numbered 1, 2, ... in
 // the order they appear (recJob rows of the jobs table, then recAllocJob:
 // job versions that allocations still run but the jobs table no longer
 // holds). An allocation is written without its Job and with the number of
@@ -67,6 +69,8 @@ const (
 	recSchedulerConfig
 	// recNodePool is a stored node pool (not the built-in ones).
 	recNodePool
+	// recDeployment is a deployment (state's deployment table).
+	recDeployment
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

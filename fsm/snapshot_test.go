@@ -98,6 +98,20 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 				ClientStatus: structs.AllocClientStatusRunning, TaskStates: structs.NewTaskStates(map[string]*structs.TaskState{
 					"web": {State: structs.TaskStateRunning, StartedAt: time.Unix(1700000004, 0).UTC(),
 						Events: []*structs.TaskEvent{{Type: structs.TaskStarted, Time: 1700000004, Details: map[string]string{"a": "b"}}}}})}}, nil))
+			// A deployment of v2 with a canary placed by a plan, then
+			// reported healthy by its client.
+			dep := structs.NewDeployment(v2, time.Unix(1700000006, 0))
+			dep.TaskGroups["web"] = &structs.DeploymentState{AutoRevert: true, ProgressDeadline: 10 * time.Minute,
+				DesiredCanaries: 1, DesiredTotal: len(placed)}
+			canary := mock.Alloc(v2, ns[(j+1)%nodes])
+			canary.Job, canary.EvalID, canary.DeploymentID = nil, eval.ID, dep.ID
+			canary.DeploymentStatus = &structs.AllocDeploymentStatus{Canary: true}
+			dep.TaskGroups["web"].PlacedCanaries = []string{canary.ID}
+			must(t, store.UpsertPlanResults(next(), &structs.ApplyPlanResultsRequest{Job: v2, AllocsUpdated: []*structs.Allocation{canary},
+				Deployment: dep, EvalID: eval.ID, UpdatedAt: 1700000006}))
+			healthy := true
+			must(t, store.UpdateAllocsFromClient(next(), []*structs.Allocation{{ID: canary.ID, ClientStatus: structs.AllocClientStatusRunning,
+				DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: time.Unix(1700000007, 0).UTC()}}}, nil))
 		}
 	}
 	// Two root keys (the second active) and variables in two namespaces.
@@ -183,6 +197,8 @@ func tables(s *state.StateStore) (map[string]any, error) {
 	out[state.TableSchedulerConfig] = v16
 	v17, e := s.StoredNodePools(nil)
 	read(state.TableNodePools, v17, e)
+	v18, e := s.Deployments(nil)
+	read(state.TableDeployments, v18, e)
 	return out, err
 }
 
@@ -262,8 +278,9 @@ func TestSnapshotRestoreLarge(t *testing.T) {
 	must(t, err)
 	dstAllocs, err := dst.State().Allocs(nil)
 	must(t, err)
-	if len(dstAllocs) != jobs*perJob {
-		t.Fatalf("%d allocs, want %d", len(dstAllocs), jobs*perJob)
+	// populate places a canary for every tenth job.
+	if want := jobs*perJob + (jobs+9)/10; len(dstAllocs) != want {
+		t.Fatalf("%d allocs, want %d", len(dstAllocs), want)
 	}
 	fwd := map[*structs.Job]*structs.Job{}
 	back := map[*structs.Job]*structs.Job{}

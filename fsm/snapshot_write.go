@@ -237,7 +237,8 @@ func appendServiceRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	return rows, nil
 }
 
-// appendPeriodicRows adds the periodic jobs' last launches.
+// appendPeriodicRows adds the periodic jobs' last launches, then the
+// deployments.
 func appendPeriodicRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	launches, err := snap.PeriodicLaunches(nil)
 	if err != nil {
@@ -250,7 +251,7 @@ func appendPeriodicRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 }
 
 // appendSchedulerConfigRow adds the scheduler configuration, when an
-// operator set one, and the stored node pools.
+// operator set one, and the stored node pools, then the deployments.
 func appendSchedulerConfigRow(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	c, err := snap.StoredSchedulerConfig()
 	if err != nil {
@@ -265,6 +266,18 @@ func appendSchedulerConfigRow(snap *state.StateSnapshot, rows []row) ([]row, err
 	}
 	for _, p := range pools {
 		rows = append(rows, row{t: recNodePool, v: p})
+	}
+	return appendDeploymentRows(snap, rows)
+}
+
+// appendDeploymentRows adds the deployments.
+func appendDeploymentRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
+	deployments, err := snap.Deployments(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range deployments {
+		rows = append(rows, row{t: recDeployment, v: d})
 	}
 	return rows, nil
 }

@@ -19,13 +19,14 @@ import (
 //
 //   - refuses every field Drover does not act on unless its value is empty
 //     (null, false, 0, "", [] or {}), naming the field's path and the
-//     feature: "Job.TaskGroups[0].Update: Drover does not support the
-//     update block (rolling updates, canaries and deployments)";
+//     feature: "Job.TaskGroups[0].Spreads: Drover does not support spread
+//     blocks";
 //   - gives a null or absent group count Nomad's default, 1;
-//   - lays a partial restart, reschedule or migrate block over the job
-//     type's defaults, argument by argument (a null argument takes the
-//     default), and copies the job-level reschedule and migrate blocks into
-//     every group, under the group's own.
+//   - lays a partial restart, reschedule, migrate or update block over the
+//     job type's defaults, argument by argument (a null argument takes the
+//     default), and copies the job-level reschedule, migrate and update
+//     blocks into every group, under the group's own (the job keeps its
+//     update block too, as Nomad's does).
 //
 // The rest of Nomad's defaults (priority, datacenters, resources, kill
 // timeout, absent policies) are structs.Job.Canonicalize's, which the
@@ -101,7 +102,11 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 			jobType = s
 		}
 	}
-	dropIfDefault(job, "Update", nomadDefaultUpdate)
+	dropIfCanonicalUpdate(job)
+	jobUpdate := objectAt(job, "Update")
+	if jobUpdate != nil {
+		fillNulls(jobUpdate, defUpdate)
+	}
 	if key, d, ok := lookupKey(job, "Dispatched"); ok && d == true {
 		// Nomad refuses it too: only a dispatch makes a dispatched job.
 		*errs = append(*errs, structs.FieldError{Field: path + "." + key,
@@ -154,7 +159,11 @@ func applyAPIDefaults(path string, job map[string]any, errs *[]structs.FieldErro
 			setKey(tg, "Migrate", m)
 		}
 		preferenceDefaults(tg)
-		dropIfDefault(tg, "Update", nomadDefaultUpdate)
+		dropIfCanonicalUpdate(tg)
+		if u := overlay(jobUpdate, objectAt(tg, "Update")); u != nil {
+			fillNulls(u, defUpdate)
+			setKey(tg, "Update", u)
+		}
 		if ed := objectAt(tg, "EphemeralDisk"); ed != nil {
 			fillNulls(ed, nomadDefaultEphemeralDisk)
 		}
@@ -257,18 +266,40 @@ var (
 	}
 )
 
+// defUpdate is Nomad's update block defaults, as JSON; only read.
+var defUpdate = toJSONObject(structs.DefaultUpdateStrategy())
+
+// dropIfCanonicalUpdate removes obj's (a job's or a group's) Update when it
+// is exactly what Nomad's Go client fills in when it canonicalizes a
+// service job without an update block: every argument present and equal
+// to Nomad's default. A job without an update block rolls out at once in
+// Drover (as before deployments existed), so such a block is taken as
+// absent; a block with any argument left null, or any other value, is the
+// user's and is kept.
+func dropIfCanonicalUpdate(obj map[string]any) {
+	k, v, ok := lookupKey(obj, "Update")
+	if !ok {
+		return
+	}
+	m, isObj := v.(map[string]any)
+	if !isObj || len(m) != len(defUpdate) {
+		return
+	}
+	for field, dv := range defUpdate {
+		_, fv, present := lookupKey(m, field)
+		if !present || !sameJSON(fv, dv) {
+			return
+		}
+	}
+	delete(obj, k)
+}
+
 // Nomad's defaults for blocks Drover does not model, as Nomad's Go client
 // fills them in (api.Job.Canonicalize). A tool that canonicalizes before
 // sending (as Nomad's CLI does not) sends them for blocks the user never
 // wrote; such a block asks for nothing beyond what an absent one does, so
 // it is taken as absent. Any other value is refused.
 var (
-	nomadDefaultUpdate = map[string]any{
-		"Stagger": json.Number("30000000000"), "MaxParallel": json.Number("1"), "HealthCheck": "checks",
-		"MinHealthyTime": json.Number("10000000000"), "HealthyDeadline": json.Number("300000000000"),
-		"ProgressDeadline": json.Number("600000000000"), "AutoRevert": false, "Canary": json.Number("0"),
-		"AutoPromote": false,
-	}
 	// nomadDefaultPeriodic is what Nomad's API gives a periodic block's
 	// null fields (api.PeriodicConfig.Canonicalize).
 	nomadDefaultPeriodic = map[string]any{"Enabled": true, "SpecType": structs.PeriodicSpecCron,

@@ -22,9 +22,9 @@ type bodySpec struct {
 // and Drover does not, so that the error says so instead of "unexpected".
 var nomadOnly = map[string][]string{
 	"file": {"variables"},
-	"job": {"update", "multiregion",
+	"job": {"multiregion",
 		"ui", "vault", "consul", "vault_token", "consul_token", "id", "group_selection"},
-	"group": {"update", "max_run_duration", "consul", "prevent_reschedule_on_lost", "vault"},
+	"group": {"max_run_duration", "consul", "prevent_reschedule_on_lost", "vault"},
 	"task": {"vault", "consul", "csi_plugin", "kind",
 		"scaling", "secret", "action", "schedule"},
 	"logs":         {"enabled"},

@@ -48,6 +48,17 @@ func nomadMigrate(jobType string) *structs.MigrateStrategy {
 	return &structs.MigrateStrategy{MaxParallel: 1, HealthCheck: "checks", MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute}
 }
 
+// nomadUpdate is an update block with Nomad's defaults (stagger 30s,
+// max_parallel 1, health_check "checks", min_healthy_time 10s,
+// healthy_deadline 5m, progress_deadline 10m, no auto revert or promote,
+// no canary), changed by set.
+func nomadUpdate(set func(u *structs.UpdateStrategy)) *structs.UpdateStrategy {
+	u := &structs.UpdateStrategy{Stagger: 30 * time.Second, MaxParallel: 1, HealthCheck: "checks",
+		MinHealthyTime: 10 * time.Second, HealthyDeadline: 5 * time.Minute, ProgressDeadline: 10 * time.Minute}
+	set(u)
+	return u
+}
+
 // nomadJob is a job with Nomad's job-level defaults: region "global",
 // namespace "default", priority 50, name = ID, datacenters ["*"].
 func nomadJob(id, jobType string, groups ...*structs.TaskGroup) *structs.Job {
@@ -123,6 +134,33 @@ func artifactTask(name, driver string, a *structs.TaskArtifact, file string, dis
 // job is written from reading the file and Nomad's documentation.
 func TestNomadCorpusMeaning(t *testing.T) {
 	cases := map[string]func() *structs.Job{
+		"e2e-deployment-auto0": func() *structs.Job {
+			// Two groups, each with its own update block over the defaults.
+			one := nomadGroup("one", 3, withResources(nomadTask("one", "raw_exec", map[string]any{
+				"command": "/bin/sleep", "args": args("1000000")}), 20, 20))
+			one.Update = nomadUpdate(func(u *structs.UpdateStrategy) { u.MaxParallel, u.AutoPromote, u.Canary = 3, true, 2 })
+			two := nomadGroup("two", 3, withResources(nomadTask("two", "raw_exec", map[string]any{
+				"command": "/bin/sleep", "args": args("2000000")}), 20, 20))
+			two.Update = nomadUpdate(func(u *structs.UpdateStrategy) {
+				u.MaxParallel, u.AutoPromote, u.Canary, u.MinHealthyTime = 2, true, 2, 2*time.Second
+			})
+			j := nomadJob("deployment_auto.nomad", "service", one, two)
+			j.Datacenters = []string{"dc1"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
+		"e2e-rescheduling-canary": func() *structs.Job {
+			g := nomadGroup("t5", 3, nomadTask("t5", "raw_exec", map[string]any{
+				"command": "bash", "args": args("-c", "sleep 5000")}))
+			g.Update = nomadUpdate(func(u *structs.UpdateStrategy) { u.Canary, u.MinHealthyTime = 1, time.Second })
+			g.RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: 30 * time.Minute, Delay: 0, Mode: "fail"}
+			g.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 3, Interval: 5 * time.Minute, Delay: 5 * time.Second,
+				DelayFunction: "exponential", MaxDelay: time.Hour}
+			j := nomadJob("test5", "service", g)
+			j.Datacenters = []string{"dc1", "dc2"}
+			j.Constraints = []*structs.Constraint{linux()}
+			return j
+		},
 		"e2e-rescheduling-default": func() *structs.Job {
 			g := nomadGroup("t", 3, nomadTask("t", "raw_exec", map[string]any{
 				"command": "bash", "args": args("-c", "lol 5000")}))

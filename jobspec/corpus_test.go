@@ -41,6 +41,8 @@ var nomadInvalid = map[string]string{
 	// Nomad: Parameterized job can only be used with "batch" or
 	// "sysbatch" scheduler (the file is a service job).
 	"jobspec2-parameterized.nomad.hcl": `parameterized job can only be used with the "batch" or "sysbatch" scheduler`,
+	// Nomad: the group's count (1) is below its scaling block's min (2).
+	"e2e-scaling-default-1.nomad.hcl": "task group count must not be less than minimum count in scaling policy",
 }
 
 // driverInvalid lists corpus files whose task config Nomad's server takes

@@ -19,10 +19,10 @@ type decoder struct {
 var (
 	jobSpec = &bodySpec{what: "job",
 		attrs:  []string{"name", "type", "priority", "datacenters", "node_pool", "region", "namespace", "all_at_once", "meta"},
-		blocks: []string{"group", "task", "constraint", "affinity", "spread", "meta", "reschedule", "migrate", "periodic", "parameterized"}}
+		blocks: []string{"group", "task", "constraint", "affinity", "spread", "meta", "reschedule", "migrate", "update", "periodic", "parameterized"}}
 	groupSpec = &bodySpec{what: "group",
 		attrs: []string{"count", "meta", "max_client_disconnect", "stop_after_client_disconnect", "shutdown_delay"},
-		blocks: []string{"task", "constraint", "affinity", "spread", "restart", "reschedule", "migrate", "meta", "service", "network", "scaling", "disconnect",
+		blocks: []string{"task", "constraint", "affinity", "spread", "restart", "reschedule", "migrate", "update", "meta", "service", "network", "scaling", "disconnect",
 			"volume", "ephemeral_disk"}}
 	disconnectSpec = &bodySpec{what: "disconnect", attrs: []string{"lost_after", "stop_on_client_after", "replace", "reconcile"}}
 	taskSpec       = &bodySpec{what: "task",
@@ -67,6 +67,9 @@ var (
 	lifecycleSpec       = &bodySpec{what: "lifecycle", attrs: []string{"hook", "sidecar"}}
 	migrateSpec         = &bodySpec{what: "migrate",
 		attrs: []string{"max_parallel", "health_check", "min_healthy_time", "healthy_deadline"}}
+	updateSpec = &bodySpec{what: "update",
+		attrs: []string{"stagger", "max_parallel", "health_check", "min_healthy_time", "healthy_deadline",
+			"progress_deadline", "auto_revert", "auto_promote", "canary"}}
 	scalingSpec = &bodySpec{what: "scaling", attrs: []string{"min", "max", "enabled", "type"}, blocks: []string{"policy"}}
 )
 
@@ -113,6 +116,9 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	if b := d.single(blocks["migrate"], "job"); b != nil {
 		migrate = d.migrate(b, structs.DefaultMigrateStrategy())
 	}
+	if b := d.single(blocks["update"], "job"); b != nil {
+		job.Update = d.update(b, structs.DefaultUpdateStrategy())
+	}
 	if len(blocks["group"]) == 0 && len(blocks["task"]) == 0 {
 		d.add(diagAt(blk.OpenBraceRange, "Missing group", "a job needs at least one group block"))
 	}
@@ -121,12 +127,12 @@ func (d *decoder) job(blk *hclsyntax.Block) *structs.Job {
 	for _, tb := range blocks["task"] {
 		if t := d.task(tb, structs.DefaultRestartPolicy(jobType)); t != nil {
 			tg := &structs.TaskGroup{Name: t.Name, Count: 1, Tasks: []*structs.Task{t},
-				ReschedulePolicy: copyResched(resched), Migrate: copyMigrate(migrate)}
+				ReschedulePolicy: copyResched(resched), Migrate: copyMigrate(migrate), Update: job.Update.Copy()}
 			job.TaskGroups = append(job.TaskGroups, tg)
 		}
 	}
 	for _, gb := range blocks["group"] {
-		if tg := d.group(gb, jobType, resched, migrate); tg != nil {
+		if tg := d.group(gb, jobType, resched, migrate, job.Update); tg != nil {
 			job.TaskGroups = append(job.TaskGroups, tg)
 		}
 	}
@@ -148,9 +154,10 @@ func (d *decoder) jobType(attrs map[string]*hclsyntax.Attribute, typ string) {
 	}
 }
 
-// group decodes a group block; jobResched and jobMigrate are the job-level
-// blocks (nil when absent), which the group's own blocks refine.
-func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *structs.ReschedulePolicy, jobMigrate *structs.MigrateStrategy) *structs.TaskGroup {
+// group decodes a group block; jobResched, jobMigrate and jobUpdate are
+// the job-level blocks (nil when absent), which the group's own blocks
+// refine argument by argument.
+func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *structs.ReschedulePolicy, jobMigrate *structs.MigrateStrategy, jobUpdate *structs.UpdateStrategy) *structs.TaskGroup {
 	tg := &structs.TaskGroup{Count: 1}
 	if d.labels(blk, 1, "name", "web") {
 		tg.Name = blk.Labels[0]
@@ -181,6 +188,15 @@ func (d *decoder) group(blk *hclsyntax.Block, jobType string, jobResched *struct
 			base = structs.DefaultMigrateStrategy()
 		}
 		tg.Migrate = d.migrate(b, base)
+	}
+
+	tg.Update = jobUpdate.Copy()
+	if b := d.single(blocks["update"], "group"); b != nil {
+		base := tg.Update
+		if base == nil {
+			base = structs.DefaultUpdateStrategy()
+		}
+		tg.Update = d.update(b, base)
 	}
 
 	tg.Networks = d.networks(blocks["network"])
@@ -724,6 +740,23 @@ func (d *decoder) disconnect(blk *hclsyntax.Block) *structs.DisconnectStrategy {
 	}
 	d.str(attrs, "reconcile", &ds.Reconcile)
 	return ds
+}
+
+// update decodes an update block laid over base (Nomad's defaults, or the
+// job's block for a group).
+func (d *decoder) update(blk *hclsyntax.Block, base *structs.UpdateStrategy) *structs.UpdateStrategy {
+	attrs, _ := d.content(blk.Body, updateSpec)
+	u := *base
+	d.duration(attrs, "stagger", &u.Stagger)
+	d.integer(attrs, "max_parallel", &u.MaxParallel)
+	d.str(attrs, "health_check", &u.HealthCheck)
+	d.duration(attrs, "min_healthy_time", &u.MinHealthyTime)
+	d.duration(attrs, "healthy_deadline", &u.HealthyDeadline)
+	d.duration(attrs, "progress_deadline", &u.ProgressDeadline)
+	d.boolean(attrs, "auto_revert", &u.AutoRevert)
+	d.boolean(attrs, "auto_promote", &u.AutoPromote)
+	d.integer(attrs, "canary", &u.Canary)
+	return &u
 }
 
 // scaling decodes a group's scaling block with Nomad's server defaults:

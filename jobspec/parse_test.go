@@ -424,11 +424,11 @@ func TestParseJSON(t *testing.T) {
 		{name: "bare", src: bare},
 		{name: "wrapped", src: `{"Job": ` + bare + `}`},
 		{name: "wrapped with empty extras", src: `  {"Job": ` + bare + `, "EnforceIndex": false}`},
-		{name: "unsupported fields", src: `{"Job": {"ID": "web", "Update": {"MaxParallel": 2},
+		{name: "unsupported fields", src: `{"Job": {"ID": "web", "Multiregion": {"Strategy": {"MaxParallel": 2}},
 		  "TaskGroups": [{"Name": "g", "Services": [{"Name": "s", "Connect": {"Native": true}}], "Tasks": [{"Name": "t", "Vault": {"Policies": ["a"]}}]}]}}`,
-			wantErr: "test.hcl: Unsupported field: Job.TaskGroups[0].Services[0].Connect: Drover does not support Consul Connect\n" +
-				"test.hcl: Unsupported field: Job.TaskGroups[0].Tasks[0].Vault: Drover does not support Vault; instead, keep secrets in Drover's variables and read them in templates with nomadVar (the task's workload identity grants access)\n" +
-				"test.hcl: Unsupported field: Job.Update: Drover does not support the update block (rolling updates, canaries and deployments)"},
+			wantErr: "test.hcl: Unsupported field: Job.Multiregion: Drover does not support multiregion jobs\n" +
+				"test.hcl: Unsupported field: Job.TaskGroups[0].Services[0].Connect: Drover does not support Consul Connect\n" +
+				"test.hcl: Unsupported field: Job.TaskGroups[0].Tasks[0].Vault: Drover does not support Vault; instead, keep secrets in Drover's variables and read them in templates with nomadVar (the task's workload identity grants access)"},
 		{name: "syntax error has a position", src: "{\n  \"Job\": {\n    \"ID\": web\n  }\n}",
 			wantErr: "test.hcl:3:11: Invalid JSON: invalid character 'w' looking for beginning of value"},
 		{name: "truncated", src: `{"Job": {"ID": "web"`, wantErr: "Invalid JSON: unexpected end of file"},

@@ -27,9 +27,7 @@ var unsupportedFeatures = map[string]string{
 	"volumemount.propagationmode":  "mount propagation modes other than private",
 	"volumemount.selinuxlabel":     "SELinux labels on volume mounts",
 
-	"job.update":          "the update block (rolling updates, canaries and deployments)",
 	"job.multiregion":     "multiregion jobs",
-	"job.nodepool":        "node pools",
 	"job.ui":              "the ui block",
 	"job.consulnamespace": consulInstead,
 	"job.vaultnamespace":  vaultInstead,
@@ -38,7 +36,6 @@ var unsupportedFeatures = map[string]string{
 	"job.nomadtokenid":    "ACL tokens",
 	"job.versiontag":      "job version tags",
 
-	"taskgroup.update":                  "the update block (rolling updates, canaries and deployments)",
 	"taskgroup.maxrunduration":          "max_run_duration",
 	"taskgroup.consul":                  consulInstead,
 	"taskgroup.vault":                   vaultInstead,

@@ -16,6 +16,9 @@ type evalOutcome struct {
 	queued    map[string]int                  // group -> allocations not placed
 	classElig map[string]bool                 // computed class -> could a node of it help
 	escaped   bool                            // some check is finer than the computed class
+	// deploymentID is the deployment of the job's version, once one
+	// exists (set on the evaluation, as Nomad does: its CLI follows it).
+	deploymentID string
 }
 
 // finishEval records how processing ended:
@@ -69,6 +72,9 @@ func evalUpdate(eval *structs.Evaluation, now time.Time, status, desc string, ou
 	e.Status, e.StatusDescription = status, desc
 	e.FailedTGAllocs = out.failed
 	e.QueuedAllocations = out.queued
+	if out.deploymentID != "" {
+		e.DeploymentID = out.deploymentID
+	}
 	e.ModifyTime = now.UnixNano()
 	return e
 }

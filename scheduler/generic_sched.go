@@ -28,6 +28,7 @@ type genericScheduler struct {
 	classElig   map[string]bool
 	escaped     bool
 	blockedEval string
+	deployment  string // the ID of the job version's deployment, if any
 }
 
 // NewServiceScheduler returns the scheduler for service jobs.
@@ -57,7 +58,7 @@ func (s *genericScheduler) Process(eval *structs.Evaluation) error {
 
 // outcome collects what finishEval writes onto the evaluation.
 func (s *genericScheduler) outcome() evalOutcome {
-	return evalOutcome{failed: s.failed, queued: s.queued, classElig: s.classElig, escaped: s.escaped}
+	return evalOutcome{failed: s.failed, queued: s.queued, classElig: s.classElig, escaped: s.escaped, deploymentID: s.deployment}
 }
 
 // attempt runs the reconcile -> place -> submit cycle once against the
@@ -85,6 +86,13 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 	st := newStack(ctx, s.batch, dropFixed)
 	r := &reconciler{job: job, batch: s.batch, now: now, evalID: s.eval.ID, node: ctx.nodeOrNil,
 		fits: func(a *structs.Allocation) bool { return ctx.fitsOwnNode(st, a) }}
+	if needsDeployment(job) {
+		latest, err := s.state.LatestDeploymentByJobID(nil, s.eval.Namespace, s.eval.JobID)
+		if err != nil {
+			return false, false, err
+		}
+		r.deploy = newDeployState(job, latest, now)
+	}
 	res := r.reconcile(allocs)
 	s.logger.Debug("reconciled", "place", len(res.places), "stop", len(res.stops),
 		"in_place", len(res.inplace), "reschedule_later", len(res.later), "migrations_deferred", res.deferred)
@@ -111,9 +119,20 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 		}
 	}
 	for _, a := range res.inplace {
-		ctx.appendUpdate(inPlaceCopy(a, job, now))
+		c := inPlaceCopy(a, job, now)
+		if r.deploy != nil {
+			r.deploy.joinInPlace(job.LookupTaskGroup(a.TaskGroup), c)
+		}
+		ctx.appendUpdate(c)
 	}
-	s.place(ctx, st, res.places)
+	s.place(ctx, st, res.places, r.deploy)
+	if r.deploy != nil {
+		r.deploy.complete()
+		r.deploy.toPlan(ctx.plan)
+		if r.deploy.d != nil {
+			s.deployment = r.deploy.d.ID
+		}
+	}
 	if ctx.err != nil {
 		return false, false, ctx.err
 	}
@@ -125,7 +144,7 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 }
 
 func (s *genericScheduler) resetOutcome(job *structs.Job) {
-	s.failed, s.classElig, s.escaped = nil, nil, false
+	s.failed, s.classElig, s.escaped, s.deployment = nil, nil, false, ""
 	s.queued = map[string]int{}
 	if job != nil {
 		for _, tg := range job.TaskGroups {
@@ -140,7 +159,7 @@ func (s *genericScheduler) resetOutcome(job *structs.Job) {
 // drop only nodes that fail fixed checks; afterwards usage only grows and
 // they drop exhausted nodes too. After one placement of a group fails, the
 // group's other placements fail at once and count as coalesced failures.
-func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequest) {
+func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequest, ds *deployState) {
 	if len(places) == 0 {
 		return
 	}
@@ -193,6 +212,9 @@ func (s *genericScheduler) place(ctx *evalContext, st *stack, places []placeRequ
 		metric := ctx.metrics.allocMetric(st.nodesAvailable, st.nodesInPool)
 		metric.ScoreMetaData = st.scoreMeta(tg)
 		a := newAlloc(ctx, tg, p.name, option, metric)
+		if ds != nil {
+			ds.joinPlacement(tg, a, p.canary)
+		}
 		if p.prev != nil {
 			a.PreviousAllocation = p.prev.ID
 			if p.reschedule {

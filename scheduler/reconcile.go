@@ -63,6 +63,8 @@ type placeRequest struct {
 	// tracker with delay and avoids its node.
 	reschedule bool
 	delay      time.Duration
+	// canary: a canary of the group's deployment (structs/deployment.go).
+	canary bool
 	// stopPrev, when set, is the description of a stop of prev that
 	// belongs to this placement: it is added just before the node is
 	// selected (so prev's room counts) and withdrawn if none is found, so
@@ -109,7 +111,12 @@ type reconciler struct {
 	node   func(id string) *structs.Node // nil when the node is gone
 	// fits reports whether a live allocation's node passes the job's
 	// drivers and constraints for its group; nil means it does.
-	fits   func(a *structs.Allocation) bool
+	fits func(a *structs.Allocation) bool
+	// deploy is the job's deployment, for jobs with a rolling group
+	// (deployment.go); nil otherwise. roll is the current group's
+	// decisions (nil: the group does not roll).
+	deploy *deployState
+	roll   *groupRoll
 	result *reconcileResult
 }
 
@@ -287,6 +294,7 @@ func (r *reconciler) reconcileGroup(name string, tg *structs.TaskGroup, allocs [
 		r.disconnected(tg, &gs, du)
 	}
 	gs.slots = r.reconnected(tg, gs.slots, du)
+	r.roll = r.rollGroup(name, tg, &gs, du)
 	gs.slots = r.limitMigrations(tg, gs, allocs)
 	slots := r.dropExcess(gs.slots, len(gs.held), tg.Count, du)
 	used := map[int]bool{}
@@ -307,6 +315,7 @@ func (r *reconciler) reconcileGroup(name string, tg *structs.TaskGroup, allocs [
 		du.Place++
 		missing--
 	}
+	r.finishRoll(name, tg, r.roll, allocs, du)
 }
 
 // stopGroup stops every live allocation of a group that should not run.
@@ -386,7 +395,7 @@ func (r *reconciler) dropExcess(slots []slot, held, count int, du *structs.Desir
 	}
 	order := slices.Clone(slots)
 	slices.SortStableFunc(order, func(a, b slot) int {
-		return cmp.Or(cmp.Compare(a.kind.dropRank(), b.kind.dropRank()),
+		return cmp.Or(cmp.Compare(a.kind.dropRank(), b.kind.dropRank()), r.olderFirst(a, b),
 			cmp.Compare(sortIndex(b.index), sortIndex(a.index)))
 	})
 	drop := map[*structs.Allocation]bool{}
@@ -408,6 +417,34 @@ func (r *reconciler) dropExcess(slots []slot, held, count int, du *structs.Desir
 		}
 	}
 	return out
+}
+
+// olderFirst orders, in a rolling group, allocations of older job versions
+// before current ones, and among the older ones first those whose name a
+// current allocation holds (promoted canaries leave the group one over its
+// count per canary: the old allocations they stand for go); 0 elsewhere.
+func (r *reconciler) olderFirst(a, b slot) int {
+	if r.roll == nil {
+		return 0
+	}
+	rank := func(s slot) int {
+		if r.current(s.alloc) == 1 {
+			return 2
+		}
+		if r.roll.currentNames[s.alloc.Name] {
+			return 0
+		}
+		return 1
+	}
+	return cmp.Compare(rank(a), rank(b))
+}
+
+// current is 1 for an allocation of the job's current version, else 0.
+func (r *reconciler) current(a *structs.Allocation) int {
+	if a.Job != nil && a.Job.JobModifyIndex == r.job.JobModifyIndex {
+		return 1
+	}
+	return 0
 }
 
 // sortIndex puts unparseable names (index -1) above every real index.
@@ -467,6 +504,13 @@ func (r *reconciler) update(group string, a *structs.Allocation, du *structs.Des
 	case a.Job == nil || a.Job.JobModifyIndex == r.job.JobModifyIndex:
 		du.Ignore++
 	case destructiveChange(a.Job, r.job, group) != "" || !r.staysOn(a):
+		if r.roll != nil {
+			if r.roll.limit <= 0 {
+				du.Ignore++ // paced: a later evaluation replaces it
+				return
+			}
+			r.roll.limit--
+		}
 		r.result.places = append(r.result.places, placeRequest{group: group, name: a.Name, prev: a, stopPrev: descUpdating})
 		du.DestructiveUpdate++
 	default:

@@ -44,6 +44,10 @@ type State interface {
 	SchedulerConfig(ws memdb.WatchSet) (uint64, *structs.SchedulerConfiguration, error)
 	// LatestIndex is the highest Raft index the view includes.
 	LatestIndex() (uint64, error)
+	// LatestDeploymentByJobID returns the job's newest deployment, or nil.
+	// The scheduler reads it only for jobs with an update block (and
+	// stopped or purged jobs, whose running deployment it cancels).
+	LatestDeploymentByJobID(ws memdb.WatchSet, namespace, jobID string) (*structs.Deployment, error)
 }
 
 // Planner is how a scheduler acts on the cluster. The worker implements it

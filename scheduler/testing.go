@@ -97,8 +97,10 @@ func (h *Harness) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State, er
 			rejected[id] = true
 		}
 	}
-	result := &structs.PlanResult{NodeUpdate: map[string][]*structs.Allocation{}, NodeAllocation: map[string][]*structs.Allocation{}}
-	req := &structs.ApplyPlanResultsRequest{Job: plan.Job, EvalID: plan.EvalID, UpdatedAt: h.Now().UnixNano()}
+	result := &structs.PlanResult{NodeUpdate: map[string][]*structs.Allocation{}, NodeAllocation: map[string][]*structs.Allocation{},
+		Deployment: plan.Deployment, DeploymentUpdates: plan.DeploymentUpdates}
+	req := &structs.ApplyPlanResultsRequest{Job: plan.Job, EvalID: plan.EvalID, UpdatedAt: h.Now().UnixNano(),
+		Deployment: plan.Deployment.Copy(), DeploymentUpdates: plan.DeploymentUpdates}
 	for _, node := range sortedKeys(plan.NodeUpdate) {
 		if !rejected[node] {
 			result.NodeUpdate[node] = plan.NodeUpdate[node]

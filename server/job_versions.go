@@ -86,13 +86,20 @@ func (j *Job) Revert(args *structs.JobRevertRequest, reply *structs.JobRegisterR
 	if err != nil {
 		return err
 	}
-	job := old.Copy()
-	job.Stable = false
-	reg := &structs.JobRegisterRequest{Job: job, WriteRequest: args.WriteRequest}
+	reg := &structs.JobRegisterRequest{Job: revertedJob(old), WriteRequest: args.WriteRequest}
 	if args.EnforcePriorVersion != nil {
 		reg.EnforceIndex, reg.JobModifyIndex = true, cur.JobModifyIndex
 	}
 	return j.Register(reg, reply)
+}
+
+// revertedJob is the job a revert to version old registers: a copy of it,
+// not stable (the new version has yet to prove itself). Job.Revert and the
+// deployment watcher's auto-revert both register it.
+func revertedJob(old *structs.Job) *structs.Job {
+	job := old.Copy()
+	job.Stable = false
+	return job
 }
 
 // Stable sets the Stable flag of a kept version of a job (one Raft

@@ -17,14 +17,15 @@ import (
 // otherwise the whole request is refused with permission_denied and
 // nothing is written. Only the client-owned fields
 // of each update (ID, ClientStatus, ClientDescription, TaskStates,
-// ModifyTime) are kept, before the request is forwarded to the leader, so
+// ModifyTime, and the health of DeploymentStatus) are kept, before the request is forwarded to the leader, so
 // neither the forward nor the Raft entry carries anything else. Updates
 // arriving while a Raft write of earlier ones is in flight are gathered and
 // written together (group commit), so many clients cost few entries. An
 // allocation that fails for the first time gets an evaluation of its job
 // (trigger alloc-failure) in the same entry, so its reschedule policy runs;
 // so does a service or system allocation reported complete or lost while
-// the servers want it running (see finishedAllocEval).
+// the servers want it running (see finishedAllocEval), and an allocation
+// of a deployment whose health is reported (see healthEval).
 func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.GenericResponse) error {
 	s := n.srv
 	if len(args.Alloc) == 0 {
@@ -44,10 +45,16 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 				return &structs.ValidationError{Errors: []structs.FieldError{{Field: "Alloc[" + strconv.Itoa(i) + "].TaskStates", Message: err.Error()}}}
 			}
 		}
-		updates = append(updates, &structs.Allocation{
+		u := &structs.Allocation{
 			ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
 			TaskStates: a.TaskStates, ModifyTime: a.ModifyTime,
-		})
+		}
+		if a.DeploymentStatus.HasHealth() {
+			// The client's health report: only its verdict and time.
+			healthy := *a.DeploymentStatus.Healthy
+			u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: a.DeploymentStatus.Timestamp}
+		}
+		updates = append(updates, u)
 	}
 	// Evals are the servers' to add; a client's are dropped. The nodes'
 	// secrets go with a forward and are checked by the leader, against
@@ -65,6 +72,8 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 	var evals []*structs.Evaluation
 	for _, a := range updates {
 		if e := finishedAllocEval(st, a, now); e != nil {
+			evals = append(evals, e)
+		} else if e := healthEval(st, a, now); e != nil {
 			evals = append(evals, e)
 		}
 	}
@@ -137,6 +146,26 @@ func reconnectEval(st *state.StateStore, update *structs.Allocation, now time.Ti
 		return nil
 	}
 	return structs.NewEval(job, structs.EvalTriggerReconnect, now)
+}
+
+// healthEval returns the evaluation for a client's first health report of
+// an allocation of a deployment (trigger deployment-watcher): the
+// scheduler places the deployment's next batch, or marks it successful,
+// as allocations turn healthy. Nil when the update reports no health, or
+// the allocation is unknown, in no deployment, or already has its health.
+func healthEval(st *state.StateStore, update *structs.Allocation, now time.Time) *structs.Evaluation {
+	if !update.DeploymentStatus.HasHealth() {
+		return nil
+	}
+	prev, err := st.AllocByID(nil, update.ID)
+	if err != nil || prev.DeploymentID == "" || prev.DeploymentStatus.HasHealth() || prev.ServerTerminalStatus() {
+		return nil
+	}
+	job, err := st.JobByID(nil, prev.Namespace, prev.JobID)
+	if err != nil || job.Stopped() {
+		return nil
+	}
+	return structs.NewEval(job, structs.EvalTriggerDeploymentWatcher, now)
 }
 
 // allocBatch is the work of one client-update Raft entry: the updates of

@@ -43,6 +43,7 @@ func (s *Server) endpoints(inproc bool) map[string]any {
 		"ServiceRegistration": &ServiceRegistration{srv: s},
 		"Scaling":             &Scaling{srv: s},
 		"NodePool":            &NodePool{srv: s},
+		"Deployment":          &Deployment{srv: s},
 	}
 }
 

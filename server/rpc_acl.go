@@ -87,6 +87,16 @@ var rpcACLRules = map[string]aclRule{
 	// read-scaling-policy or read-job.
 	"Scaling.ListPolicies": {allow: nsAnyCap(acl.NamespaceCapabilityListScalingPolicies, acl.NamespaceCapabilityListJobs)},
 	"Scaling.GetPolicy":    {allow: nsAnyCap(acl.NamespaceCapabilityReadScalingPolicy, acl.NamespaceCapabilityReadJob)},
+	// Deployments, as in Nomad: reads need read-job, changes submit-job.
+	"Deployment.List":           {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Deployment.GetDeployment":  {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Deployment.Allocations":    {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Deployment.Promote":        {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	"Deployment.Fail":           {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	"Deployment.Pause":          {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	"Deployment.SetAllocHealth": {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
+	"Job.Deployments":           {allow: nsCap(acl.NamespaceCapabilityReadJob)},
+	"Job.LatestDeployment":      {allow: nsCap(acl.NamespaceCapabilityReadJob)},
 	// Periodic force needs submit-job, as in Nomad.
 	"Job.PeriodicForce": {allow: nsCap(acl.NamespaceCapabilitySubmitJob)},
 	// Dispatch needs dispatch-job, as in Nomad.

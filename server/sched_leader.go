@@ -65,7 +65,8 @@ func (s *Server) newPipeline() error {
 // order, and revoked after them in reverse. The node drainer and garbage
 // collector are left out when Config.LeaderHooks brings its own (by name).
 func (s *Server) builtinLeaderHooks() []LeaderHook {
-	hooks := []LeaderHook{aclHook{}, keyringHook{}, &planHook{}, &evalHook{}, &heartbeatHook{}, &workerHook{}, &periodicHook{}}
+	hooks := []LeaderHook{aclHook{}, keyringHook{}, &planHook{}, &evalHook{}, &heartbeatHook{}, &workerHook{}, &periodicHook{},
+		&deploymentWatcherHook{}}
 	given := map[string]bool{}
 	for _, h := range s.config.LeaderHooks {
 		given[h.Name()] = true

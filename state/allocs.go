@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -49,6 +50,18 @@ func (b *Batch) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsReq
 	if err != nil {
 		return err
 	}
+	// The plan's deployment goes first: its allocations count in it.
+	var deltas deploymentDeltas
+	if req.Deployment != nil {
+		if err := upsertPlanDeploymentTxn(txn, index, req.Deployment); err != nil {
+			return err
+		}
+	}
+	for _, u := range req.DeploymentUpdates {
+		if err := updateDeploymentStatusTxn(txn, index, u, time.Unix(0, req.UpdatedAt)); err != nil {
+			return err
+		}
+	}
 	for _, diff := range req.AllocsStopped {
 		if err := stopAllocTxn(txn, sums, index, req.UpdatedAt, diff); err != nil {
 			return err
@@ -59,10 +72,17 @@ func (b *Batch) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsReq
 		if a.Job == nil {
 			a.Job = planJob
 		}
-		if err := upsertAllocTxn(txn, sums, index, req.UpdatedAt, a, true); err != nil {
+		prev, err := upsertAllocTxn(txn, sums, index, req.UpdatedAt, a, true)
+		if err != nil {
 			return err
 		}
+		if a.DeploymentID != "" {
+			deltas.allocChanged(prev, a)
+		}
 		jobs.add(a.Namespace, a.JobID)
+	}
+	if err := deltas.flush(txn, index, time.Time{}); err != nil {
+		return err
 	}
 	if len(req.AllocsStopped)+len(req.AllocsUpdated) > 0 {
 		txn.t.add(TableAllocs)
@@ -141,11 +161,11 @@ func stopAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int64,
 // description, task states) unless it marks the allocation lost or
 // unknown, as the scheduler does for allocations on down nodes. A nil Job
 // is filled from the stored allocation or the stored job.
-func upsertAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int64, a *structs.Allocation, keepClient bool) error {
+func upsertAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int64, a *structs.Allocation, keepClient bool) (*structs.Allocation, error) {
 	a.Namespace = defaultNamespace(a.Namespace)
 	prev, err := txn.alloc(a.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if prev != nil {
 		a.CreateIndex = prev.CreateIndex
@@ -154,6 +174,11 @@ func upsertAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int6
 		}
 		if keepClient {
 			a.TaskStates = prev.TaskStates
+			// The client's health report stands while the allocation
+			// stays in the same deployment.
+			if a.DeploymentStatus == nil && a.DeploymentID == prev.DeploymentID {
+				a.DeploymentStatus = prev.DeploymentStatus
+			}
 			if a.ClientStatus != structs.AllocClientStatusLost && a.ClientStatus != structs.AllocClientStatusUnknown {
 				a.ClientStatus = prev.ClientStatus
 				a.ClientDescription = prev.ClientDescription
@@ -174,7 +199,7 @@ func upsertAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int6
 	if a.Job == nil {
 		job, err := lookup[structs.Job](txn, TableJobs, "job", a.JobID, a.Namespace, a.JobID)
 		if err != nil {
-			return fmt.Errorf("state: allocation %q has no job: %w", a.ID, err)
+			return nil, fmt.Errorf("state: allocation %q has no job: %w", a.ID, err)
 		}
 		a.Job = job
 	}
@@ -184,9 +209,9 @@ func upsertAllocTxn(txn *writeTxn, sums *summaries, index uint64, updatedAt int6
 	a.ModifyIndex = index
 	a.AllocModifyIndex = index
 	if err := txn.insertAlloc(prev, a); err != nil {
-		return err
+		return nil, err
 	}
-	return sums.allocChanged(prev, a)
+	return prev, sums.allocChanged(prev, a)
 }
 
 // touchEvalTxn sets the evaluation's ModifyIndex so that watchers see the
@@ -229,6 +254,8 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 	txn := b.txn
 	sums := newSummaries(txn)
 	var jobs jobSet
+	var deltas deploymentDeltas
+	var healthAt time.Time
 	for _, upd := range allocs {
 		prev, err := txn.alloc(upd.ID)
 		if err != nil {
@@ -251,6 +278,22 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 			a.ModifyTime = upd.ModifyTime
 		}
 		a.ModifyIndex = index
+		// The client's health report, for an allocation of a deployment
+		// whose health is not set yet (Nomad's rule: the client reports
+		// it once per deployment).
+		if upd.DeploymentStatus.HasHealth() && a.DeploymentID != "" && !prev.DeploymentStatus.HasHealth() {
+			ds := prev.DeploymentStatus.Copy()
+			if ds == nil {
+				ds = &structs.AllocDeploymentStatus{}
+			}
+			healthy := *upd.DeploymentStatus.Healthy
+			ds.Healthy, ds.Timestamp, ds.ModifyIndex = &healthy, upd.DeploymentStatus.Timestamp, index
+			a.DeploymentStatus = ds
+			deltas.allocChanged(prev, a)
+			if ts := upd.DeploymentStatus.Timestamp; ts.After(healthAt) {
+				healthAt = ts
+			}
+		}
 		if err := txn.insertAlloc(prev, a); err != nil {
 			return err
 		}
@@ -261,6 +304,9 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 		jobs.add(a.Namespace, a.JobID)
 	}
 	if err := sums.flush(index); err != nil {
+		return err
+	}
+	if err := deltas.flush(txn, index, healthAt); err != nil {
 		return err
 	}
 	if err := upsertEvalsTxn(txn, index, evals); err != nil {
@@ -335,9 +381,14 @@ func (b *Batch) UpsertAllocs(index uint64, allocs []*structs.Allocation) error {
 	txn := b.txn
 	sums := newSummaries(txn)
 	var jobs jobSet
+	var deltas deploymentDeltas
 	for _, a := range allocs {
-		if err := upsertAllocTxn(txn, sums, index, 0, a, false); err != nil {
+		prev, err := upsertAllocTxn(txn, sums, index, 0, a, false)
+		if err != nil {
 			return err
+		}
+		if a.DeploymentID != "" {
+			deltas.allocChanged(prev, a)
 		}
 		jobs.add(a.Namespace, a.JobID)
 	}
@@ -345,6 +396,9 @@ func (b *Batch) UpsertAllocs(index uint64, allocs []*structs.Allocation) error {
 		txn.t.add(TableAllocs)
 	}
 	if err := sums.flush(index); err != nil {
+		return err
+	}
+	if err := deltas.flush(txn, index, time.Time{}); err != nil {
 		return err
 	}
 	return setJobStatusesTxn(txn, index, jobs.ids)

@@ -140,7 +140,11 @@ func (s *StateStore) UpdateJobStability(index uint64, namespace, jobID string, v
 // UpdateJobStability is StateStore.UpdateJobStability within the batch.
 func (b *Batch) UpdateJobStability(index uint64, namespace, jobID string, version uint64, stable bool) error {
 	b.txn.t.begin(index)
-	txn := b.txn
+	return updateJobStabilityTxn(b.txn, index, namespace, jobID, version, stable)
+}
+
+// updateJobStabilityTxn is UpdateJobStability within a write.
+func updateJobStabilityTxn(txn *writeTxn, index uint64, namespace, jobID string, version uint64, stable bool) error {
 	namespace = defaultNamespace(namespace)
 	row, err := lookup[structs.Job](txn, TableJobVersions, "job version", fmt.Sprintf("%s version %d", jobID, version), namespace, jobID, version)
 	if err != nil {

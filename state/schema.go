@@ -49,6 +49,9 @@ const (
 	// TableNodePools holds the node pools other than the built-in ones,
 	// by name (node_pools.go).
 	TableNodePools = "node_pools"
+	// TableDeployments holds deployments by ID and by (namespace, job)
+	// (deployments.go).
+	TableDeployments = "deployment"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -70,7 +73,7 @@ const (
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig, TableNodePools}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig, TableNodePools, TableDeployments}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -311,6 +314,14 @@ func schema() *memdb.DBSchema {
 			Name: TableScalingEvents,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.JobScalingEvents]{get: func(e *structs.JobScalingEvents) (string, string) { return e.Namespace, e.JobID }}},
+			},
+		},
+		TableDeployments: {
+			Name: TableDeployments,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.Deployment]{get: func(d *structs.Deployment) string { return d.ID }}},
+				IndexJob: {Name: IndexJob,
+					Indexer: pairIndex[structs.Deployment]{get: func(d *structs.Deployment) (string, string) { return d.Namespace, d.JobID }, spare: deploymentKeyLen}},
 			},
 		},
 		TableAllocs: {

@@ -41,11 +41,15 @@ type Allocation struct {
 	ClientStatus       string              `codec:",omitempty"`
 	ClientDescription  string              `codec:",omitempty"`
 	TaskStates         TaskStates
-	DeploymentID       string             `codec:",omitempty"`
-	FollowupEvalID     string             `codec:",omitempty"`
-	PreviousAllocation string             `codec:",omitempty"`
-	NextAllocation     string             `codec:",omitempty"`
-	RescheduleTracker  *RescheduleTracker `codec:",omitempty"`
+	DeploymentID       string `codec:",omitempty"`
+	// DeploymentStatus is the allocation's part in its deployment: its
+	// health as the client (or the deployment) set it, and whether it is
+	// a canary. Nil outside deployments.
+	DeploymentStatus   *AllocDeploymentStatus `codec:",omitempty"`
+	FollowupEvalID     string                 `codec:",omitempty"`
+	PreviousAllocation string                 `codec:",omitempty"`
+	NextAllocation     string                 `codec:",omitempty"`
+	RescheduleTracker  *RescheduleTracker     `codec:",omitempty"`
 	// PreemptedAllocations are the allocations evicted to make room for
 	// this one; PreemptedByAllocation, on an evicted allocation, is the
 	// allocation it made room for.
@@ -303,6 +307,7 @@ type AllocListStub struct {
 	ClientStatus       string
 	ClientDescription  string
 	TaskStates         TaskStates
+	DeploymentStatus   *AllocDeploymentStatus
 	FollowupEvalID     string
 	RescheduleTracker  *RescheduleTracker
 	// PreemptedAllocations and PreemptedByAllocation are the
@@ -323,7 +328,7 @@ func (a *Allocation) Stub() *AllocListStub {
 		JobVersion: a.JobVersion, TaskGroup: a.TaskGroup,
 		DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
 		ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
-		TaskStates: a.TaskStates, FollowupEvalID: a.FollowupEvalID,
+		TaskStates: a.TaskStates, DeploymentStatus: a.DeploymentStatus, FollowupEvalID: a.FollowupEvalID,
 		RescheduleTracker: a.RescheduleTracker, PreemptedAllocations: a.PreemptedAllocations,
 		PreemptedByAllocation: a.PreemptedByAllocation, CreateIndex: a.CreateIndex,
 		ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,

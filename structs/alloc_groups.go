@@ -247,6 +247,7 @@ func sameGroup(a, b *Allocation) bool {
 	// Fields a new placement leaves empty group only when empty in both:
 	// nil and empty differ on the wire, and comparing them is not worth it.
 	if !a.TaskStates.IsZero() || !b.TaskStates.IsZero() || a.RescheduleTracker != nil || b.RescheduleTracker != nil ||
+		a.DeploymentStatus != nil || b.DeploymentStatus != nil ||
 		a.PreemptedAllocations != nil || b.PreemptedAllocations != nil {
 		return false
 	}

@@ -126,6 +126,19 @@ func raftSamples() []raftSample {
 			Meta: map[string]string{"a": "b"}}}, WriteRequest: WriteRequest{Region: "global"}}, func() any { return new(NodePoolUpsertRequest) }},
 		{NodePoolDeleteRequestType, &NodePoolDeleteRequest{Names: []string{"gpu"}, WriteRequest: WriteRequest{Region: "global"}},
 			func() any { return new(NodePoolDeleteRequest) }},
+		{DeploymentStatusUpdateRequestType, &DeploymentStatusUpdateRequest{Eval: eval, Job: job,
+			DeploymentUpdate: &DeploymentStatusUpdate{DeploymentID: fixtureID("f", 1), Status: DeploymentStatusFailed,
+				StatusDescription: DeploymentStatusDescriptionFailedAllocations}, WriteRequest: wr},
+			func() any { return new(DeploymentStatusUpdateRequest) }},
+		{DeploymentPromoteRequestType, &ApplyDeploymentPromoteRequest{DeploymentPromoteRequest: DeploymentPromoteRequest{
+			DeploymentID: fixtureID("f", 1), Groups: []string{"web"}, WriteRequest: wr}, Eval: eval},
+			func() any { return new(ApplyDeploymentPromoteRequest) }},
+		{DeploymentAllocHealthRequestType, &ApplyDeploymentAllocHealthRequest{DeploymentAllocHealthRequest: DeploymentAllocHealthRequest{
+			DeploymentID: fixtureID("f", 1), HealthyAllocationIDs: []string{fixtureID("c", 1)},
+			UnhealthyAllocationIDs: []string{fixtureID("c", 2)}, WriteRequest: wr}, Timestamp: fixtureTime,
+			DeploymentUpdate: &DeploymentStatusUpdate{DeploymentID: fixtureID("f", 1), Status: DeploymentStatusRunning,
+				StatusDescription: DeploymentStatusDescriptionRunning}, Eval: eval},
+			func() any { return new(ApplyDeploymentAllocHealthRequest) }},
 	}
 }
 

@@ -33,7 +33,7 @@ var wireTypes = []any{
 	new(JobDeregisterRequest), new(EvalUpdateRequest), new(EvalDeleteRequest),
 	new(AllocUpdateRequest), new(ApplyPlanResultsRequest), new(AllocUpdateDesiredTransitionRequest),
 	new(Job), new(TaskGroup), new(Task), new(Resources), new(Constraint), new(RestartPolicy),
-	new(ReschedulePolicy), new(MigrateStrategy), new(JobSummary), new(JobChildrenSummary),
+	new(ReschedulePolicy), new(MigrateStrategy), new(UpdateStrategy), new(JobSummary), new(JobChildrenSummary),
 	new(TaskGroupSummary), new(Node), new(NodeResources), new(NodeCpuResources),
 	new(NodeMemoryResources), new(NodeDiskResources), new(NodeReservedResources),
 	new(NodeReservedCpuResources), new(NodeReservedMemoryResources), new(NodeReservedDiskResources),
@@ -100,6 +100,12 @@ var wireTypes = []any{
 	new(NodePoolDeleteRequest), new(NodePoolSpecificRequest), new(NodePoolListResponse), new(SingleNodePoolResponse),
 	new(NodePoolNodesResponse), new(NodePoolJobsResponse),
 	new(PeriodicForceResponse),
+	// Deployments (structs/deployment.go, structs/update.go).
+	new(Deployment), new(DeploymentState), new(AllocDeploymentStatus), new(DeploymentStatusUpdate),
+	new(DeploymentStatusUpdateRequest), new(DeploymentPromoteRequest), new(ApplyDeploymentPromoteRequest),
+	new(DeploymentAllocHealthRequest), new(ApplyDeploymentAllocHealthRequest), new(DeploymentPauseRequest),
+	new(DeploymentFailRequest), new(DeploymentSpecificRequest), new(DeploymentListRequest),
+	new(DeploymentListResponse), new(SingleDeploymentResponse), new(DeploymentUpdateResponse),
 	// Parameterized jobs.
 	new(ParameterizedJobConfig), new(DispatchPayloadConfig), new(TaskLifecycleConfig), new(JobDispatchRequest), new(JobDispatchResponse),
 	// Logs, volumes and disk.

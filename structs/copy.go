@@ -73,6 +73,7 @@ func (j *Job) Copy() *Job {
 	c.Meta = maps.Clone(j.Meta)
 	c.Periodic = j.Periodic.Copy()
 	c.ParameterizedJob = j.ParameterizedJob.Copy()
+	c.Update = j.Update.Copy()
 	c.Payload = slices.Clone(j.Payload)
 	return &c
 }
@@ -100,6 +101,7 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	c.RestartPolicy = shallow(tg.RestartPolicy)
 	c.ReschedulePolicy = shallow(tg.ReschedulePolicy)
 	c.Migrate = shallow(tg.Migrate)
+	c.Update = tg.Update.Copy()
 	c.Services = copySlice(tg.Services, (*Service).Copy)
 	c.Networks = copySlice(tg.Networks, (*NetworkResource).Copy)
 	c.Scaling = tg.Scaling.Copy()
@@ -257,6 +259,7 @@ func (a *Allocation) CopySkipJob() *Allocation {
 		c.RescheduleTracker = &RescheduleTracker{Events: copySlice(a.RescheduleTracker.Events, shallow[RescheduleEvent])}
 	}
 	c.PreemptedAllocations = append([]string(nil), a.PreemptedAllocations...)
+	c.DeploymentStatus = a.DeploymentStatus.Copy()
 	return &c
 }
 

@@ -111,6 +111,9 @@ type Job struct {
 	Spreads    []*Spread
 	TaskGroups []*TaskGroup
 	Meta       map[string]string
+	// Update is the job's update block (structs/update.go): the groups
+	// without their own take it, and a group's own arguments go over it.
+	Update *UpdateStrategy `codec:",omitempty"`
 
 	// Periodic makes the job a template the leader launches as child jobs
 	// on a cron schedule (structs/periodic.go); ParentID names the job a
@@ -152,6 +155,9 @@ type TaskGroup struct {
 	RestartPolicy    *RestartPolicy
 	ReschedulePolicy *ReschedulePolicy
 	Migrate          *MigrateStrategy
+	// Update is the group's update block (nil: none): a job change rolls
+	// out through a deployment paced by it (structs/update.go).
+	Update *UpdateStrategy `codec:",omitempty"`
 	// Networks is the group's network block (at most one): the ports its
 	// allocations need on the node.
 	Networks []*NetworkResource
@@ -519,6 +525,9 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 	if tg.Migrate == nil && j.Type == JobTypeService {
 		tg.Migrate = DefaultMigrateStrategy()
 	}
+	if tg.Update == nil && j.Update != nil {
+		tg.Update = j.Update.Copy()
+	}
 	for _, n := range tg.Networks {
 		n.canonicalize()
 	}
@@ -714,6 +723,9 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 		} else if m.MaxParallel < 0 {
 			v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
 		}
+	}
+	if tg.Update != nil {
+		tg.Update.validate(v, join(p, "Update"), jobType, tg.Count)
 	}
 	if sp := tg.Scaling; sp != nil {
 		tg.validateScaling(v, join(p, "Scaling"), jobType)

@@ -73,6 +73,15 @@ const (
 	// them would refuse or place jobs differently.
 	NodePoolUpsertRequestType
 	NodePoolDeleteRequestType
+	// Deployments (structs/deployment.go), without the ignore flag: a
+	// server that skipped them would pace, promote or revert differently.
+	// DeploymentStatusUpdateRequestType changes a deployment's status
+	// (with a revert and an evaluation); DeploymentPromoteRequestType
+	// promotes canaries; DeploymentAllocHealthRequestType sets
+	// allocations' health through the deployment.
+	DeploymentStatusUpdateRequestType
+	DeploymentPromoteRequestType
+	DeploymentAllocHealthRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -90,7 +99,8 @@ func (t MessageType) String() string {
 		"RootKeyMetaUpsert", "ServiceRegistrationUpsert",
 		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs",
 		"JobStability", "ScalingEventRegister", "PeriodicLaunch", "SchedulerConfig",
-		"NodePoolUpsert", "NodePoolDelete"}
+		"NodePoolUpsert", "NodePoolDelete",
+		"DeploymentStatusUpdate", "DeploymentPromote", "DeploymentAllocHealth"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]

@@ -21,6 +21,11 @@ type Plan struct {
 	Annotations     *PlanAnnotations
 	// SnapshotIndex is the state index the scheduler planned against.
 	SnapshotIndex uint64
+	// Deployment is the deployment the plan creates or updates (nil:
+	// none); DeploymentUpdates change other deployments' status (an
+	// older version's, cancelled). Only jobs with update blocks have them.
+	Deployment        *Deployment `codec:",omitempty"`
+	DeploymentUpdates []*DeploymentStatusUpdate
 }
 
 // PlanAnnotations explain a dry-run plan to users.
@@ -81,7 +86,8 @@ func (p *Plan) AppendAlloc(alloc *Allocation) {
 
 // IsNoOp reports whether the plan changes nothing.
 func (p *Plan) IsNoOp() bool {
-	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0 && len(p.NodePreemptions) == 0
+	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0 && len(p.NodePreemptions) == 0 &&
+		p.Deployment == nil && len(p.DeploymentUpdates) == 0
 }
 
 // PlanResult says what the applier committed. When part of the plan was
@@ -97,11 +103,15 @@ type PlanResult struct {
 	AllocIndex      uint64
 	// RejectedNodes lists the nodes whose part of the plan was refused.
 	RejectedNodes []string
+	// Deployment and DeploymentUpdates are the plan's, committed with
+	// whatever part of it was.
+	Deployment        *Deployment `codec:",omitempty"`
+	DeploymentUpdates []*DeploymentStatusUpdate
 }
 
 // IsNoOp reports whether nothing was committed.
 func (r *PlanResult) IsNoOp() bool {
-	return len(r.NodeUpdate) == 0 && len(r.NodeAllocation) == 0
+	return len(r.NodeUpdate) == 0 && len(r.NodeAllocation) == 0 && r.Deployment == nil && len(r.DeploymentUpdates) == 0
 }
 
 // FullCommit reports whether everything in plan was committed, and the

@@ -397,6 +397,11 @@ type ApplyPlanResultsRequest struct {
 	Evals []*Evaluation
 	// UpdatedAt is the leader's time of commit (unix nanoseconds).
 	UpdatedAt int64
+	// Deployment is the deployment the plan creates or updates (nil:
+	// none); DeploymentUpdates are status changes of other deployments
+	// (an older one the plan's cancels).
+	Deployment        *Deployment `codec:",omitempty"`
+	DeploymentUpdates []*DeploymentStatusUpdate
 	WriteRequest
 }
 

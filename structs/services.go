@@ -490,7 +490,8 @@ func (tg *TaskGroup) validateServiceNames(v *validator, p string) {
 }
 
 // validateServicePorts refuses a service or check port that is neither a
-// port number nor a label of the group's network block, as Nomad does.
+// port number nor a label of the group's network block (or, for a task's
+// service, of the task's legacy network block), as Nomad does.
 func (tg *TaskGroup) validateServicePorts(v *validator, p string) {
 	if !tg.HasServices() {
 		return
@@ -529,8 +530,27 @@ func (tg *TaskGroup) validateServicePorts(v *validator, p string) {
 	}
 	each(p, tg.Services)
 	for i, t := range tg.Tasks {
-		if t != nil {
-			each(join(p, indexed("Tasks", i)), t.Services)
+		if t == nil || len(t.Services) == 0 {
+			continue
+		}
+		// A task's services may also name its legacy network's ports.
+		var own []string
+		if t.Resources != nil {
+			for _, n := range t.Resources.Networks {
+				if n == nil {
+					continue
+				}
+				for _, port := range append(append([]Port(nil), n.ReservedPorts...), n.DynamicPorts...) {
+					if !labels[port.Label] {
+						labels[port.Label] = true
+						own = append(own, port.Label)
+					}
+				}
+			}
+		}
+		each(join(p, indexed("Tasks", i)), t.Services)
+		for _, l := range own {
+			delete(labels, l)
 		}
 	}
 }

@@ -94,6 +94,15 @@ func TestServicesValidate(t *testing.T) {
 			s := j.TaskGroups[0].Tasks[0].Services[0]
 			j.TaskGroups[0].Services = append(j.TaskGroups[0].Services, &Service{Name: s.Name, PortLabel: s.PortLabel, Provider: "nomad"})
 		}, "TaskGroups[0].Services[1].Name", "duplicate service"},
+		{"undefined port label", func(j *Job) { j.TaskGroups[0].Tasks[0].Services[0].PortLabel = "web" },
+			"TaskGroups[0].Tasks[0].Services[0].PortLabel", "not defined"},
+		{"another task's legacy port", func(j *Job) {
+			// A task's legacy network serves its own services only.
+			j.TaskGroups[0].Tasks[0].Services[0].PortLabel = "web"
+			j.TaskGroups[0].Tasks = append(j.TaskGroups[0].Tasks, &Task{Name: "u", Driver: "raw_exec",
+				Config:    map[string]any{"command": "/bin/true"},
+				Resources: &Resources{Networks: []*NetworkResource{{DynamicPorts: []Port{{Label: "web"}}}}}})
+		}, "TaskGroups[0].Tasks[0].Services[0].PortLabel", "not defined"},
 		{"on_update ignore refused", func(j *Job) { j.TaskGroups[0].Services[0].OnUpdate = OnUpdateIgnore },
 			"TaskGroups[0].Services[0].OnUpdate", "Drover does not support on_update"},
 		{"on_update bad", func(j *Job) { j.TaskGroups[0].Services[0].OnUpdate = "x" },
@@ -147,5 +156,18 @@ func TestGroupCheckRestartWithoutTask(t *testing.T) {
 	j.Canonicalize()
 	if err := j.Validate(); err != nil {
 		t.Fatalf("a group check_restart without a task: %v", err)
+	}
+}
+
+// A task's service may name a port of the task's legacy network block
+// (resources { network }), as in Nomad.
+func TestTaskServiceLegacyPort(t *testing.T) {
+	j := svcJob()
+	task := j.TaskGroups[0].Tasks[0]
+	task.Resources = &Resources{CPU: 100, MemoryMB: 64, Networks: []*NetworkResource{{DynamicPorts: []Port{{Label: "web"}}}}}
+	task.Services[0].PortLabel = "web"
+	j.Canonicalize()
+	if err := j.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -33,6 +33,11 @@ func (u *updateBatcher) add(a *structs.Allocation) {
 		ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
 		TaskStates: a.TaskStates, ModifyTime: time.Now().UnixNano(),
 	}
+	if a.DeploymentStatus.HasHealth() {
+		// The runner's health verdict for the allocation's deployment.
+		healthy := *a.DeploymentStatus.Healthy
+		upd.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: a.DeploymentStatus.Timestamp}
+	}
 	u.mu.Lock()
 	u.pending[a.ID] = upd
 	u.mu.Unlock()

@@ -126,8 +126,9 @@ func runJobRun(e *env, args []string) int {
 	var checkIndex string
 	fs := newFlagSet(e, "job run", "[options] <file>",
 		"Submit a job file (HCL or JSON) and monitor the evaluation it creates.\n\n"+
-			"Then follow the placed allocations until their tasks start, printing why a task could not start.\n\n"+
-			"Exit codes: 0 everything was placed, 1 error (or a service job's allocation failed), 2 some allocations could not be placed.")
+			"Then follow the placed allocations until their tasks start, printing why a task could not start; "+
+			"a job with an update block is followed to the end of its deployment instead.\n\n"+
+			"Exit codes: 0 everything was placed, 1 error (or a service job's allocation or deployment failed), 2 some allocations could not be placed.")
 	af.register(fs, e)
 	jf.register(fs)
 	fs.BoolVar(&detach, "detach", false, "return once the job is registered, without monitoring")
@@ -170,7 +171,39 @@ func runJobRun(e *env, args []string) int {
 		}
 		return exitOK
 	}
-	return (&evalMonitor{e: e, c: c, verbose: verbose}).runJob(ctx, resp.EvalID, job, allocFollowTimeout)
+	m := &evalMonitor{e: e, c: c, verbose: verbose}
+	if !rolls(job) {
+		return m.runJob(ctx, resp.EvalID, job, allocFollowTimeout)
+	}
+	// As Nomad's CLI: a job with an update block is followed to the end
+	// of its deployment (rather than allocation by allocation), which
+	// decides the exit code.
+	code = m.monitor(ctx, resp.EvalID)
+	if code == exitError {
+		return code
+	}
+	if ev, _, err := c.Eval(ctx, resp.EvalID, nil); err != nil || ev.DeploymentID == "" {
+		return code // the change made no deployment (nothing to replace)
+	}
+	if dcode := followDeployment(ctx, e, c, job.ID, resp.JobModifyIndex, verbose); dcode != exitOK {
+		return dcode
+	}
+	return code
+}
+
+// rolls reports whether a group of job rolls out through deployments (an
+// update block with a positive max_parallel, its own or the job's).
+func rolls(job *structs.Job) bool {
+	for _, tg := range job.TaskGroups {
+		u := tg.Update
+		if u == nil {
+			u = job.Update
+		}
+		if u.Rolling() {
+			return true
+		}
+	}
+	return false
 }
 
 // resolveJob finds a job by ID or unique prefix.

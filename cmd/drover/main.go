@@ -80,6 +80,7 @@ func commands() []*command {
 	all = append(all, nodePoolCommands()...)
 	all = append(all, allocCommands()...)
 	all = append(all, evalCommands()...)
+	all = append(all, deploymentCommands()...)
 	all = append(all, serviceCommands()...)
 	all = append(all, serverCommands()...)
 	all = append(all, systemCommands()...)

@@ -300,7 +300,8 @@ func newPlacements(result *structs.PlanResult) int {
 // own Job.
 func (a *Applier) request(plan *structs.Plan, result *structs.PlanResult) *structs.ApplyPlanResultsRequest {
 	now := a.cfg.Now().UnixNano()
-	req := &structs.ApplyPlanResultsRequest{Job: plan.Job, EvalID: plan.EvalID, UpdatedAt: now}
+	req := &structs.ApplyPlanResultsRequest{Job: plan.Job, EvalID: plan.EvalID, UpdatedAt: now,
+		Deployment: result.Deployment, DeploymentUpdates: result.DeploymentUpdates}
 	for _, allocs := range result.NodeUpdate {
 		for _, alloc := range allocs {
 			c := *alloc

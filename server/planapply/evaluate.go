@@ -129,8 +129,10 @@ func evaluatePlan(snap *state.StateSnapshot, pending inflight, plan *structs.Pla
 	}
 
 	result := &structs.PlanResult{
-		NodeUpdate:     map[string][]*structs.Allocation{},
-		NodeAllocation: map[string][]*structs.Allocation{},
+		NodeUpdate:        map[string][]*structs.Allocation{},
+		NodeAllocation:    map[string][]*structs.Allocation{},
+		Deployment:        plan.Deployment,
+		DeploymentUpdates: plan.DeploymentUpdates,
 	}
 	for i, id := range nodeIDs {
 		if errs[i] != nil {
@@ -160,7 +162,7 @@ func evaluatePlan(snap *state.StateSnapshot, pending inflight, plan *structs.Pla
 		}
 	}
 	if plan.AllAtOnce && len(result.RejectedNodes) > 0 {
-		return &structs.PlanResult{RejectedNodes: result.RejectedNodes}, nil
+		return &structs.PlanResult{RejectedNodes: result.RejectedNodes, Deployment: plan.Deployment, DeploymentUpdates: plan.DeploymentUpdates}, nil
 	}
 	return result, nil
 }

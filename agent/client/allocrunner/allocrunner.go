@@ -120,6 +120,13 @@ type AllocRunner struct {
 	// coord orders lifecycle tasks; nil when the group has none. Fixed
 	// after New.
 	coord *coordinator
+
+	// health watches the allocation's health for its deployment (nil:
+	// not watching); healthVerdict is the verdict reached for deployment
+	// healthFor (health.go). Guarded by mu.
+	health        *healthWatch
+	healthVerdict *structs.AllocDeploymentStatus
+	healthFor     string
 }
 
 // New prepares a runner (nothing runs until Run).
@@ -279,6 +286,7 @@ func (ar *AllocRunner) Run() {
 		ar.killAll(ReasonAllocStopped)
 	}
 	ar.publish()
+	ar.watchHealth()
 }
 
 // DoneCh is closed once the runner has nothing left running.
@@ -301,6 +309,8 @@ func (ar *AllocRunner) Update(a *structs.Allocation) {
 	ar.saveAlloc()
 	if a.ServerTerminalStatus() {
 		ar.killAll(ReasonAllocStopped)
+	} else {
+		ar.watchHealth() // an in-place update may move it to a new deployment
 	}
 	if h := ar.services(); h != nil {
 		h.changed()
@@ -494,6 +504,7 @@ func (ar *AllocRunner) Alloc() *structs.Allocation {
 	c := *ar.alloc
 	c.TaskStates = structs.NewTaskStates(states)
 	c.ClientStatus, c.ClientDescription = ar.clientStatus, ar.clientDesc
+	ar.withHealthLocked(&c)
 	return &c
 }
 
@@ -543,6 +554,7 @@ func (ar *AllocRunner) publish() {
 	c := *ar.alloc
 	c.TaskStates = structs.NewTaskStates(states)
 	c.ClientStatus, c.ClientDescription = ar.clientStatus, ar.clientDesc
+	ar.withHealthLocked(&c)
 	// Called under mu so that updates reach the Updater in order.
 	ar.cfg.Updater(&c)
 }

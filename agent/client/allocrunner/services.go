@@ -337,6 +337,9 @@ func (h *serviceHook) address(alloc *structs.Allocation, mode, label string) (st
 		}
 	}
 	if m == nil {
+		m = legacyTaskPort(alloc.AllocatedResources, label)
+	}
+	if m == nil {
 		return "", 0, fmt.Errorf("port label %q is not among the allocation's ports", label)
 	}
 	ip := m.HostIP
@@ -367,4 +370,28 @@ func (h *serviceHook) checkAddress(alloc *structs.Allocation, s *structs.Service
 		addr = s.Address
 	}
 	return addr, port, err
+}
+
+// legacyTaskPort finds label among the ports of the tasks' legacy network
+// blocks (resources { network }), which a task's services may name as in
+// Nomad; nil when none has it. Port labels are unique in an allocation.
+func legacyTaskPort(r *structs.AllocatedResources, label string) *structs.AllocatedPortMapping {
+	if r == nil {
+		return nil
+	}
+	for _, t := range r.Tasks {
+		for _, n := range t.Networks {
+			if n == nil {
+				continue
+			}
+			for _, list := range [][]structs.Port{n.ReservedPorts, n.DynamicPorts} {
+				for _, p := range list {
+					if p.Label == label {
+						return &structs.AllocatedPortMapping{Label: p.Label, Value: p.Value, To: p.To, HostIP: n.IP}
+					}
+				}
+			}
+		}
+	}
+	return nil
 }

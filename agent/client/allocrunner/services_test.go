@@ -453,3 +453,17 @@ func TestGroupCheckRestartRestartsEveryTask(t *testing.T) {
 		return true
 	})
 }
+
+// A task service's port may come from the task's legacy network block.
+func TestLegacyTaskPort(t *testing.T) {
+	r := &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+		"web": {Networks: []*structs.NetworkResource{{IP: "10.0.0.5", DynamicPorts: []structs.Port{{Label: "http", Value: 23456, To: 80}}}}},
+	}}
+	m := legacyTaskPort(r, "http")
+	if m == nil || m.Value != 23456 || m.To != 80 || m.HostIP != "10.0.0.5" {
+		t.Fatalf("legacyTaskPort = %+v", m)
+	}
+	if legacyTaskPort(r, "other") != nil || legacyTaskPort(nil, "http") != nil {
+		t.Fatal("found a port that is not there")
+	}
+}

@@ -1,6 +1,6 @@
 job "web" {
-  update {
-    max_parallel = 1
+  multiregion {
+    strategy { max_parallel = 1 }
   }
   group "g" {
     task "t" {
