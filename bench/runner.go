@@ -518,7 +518,8 @@ func (r *runner) cleanup(ctx context.Context) {
 // jobPrefix is the ID prefix of this scenario's jobs.
 func (r *runner) jobPrefix() string { return r.cfg.JobPrefix + "-" + r.cfg.Scenario.Name + "-" }
 
-// job returns a batch job of count mock_driver allocations.
+// job returns a batch job (a service job for a Service scenario) of count
+// mock_driver allocations.
 func (r *runner) job(id string, count int) *nomad.Job {
 	sc := r.cfg.Scenario
 	task := nomad.NewTask("t", "mock_driver").
@@ -550,7 +551,15 @@ func (r *runner) job(id string, count int) *nomad.Job {
 	if region == "" {
 		region = "global"
 	}
-	job := nomad.NewBatchJob(id, id, region, 50).AddTaskGroup(tg)
+	var job *nomad.Job
+	if sc.Service {
+		job = nomad.NewServiceJob(id, id, region, 50).AddTaskGroup(tg)
+		if sc.Update {
+			job.Update = &nomad.UpdateStrategy{MaxParallel: new(1)}
+		}
+	} else {
+		job = nomad.NewBatchJob(id, id, region, 50).AddTaskGroup(tg)
+	}
 	if sc.SpreadDatacenters > 0 {
 		job.Datacenters = SpreadDatacenters(sc.SpreadDatacenters)
 		tg.Spreads = []*nomad.Spread{{Attribute: "${node.datacenter}", Weight: new(int8(50))}}

@@ -51,6 +51,10 @@ type Scenario struct {
 	// its first dynamic port when it has one), which the simulator
 	// registers when an allocation runs, as client agents do.
 	Services bool
+	// Service makes the jobs service jobs (batch jobs otherwise); Update
+	// gives each service job an update block (max_parallel 1, Nomad's
+	// defaults otherwise), so its registration starts a deployment.
+	Service, Update bool
 	// SpreadDatacenters, if positive, puts the nodes in datacenters
 	// dc1..dcN and gives each group a spread over ${node.datacenter}
 	// (weight 50, no targets: even), the jobs running in all of them.
@@ -110,6 +114,8 @@ var scenarios = []Scenario{
 	WithServices(WithPorts(c1mSmall, 1)),
 	withLeaderKill(c1mSmall, 5*time.Second),
 	WithSpread(c1mSmall, 3),
+	WithService(c1mSmall),
+	WithUpdate(WithService(c1mSmall)),
 	{
 		Name: "churn", Kind: KindChurn,
 		Description: "2,000 nodes, 16 writers registering, scaling and stopping jobs, each waiting for its evaluation",
@@ -168,6 +174,26 @@ func SpreadDatacenters(n int) []string {
 		out[i] = fmt.Sprintf("dc%d", i+1)
 	}
 	return out
+}
+
+// WithService is s with service jobs instead of batch jobs, named
+// "<name>-service": the baseline of WithUpdate.
+func WithService(s Scenario) Scenario {
+	s.Name += "-service"
+	s.Description += ", as service jobs"
+	s.Service = true
+	return s
+}
+
+// WithUpdate is s (service jobs) with an update block on every job, named
+// "<name>-update": each registration then creates a deployment, which the
+// scheduler and the leader's deployment watcher track. Placing a new job's
+// allocations is not paced by max_parallel, so its targets are s's.
+func WithUpdate(s Scenario) Scenario {
+	s.Name += "-update"
+	s.Description += ", each with an update block (a deployment per job)"
+	s.Service, s.Update = true, true
+	return s
 }
 
 // WithServices is s with a native service per group, registered by the

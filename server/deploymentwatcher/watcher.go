@@ -75,19 +75,45 @@ func Plan(r Reader, ws memdb.WatchSet, now time.Time) (*Pass, error) {
 		if job.Version != d.JobVersion || job.Stopped() {
 			continue // a newer version or a stop: the scheduler cancels it
 		}
-		allocs, err := r.AllocsByDeployment(ws, d.ID)
-		if err != nil {
-			return nil, err
+		// The deployment's counts (kept by the state store from the
+		// allocations' health) say when its allocations need a look: an
+		// unhealthy one, or canaries possibly ready for promotion. Most
+		// running deployments need neither, and a pass then costs
+		// nothing per allocation (a busy cluster runs a pass at most
+		// every MinInterval, with a thousand deployments in flight).
+		var allocs []*structs.Allocation
+		loaded := needsAllocs(d)
+		if loaded {
+			if allocs, err = r.AllocsByDeployment(ws, d.ID); err != nil {
+				return nil, err
+			}
 		}
-		if err := p.judge(r, ws, job, d, allocs, now); err != nil {
+		if err := p.judge(r, ws, job, d, allocs, loaded, now); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
 }
 
-// judge decides for one running deployment.
-func (p *Pass) judge(r Reader, ws memdb.WatchSet, job *structs.Job, d *structs.Deployment, allocs []*structs.Allocation, now time.Time) error {
+// needsAllocs reports whether judging d needs its allocations: some group
+// counts an unhealthy allocation, or has as many healthy ones as it wants
+// canaries while it waits for promotion. The counts never fall short of
+// what the allocations say (an allocation that turned healthy or
+// unhealthy is counted, and stays counted once terminal), so without
+// either, no allocation is unhealthy and no group's canaries are ready,
+// and the counts bound the healthy canaries from above.
+func needsAllocs(d *structs.Deployment) bool {
+	for _, g := range d.TaskGroups {
+		if g.UnhealthyAllocs > 0 || g.DesiredCanaries > 0 && !g.Promoted && g.HealthyAllocs >= g.DesiredCanaries {
+			return true
+		}
+	}
+	return false
+}
+
+// judge decides for one running deployment: from its allocations when
+// they were loaded (needsAllocs), else from its counts.
+func (p *Pass) judge(r Reader, ws memdb.WatchSet, job *structs.Job, d *structs.Deployment, allocs []*structs.Allocation, loaded bool, now time.Time) error {
 	desc := ""
 	for _, a := range allocs {
 		if a.DeploymentStatus.IsUnhealthy() {
@@ -96,6 +122,11 @@ func (p *Pass) judge(r Reader, ws memdb.WatchSet, job *structs.Job, d *structs.D
 		}
 	}
 	healthyCanaries := map[string]int{}
+	if !loaded {
+		for name, g := range d.TaskGroups {
+			healthyCanaries[name] = g.HealthyAllocs // an upper bound, below DesiredCanaries
+		}
+	}
 	for _, a := range allocs {
 		if a.DeploymentStatus.IsCanary() && a.DeploymentStatus.IsHealthy() && !a.TerminalStatus() {
 			healthyCanaries[a.TaskGroup]++

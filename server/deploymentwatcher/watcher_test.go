@@ -150,3 +150,35 @@ func TestWatcherPassWrites(t *testing.T) {
 		t.Fatalf("writes: %+v", fw)
 	}
 }
+
+// countingReader counts the allocation reads of a pass.
+type countingReader struct {
+	*state.StateStore
+	allocReads int
+}
+
+func (r *countingReader) AllocsByDeployment(ws memdb.WatchSet, id string) ([]*structs.Allocation, error) {
+	r.allocReads++
+	return r.StateStore.AllocsByDeployment(ws, id)
+}
+
+// A pass reads a deployment's allocations only when its counts call for
+// it: an unhealthy allocation, or canaries that may be ready. A healthy
+// canary that has since stopped is not promoted on the strength of the
+// count alone.
+func TestPlanReadsAllocationsOnlyWhenCountsSayTo(t *testing.T) {
+	f := newFixture(t, 1)
+	r := &countingReader{StateStore: f.st}
+	p, err := Plan(r, memdb.NewWatchSet(), f.now)
+	must(t, err)
+	if r.allocReads != 0 || len(p.Fail)+len(p.Promote) != 0 || !p.NextDeadline.Equal(f.now.Add(time.Minute)) {
+		t.Fatalf("nothing reported: %d allocation reads, %+v", r.allocReads, p)
+	}
+	f.health(t, f.canary, true)
+	must(t, f.st.UpdateAllocsFromClient(f.next(), []*structs.Allocation{{ID: f.canary.ID, ClientStatus: structs.AllocClientStatusFailed}}, nil))
+	p, err = Plan(r, memdb.NewWatchSet(), f.now)
+	must(t, err)
+	if r.allocReads != 1 || len(p.Promote) != 0 {
+		t.Fatalf("healthy then failed canary: %d allocation reads, %+v", r.allocReads, p)
+	}
+}
