@@ -176,10 +176,11 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 		HeartbeatGrace:     cfg.Server.HeartbeatGrace,
 		HeartbeatMinTTL:    cfg.Server.MinHeartbeatTTL,
 		DrainGC: server.DrainGCConfig{
-			GCInterval:      cfg.Server.JobGCInterval,
-			EvalGCThreshold: cfg.Server.EvalGCThreshold,
-			JobGCThreshold:  cfg.Server.JobGCThreshold,
-			NodeGCThreshold: cfg.Server.NodeGCThreshold,
+			GCInterval:            cfg.Server.JobGCInterval,
+			EvalGCThreshold:       cfg.Server.EvalGCThreshold,
+			JobGCThreshold:        cfg.Server.JobGCThreshold,
+			NodeGCThreshold:       cfg.Server.NodeGCThreshold,
+			DeploymentGCThreshold: cfg.Server.DeploymentGCThreshold,
 		},
 		Logger:                   root, // the server names its own logger "server"
 		ACLEnabled:               cfg.ACL.Enabled,

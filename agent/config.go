@@ -114,12 +114,15 @@ type ServerConfig struct {
 	// every JobGCInterval (job_gc_interval, 5m) the leader collects
 	// terminal evaluations older than EvalGCThreshold (eval_gc_threshold,
 	// 1h), dead jobs older than JobGCThreshold (job_gc_threshold, 4h) and
-	// nodes down for longer than NodeGCThreshold (node_gc_threshold, 24h).
-	// Unlike Nomad, one interval drives all three.
-	JobGCInterval   time.Duration
-	EvalGCThreshold time.Duration
-	JobGCThreshold  time.Duration
-	NodeGCThreshold time.Duration
+	// nodes down for longer than NodeGCThreshold (node_gc_threshold, 24h),
+	// and deployments no longer active older than DeploymentGCThreshold
+	// (deployment_gc_threshold, 1h). Unlike Nomad, one interval drives
+	// them all.
+	JobGCInterval         time.Duration
+	EvalGCThreshold       time.Duration
+	JobGCThreshold        time.Duration
+	NodeGCThreshold       time.Duration
+	DeploymentGCThreshold time.Duration
 }
 
 // Nomad's server garbage collection defaults.
@@ -128,6 +131,8 @@ const (
 	DefaultEvalGCThreshold = time.Hour
 	DefaultJobGCThreshold  = 4 * time.Hour
 	DefaultNodeGCThreshold = 24 * time.Hour
+	// DefaultDeploymentGCThreshold is Nomad's deployment_gc_threshold.
+	DefaultDeploymentGCThreshold = time.Hour
 )
 
 // ClientConfig configures the client part of the agent.
@@ -238,11 +243,12 @@ func DefaultConfig() *Config {
 		LogLevel:   "info",
 		Ports:      Ports{HTTP: DefaultHTTPPort, RPC: DefaultRPCPort},
 		Server: ServerConfig{
-			RetryInterval:   DefaultRetryInterval,
-			JobGCInterval:   DefaultJobGCInterval,
-			EvalGCThreshold: DefaultEvalGCThreshold,
-			JobGCThreshold:  DefaultJobGCThreshold,
-			NodeGCThreshold: DefaultNodeGCThreshold,
+			RetryInterval:         DefaultRetryInterval,
+			JobGCInterval:         DefaultJobGCInterval,
+			EvalGCThreshold:       DefaultEvalGCThreshold,
+			JobGCThreshold:        DefaultJobGCThreshold,
+			NodeGCThreshold:       DefaultNodeGCThreshold,
+			DeploymentGCThreshold: DefaultDeploymentGCThreshold,
 		},
 		Client: ClientConfig{
 			Meta:        map[string]string{},
@@ -403,6 +409,7 @@ func (c *Config) Validate() error {
 		{"server eval_gc_threshold", c.Server.EvalGCThreshold},
 		{"server job_gc_threshold", c.Server.JobGCThreshold},
 		{"server node_gc_threshold", c.Server.NodeGCThreshold},
+		{"server deployment_gc_threshold", c.Server.DeploymentGCThreshold},
 	} {
 		if d.v <= 0 {
 			add("%s must be a positive duration; got %s", d.name, d.v)

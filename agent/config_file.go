@@ -81,14 +81,16 @@ type fileServer struct {
 	MinHeartbeatTTL     *string   `hcl:"min_heartbeat_ttl,optional"`
 	MinHeartbeatTTLRng  hcl.Range `hcl:"min_heartbeat_ttl,attr_value_range"`
 
-	JobGCInterval        *string   `hcl:"job_gc_interval,optional"`
-	JobGCIntervalRange   hcl.Range `hcl:"job_gc_interval,attr_value_range"`
-	EvalGCThreshold      *string   `hcl:"eval_gc_threshold,optional"`
-	EvalGCThresholdRange hcl.Range `hcl:"eval_gc_threshold,attr_value_range"`
-	JobGCThreshold       *string   `hcl:"job_gc_threshold,optional"`
-	JobGCThresholdRange  hcl.Range `hcl:"job_gc_threshold,attr_value_range"`
-	NodeGCThreshold      *string   `hcl:"node_gc_threshold,optional"`
-	NodeGCThresholdRange hcl.Range `hcl:"node_gc_threshold,attr_value_range"`
+	JobGCInterval              *string   `hcl:"job_gc_interval,optional"`
+	JobGCIntervalRange         hcl.Range `hcl:"job_gc_interval,attr_value_range"`
+	EvalGCThreshold            *string   `hcl:"eval_gc_threshold,optional"`
+	EvalGCThresholdRange       hcl.Range `hcl:"eval_gc_threshold,attr_value_range"`
+	JobGCThreshold             *string   `hcl:"job_gc_threshold,optional"`
+	JobGCThresholdRange        hcl.Range `hcl:"job_gc_threshold,attr_value_range"`
+	NodeGCThreshold            *string   `hcl:"node_gc_threshold,optional"`
+	NodeGCThresholdRange       hcl.Range `hcl:"node_gc_threshold,attr_value_range"`
+	DeploymentGCThreshold      *string   `hcl:"deployment_gc_threshold,optional"`
+	DeploymentGCThresholdRange hcl.Range `hcl:"deployment_gc_threshold,attr_value_range"`
 }
 
 type fileServerJoin struct {
@@ -269,6 +271,7 @@ func (fc *fileConfig) apply(c *Config) error {
 			{"eval_gc_threshold", s.EvalGCThreshold, s.EvalGCThresholdRange, &c.Server.EvalGCThreshold, true},
 			{"job_gc_threshold", s.JobGCThreshold, s.JobGCThresholdRange, &c.Server.JobGCThreshold, true},
 			{"node_gc_threshold", s.NodeGCThreshold, s.NodeGCThresholdRange, &c.Server.NodeGCThreshold, true},
+			{"deployment_gc_threshold", s.DeploymentGCThreshold, s.DeploymentGCThresholdRange, &c.Server.DeploymentGCThreshold, true},
 		}); err != nil {
 			return err
 		}

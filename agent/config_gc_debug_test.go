@@ -11,7 +11,7 @@ import (
 )
 
 // The defaults are Nomad's (server eval_gc_threshold 1h, job_gc_threshold
-// 4h, node_gc_threshold 24h, job_gc_interval 5m; client gc_interval 1m,
+// 4h, node_gc_threshold 24h, deployment_gc_threshold 1h, job_gc_interval 5m; client gc_interval 1m,
 // gc_max_allocs 50; enable_debug off) and agree with the defaults of the
 // packages that use them.
 func TestGCDebugDefaults(t *testing.T) {
@@ -24,6 +24,7 @@ func TestGCDebugDefaults(t *testing.T) {
 		{"eval_gc_threshold", c.Server.EvalGCThreshold, time.Hour},
 		{"job_gc_threshold", c.Server.JobGCThreshold, 4 * time.Hour},
 		{"node_gc_threshold", c.Server.NodeGCThreshold, 24 * time.Hour},
+		{"deployment_gc_threshold", c.Server.DeploymentGCThreshold, time.Hour},
 		{"client gc_interval", c.Client.GCInterval, time.Minute},
 		{"client gc_retention", c.Client.GCRetention, time.Hour},
 		// The packages' own defaults, which a zero value would take.
@@ -31,6 +32,7 @@ func TestGCDebugDefaults(t *testing.T) {
 		{"coregc eval", coregc.DefaultEvalThreshold, c.Server.EvalGCThreshold},
 		{"coregc job", coregc.DefaultJobThreshold, c.Server.JobGCThreshold},
 		{"coregc node", coregc.DefaultNodeThreshold, c.Server.NodeGCThreshold},
+		{"coregc deployment", coregc.DefaultDeploymentThreshold, c.Server.DeploymentGCThreshold},
 		{"client interval", client.DefaultGCInterval, c.Client.GCInterval},
 		{"client retention", client.DefaultGCRetention, c.Client.GCRetention},
 	} {
@@ -58,6 +60,7 @@ server {
   eval_gc_threshold = "30m"
   job_gc_threshold  = "2h"
   node_gc_threshold = "48h"
+  deployment_gc_threshold = "90m"
 }
 client {
   gc_interval   = "30s"
@@ -75,7 +78,7 @@ client {
 	t.Run("json", func(t *testing.T) {
 		c := DefaultConfig()
 		src := `{"enable_debug": true,
- "server": {"job_gc_interval": "10m", "eval_gc_threshold": "30m", "job_gc_threshold": "2h", "node_gc_threshold": "48h"},
+ "server": {"job_gc_interval": "10m", "eval_gc_threshold": "30m", "job_gc_threshold": "2h", "node_gc_threshold": "48h", "deployment_gc_threshold": "90m"},
  "client": {"gc_interval": "30s", "gc_retention": "90m", "gc_max_allocs": 20}}`
 		if err := parseConfig(c, "gc.json", []byte(src)); err != nil {
 			t.Fatal(err)
@@ -109,7 +112,7 @@ func checkGoodGC(t *testing.T, c *Config) {
 	t.Helper()
 	s, cl := c.Server, c.Client
 	if s.JobGCInterval != 10*time.Minute || s.EvalGCThreshold != 30*time.Minute ||
-		s.JobGCThreshold != 2*time.Hour || s.NodeGCThreshold != 48*time.Hour {
+		s.JobGCThreshold != 2*time.Hour || s.NodeGCThreshold != 48*time.Hour || s.DeploymentGCThreshold != 90*time.Minute {
 		t.Errorf("server GC settings %+v", s)
 	}
 	if cl.GCInterval != 30*time.Second || cl.GCRetention != 90*time.Minute || cl.GCMaxAllocs != 20 {
@@ -129,6 +132,7 @@ func TestParseGCSettingErrors(t *testing.T) {
 		{"job_gc_threshold no unit", "server {\n  job_gc_threshold = \"4\"\n}\n", `e.hcl:2:22: job_gc_threshold: must be a positive duration`},
 		{"node_gc_threshold zero", "server {\n  node_gc_threshold = \"0s\"\n}\n", `e.hcl:2:23: node_gc_threshold: must be a positive duration`},
 		{"job_gc_threshold negative", "server {\n  job_gc_threshold = \"-1h\"\n}\n", `e.hcl:2:22: job_gc_threshold: must be a positive duration`},
+		{"deployment_gc_threshold zero", "server {\n  deployment_gc_threshold = \"0s\"\n}\n", `e.hcl:2:29: deployment_gc_threshold: must be a positive duration`},
 		{"gc_interval", "client {\n  gc_interval = \"1x\"\n}\n", `e.hcl:2:17: gc_interval: must be a positive duration`},
 		{"gc_retention zero", "client {\n  gc_retention = \"0\"\n}\n", `e.hcl:2:18: gc_retention: must be a positive duration`},
 		{"gc_max_allocs zero", "client {\n  gc_max_allocs = 0\n}\n", `e.hcl:2:19: gc_max_allocs: must be positive; got 0`},
@@ -164,6 +168,7 @@ func TestValidateGCSettings(t *testing.T) {
 		{"eval_gc_threshold zero", func(c *Config) { c.Server.EvalGCThreshold = 0 }, "server eval_gc_threshold must be a positive duration"},
 		{"job_gc_threshold zero", func(c *Config) { c.Server.JobGCThreshold = 0 }, "server job_gc_threshold must be a positive duration"},
 		{"node_gc_threshold negative", func(c *Config) { c.Server.NodeGCThreshold = -time.Hour }, "server node_gc_threshold must be a positive duration"},
+		{"deployment_gc_threshold zero", func(c *Config) { c.Server.DeploymentGCThreshold = 0 }, "server deployment_gc_threshold must be a positive duration"},
 		{"max_kill_timeout negative", func(c *Config) { c.Client.MaxKillTimeout = -time.Second }, "client max_kill_timeout must not be negative"},
 	}
 	for _, tc := range cases {

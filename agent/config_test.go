@@ -71,7 +71,7 @@ func TestParseConfig(t *testing.T) {
 					Server: ServerConfig{Enabled: true, BootstrapExpect: 3, NumSchedulers: 4, JobTrackedVersions: 9,
 						RetryJoin: []string{"10.0.0.6", "10.0.0.7:5647"}, RetryInterval: 15 * time.Second,
 						JobGCInterval: 5 * time.Minute, EvalGCThreshold: time.Hour, JobGCThreshold: 4 * time.Hour,
-						NodeGCThreshold: 24 * time.Hour},
+						NodeGCThreshold: 24 * time.Hour, DeploymentGCThreshold: time.Hour},
 					Client: ClientConfig{Enabled: true, Servers: []string{"10.0.0.5:5647"}, NodeClass: "batch", NodePool: "gpu",
 						Meta:       map[string]string{"rack": "r1", "zone": "z2"},
 						GCInterval: time.Minute, GCRetention: time.Hour, GCMaxAllocs: 50},

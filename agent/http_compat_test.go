@@ -312,9 +312,9 @@ func TestNomadClientCompat(t *testing.T) {
 	if deps, _, err := c.Deployments().List(nil); err != nil || len(deps) != 0 {
 		t.Fatalf("Deployments.List = %v, %v", deps, err)
 	}
-	// What Drover does not do is a clear 501.
+	// Unblocking is for multiregion deployments, which Drover refuses: a 400.
 	_, _, err = c.Deployments().Unblock("d1", nil)
-	if err == nil || !strings.Contains(err.Error(), "501") || !strings.Contains(err.Error(), "Drover does not support unblocking multiregion deployments") {
+	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "Drover does not support multiregion deployments (unblock)") {
 		t.Fatalf("Deployments.Unblock err = %v", err)
 	}
 

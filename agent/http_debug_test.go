@@ -116,6 +116,7 @@ func TestAgentGCAndDebugWiring(t *testing.T) {
 	cfg.Server.EvalGCThreshold = 2 * time.Hour
 	cfg.Server.JobGCThreshold = 3 * time.Hour
 	cfg.Server.NodeGCThreshold = 36 * time.Hour
+	cfg.Server.DeploymentGCThreshold = 90 * time.Minute
 	cfg.Client.GCInterval = 45 * time.Second
 	cfg.Client.GCRetention = 20 * time.Minute
 	cfg.Client.GCMaxAllocs = 9
@@ -133,7 +134,7 @@ func TestAgentGCAndDebugWiring(t *testing.T) {
 	defer a.Shutdown()
 
 	wantServer := server.DrainGCConfig{GCInterval: 7 * time.Minute, EvalGCThreshold: 2 * time.Hour,
-		JobGCThreshold: 3 * time.Hour, NodeGCThreshold: 36 * time.Hour}
+		JobGCThreshold: 3 * time.Hour, NodeGCThreshold: 36 * time.Hour, DeploymentGCThreshold: 90 * time.Minute}
 	if gotServer != wantServer {
 		t.Errorf("server DrainGC = %+v, want %+v", gotServer, wantServer)
 	}

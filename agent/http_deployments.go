@@ -188,3 +188,13 @@ func (h *httpAPI) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (a
 	}
 	return out.Deployment, nil
 }
+
+// errUnblockMultiregion answers /v1/deployment/unblock/<id>: Nomad unblocks
+// only multiregion deployments, which Drover refuses at registration
+// (Job.Multiregion), so no Drover deployment can be blocked.
+var errUnblockMultiregion = structs.NewError(structs.ErrCodeInvalid, "Drover does not support multiregion deployments (unblock)")
+
+// PUT|POST /v1/deployment/unblock/<id>: a 400, see errUnblockMultiregion.
+func (h *httpAPI) deploymentUnblock(http.ResponseWriter, *http.Request) (any, error) {
+	return nil, errUnblockMultiregion
+}

@@ -50,6 +50,7 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 		handle(m+" /v1/deployment/fail/{id}", h.deploymentFail)
 		handle(m+" /v1/deployment/pause/{id}", h.deploymentPause)
 		handle(m+" /v1/deployment/allocation-health/{id}", h.deploymentAllocHealth)
+		handle(m+" /v1/deployment/unblock/{id}", h.deploymentUnblock)
 	}
 	handle("PUT /v1/job/{id}/revert", h.jobRevert)
 	handle("POST /v1/job/{id}/revert", h.jobRevert)
@@ -147,7 +148,6 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 // PUT, POST and DELETE, so a Nomad tool gets a clear error rather than a 404 or, worse,
 // a silently wrong answer. README.md's compatibility table lists them.
 var unsupportedEndpoints = []struct{ pattern, feature string }{
-	{"/v1/deployment/unblock/{id}", "unblocking multiregion deployments"},
 	{"/v1/job/{id}/submission", "job submissions"},
 	{"/v1/job/{id}/evaluate", "forced job evaluation"},
 	{"/v1/job/{id}/action", "task actions"},

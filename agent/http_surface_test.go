@@ -296,8 +296,12 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 		{name: "system gc", method: "PUT", target: "/v1/system/gc", body: `{}`, rpc: "System.GarbageCollect", wantCode: 200},
 		{name: "system gc needs PUT", method: "GET", target: "/v1/system/gc", wantCode: 405},
 
-		{name: "unsupported endpoint", method: "PUT", target: "/v1/deployment/unblock/d1", wantCode: 501,
-			wantBody: "Drover does not support unblocking multiregion deployments"},
+		{name: "unsupported endpoint", method: "PUT", target: "/v1/job/web/evaluate", wantCode: 501,
+			wantBody: "Drover does not support forced job evaluation"},
+		{name: "deployment unblock (multiregion)", method: "PUT", target: "/v1/deployment/unblock/d1", wantCode: 400,
+			wantBody: "Drover does not support multiregion deployments (unblock)"},
+		{name: "deployment unblock by POST", method: "POST", target: "/v1/deployment/unblock/d1", wantCode: 400,
+			wantBody: "Drover does not support multiregion deployments (unblock)"},
 		{name: "deployments", method: "GET", target: "/v1/deployments?prefix=d&namespace=ns", rpc: "Deployment.List",
 			wantCode: 200, wantBody: `[]`,
 			check: func(t *testing.T, args any) {

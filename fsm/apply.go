@@ -205,6 +205,10 @@ func (f *FSM) applyEvalDelete(b *state.Batch, buf []byte, index uint64) (any, er
 		f.logger.Error("eval delete failed", "error", err)
 		return nil, err
 	}
+	if err := b.DeleteDeployments(index, req.Deployments); err != nil {
+		f.logger.Error("deployment delete failed", "error", err)
+		return nil, err
+	}
 	return nil, nil
 }
 

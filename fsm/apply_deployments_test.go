@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/state/mock"
 	"github.com/drover-project/drover/structs"
 )
@@ -66,6 +67,20 @@ func TestApplyDeployments(t *testing.T) {
 	if d.Status != structs.DeploymentStatusSuccessful || !g.Promoted || g.HealthyAllocs != 1 || g.PlacedAllocs != 1 || d.ModifyIndex != 7 {
 		t.Fatalf("deployment = %+v, group %+v", d, g)
 	}
+
+	// The garbage collector's delete entry removes the deployment (and
+	// skips an unknown one) with the allocation that named it.
+	del := &structs.EvalDeleteRequest{Allocs: []string{canary.ID}, Deployments: []string{dep.ID, "missing"}}
+	if r := apply(t, f, 8, structs.EvalDeleteRequestType, del); r != nil {
+		t.Fatalf("delete: %v", r)
+	}
+	if _, err := f.State().DeploymentByID(nil, dep.ID); structs.CodeOf(err) != structs.ErrCodeNotFound {
+		t.Fatalf("deployment after the delete entry: %v", err)
+	}
+	if idx, err := f.State().Index(state.TableDeployments); err != nil || idx != 8 {
+		t.Fatalf("deployment table index %d, %v", idx, err)
+	}
+
 	hooks.mu.Lock()
 	defer hooks.mu.Unlock()
 	want := []string{"evals " + health.Eval.ID, "evals " + promote.Eval.ID, "evals " + status.Eval.ID}

@@ -24,7 +24,7 @@ const (
 
 // DrainGCConfig tunes the drainer and the garbage collector. Zero values
 // take the packages' defaults (GC every 5 minutes; evaluations 1 h, jobs
-// 4 h, nodes 24 h).
+// 4 h, nodes 24 h, deployments 1 h).
 type DrainGCConfig struct {
 	// GCInterval is the period of the leader's garbage collection.
 	GCInterval time.Duration
@@ -34,6 +34,9 @@ type DrainGCConfig struct {
 	EvalGCThreshold time.Duration
 	JobGCThreshold  time.Duration
 	NodeGCThreshold time.Duration
+	// DeploymentGCThreshold is the age past which a deployment no longer
+	// active, with no live allocation, is collected.
+	DeploymentGCThreshold time.Duration
 	// DrainerMinInterval is the least time between two drainer passes
 	// (0: the drainer's default; negative: none).
 	DrainerMinInterval time.Duration
@@ -126,6 +129,7 @@ func (s *Server) newCollector(cfg DrainGCConfig) (*coregc.Collector, error) {
 		Interval: cfg.GCInterval,
 		Thresholds: coregc.Thresholds{
 			Eval: cfg.EvalGCThreshold, Job: cfg.JobGCThreshold, Node: cfg.NodeGCThreshold,
+			Deployment: cfg.DeploymentGCThreshold,
 		},
 	})
 }
@@ -197,8 +201,9 @@ type gcWriter struct{ s *Server }
 
 var _ coregc.Writer = gcWriter{}
 
-func (w gcWriter) DeleteEvalsAndAllocs(evals, allocs []string) error {
-	_, _, err := w.s.raftApply(structs.EvalDeleteRequestType, &structs.EvalDeleteRequest{Evals: evals, Allocs: allocs})
+func (w gcWriter) DeleteEvalsAndAllocs(evals, allocs, deployments []string) error {
+	req := &structs.EvalDeleteRequest{Evals: evals, Allocs: allocs, Deployments: deployments}
+	_, _, err := w.s.raftApply(structs.EvalDeleteRequestType, req)
 	return err
 }
 

@@ -306,15 +306,15 @@ func TestDrainSystemJobsLast(t *testing.T) {
 
 // TestGarbageCollection: the periodic collection (short interval and
 // thresholds) and the forced one (System.GarbageCollect's path) remove a
-// stopped job with its evaluations and allocations and a down node, and
-// keep a running job's.
+// stopped job with its evaluations and allocations, a down node and a
+// finished deployment no allocation names, and keep a running job's.
 func TestGarbageCollection(t *testing.T) {
 	for _, how := range []string{"periodic", "forced"} {
 		t.Run(how, func(t *testing.T) {
 			cfg := DrainGCConfig{GCInterval: time.Hour}
 			if how == "periodic" {
 				cfg = DrainGCConfig{GCInterval: 50 * time.Millisecond, EvalGCThreshold: time.Nanosecond,
-					JobGCThreshold: time.Nanosecond, NodeGCThreshold: time.Nanosecond}
+					JobGCThreshold: time.Nanosecond, NodeGCThreshold: time.Nanosecond, DeploymentGCThreshold: time.Nanosecond}
 			}
 			s := drainGCServer(t, cfg)
 			nodes := startClients(t, s, 1, 10*time.Millisecond)
@@ -345,6 +345,18 @@ func TestGarbageCollection(t *testing.T) {
 			if err := s.RPC("Job.Deregister", &structs.JobDeregisterRequest{JobID: "gone"}, &structs.JobDeregisterResponse{}); err != nil {
 				t.Fatal(err)
 			}
+			keep, err := s.State().JobByID(nil, structs.DefaultNamespace, "keep")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dep := structs.NewDeployment(keep, time.Now())
+			dep.Status = structs.DeploymentStatusSuccessful
+			if _, _, err := s.raftApply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Job: keep, Deployment: dep}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.State().DeploymentByID(nil, dep.ID); how == "forced" && err != nil {
+				t.Fatalf("deployment not written: %v", err)
+			}
 			now := time.Now()
 			downReq := &structs.NodeUpdateStatusRequest{NodeID: down.ID, Status: structs.NodeStatusDown, UpdatedAt: now.Unix() - 1}
 			if _, _, err := s.raftApply(structs.NodeUpdateStatusRequestType, downReq); err != nil {
@@ -363,6 +375,9 @@ func TestGarbageCollection(t *testing.T) {
 				}
 				if _, err := st.NodeByID(nil, down.ID); err == nil {
 					return "down node still registered"
+				}
+				if _, err := st.DeploymentByID(nil, dep.ID); err == nil {
+					return "finished deployment still stored"
 				}
 				return ""
 			}

@@ -459,6 +459,31 @@ func (dd *deploymentDeltas) flush(txn *writeTxn, index uint64, ts time.Time) err
 	return nil
 }
 
+// DeleteDeployments removes deployments (garbage collection). IDs that do
+// not exist are skipped.
+func (s *StateStore) DeleteDeployments(index uint64, ids []string) error {
+	b := s.Batch()
+	defer b.Abort()
+	if err := b.DeleteDeployments(index, ids); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// DeleteDeployments is StateStore.DeleteDeployments within the batch.
+func (b *Batch) DeleteDeployments(index uint64, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	b.txn.t.begin(index)
+	for _, id := range ids {
+		if err := deleteByIDTxn(b.txn, TableDeployments, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DeploymentByID returns a deployment, or an error satisfying
 // errors.Is(err, structs.ErrNotFound).
 func (s *StateStore) DeploymentByID(ws memdb.WatchSet, id string) (*structs.Deployment, error) {

@@ -245,3 +245,35 @@ func TestDeploymentStalePlanKeepsNewerState(t *testing.T) {
 		t.Fatalf("after a stale plan: %s, %+v", d.Status, g)
 	}
 }
+
+// TestDeleteDeployments: deleted deployments are gone from every index;
+// unknown IDs are skipped; a delete of nothing known writes no index.
+func TestDeleteDeployments(t *testing.T) {
+	f := newDeploymentFixture(t)
+	other := structs.NewDeployment(f.job, time.Unix(1700000100, 0))
+	must(t, f.s.UpsertDeployment(4, other))
+	ws := memdb.NewWatchSet()
+	if _, err := f.s.DeploymentsByJobID(ws, f.job.Namespace, f.job.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.s.DeleteDeployments(5, []string{f.dep.ID, "missing"}))
+	if ws.Watch(time.After(time.Second)) {
+		t.Fatal("the job's deployment list did not fire")
+	}
+	_, err := f.s.DeploymentByID(nil, f.dep.ID)
+	wantNotFound(t, err)
+	list, err := f.s.DeploymentsByJobID(nil, f.job.Namespace, f.job.ID, true)
+	must(t, err)
+	if len(list) != 1 || list[0].ID != other.ID {
+		t.Fatalf("deployments of the job %v", list)
+	}
+	wantIndex(t, f.s, TableDeployments, 5)
+	// The allocations that named it stay (the collector deletes them
+	// itself, when they are garbage).
+	if _, err := f.s.AllocByID(nil, f.canary.ID); err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.s.DeleteDeployments(7, []string{"missing"}))
+	must(t, f.s.DeleteDeployments(8, nil))
+	wantIndex(t, f.s, TableDeployments, 5)
+}

@@ -334,10 +334,12 @@ type EvalUpdateRequest struct {
 	WriteRequest
 }
 
-// EvalDeleteRequest removes evaluations and allocations (garbage collection).
+// EvalDeleteRequest removes evaluations, allocations and deployments
+// (garbage collection).
 type EvalDeleteRequest struct {
-	Evals  []string
-	Allocs []string
+	Evals       []string
+	Allocs      []string
+	Deployments []string
 	WriteRequest
 }
 

@@ -32,13 +32,16 @@ var (
 	metricAllocs = []string{"drover", "core_gc", "allocs"}
 	metricJobs   = []string{"drover", "core_gc", "jobs"}
 	metricNodes  = []string{"drover", "core_gc", "nodes"}
+	// metricDeployments: deployments deleted.
+	metricDeployments = []string{"drover", "core_gc", "deployments"}
 )
 
 // Writer deletes through Raft. Each call returns once the write is applied
 // locally. IDs that no longer exist must be skipped, not fail the write.
 type Writer interface {
-	// DeleteEvalsAndAllocs removes evaluations and allocations.
-	DeleteEvalsAndAllocs(evalIDs, allocIDs []string) error
+	// DeleteEvalsAndAllocs removes evaluations, allocations and
+	// deployments.
+	DeleteEvalsAndAllocs(evalIDs, allocIDs, deploymentIDs []string) error
 	// PurgeJob removes job (as Find read it); it must write nothing if
 	// the stored job changed since (a new version was registered).
 	PurgeJob(job *structs.Job) error
@@ -65,7 +68,7 @@ type Config struct {
 
 // Stats counts what a collection deleted.
 type Stats struct {
-	Evals, Allocs, Jobs, Nodes int
+	Evals, Allocs, Deployments, Jobs, Nodes int
 }
 
 // Collector runs collections. Create with New; safe for concurrent use
@@ -95,6 +98,7 @@ func New(cfg Config) (*Collector, error) {
 	cfg.Thresholds.Eval = cmp.Or(cfg.Thresholds.Eval, def.Eval)
 	cfg.Thresholds.Job = cmp.Or(cfg.Thresholds.Job, def.Job)
 	cfg.Thresholds.Node = cmp.Or(cfg.Thresholds.Node, def.Node)
+	cfg.Thresholds.Deployment = cmp.Or(cfg.Thresholds.Deployment, def.Deployment)
 	return &Collector{cfg: cfg, logger: cfg.Logger.Named("core_gc"), clock: cfg.Clock}, nil
 }
 
@@ -102,8 +106,8 @@ func New(cfg Config) (*Collector, error) {
 func (c *Collector) Thresholds() Thresholds { return c.cfg.Thresholds }
 
 // Collect runs one collection now with thresholds th (Force for
-// everything terminal): evaluations and allocations first, in batches,
-// then jobs, then nodes. It stops at the first failed write and returns
+// everything terminal): evaluations, allocations and deployments first, in
+// batches, then jobs, then nodes. It stops at the first failed write and returns
 // what was deleted until then.
 func (c *Collector) Collect(th Thresholds) (Stats, error) {
 	c.mu.Lock()
@@ -118,17 +122,21 @@ func (c *Collector) Collect(th Thresholds) (Stats, error) {
 		return st, nil
 	}
 	n := c.cfg.BatchSize
-	for len(g.Evals)+len(g.Allocs) > 0 {
+	for len(g.Evals)+len(g.Allocs)+len(g.Deployments) > 0 {
 		evals := g.Evals[:min(n, len(g.Evals))]
 		allocs := g.Allocs[:min(n-len(evals), len(g.Allocs))]
-		if err := c.cfg.Writer.DeleteEvalsAndAllocs(evals, allocs); err != nil {
-			return st, fmt.Errorf("deleting %d evaluations and %d allocations: %w", len(evals), len(allocs), err)
+		deps := g.Deployments[:min(n-len(evals)-len(allocs), len(g.Deployments))]
+		if err := c.cfg.Writer.DeleteEvalsAndAllocs(evals, allocs, deps); err != nil {
+			return st, fmt.Errorf("deleting %d evaluations, %d allocations and %d deployments: %w",
+				len(evals), len(allocs), len(deps), err)
 		}
-		g.Evals, g.Allocs = g.Evals[len(evals):], g.Allocs[len(allocs):]
+		g.Evals, g.Allocs, g.Deployments = g.Evals[len(evals):], g.Allocs[len(allocs):], g.Deployments[len(deps):]
 		st.Evals += len(evals)
 		st.Allocs += len(allocs)
+		st.Deployments += len(deps)
 		metrics.IncrCounter(metricEvals, float32(len(evals)))
 		metrics.IncrCounter(metricAllocs, float32(len(allocs)))
+		metrics.IncrCounter(metricDeployments, float32(len(deps)))
 	}
 	for _, j := range g.Jobs {
 		if err := c.cfg.Writer.PurgeJob(j); err != nil {
@@ -145,7 +153,7 @@ func (c *Collector) Collect(th Thresholds) (Stats, error) {
 		st.Nodes += len(ids)
 		metrics.IncrCounter(metricNodes, float32(len(ids)))
 	}
-	c.logger.Info("garbage collected", "evals", st.Evals, "allocs", st.Allocs, "jobs", st.Jobs, "nodes", st.Nodes)
+	c.logger.Info("garbage collected", "evals", st.Evals, "allocs", st.Allocs, "deployments", st.Deployments, "jobs", st.Jobs, "nodes", st.Nodes)
 	return st, nil
 }
 

@@ -41,11 +41,18 @@ func (s *stateWriter) recorded() []string {
 	return slices.Clone(s.calls)
 }
 
-func (s *stateWriter) DeleteEvalsAndAllocs(evals, allocs []string) error {
-	if err := s.record(fmt.Sprintf("delete %v %v", evals, allocs)); err != nil {
+func (s *stateWriter) DeleteEvalsAndAllocs(evals, allocs, deployments []string) error {
+	call := fmt.Sprintf("delete %v %v", evals, allocs)
+	if len(deployments) > 0 {
+		call += fmt.Sprintf(" deployments %v", deployments)
+	}
+	if err := s.record(call); err != nil {
 		return err
 	}
-	return s.w.st.DeleteEvalsAndAllocs(s.w.next(), evals, allocs)
+	if err := s.w.st.DeleteEvalsAndAllocs(s.w.next(), evals, allocs); err != nil {
+		return err
+	}
+	return s.w.st.DeleteDeployments(s.w.next(), deployments)
 }
 
 func (s *stateWriter) PurgeJob(job *structs.Job) error {
@@ -183,5 +190,43 @@ func TestRunCollectsEachInterval(t *testing.T) {
 			t.Fatalf("writes after two intervals: %q", wr.recorded())
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestCollectDeploymentsByAge: a finished deployment is deleted through the
+// writer once the collector's clock puts it past the deployment threshold;
+// a running one stays; a forced collection takes a young finished one.
+func TestCollectDeploymentsByAge(t *testing.T) {
+	w := newWorld(t)
+	w.job("web", structs.JobTypeService, 10*time.Hour)
+	w.eval("e1", "web", structs.JobTypeService, structs.EvalStatusComplete, time.Minute)
+	w.deployment("d1", "web", structs.DeploymentStatusSuccessful, 30*time.Minute)
+	w.deployment("d2", "web", structs.DeploymentStatusRunning, 5*time.Hour)
+	w.alloc("a1", "web", "e1", "running,dep:d2", time.Minute)
+	wr := &stateWriter{w: w}
+	clk := clock.NewManual(t0)
+	c := newCollector(t, w, wr, clk)
+	if stats, err := c.Collect(c.Thresholds()); err != nil || stats != (Stats{}) {
+		t.Fatalf("young deployment: %+v, %v, writes %q", stats, err, wr.recorded())
+	}
+	clk.Advance(DefaultDeploymentThreshold - 30*time.Minute)
+	stats, err := c.Collect(c.Thresholds())
+	if err != nil || stats != (Stats{Deployments: 1}) {
+		t.Fatalf("old deployment: %+v, %v", stats, err)
+	}
+	if want := []string{"delete [] [] deployments [d1]"}; !slices.Equal(wr.recorded(), want) {
+		t.Fatalf("writes %q, want %q", wr.recorded(), want)
+	}
+	deps, err := w.st.Deployments(nil)
+	if err != nil || len(deps) != 1 || deps[0].ID != "d2" {
+		t.Fatalf("deployments left %v, %v", deps, err)
+	}
+
+	w.deployment("d3", "web", structs.DeploymentStatusFailed, -time.Hour) // modified just now
+	if stats, err := c.Collect(Force); err != nil || stats != (Stats{Deployments: 1}) {
+		t.Fatalf("forced: %+v, %v", stats, err)
+	}
+	if _, err := w.st.DeploymentByID(nil, "d3"); !errors.Is(err, structs.ErrNotFound) {
+		t.Fatalf("d3 after a forced collection: %v", err)
 	}
 }

@@ -2,7 +2,7 @@
 // scheduler): it finds what the cluster no longer needs to remember and
 // hands it to a Writer that deletes it through Raft.
 //
-// Three kinds of garbage, each with an age threshold (Nomad's defaults in
+// Four kinds of garbage, each with an age threshold (Nomad's defaults in
 // DefaultThresholds):
 //
 //   - jobs (4 h): a dead job (stopped, or a batch job that finished) whose
@@ -16,12 +16,16 @@
 //     allocations of an evaluation that must stay go on their own.
 //     Evaluations of a batch job that is not stopped are left to the job
 //     collection: the scheduler counts a batch job's finished allocations;
+//   - deployments (1 h): a deployment no longer active (successful, failed,
+//     cancelled) older than the threshold that no live allocation names is
+//     deleted, Nomad's deploymentGC rule; a purged job's deployments go
+//     with it, and so does any deployment whose job no longer exists;
 //   - nodes (24 h): a node down for longer than the threshold with no live
 //     allocation is deregistered.
 //
-// Ages come from the objects' own times (evaluations' and allocations'
-// ModifyTime, jobs' SubmitTime, nodes' StatusUpdatedAt), compared with an
-// injected clock. Zero thresholds (Force, for `drover system gc`) collect
+// Ages come from the objects' own times (evaluations', allocations' and
+// deployments' ModifyTime, jobs' SubmitTime, nodes' StatusUpdatedAt),
+// compared with an injected clock. Zero thresholds (Force, for `drover system gc`) collect
 // everything terminal regardless of age.
 //
 // Find is the whole decision: a pure function of a state snapshot and the

@@ -14,19 +14,23 @@ const (
 	DefaultEvalThreshold = time.Hour
 	DefaultJobThreshold  = 4 * time.Hour
 	DefaultNodeThreshold = 24 * time.Hour
+	// DefaultDeploymentThreshold is Nomad's deployment_gc_threshold.
+	DefaultDeploymentThreshold = time.Hour
 )
 
 // Thresholds are the ages past which garbage is collected. Zero (or
 // negative) means any age.
 type Thresholds struct {
-	Eval time.Duration
-	Job  time.Duration
-	Node time.Duration
+	Eval       time.Duration
+	Job        time.Duration
+	Node       time.Duration
+	Deployment time.Duration
 }
 
-// DefaultThresholds returns Nomad's defaults: 1 h, 4 h and 24 h.
+// DefaultThresholds returns Nomad's defaults: 1 h, 4 h, 24 h and 1 h.
 func DefaultThresholds() Thresholds {
-	return Thresholds{Eval: DefaultEvalThreshold, Job: DefaultJobThreshold, Node: DefaultNodeThreshold}
+	return Thresholds{Eval: DefaultEvalThreshold, Job: DefaultJobThreshold, Node: DefaultNodeThreshold,
+		Deployment: DefaultDeploymentThreshold}
 }
 
 // Force collects everything terminal, whatever its age (drover system gc).
@@ -43,13 +47,17 @@ type Reader interface {
 	AllocsByJob(ws memdb.WatchSet, namespace, jobID string) ([]*structs.Allocation, error)
 	Nodes(ws memdb.WatchSet) ([]*structs.Node, error)
 	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error)
+	Deployments(ws memdb.WatchSet) ([]*structs.Deployment, error)
+	DeploymentsByJobID(ws memdb.WatchSet, namespace, jobID string, all bool) ([]*structs.Deployment, error)
+	AllocsByDeployment(ws memdb.WatchSet, id string) ([]*structs.Allocation, error)
 }
 
-// Garbage is what one collection found. Evals and Allocs include those of
-// the purged Jobs; delete them before the jobs.
+// Garbage is what one collection found. Evals, Allocs and Deployments
+// include those of the purged Jobs; delete them before the jobs.
 type Garbage struct {
-	Evals  []string
-	Allocs []string
+	Evals       []string
+	Allocs      []string
+	Deployments []string
 	// Jobs to purge, as read (a writer must skip a job changed since).
 	Jobs  []*structs.Job
 	Nodes []string
@@ -57,7 +65,7 @@ type Garbage struct {
 
 // Empty reports whether nothing was found.
 func (g *Garbage) Empty() bool {
-	return len(g.Evals)+len(g.Allocs)+len(g.Jobs)+len(g.Nodes) == 0
+	return len(g.Evals)+len(g.Allocs)+len(g.Deployments)+len(g.Jobs)+len(g.Nodes) == 0
 }
 
 // Find decides a collection at time now with thresholds th. It only
@@ -69,6 +77,9 @@ func Find(r Reader, now time.Time, th Thresholds) (*Garbage, error) {
 		return nil, err
 	}
 	if err := f.collectEvals(); err != nil {
+		return nil, err
+	}
+	if err := f.collectDeployments(); err != nil {
 		return nil, err
 	}
 	if err := f.collectNodes(); err != nil {
@@ -139,6 +150,13 @@ func (f *finder) collectJobs() error {
 		}
 		for _, a := range allocs {
 			f.take(&f.g.Allocs, a.ID)
+		}
+		deps, err := f.r.DeploymentsByJobID(nil, j.Namespace, j.ID, true)
+		if err != nil {
+			return err
+		}
+		for _, d := range deps {
+			f.take(&f.g.Deployments, d.ID)
 		}
 	}
 	return nil
@@ -256,6 +274,42 @@ func (f *finder) allocCollectable(a *structs.Allocation, job *structs.Job) bool 
 	}
 	p := tg.ReschedulePolicy
 	return p == nil || (!p.Unlimited && p.Attempts == 0)
+}
+
+// collectDeployments collects deployments as Nomad does: one that is no
+// longer active (successful, failed or cancelled), older than the
+// deployment threshold, and that no live allocation names. A deployment
+// whose job no longer exists (purged) goes whatever its status: nothing
+// will ever act on it again.
+func (f *finder) collectDeployments() error {
+	deps, err := f.r.Deployments(nil)
+	if err != nil {
+		return err
+	}
+	for _, d := range deps {
+		if f.taken[d.ID] {
+			continue
+		}
+		job, err := f.job(d.Namespace, d.JobID)
+		if err != nil {
+			return err
+		}
+		if job != nil && (d.Active() || !f.old(nanos(d.ModifyTime), f.th.Deployment)) {
+			continue
+		}
+		allocs, err := f.r.AllocsByDeployment(nil, d.ID)
+		if err != nil {
+			return err
+		}
+		live := false
+		for _, a := range allocs {
+			live = live || (!f.taken[a.ID] && !a.TerminalStatus())
+		}
+		if !live {
+			f.take(&f.g.Deployments, d.ID)
+		}
+	}
+	return nil
 }
 
 // collectNodes collects nodes down for longer than the node threshold with no

@@ -90,7 +90,8 @@ func (w *world) eval(id, job, typ, status string, mod time.Duration) {
 
 // alloc writes an allocation of job from eval, modified mod ago, with a
 // spec of comma-separated words: client status (running, complete,
-// failed, lost, pending), "stop" (desired), "replaced" (NextAllocation).
+// failed, lost, pending), "stop" (desired), "replaced" (NextAllocation),
+// "dep:<id>" (its deployment).
 func (w *world) alloc(id, job, eval, spec string, mod time.Duration) {
 	w.t.Helper()
 	j, err := w.st.JobByID(nil, structs.DefaultNamespace, job)
@@ -107,10 +108,22 @@ func (w *world) alloc(id, job, eval, spec string, mod time.Duration) {
 		case "replaced":
 			a.NextAllocation = "next"
 		default:
+			if d, ok := strings.CutPrefix(word, "dep:"); ok {
+				a.DeploymentID = d
+				continue
+			}
 			w.t.Fatalf("unknown alloc spec word %q", word)
 		}
 	}
 	w.check(w.st.UpsertAllocs(w.next(), []*structs.Allocation{a}))
+}
+
+// deployment writes a deployment of job with status, modified mod ago.
+func (w *world) deployment(id, job, status string, mod time.Duration) {
+	w.t.Helper()
+	d := &structs.Deployment{ID: id, Namespace: structs.DefaultNamespace, JobID: job, Status: status,
+		CreateTime: ago(mod), ModifyTime: ago(mod)}
+	w.check(w.st.UpsertDeployment(w.next(), d))
 }
 
 func (g *Garbage) String() string {
@@ -123,8 +136,12 @@ func (g *Garbage) String() string {
 		slices.Sort(ids)
 		return strings.Join(ids, " ")
 	}
-	return fmt.Sprintf("evals=[%s] allocs=[%s] jobs=[%s] nodes=[%s]",
+	out := fmt.Sprintf("evals=[%s] allocs=[%s] jobs=[%s] nodes=[%s]",
 		sorted(g.Evals), sorted(g.Allocs), sorted(jobs), sorted(g.Nodes))
+	if len(g.Deployments) > 0 {
+		out += fmt.Sprintf(" deployments=[%s]", sorted(g.Deployments))
+	}
+	return out
 }
 
 func TestFind(t *testing.T) {
@@ -231,6 +248,32 @@ func TestFind(t *testing.T) {
 			w.eval("e1", "web", svc, complete, 30*time.Minute)
 			w.alloc("a1", "web", "e1", "running", 30*time.Minute)
 		}, want: "evals=[] allocs=[] jobs=[] nodes=[old]"},
+		{name: "deployments: terminal, old and with no live allocation", setup: func(w *world) {
+			w.job("web", svc, 10*time.Hour)
+			w.eval("e1", "web", svc, complete, 30*time.Minute)
+			w.deployment("d-ok", "web", structs.DeploymentStatusSuccessful, 2*time.Hour)
+			w.deployment("d-failed", "web", structs.DeploymentStatusFailed, 2*time.Hour)
+			w.deployment("d-cancelled", "web", structs.DeploymentStatusCancelled, 2*time.Hour)
+			w.deployment("d-young", "web", structs.DeploymentStatusSuccessful, 30*time.Minute)
+			w.deployment("d-running", "web", structs.DeploymentStatusRunning, 2*time.Hour)
+			w.deployment("d-paused", "web", structs.DeploymentStatusPaused, 2*time.Hour)
+			// The latest one: its allocations run, so it stays.
+			w.deployment("d-live", "web", structs.DeploymentStatusSuccessful, 2*time.Hour)
+			w.alloc("a1", "web", "e1", "running,dep:d-live", 30*time.Minute)
+			w.alloc("a2", "web", "e1", "stop,complete,dep:d-live", 30*time.Minute)
+			// Only stopped allocations name it: it goes (as in Nomad).
+			w.alloc("a3", "web", "e1", "stop,complete,dep:d-ok", 30*time.Minute)
+		}, want: "evals=[] allocs=[] jobs=[] nodes=[] deployments=[d-cancelled d-failed d-ok]"},
+		{name: "deployments of a purged job go with it", setup: func(w *world) {
+			w.job("web", svc, 10*time.Hour)
+			w.eval("e1", "web", svc, complete, 5*time.Hour)
+			w.alloc("a1", "web", "e1", "stop,complete,dep:d1", 5*time.Hour)
+			w.deployment("d1", "web", structs.DeploymentStatusCancelled, 30*time.Minute)
+			w.stop("web", 5*time.Hour)
+			w.job("gone", svc, 10*time.Hour)
+			w.deployment("d2", "gone", structs.DeploymentStatusRunning, time.Minute)
+			w.check(w.st.DeregisterJob(w.next(), structs.DefaultNamespace, "gone", true, 0, nil))
+		}, want: "evals=[e1] allocs=[a1] jobs=[web] nodes=[] deployments=[d1 d2]"},
 		{name: "forced: everything terminal, whatever its age", setup: func(w *world) {
 			w.job("web", svc, time.Minute)
 			w.eval("e1", "web", svc, complete, time.Second)
@@ -242,7 +285,9 @@ func TestFind(t *testing.T) {
 			w.alloc("a3", "done", "e3", "stop,complete", time.Second)
 			w.stop("done", time.Second)
 			w.addNode("down", structs.NodeStatusDown, time.Second)
-		}, force: true, want: "evals=[e1 e3] allocs=[a1 a3] jobs=[done] nodes=[down]"},
+			w.deployment("d1", "web", structs.DeploymentStatusSuccessful, time.Second)
+			w.deployment("d2", "web", structs.DeploymentStatusRunning, time.Second)
+		}, force: true, want: "evals=[e1 e3] allocs=[a1 a3] jobs=[done] nodes=[down] deployments=[d1]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
