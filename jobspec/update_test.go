@@ -154,6 +154,35 @@ func TestUpdateBlockValidation(t *testing.T) {
 	validUpdate(t, j)
 }
 
+// TestMigrateBlockValidation checks that a migrate block the client
+// cannot judge health by is refused naming its field.
+func TestMigrateBlockValidation(t *testing.T) {
+	cases := []struct{ name, block, field string }{
+		{"manual health_check", `health_check = "manual"`, "TaskGroups[0].Migrate.HealthCheck"},
+		{"negative max_parallel", `max_parallel = -1`, "TaskGroups[0].Migrate.MaxParallel"},
+		{"negative min_healthy_time", `min_healthy_time = "-1s"`, "TaskGroups[0].Migrate.MinHealthyTime"},
+		{"negative healthy_deadline", `healthy_deadline = "-1s"`, "TaskGroups[0].Migrate.HealthyDeadline"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := mustParse(t, `job "j" {
+  group "g" {
+    migrate { `+c.block+` }
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/sleep" }
+    }
+  }
+}`, nil)
+			j.Canonicalize()
+			err := j.Validate()
+			if err == nil || !strings.Contains(err.Error(), c.field+":") {
+				t.Fatalf("err = %v, want one naming %s", err, c.field)
+			}
+		})
+	}
+}
+
 // validUpdate fails t unless j is valid.
 func validUpdate(t *testing.T, j *structs.Job) {
 	t.Helper()

@@ -53,11 +53,17 @@ func dgWait(t *testing.T, timeout time.Duration, cond func() string) {
 
 // fakeClient plays a client agent for one node: it watches the node's
 // allocations (Node.GetClientAllocs, Alloc.GetAllocs) and reports a new
-// allocation running after startDelay, and a stopped one complete at once
-// (Node.UpdateAlloc).
+// allocation running after startDelay (and, outside a deployment,
+// healthy at once, as a real client reports it by the migrate block), and
+// a stopped one complete at once (Node.UpdateAlloc).
 func fakeClient(ctx context.Context, t *testing.T, s *Server, node *structs.Node, startDelay time.Duration) {
-	report := func(id, status string) {
-		upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{{ID: id, ClientStatus: status}},
+	report := func(id, status string, healthy bool) {
+		u := &structs.Allocation{ID: id, ClientStatus: status}
+		if healthy {
+			yes := true
+			u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &yes, Timestamp: time.Now().UTC()}
+		}
+		upd := &structs.AllocUpdateRequest{Alloc: []*structs.Allocation{u},
 			NodeSecrets: map[string]string{node.ID: node.SecretID}}
 		if err := s.RPC("Node.UpdateAlloc", upd, &structs.GenericResponse{}); err != nil && ctx.Err() == nil {
 			t.Errorf("client %s: reporting %s %s: %v", node.Name, id, status, err)
@@ -91,12 +97,13 @@ func fakeClient(ctx context.Context, t *testing.T, s *Server, node *structs.Node
 		for _, a := range got.Allocs {
 			switch {
 			case a.ServerTerminalStatus() && !a.ClientTerminalStatus():
-				report(a.ID, structs.AllocClientStatusComplete)
+				report(a.ID, structs.AllocClientStatusComplete, false)
 			case a.DesiredStatus == structs.AllocDesiredStatusRun && a.ClientStatus == structs.AllocClientStatusPending:
 				id := a.ID
+				healthy := a.DeploymentID == "" && (a.Job == nil || a.Job.Type == structs.JobTypeService)
 				time.AfterFunc(startDelay, func() {
 					if ctx.Err() == nil {
-						report(id, structs.AllocClientStatusRunning)
+						report(id, structs.AllocClientStatusRunning, healthy)
 					}
 				})
 			}

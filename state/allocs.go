@@ -278,10 +278,11 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 			a.ModifyTime = upd.ModifyTime
 		}
 		a.ModifyIndex = index
-		// The client's health report, for an allocation of a deployment
-		// whose health is not set yet (Nomad's rule: the client reports
-		// it once per deployment).
-		if upd.DeploymentStatus.HasHealth() && a.DeploymentID != "" && !prev.DeploymentStatus.HasHealth() {
+		// The client's health report, for an allocation whose health is
+		// not set yet (Nomad's rule: the client reports it once per
+		// deployment; an allocation outside a deployment reports its
+		// health by the migrate block, which drains wait for).
+		if upd.DeploymentStatus.HasHealth() && !prev.DeploymentStatus.HasHealth() {
 			ds := prev.DeploymentStatus.Copy()
 			if ds == nil {
 				ds = &structs.AllocDeploymentStatus{}
@@ -290,7 +291,7 @@ func (b *Batch) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocatio
 			ds.Healthy, ds.Timestamp, ds.ModifyIndex = &healthy, upd.DeploymentStatus.Timestamp, index
 			a.DeploymentStatus = ds
 			deltas.allocChanged(prev, a)
-			if ts := upd.DeploymentStatus.Timestamp; ts.After(healthAt) {
+			if ts := upd.DeploymentStatus.Timestamp; a.DeploymentID != "" && ts.After(healthAt) {
 				healthAt = ts
 			}
 		}

@@ -277,3 +277,34 @@ func TestDeleteDeployments(t *testing.T) {
 	must(t, f.s.DeleteDeployments(8, nil))
 	wantIndex(t, f.s, TableDeployments, 5)
 }
+
+// TestClientHealthOutsideDeployment: the client's health report of an
+// allocation in no deployment (judged by its migrate block, which drains
+// wait for) is stored once, like a deployment's.
+func TestClientHealthOutsideDeployment(t *testing.T) {
+	s := testStore(t)
+	node := mock.Node()
+	must(t, s.UpsertNode(1, node, nil))
+	job := mock.Job()
+	must(t, s.UpsertJob(2, job, nil))
+	a := mock.Alloc(job, node)
+	a.DeploymentID, a.DeploymentStatus = "", nil
+	must(t, s.UpsertAllocs(3, []*structs.Allocation{a}))
+	at := time.Unix(1700000010, 0).UTC()
+	report := func(index uint64, healthy bool, at time.Time) {
+		must(t, s.UpdateAllocsFromClient(index, []*structs.Allocation{{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning,
+			DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: at}}}, nil))
+	}
+	report(4, true, at)
+	got, err := s.AllocByID(nil, a.ID)
+	must(t, err)
+	if !got.DeploymentStatus.IsHealthy() || !got.DeploymentStatus.Timestamp.Equal(at) || got.DeploymentStatus.ModifyIndex != 4 {
+		t.Fatalf("status = %+v", got.DeploymentStatus)
+	}
+	report(5, false, at.Add(time.Second))
+	got, err = s.AllocByID(nil, a.ID)
+	must(t, err)
+	if !got.DeploymentStatus.IsHealthy() || got.DeploymentStatus.ModifyIndex != 4 {
+		t.Fatalf("a second report changed the health: %+v", got.DeploymentStatus)
+	}
+}

@@ -720,8 +720,23 @@ func (tg *TaskGroup) validate(v *validator, p, jobType string) {
 	if m := tg.Migrate; m != nil {
 		if jobType != JobTypeService {
 			v.add(join(p, "Migrate"), "job type %q does not allow a migrate block (only service jobs migrate)", jobType)
-		} else if m.MaxParallel < 0 {
-			v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
+		} else {
+			if m.MaxParallel < 0 {
+				v.add(join(p, "Migrate.MaxParallel"), "must not be negative")
+			}
+			// The client judges a replacement's health by these, and
+			// drains wait for it (Nomad's choices: no manual health).
+			switch m.HealthCheck {
+			case "", UpdateHealthCheckChecks, UpdateHealthCheckTaskStates:
+			default:
+				v.add(join(p, "Migrate.HealthCheck"), "must be %q or %q; got %q", UpdateHealthCheckChecks, UpdateHealthCheckTaskStates, m.HealthCheck)
+			}
+			if m.MinHealthyTime < 0 {
+				v.add(join(p, "Migrate.MinHealthyTime"), "must not be negative; got %s", m.MinHealthyTime)
+			}
+			if m.HealthyDeadline < 0 {
+				v.add(join(p, "Migrate.HealthyDeadline"), "must not be negative; got %s", m.HealthyDeadline)
+			}
 		}
 	}
 	if tg.Update != nil {

@@ -10,10 +10,13 @@
 //	    │
 //	    ├─ service allocations: per job and task group, at most
 //	    │  migrate.max_parallel are unavailable at once. An allocation is
-//	    │  available when it runs and is not marked for migration; a group
-//	    │  of count C with A available may mark A-(C-max_parallel) more.
-//	    │  So the next batch is marked only once the replacements of the
-//	    │  previous one report running.
+//	    │  available when it runs, is not marked for migration and (when
+//	    │  the migrate block's health_check is checks or task_states) its
+//	    │  client has set its health, healthy or not (Nomad's rule); a
+//	    │  group of count C with A available may mark A-(C-max_parallel)
+//	    │  more. So the next batch is marked only once the replacements of
+//	    │  the previous one have been healthy for min_healthy_time, or
+//	    │  their healthy_deadline has passed.
 //	    ├─ batch allocations are left to finish;
 //	    ├─ system allocations are marked last, once nothing else is live
 //	    │  on the node (never with IgnoreSystemJobs);

@@ -210,6 +210,74 @@ func TestRunMovesOneAtATime(t *testing.T) {
 	}
 }
 
+// TestRunWaitsForHealth: in a group whose migrate block judges health,
+// a running replacement does not free the budget until the client has
+// set its health; an unhealthy verdict (healthy_deadline passed) frees it
+// as a healthy one does, so the drain goes on.
+func TestRunWaitsForHealth(t *testing.T) {
+	w := newWorld(t)
+	c := w.job("web", structs.JobTypeService, 3, 1).Copy()
+	c.TaskGroups[0].Migrate = &structs.MigrateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckTaskStates,
+		MinHealthyTime: 2 * time.Second, HealthyDeadline: time.Minute}
+	if err := w.st.UpsertJob(w.next(), c, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.jobs["web"], _ = w.st.JobByID(nil, c.Namespace, c.ID)
+	w.alloc("web", 0, "n1", "healthy")
+	w.alloc("web", 1, "n1", "healthy")
+	w.alloc("web", 2, "n1", "healthy")
+	w.drain("n1", 0, false)
+	wr := &stateWriter{w: w}
+	passes := runDrainer(t, w, wr, clock.NewManual(t0))
+
+	if p := nextPass(t, passes); p.String() != "migrate=[web.web[0]] evals=1 complete=[]" {
+		t.Fatalf("first pass: %s", p)
+	}
+	// The scheduler stops web[0] and places its replacement, which runs
+	// but has no health yet: nothing more may move.
+	w.update("web-0-n1", stopped)
+	repl := w.alloc("web", 0, "n2", "running")
+	passUntil(t, passes, "the running replacement seen", func(p *Pass) bool {
+		if !p.Empty() {
+			t.Fatalf("pass while the replacement's health is not set: %s", p)
+		}
+		a, _ := w.st.AllocByID(nil, repl.ID)
+		return a != nil
+	})
+	// The client sets it healthy (min_healthy_time passed): web[1] moves.
+	w.update(repl.ID, func(a *structs.Allocation) {
+		ok := true
+		a.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &ok, Timestamp: t0}
+	})
+	if p := passUntil(t, passes, "the second mark", func(p *Pass) bool { return len(p.Migrate) > 0 }); p.String() != "migrate=[web.web[1]] evals=1 complete=[]" {
+		t.Fatalf("second mark: %s", p)
+	}
+	w.update("web-1-n1", stopped)
+	repl = w.alloc("web", 1, "n2", "running")
+	passUntil(t, passes, "the second replacement seen", func(p *Pass) bool {
+		if !p.Empty() {
+			t.Fatalf("pass while the second replacement's health is not set: %s", p)
+		}
+		a, _ := w.st.AllocByID(nil, repl.ID)
+		return a != nil
+	})
+	// Its healthy_deadline passes: the client sets it unhealthy, and that
+	// ends its migration too.
+	w.update(repl.ID, func(a *structs.Allocation) {
+		bad := false
+		a.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &bad, Timestamp: t0}
+	})
+	if p := passUntil(t, passes, "the third mark", func(p *Pass) bool { return len(p.Migrate) > 0 }); p.String() != "migrate=[web.web[2]] evals=1 complete=[]" {
+		t.Fatalf("third mark: %s", p)
+	}
+	w.update("web-2-n1", stopped)
+	passUntil(t, passes, "the drain complete", func(p *Pass) bool { return len(p.Complete) > 0 })
+	marked, _, _ := wr.record()
+	if got := names2(marked); got != "web-0-n1 web-1-n1 web-2-n1" {
+		t.Fatalf("marked %s", got)
+	}
+}
+
 // TestRunDeadline: nothing can move within the budget, until the
 // deadline passes on the injected clock; then everything left is marked.
 func TestRunDeadline(t *testing.T) {

@@ -125,6 +125,15 @@ func Plan(r Reader, ws memdb.WatchSet, now time.Time) (*Pass, error) {
 // withinBudget returns the candidates (unmarked live allocations of the
 // job on draining nodes) that may be marked now without leaving more than
 // migrate.max_parallel of any group unavailable.
+//
+// An allocation is available when it runs, is not being migrated, and
+// (in a group whose migrate block judges health) its health is set: the
+// client sets it, by the migrate block or the deployment's update block,
+// once the tasks (and checks) have been healthy for min_healthy_time, or
+// unhealthy at healthy_deadline. As in Nomad, an unhealthy verdict counts
+// too (the replacement is done, for better or worse), so a replacement
+// that never turns healthy holds the next batch for healthy_deadline, not
+// for ever; one that fails is rescheduled and does not count.
 func withinBudget(r Reader, ws memdb.WatchSet, id structs.NamespacedID, candidates []*structs.Allocation) ([]*structs.Allocation, error) {
 	job, err := r.JobByID(ws, id.Namespace, id.ID)
 	switch {
@@ -139,9 +148,10 @@ func withinBudget(r Reader, ws memdb.WatchSet, id structs.NamespacedID, candidat
 	if err != nil {
 		return nil, err
 	}
-	available := map[string]int{} // group -> running and not migrating
+	available := map[string]int{} // group -> running, not migrating, health set
 	for _, a := range all {
-		if !a.TerminalStatus() && a.ClientStatus == structs.AllocClientStatusRunning && !a.DesiredTransition.ShouldMigrate() {
+		if !a.TerminalStatus() && a.ClientStatus == structs.AllocClientStatusRunning && !a.DesiredTransition.ShouldMigrate() &&
+			(a.DeploymentStatus.HasHealth() || !waitsForHealth(job.LookupTaskGroup(a.TaskGroup))) {
 			available[a.TaskGroup]++
 		}
 	}
@@ -167,6 +177,17 @@ func withinBudget(r Reader, ws memdb.WatchSet, id structs.NamespacedID, candidat
 		out = append(out, cands[:min(allowed, len(cands))]...)
 	}
 	return out, nil
+}
+
+// waitsForHealth reports whether the group's allocations count as
+// available only once the client has set their health: a migrate block
+// whose health_check the client judges (checks or task_states). A group
+// removed from the job, or without such a block, counts running ones.
+func waitsForHealth(tg *structs.TaskGroup) bool {
+	if tg == nil || tg.Migrate == nil {
+		return false
+	}
+	return tg.Migrate.HealthCheck == structs.UpdateHealthCheckChecks || tg.Migrate.HealthCheck == structs.UpdateHealthCheckTaskStates
 }
 
 // maxParallel is the group's migrate.max_parallel; 1 when unset, as

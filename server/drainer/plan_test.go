@@ -93,6 +93,9 @@ func (w *world) alloc(job string, i int, node, spec string) *structs.Allocation 
 		case "migrate":
 			yes := true
 			a.DesiredTransition.Migrate = &yes
+		case "healthy", "unhealthy":
+			ok := word == "healthy"
+			a.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &ok, Timestamp: t0}
 		default:
 			w.t.Fatalf("unknown alloc spec word %q", word)
 		}

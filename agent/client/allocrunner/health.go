@@ -16,14 +16,29 @@ import (
 // DeploymentStatus (Healthy, Timestamp) and reaches the servers with the
 // allocation's next update, as in Nomad. With health_check = "manual" the
 // operator sets it through the deployment instead.
+//
+// An allocation of a service job outside any deployment (a replacement
+// placed by a drain, a reschedule or a count change) is judged the same
+// way by its group's migrate block (health_check, min_healthy_time,
+// healthy_deadline), as Nomad's client does for every service
+// allocation: the drainer counts it as migrated only once its health is
+// set (server/drainer).
 
 // healthPollInterval is how often a watched allocation is judged.
 const healthPollInterval = 100 * time.Millisecond
 
-// healthTracker judges one allocation's health for one deployment. It
-// does no I/O and reads no clock: verdict is given the time.
+// healthPolicy is what a tracker judges by: from the update block for
+// a deployment, or the migrate block outside one.
+type healthPolicy struct {
+	healthCheck                     string
+	minHealthyTime, healthyDeadline time.Duration
+}
+
+// healthTracker judges one allocation's health for one deployment (or
+// for none). It does no I/O and reads no clock: verdict is given the
+// time.
 type healthTracker struct {
-	update *structs.UpdateStrategy
+	policy healthPolicy
 	// tasks says, per task, whether it must be running for the allocation
 	// to be healthy (main tasks and sidecars; not ephemeral prestart,
 	// poststart or poststop tasks).
@@ -35,13 +50,30 @@ type healthTracker struct {
 }
 
 // newHealthTracker returns a tracker for tg's allocations, started at
-// now, or nil when the group is not judged by the client (no rolling
-// update block, or manual health).
-func newHealthTracker(tg *structs.TaskGroup, now time.Time) *healthTracker {
-	if tg == nil || !tg.Update.Rolling() || tg.Update.HealthCheck == structs.UpdateHealthCheckManual {
+// now, or nil when the group is not judged by the client. In a
+// deployment (deploy true) the update block rules: none when it is not
+// rolling or its health is manual. Outside one, the migrate block rules,
+// for service jobs only (the drainer waits for no other kind).
+func newHealthTracker(jobType string, tg *structs.TaskGroup, deploy bool, now time.Time) *healthTracker {
+	if tg == nil {
 		return nil
 	}
-	h := &healthTracker{update: tg.Update, tasks: map[string]bool{}, start: now}
+	var pol healthPolicy
+	switch {
+	case deploy:
+		if !tg.Update.Rolling() || tg.Update.HealthCheck == structs.UpdateHealthCheckManual {
+			return nil
+		}
+		pol = healthPolicy{tg.Update.HealthCheck, tg.Update.MinHealthyTime, tg.Update.HealthyDeadline}
+	case jobType != structs.JobTypeService || tg.Migrate == nil:
+		return nil
+	default:
+		pol = healthPolicy{tg.Migrate.HealthCheck, tg.Migrate.MinHealthyTime, tg.Migrate.HealthyDeadline}
+	}
+	if pol.healthCheck != structs.UpdateHealthCheckChecks && pol.healthCheck != structs.UpdateHealthCheckTaskStates {
+		return nil
+	}
+	h := &healthTracker{policy: pol, tasks: map[string]bool{}, start: now}
 	for _, t := range tg.Tasks {
 		h.tasks[t.Name] = t.Lifecycle == nil || t.Lifecycle.Hook == "" || t.Lifecycle.IsSidecar()
 	}
@@ -78,7 +110,7 @@ func (h *healthTracker) verdict(in healthInput, now time.Time) (decided, healthy
 		}
 		since = latest(since, st.StartedAt, st.LastRestart)
 	}
-	if h.update.HealthCheck == structs.UpdateHealthCheckChecks && in.checkOK {
+	if h.policy.healthCheck == structs.UpdateHealthCheckChecks && in.checkOK {
 		switch {
 		case !in.checksHealthy:
 			h.checksSince = time.Time{}
@@ -88,10 +120,10 @@ func (h *healthTracker) verdict(in healthInput, now time.Time) (decided, healthy
 		}
 		since = latest(since, h.checksSince)
 	}
-	if running && !since.IsZero() && now.Sub(since) >= h.update.MinHealthyTime {
+	if running && !since.IsZero() && now.Sub(since) >= h.policy.minHealthyTime {
 		return true, true
 	}
-	if now.Sub(h.start) >= h.update.HealthyDeadline {
+	if now.Sub(h.start) >= h.policy.healthyDeadline {
 		return true, false
 	}
 	return false, false
@@ -108,15 +140,16 @@ func latest(ts ...time.Time) time.Time {
 }
 
 // healthWatch is the runner's watch of its allocation's health for one
-// deployment.
+// deployment ("": for none, by the migrate block).
 type healthWatch struct {
 	deploymentID string
 	tracker      *healthTracker
 	stop         chan struct{}
 }
 
-// watchHealth starts judging the allocation's health for its deployment,
-// when it has one whose health the client sets and no verdict for it yet.
+// watchHealth starts judging the allocation's health for its deployment
+// (or, outside one, by its migrate block) when the client sets it and
+// there is no verdict for it yet.
 // A watch of an earlier deployment (before an in-place update moved the
 // allocation) ends. Must be called without mu held.
 func (ar *AllocRunner) watchHealth() {
@@ -130,11 +163,11 @@ func (ar *AllocRunner) watchHealth() {
 		close(ar.health.stop)
 		ar.health = nil
 	}
-	if a.DeploymentID == "" || a.Job == nil || a.DeploymentStatus.HasHealth() || !ar.started ||
+	if a.Job == nil || a.DeploymentStatus.HasHealth() || !ar.started ||
 		(ar.healthVerdict != nil && ar.healthFor == a.DeploymentID) {
 		return
 	}
-	tracker := newHealthTracker(a.Job.LookupTaskGroup(a.TaskGroup), time.Now())
+	tracker := newHealthTracker(a.Job.Type, a.Job.LookupTaskGroup(a.TaskGroup), a.DeploymentID != "", time.Now())
 	if tracker == nil {
 		return
 	}
@@ -192,9 +225,9 @@ func (ar *AllocRunner) runHealth(w *healthWatch) {
 }
 
 // withHealthLocked sets, on c (a copy of the allocation being published),
-// the client's health verdict for c's deployment. Needs mu.
+// the client's health verdict for c's deployment (or for none). Needs mu.
 func (ar *AllocRunner) withHealthLocked(c *structs.Allocation) {
-	if ar.healthVerdict == nil || ar.healthFor != c.DeploymentID || c.DeploymentID == "" {
+	if ar.healthVerdict == nil || ar.healthFor != c.DeploymentID {
 		return
 	}
 	ds := c.DeploymentStatus.Copy()

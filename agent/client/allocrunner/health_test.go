@@ -66,7 +66,7 @@ func TestHealthVerdict(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHealthTracker(group(c.check), t0)
+			h := newHealthTracker(structs.JobTypeService, group(c.check), true, t0)
 			for i, s := range c.steps {
 				decided, healthy := h.verdict(healthInput{states: s.states, checksHealthy: s.checksHealthy, checkOK: s.checks}, t0.Add(s.at))
 				if decided != s.decided || healthy != s.healthy {
@@ -76,7 +76,41 @@ func TestHealthVerdict(t *testing.T) {
 		})
 	}
 	manual := group(structs.UpdateHealthCheckManual)
-	if newHealthTracker(manual, t0) != nil || newHealthTracker(&structs.TaskGroup{}, t0) != nil {
+	if newHealthTracker(structs.JobTypeService, manual, true, t0) != nil || newHealthTracker(structs.JobTypeService, &structs.TaskGroup{}, true, t0) != nil {
 		t.Fatal("a manual or non-rolling group is watched")
+	}
+}
+
+// TestHealthMigrateBlock: outside a deployment, a service allocation is
+// judged by its group's migrate block, whatever its update block says;
+// other job types and manual health are not watched.
+func TestHealthMigrateBlock(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	tg := &structs.TaskGroup{Name: "g", Tasks: []*structs.Task{{Name: "main"}},
+		Update:  &structs.UpdateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckTaskStates, MinHealthyTime: time.Second, HealthyDeadline: time.Minute},
+		Migrate: &structs.MigrateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckTaskStates, MinHealthyTime: 3 * time.Second, HealthyDeadline: 10 * time.Second}}
+	h := newHealthTracker(structs.JobTypeService, tg, false, t0)
+	if h == nil {
+		t.Fatal("a service allocation outside a deployment is not watched")
+	}
+	in := healthInput{states: map[string]*structs.TaskState{"main": {State: structs.TaskStateRunning, StartedAt: t0}}}
+	if decided, _ := h.verdict(in, t0.Add(2*time.Second)); decided {
+		t.Fatal("decided before the migrate block's min_healthy_time (the update block's was used)")
+	}
+	if decided, healthy := h.verdict(in, t0.Add(3*time.Second)); !decided || !healthy {
+		t.Fatalf("at min_healthy_time: decided %v healthy %v", decided, healthy)
+	}
+	pending := healthInput{states: map[string]*structs.TaskState{"main": {State: structs.TaskStatePending}}}
+	h = newHealthTracker(structs.JobTypeService, tg, false, t0)
+	if decided, healthy := h.verdict(pending, t0.Add(10*time.Second)); !decided || healthy {
+		t.Fatalf("at the migrate block's healthy_deadline: decided %v healthy %v", decided, healthy)
+	}
+	if newHealthTracker(structs.JobTypeBatch, tg, false, t0) != nil || newHealthTracker(structs.JobTypeService, &structs.TaskGroup{}, false, t0) != nil {
+		t.Fatal("a batch allocation, or a group without a migrate block, is watched")
+	}
+	manual := *tg
+	manual.Migrate = &structs.MigrateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckManual}
+	if newHealthTracker(structs.JobTypeService, &manual, false, t0) != nil {
+		t.Fatal("manual migrate health is watched")
 	}
 }
