@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +76,20 @@ func rollout(t *testing.T, c *nomad.Client, id string, version uint64, check boo
 		}
 		if check && (inFlight > 2 || healthy < 4) {
 			t.Fatalf("rollout of version %d: %d replacements in flight, %d healthy", version, inFlight, healthy)
+		}
+		// The same from the processes: the allocations whose task
+		// process (its raw_exec supervisor) is alive on this machine.
+		if check {
+			live := liveSupervisors(t)
+			running := 0
+			for _, a := range allocs {
+				if live[a.ID] {
+					running++
+				}
+			}
+			if running < 4 {
+				t.Fatalf("rollout of version %d: %d task processes alive, want at least 4", version, running)
+			}
 		}
 		deps, _, err := c.Jobs().Deployments(id, false, nil)
 		if err != nil {
@@ -198,4 +215,27 @@ func TestDeploymentManualCanaryPromote(t *testing.T) {
 	if err != nil || len(list) != 2 {
 		t.Fatalf("deployments: %d, %v", len(list), err)
 	}
+}
+
+// liveSupervisors returns the allocation IDs of the raw_exec supervisor
+// processes alive on this machine (argv "drover-raw_exec-supervisor
+// <alloc ID>/<task>"): each lives as long as its task.
+func liveSupervisors(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil || !bytes.HasPrefix(b, []byte("drover-raw_exec-supervisor\x00")) {
+			continue
+		}
+		arg := strings.TrimRight(string(b[len("drover-raw_exec-supervisor\x00"):]), "\x00")
+		if id, _, ok := strings.Cut(arg, "/"); ok {
+			out[id] = true
+		}
+	}
+	return out
 }
