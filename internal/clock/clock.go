@@ -7,6 +7,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -124,4 +125,33 @@ func (c *Manual) nextLocked(target time.Time) *manualT {
 		}
 	}
 	return best
+}
+
+// Sleep waits d on c, or until ctx ends (its error is returned). A
+// negative d returns at once.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	if d < 0 {
+		return ctx.Err()
+	}
+	done := make(chan struct{})
+	t := c.AfterFunc(d, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// WithDeadline returns a context of ctx that c cancels at deadline (never
+// when deadline is zero), and its cancel function: leader loops wait on a
+// watch set until it fires or their next deadline passes on their clock.
+func WithDeadline(ctx context.Context, c Clock, deadline time.Time) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(ctx)
+	if deadline.IsZero() {
+		return wctx, cancel
+	}
+	t := c.AfterFunc(deadline.Sub(c.Now()), cancel)
+	return wctx, func() { t.Stop(); cancel() }
 }

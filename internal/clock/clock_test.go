@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -44,5 +45,45 @@ func TestRealAfterFunc(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("real timer did not fire")
+	}
+}
+
+// Sleep and WithDeadline follow the clock they are given, and end early
+// with their context.
+func TestSleepAndWithDeadline(t *testing.T) {
+	c := NewManual(time.Unix(1000, 0))
+	done := make(chan error, 1)
+	go func() { done <- Sleep(context.Background(), c, time.Second) }()
+	for c.Pending() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	c.Advance(time.Second)
+	if err := <-done; err != nil {
+		t.Fatalf("Sleep = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, c, time.Hour); err == nil {
+		t.Fatal("Sleep ignored its context")
+	}
+
+	wctx, stop := WithDeadline(context.Background(), c, c.Now().Add(time.Minute))
+	defer stop()
+	c.Advance(59 * time.Second)
+	if wctx.Err() != nil {
+		t.Fatal("cancelled before its deadline")
+	}
+	c.Advance(time.Second)
+	if wctx.Err() == nil {
+		t.Fatal("not cancelled at its deadline")
+	}
+	never, stop2 := WithDeadline(context.Background(), c, time.Time{})
+	c.Advance(time.Hour)
+	if never.Err() != nil {
+		t.Fatal("a zero deadline cancelled the context")
+	}
+	stop2()
+	if never.Err() == nil || c.Pending() != 0 {
+		t.Fatalf("cancel left the context live or a timer pending (%d)", c.Pending())
 	}
 }

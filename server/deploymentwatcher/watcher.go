@@ -340,28 +340,13 @@ func (w *Watcher) Pass(ws memdb.WatchSet) (*Pass, error) {
 // wait blocks until a watch channel in ws fires, deadline (if not zero)
 // passes on the watcher's clock, or ctx ends (its error is returned).
 func (w *Watcher) wait(ctx context.Context, ws memdb.WatchSet, deadline time.Time) error {
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := clock.WithDeadline(ctx, w.clock, deadline)
 	defer cancel()
-	if !deadline.IsZero() {
-		t := w.clock.AfterFunc(deadline.Sub(w.clock.Now()), cancel)
-		defer t.Stop()
-	}
 	_ = ws.WatchCtx(wctx)
 	return ctx.Err()
 }
 
 // pause waits MinInterval on the watcher's clock.
 func (w *Watcher) pause(ctx context.Context) error {
-	if w.cfg.MinInterval < 0 {
-		return ctx.Err()
-	}
-	done := make(chan struct{})
-	t := w.cfg.Clock.AfterFunc(w.cfg.MinInterval, func() { close(done) })
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, w.clock, w.cfg.MinInterval)
 }

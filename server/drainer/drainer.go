@@ -187,30 +187,15 @@ func (d *Drainer) apply(p *Pass) error {
 // wait blocks until a watch channel in ws fires, deadline (if not zero)
 // passes on the drainer's clock, or ctx ends (its error is returned).
 func (d *Drainer) wait(ctx context.Context, ws memdb.WatchSet, deadline time.Time) error {
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := clock.WithDeadline(ctx, d.clock, deadline)
 	defer cancel()
-	if !deadline.IsZero() {
-		t := d.clock.AfterFunc(deadline.Sub(d.clock.Now()), cancel)
-		defer t.Stop()
-	}
 	_ = ws.WatchCtx(wctx)
 	return ctx.Err()
 }
 
 // pause waits MinInterval on the drainer's clock.
 func (d *Drainer) pause(ctx context.Context) error {
-	if d.cfg.MinInterval < 0 {
-		return ctx.Err()
-	}
-	done := make(chan struct{})
-	t := d.clock.AfterFunc(d.cfg.MinInterval, func() { close(done) })
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, d.clock, d.cfg.MinInterval)
 }
 
 // markBatch is one write of marks: the allocations, the evaluations of

@@ -90,20 +90,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				next = retry
 			}
 		}
-		wctx, cancel := context.WithCancel(ctx)
-		var timer clock.Timer
-		if !next.IsZero() {
-			timer = d.clock.AfterFunc(max(next.Sub(now), 0), cancel)
-		}
+		wctx, cancel := clock.WithDeadline(ctx, d.clock, next)
 		if ws == nil {
 			<-wctx.Done()
 		} else {
 			_ = ws.WatchCtx(wctx)
 		}
 		cancel()
-		if timer != nil {
-			timer.Stop()
-		}
 	}
 }
 
