@@ -107,17 +107,21 @@ func TestServeRPC(t *testing.T) {
 	if idle < 2 {
 		t.Fatalf("%d idle workers after two concurrent calls, want 2", idle)
 	}
+	// Each call waits for the previous call's worker to park (a reply
+	// reaches the caller before its worker is idle again; a call that
+	// arrives in between rightly gets a new worker), so every call finds
+	// idle workers and none is added.
 	for i := range 20 {
+		deadline = time.Now().Add(5 * time.Second)
+		for s.rpcWorkers.idleCount() != idle && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond) // the last call's worker is parking
+		}
+		if got := s.rpcWorkers.idleCount(); got != idle {
+			t.Fatalf("%d idle workers before call %d, want %d (reused)", got, i, idle)
+		}
 		if n, err := echo(echoArgs{N: i}); err != nil || n != i {
 			t.Fatalf("echo = %d, %v", n, err)
 		}
-	}
-	deadline = time.Now().Add(5 * time.Second)
-	for s.rpcWorkers.idleCount() != idle && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // the last call's worker is parking
-	}
-	if got := s.rpcWorkers.idleCount(); got != idle {
-		t.Fatalf("%d idle workers after sequential calls, want %d (reused)", got, idle)
 	}
 
 	// Stopped, the pool keeps no worker, and calls are still served.
