@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drover-project/drover/internal/mountinfo"
 )
 
 // MountVolume makes the host directory source appear at rel, a cleaned
@@ -136,7 +138,7 @@ func mountPointsUnder(dir string) ([]string, error) {
 		if len(fields) < 5 {
 			continue
 		}
-		p := unescapeMountPath(fields[4])
+		p := mountinfo.Unescape(fields[4])
 		if p == dir || strings.HasPrefix(p, dir+"/") {
 			out = append(out, p)
 		}
@@ -146,23 +148,4 @@ func mountPointsUnder(dir string) ([]string, error) {
 	}
 	slices.SortFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	return out, nil
-}
-
-// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/drover-project/drover/internal/mountinfo"
 )
 
 // Mode is the cgroup version in use.
@@ -112,7 +114,7 @@ func parseMountinfo(b []byte) *Hierarchy {
 		if len(f) < 5 || len(g) < 3 {
 			continue
 		}
-		mnt := unescapeMount(f[4])
+		mnt := mountinfo.Unescape(f[4])
 		switch g[0] {
 		case "cgroup2":
 			if h.v2 == "" || mnt == "/sys/fs/cgroup" {
@@ -130,25 +132,6 @@ func parseMountinfo(b []byte) *Hierarchy {
 		}
 	}
 	return h
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // pickMode: v1 when any v1 controller is mounted (hybrid machines keep

@@ -45,9 +45,6 @@ func TestParseMountinfo(t *testing.T) {
 	if h.pickMode() != V2 {
 		t.Fatalf("v2: mode %v", h.pickMode())
 	}
-	if got := unescapeMount(`/a\040b`); got != "/a b" {
-		t.Fatalf("unescape = %q", got)
-	}
 }
 
 func TestGroupNames(t *testing.T) {
