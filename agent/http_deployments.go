@@ -154,15 +154,10 @@ func (h *httpAPI) deploymentAllocHealth(w http.ResponseWriter, r *http.Request) 
 // GET /v1/job/<id>/deployments[?all=true]: the job's deployments, newest
 // first.
 func (h *httpAPI) jobDeployments(w http.ResponseWriter, r *http.Request) (any, error) {
-	args := structs.JobSpecificRequest{JobID: r.PathValue("id")}
-	if err := h.parseQuery(w, r, &args.QueryOptions); err != nil {
-		return nil, err
-	}
-	all, err := boolParam(r, "all")
+	args, err := h.jobListArgs(w, r)
 	if err != nil {
 		return nil, err
 	}
-	args.All = all
 	var out structs.DeploymentListResponse
 	if err := h.srv.RPC("Job.Deployments", &args, &out); err != nil {
 		return nil, err

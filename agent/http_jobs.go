@@ -139,17 +139,24 @@ func (h *httpAPI) jobDeregister(w http.ResponseWriter, r *http.Request) (any, er
 	return out, nil
 }
 
-// GET /v1/job/<id>/allocations[?all=true]: stubs of the job's allocations.
-func (h *httpAPI) jobAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
+// jobListArgs reads a job-specific list request: the job from the path,
+// the query options and ?all=true.
+func (h *httpAPI) jobListArgs(w http.ResponseWriter, r *http.Request) (structs.JobSpecificRequest, error) {
 	args := structs.JobSpecificRequest{JobID: r.PathValue("id")}
 	if err := h.parseQuery(w, r, &args.QueryOptions); err != nil {
-		return nil, err
+		return args, err
 	}
 	all, err := boolParam(r, "all")
+	args.All = all
+	return args, err
+}
+
+// GET /v1/job/<id>/allocations[?all=true]: stubs of the job's allocations.
+func (h *httpAPI) jobAllocations(w http.ResponseWriter, r *http.Request) (any, error) {
+	args, err := h.jobListArgs(w, r)
 	if err != nil {
 		return nil, err
 	}
-	args.All = all
 	var out structs.AllocListResponse
 	if err := h.srv.RPC("Job.Allocations", &args, &out); err != nil {
 		return nil, err
