@@ -136,7 +136,9 @@ func (s *genericScheduler) attempt() (done, progress bool, err error) {
 	if ctx.err != nil {
 		return false, false, ctx.err
 	}
-	if ctx.plan.IsNoOp() {
+	// A dry run (job plan) submits even an empty plan: its annotations
+	// count the placements that failed, as Nomad's do.
+	if ctx.plan.IsNoOp() && !s.eval.AnnotatePlan {
 		return true, false, nil
 	}
 	done, progress, s.state, err = submitPlan(s.planner, ctx.plan, s.state)

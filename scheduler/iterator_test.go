@@ -175,3 +175,34 @@ func TestAnnotatePlan(t *testing.T) {
 		t.Fatalf("annotations %+v, want %+v", got, want)
 	}
 }
+
+// TestAnnotatePlanCountsFailedPlacements: a dry run whose placements all
+// fail still hands in its (empty) plan, so the annotations count what the
+// job wants placed (job plan's exit code 1 and "(1 create)", as Nomad's).
+func TestAnnotatePlanCountsFailedPlacements(t *testing.T) {
+	h := testHarness(t)
+	mockNodes(t, h, 1)
+	j := mock.Job()
+	j.TaskGroups[0].Count = 1
+	j.TaskGroups[0].Tasks[0].Resources.MemoryMB = 1 << 30
+	job := addJob(t, h, j)
+	e := mock.Eval(job)
+	e.AnnotatePlan = true
+	if err := h.Process(e); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Plans) != 1 || h.Plans[0].Annotations == nil {
+		t.Fatalf("plans %+v, want one annotated plan", h.Plans)
+	}
+	got := h.Plans[0].Annotations.DesiredTGUpdates["web"]
+	if got == nil || got.Place != 1 || len(h.Plans[0].NodeAllocation) != 0 {
+		t.Fatalf("annotations %+v, allocations %v", got, h.Plans[0].NodeAllocation)
+	}
+	// Without AnnotatePlan nothing is submitted.
+	h2 := testHarness(t)
+	mockNodes(t, h2, 1)
+	job2 := addJob(t, h2, j)
+	if err := h2.Process(mock.Eval(job2)); err != nil || len(h2.Plans) != 0 {
+		t.Fatalf("plans %d, err %v", len(h2.Plans), err)
+	}
+}

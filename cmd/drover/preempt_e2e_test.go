@@ -40,7 +40,9 @@ func preemptJobHCL(id string, priority, count int, memMB int64, dir string) stri
 }
 
 // TestPreemptionRealProcesses: on a dev agent with service preemption
-// enabled (set-config), a priority-80 job that fits only by evicting one
+// enabled (set-config), a priority-55 job that would fit only by evicting
+// a priority-50 allocation evicts nothing (preemption needs a gap of ten
+// levels) and waits, blocked; a priority-80 job that fits only by evicting one
 // of two priority-50 allocations: job plan lists the preemption, the run
 // evicts exactly one allocation (PreemptedByAllocation set), its process
 // stops, the new one runs, and the evicted job's replacement waits,
@@ -77,6 +79,7 @@ func TestPreemptionRealProcesses(t *testing.T) {
 	}
 	pids := t.TempDir()
 	low := write("low.hcl", preemptJobHCL("low", 50, 2, usable*4/10, pids))
+	mid := write("mid.hcl", preemptJobHCL("mid", 55, 1, usable/2, pids))
 	high := write("high.hcl", preemptJobHCL("high", 80, 1, usable/2, pids))
 
 	if code, out, errOut := cli(addr, "job", "run", "-detach", low); code != 0 {
@@ -98,8 +101,48 @@ func TestPreemptionRealProcesses(t *testing.T) {
 		}
 	}
 	waitFor(t, "two low allocations running", 30*time.Second, running("low", 2))
+	lowBefore, _, err := c.JobAllocations(ctx, "low", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	code, out, errOut := cli(addr, "job", "plan", high)
+	// Priority 55 against 50: no preemption, the job waits.
+	code, out, errOut := cli(addr, "job", "plan", mid)
+	if code != 1 || strings.Contains(out, "Preemptions:") {
+		t.Fatalf("plan mid: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := cli(addr, "job", "run", "-detach", mid); code != 0 {
+		t.Fatalf("run mid: %s%s", out, errOut)
+	}
+	waitFor(t, "the mid job blocked", 30*time.Second, func() bool {
+		evals, _, err := c.JobEvaluations(ctx, "mid", nil)
+		if err != nil {
+			return false
+		}
+		for _, e := range evals {
+			if e.Status == structs.EvalStatusBlocked {
+				return true
+			}
+		}
+		return false
+	})
+	lowAfter, _, err := c.JobAllocations(ctx, "low", false, nil)
+	if err != nil || len(lowAfter) != len(lowBefore) || !running("low", 2)() {
+		t.Fatalf("low after the priority-55 job: %d allocations (%d before), %v", len(lowAfter), len(lowBefore), err)
+	}
+	for _, a := range lowAfter {
+		if a.DesiredStatus != structs.AllocDesiredStatusRun {
+			t.Fatalf("the priority-55 job moved low allocation %s to %s", a.ID, a.DesiredStatus)
+		}
+	}
+	if s, _, err := c.JobSummary(ctx, "mid", nil); err != nil || s.Summary["g"].Queued != 1 || s.Summary["g"].Running != 0 {
+		t.Fatalf("mid summary: %+v %v", s, err)
+	}
+	if code, out, errOut := cli(addr, "job", "stop", "-purge", "mid"); code != 0 {
+		t.Fatalf("stop mid: %s%s", out, errOut)
+	}
+
+	code, out, errOut = cli(addr, "job", "plan", high)
 	if code != 1 || !strings.Contains(out, "Preemptions:") || strings.Count(out, "low  ") != 1 {
 		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
 	}
