@@ -33,6 +33,7 @@ const (
 	readinessEventSubsystem = "Readiness"
 	readinessFailedPrefix   = "Node readiness check failed: "
 	msgNoHealthyDriver      = "no healthy driver"
+	msgNotChecked           = "readiness not checked yet"
 )
 
 // ReadinessConfig is the operator's readiness command (client { readiness
@@ -89,11 +90,10 @@ func (c *Client) initialReadiness(node *structs.Node) bool {
 		node.Status = structs.NodeStatusReady
 		return false
 	}
+	// The loop's first outcome always differs from this one, so it is
+	// reported (a failure with its node event).
 	node.Status = structs.NodeStatusInit
-	r.Message = "readiness check not run yet"
-	if !hasHealthyDriver(node) {
-		r.Message = msgNoHealthyDriver
-	}
+	r.Message = msgNotChecked
 	node.StatusDescription = r.Message
 	return true
 }
