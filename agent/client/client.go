@@ -304,6 +304,7 @@ func New(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	gated := c.initialReadiness(node)
+	status := node.Status // the loops own the node from here on
 	c.node = node
 	c.updates = newUpdateBatcher(c)
 	c.restore()
@@ -318,7 +319,7 @@ func New(cfg *Config) (*Client, error) {
 		c.goLoop(c.readinessLoop)
 	}
 	c.logger.Info("client started", "node_id", node.ID, "node_name", node.Name,
-		"datacenter", node.Datacenter, "servers", c.servers.all(), "data_dir", cfg.DataDir, "status", node.Status)
+		"datacenter", node.Datacenter, "servers", c.servers.all(), "data_dir", cfg.DataDir, "status", status)
 	return c, nil
 }
 
