@@ -111,15 +111,18 @@ func TestReadinessGateHoldsWork(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	created := time.Now()
 	waitFor(t, "node ready", 10*time.Second, func() bool {
 		n := node()
 		return n != nil && n.Status == structs.NodeStatusReady && n.Readiness.Passed && n.StatusDescription == ""
 	})
+	t.Logf("node ready %s after the file appeared", time.Since(created).Round(time.Millisecond))
 	// The node's change to ready evaluates every system job (and the
 	// blocked service job is unblocked by the new capacity).
 	waitFor(t, "the jobs' processes", 15*time.Second, func() bool {
 		return len(procsWithArgs("/bin/sleep", marker)) == 1 && len(procsWithArgs("/bin/sleep", sysMarker)) == 1
 	})
+	t.Logf("both processes running %s after the file appeared", time.Since(created).Round(time.Millisecond))
 	allocs, err := leader.State().AllocsByJob(nil, structs.DefaultNamespace, job.ID)
 	if err != nil || len(allocs) != 1 || allocs[0].NodeID != c.NodeID() {
 		t.Fatalf("allocations %d on %v, %v", len(allocs), allocs, err)
