@@ -1,10 +1,12 @@
 package client
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,5 +132,123 @@ func TestReadinessGateHoldsWork(t *testing.T) {
 	sys, err := leader.State().AllocsByJob(nil, structs.DefaultNamespace, sysJob.ID)
 	if err != nil || len(sys) != 1 || sys[0].NodeID != c.NodeID() {
 		t.Fatalf("system job allocations %d, %v", len(sys), err)
+	}
+}
+
+// TestReadinessGateOnRestart: a client restarted on its data directory
+// with a readiness command that fails registers its node initializing
+// again; the allocations it re-attached to keep running (same processes,
+// not lost, not replaced) past the TTL and grace; once the command passes
+// the node is ready with the same allocations and nothing new.
+func TestReadinessGateOnRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and real processes")
+	}
+	if _, err := os.Stat("/bin/sleep"); err != nil {
+		t.Skip("needs /bin/sleep")
+	}
+	cluster := testcluster.NewTestCluster(t, 1, testcluster.WithConfig(func(cfg *server.Config) {
+		cfg.HeartbeatMinTTL = time.Second
+		cfg.HeartbeatGrace = time.Second
+	}))
+	leader := cluster.WaitForLeader(t, 10*time.Second)
+	dataDir := t.TempDir()
+	flag := filepath.Join(t.TempDir(), "ready")
+	start := func(readiness *ReadinessConfig) *Client {
+		c, err := New(&Config{
+			DataDir: dataDir, Servers: []string{leader.RPCAddr()}, NodeName: "restarted", RawExecEnabled: true,
+			NetworkAddr: "127.0.0.1", UpdateInterval: 50 * time.Millisecond, MaxQueryTime: time.Second,
+			RetryBase: 20 * time.Millisecond, RetryLimit: 200 * time.Millisecond, Readiness: readiness,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	status := func(id string) string {
+		n, err := leader.State().NodeByID(nil, id)
+		if err != nil {
+			return ""
+		}
+		return n.Status
+	}
+	first := start(nil)
+	waitFor(t, "node ready", 10*time.Second, func() bool { return status(first.NodeID()) == structs.NodeStatusReady })
+	marker := strconv.Itoa(1_000_000 + rand.IntN(8_000_000))
+	sysMarker := strconv.Itoa(1_000_000 + rand.IntN(8_000_000))
+	for _, j := range []struct{ id, typ, marker string }{{"svc", structs.JobTypeService, marker}, {"sys", structs.JobTypeSystem, sysMarker}} {
+		job := &structs.Job{ID: j.id, Type: j.typ, Datacenters: []string{"dc1"},
+			TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 1,
+				Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", KillTimeout: time.Second,
+					Config:    map[string]any{"command": "/bin/sleep", "args": []any{j.marker}},
+					Resources: &structs.Resources{CPU: 100, MemoryMB: 32}}}}}}
+		if err := leader.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &structs.JobRegisterResponse{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pids []int
+	waitFor(t, "both processes", 15*time.Second, func() bool {
+		pids = append(procsWithArgs("/bin/sleep", marker), procsWithArgs("/bin/sleep", sysMarker)...)
+		return len(pids) == 2
+	})
+	live := func() []string {
+		var ids []string
+		for _, job := range []string{"svc", "sys"} {
+			allocs, _ := leader.State().AllocsByJob(nil, structs.DefaultNamespace, job)
+			for _, a := range allocs {
+				if !a.TerminalStatus() {
+					ids = append(ids, a.ID+"/"+a.ClientStatus)
+				}
+			}
+		}
+		return ids
+	}
+	waitFor(t, "both allocations running", 10*time.Second, func() bool {
+		ids := live()
+		return len(ids) == 2 && strings.HasSuffix(ids[0], "/running") && strings.HasSuffix(ids[1], "/running")
+	})
+	before := live()
+
+	// Restart: tasks keep running; the new client re-attaches to them.
+	if err := first.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	c := start(&ReadinessConfig{Command: "/bin/test", Args: []string{"-f", flag}, Interval: 500 * time.Millisecond, Timeout: 5 * time.Second})
+	cleanupKill(t, c)
+	waitFor(t, "node initializing", 10*time.Second, func() bool { return status(c.NodeID()) == structs.NodeStatusInit })
+	time.Sleep(3 * time.Second) // past TTL and grace
+	if st := status(c.NodeID()); st != structs.NodeStatusInit {
+		t.Fatalf("restarted node %q, want initializing", st)
+	}
+	if got := live(); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("allocations changed while initializing: %v -> %v", before, got)
+	}
+	now := append(procsWithArgs("/bin/sleep", marker), procsWithArgs("/bin/sleep", sysMarker)...)
+	if fmt.Sprint(now) != fmt.Sprint(pids) {
+		t.Fatalf("processes changed while initializing: %v -> %v", pids, now)
+	}
+
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node ready", 10*time.Second, func() bool { return status(c.NodeID()) == structs.NodeStatusReady })
+	// The evaluations of the change to ready keep what runs.
+	waitFor(t, "evaluations done", 10*time.Second, func() bool {
+		for _, job := range []string{"svc", "sys"} {
+			evals, _ := leader.State().EvalsByJob(nil, structs.DefaultNamespace, job)
+			for _, e := range evals {
+				if !e.TerminalStatus() {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if got := live(); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("allocations changed after ready: %v -> %v", before, got)
+	}
+	now = append(procsWithArgs("/bin/sleep", marker), procsWithArgs("/bin/sleep", sysMarker)...)
+	if fmt.Sprint(now) != fmt.Sprint(pids) {
+		t.Fatalf("processes changed after ready: %v -> %v", pids, now)
 	}
 }
