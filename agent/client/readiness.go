@@ -116,10 +116,9 @@ func hasHealthyDriver(node *structs.Node) bool {
 func (c *Client) readinessLoop() {
 	rc := &ReadinessConfig{}
 	if c.cfg.Readiness != nil {
-		rc = c.cfg.Readiness.withDefaults()
-	} else {
-		rc = rc.withDefaults()
+		rc = c.cfg.Readiness
 	}
+	rc = rc.withDefaults()
 	b := backoff.New(min(readinessRetryBase, rc.Interval), rc.Interval)
 	for {
 		ok, msg := c.checkReadiness(rc)
@@ -137,6 +136,19 @@ func (c *Client) readinessLoop() {
 			return
 		}
 	}
+}
+
+// ProbeReadiness runs the readiness gate once now, as the loop does (a
+// healthy driver, then the command with its timeout), and returns its
+// outcome without changing the node or reporting anything: for a
+// re-probe (e.g. of a node taken out of service) that decides for itself.
+// It blocks for up to the command's timeout.
+func (c *Client) ProbeReadiness() (passed bool, message string) {
+	rc := &ReadinessConfig{}
+	if c.cfg.Readiness != nil {
+		rc = c.cfg.Readiness
+	}
+	return c.checkReadiness(rc.withDefaults())
 }
 
 // checkReadiness runs the gate once: a healthy driver, then the command.

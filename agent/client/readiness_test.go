@@ -156,8 +156,14 @@ func TestReadinessRecheck(t *testing.T) {
 	if regs := f.registrationsOf(c.NodeID()); regs[0].Status != structs.NodeStatusInit || !regs[0].Readiness.Command {
 		t.Fatalf("first registration %q %+v", regs[0].Status, regs[0].Readiness)
 	}
+	if ok, msg := c.ProbeReadiness(); !ok || msg != "" {
+		t.Fatalf("probe: %v %q", ok, msg)
+	}
 	if err := os.Remove(flag); err != nil {
 		t.Fatal(err)
+	}
+	if ok, msg := c.ProbeReadiness(); ok || msg != "exit status 1" {
+		t.Fatalf("probe without the file: %v %q", ok, msg)
 	}
 	waitFor(t, "initializing again", 5*time.Second, func() bool { return status() == structs.NodeStatusInit })
 	regs := f.registrationsOf(c.NodeID())
