@@ -114,11 +114,7 @@ func hasHealthyDriver(node *structs.Node) bool {
 // outcome or message is put on the node and registered (registerLoop), a
 // failure with a node event.
 func (c *Client) readinessLoop() {
-	rc := &ReadinessConfig{}
-	if c.cfg.Readiness != nil {
-		rc = c.cfg.Readiness
-	}
-	rc = rc.withDefaults()
+	rc := c.readinessConfig()
 	b := backoff.New(min(readinessRetryBase, rc.Interval), rc.Interval)
 	for {
 		ok, msg := c.checkReadiness(rc)
@@ -144,11 +140,16 @@ func (c *Client) readinessLoop() {
 // re-probe (e.g. of a node taken out of service) that decides for itself.
 // It blocks for up to the command's timeout.
 func (c *Client) ProbeReadiness() (passed bool, message string) {
-	rc := &ReadinessConfig{}
+	return c.checkReadiness(c.readinessConfig())
+}
+
+// readinessConfig is the configured command with defaults filled (with
+// no command: the defaults alone, for the driver part of the gate).
+func (c *Client) readinessConfig() *ReadinessConfig {
 	if c.cfg.Readiness != nil {
-		rc = c.cfg.Readiness
+		return c.cfg.Readiness.withDefaults()
 	}
-	return c.checkReadiness(rc.withDefaults())
+	return (&ReadinessConfig{}).withDefaults()
 }
 
 // checkReadiness runs the gate once: a healthy driver, then the command.
