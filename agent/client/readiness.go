@@ -118,6 +118,9 @@ func (c *Client) readinessLoop() {
 	b := backoff.New(min(readinessRetryBase, rc.Interval), rc.Interval)
 	for {
 		ok, msg := c.checkReadiness(rc)
+		if !ok {
+			incr(metricReadinessFailed)
+		}
 		c.setReadiness(ok, msg)
 		wait := rc.Interval
 		switch {
