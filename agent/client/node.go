@@ -124,6 +124,10 @@ func (c *Client) registerLoop() {
 	var lastOK time.Time
 	for !c.shuttingDown() {
 		if !registered {
+			select {
+			case <-c.nodeChanged: // this registration sends the change
+			default:
+			}
 			sent := c.cfg.Clock.Now()
 			t, err := c.register()
 			if err != nil {
