@@ -223,6 +223,7 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 		GCRetention:    cfg.Client.GCRetention,
 		GCMaxAllocs:    cfg.Client.GCMaxAllocs,
 		MaxKillTimeout: cfg.Client.MaxKillTimeout,
+		Readiness:      cfg.Client.Readiness,
 		// A dev agent throws its data dir away: its tasks go with it.
 		DestroyOnShutdown: cfg.DevMode,
 		Logger:            root,

@@ -176,6 +176,10 @@ type ClientConfig struct {
 	// of this host that jobs may mount by name (a group volume block of
 	// type "host").
 	HostVolumes []HostVolumeConfig
+	// Readiness is the readiness { command, args, interval, timeout,
+	// recheck } block (nil: none; the node is ready once a driver is
+	// healthy).
+	Readiness *client.ReadinessConfig
 }
 
 // HostVolumeConfig is client { host_volume "<name>" { path, read_only } }.
@@ -395,6 +399,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Client.MaxKillTimeout < 0 {
 		add("client max_kill_timeout must not be negative; got %s", c.Client.MaxKillTimeout)
+	}
+	if r := c.Client.Readiness; r != nil {
+		if strings.TrimSpace(r.Command) == "" {
+			add("client readiness.command must name the command to run")
+		}
+		if r.Interval <= 0 {
+			add("client readiness.interval must be a positive duration; got %s", r.Interval)
+		}
+		if r.Timeout <= 0 {
+			add("client readiness.timeout must be a positive duration; got %s", r.Timeout)
+		}
 	}
 	if c.Client.GCMaxAllocs <= 0 {
 		add("client gc_max_allocs must be positive; got %d", c.Client.GCMaxAllocs)

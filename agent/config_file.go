@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/drover-project/drover/agent/client"
 	"github.com/drover-project/drover/internal/hcllimit"
 )
 
@@ -123,6 +124,41 @@ type fileClient struct {
 	// block form.
 	ChrootEnv   *map[string]string `hcl:"chroot_env,optional"`
 	HostVolumes []fileHostVol      `hcl:"host_volume,block"`
+	Readiness   *fileReadiness     `hcl:"readiness,block"`
+}
+
+// fileReadiness is client { readiness { command, args, interval, timeout,
+// recheck } }: Drover's own block (Twitter Scoot's ReadyFn).
+type fileReadiness struct {
+	Command       string    `hcl:"command"`
+	CommandRange  hcl.Range `hcl:"command,attr_value_range"`
+	Args          []string  `hcl:"args,optional"`
+	Interval      *string   `hcl:"interval,optional"`
+	IntervalRange hcl.Range `hcl:"interval,attr_value_range"`
+	Timeout       *string   `hcl:"timeout,optional"`
+	TimeoutRange  hcl.Range `hcl:"timeout,attr_value_range"`
+	Recheck       *bool     `hcl:"recheck,optional"`
+}
+
+// apply puts the block on c, over what earlier files set.
+func (r *fileReadiness) apply(c *ClientConfig) error {
+	if strings.TrimSpace(r.Command) == "" {
+		return fmt.Errorf("%s: readiness.command: must name the command to run", posString(r.CommandRange))
+	}
+	if c.Readiness == nil {
+		c.Readiness = &client.ReadinessConfig{Interval: client.DefaultReadinessInterval, Timeout: client.DefaultReadinessTimeout}
+	}
+	c.Readiness.Command = r.Command
+	if r.Args != nil {
+		c.Readiness.Args = r.Args
+	}
+	if r.Recheck != nil {
+		c.Readiness.Recheck = *r.Recheck
+	}
+	return applyDurations([]durationSetting{
+		{"readiness.interval", r.Interval, r.IntervalRange, &c.Readiness.Interval, true},
+		{"readiness.timeout", r.Timeout, r.TimeoutRange, &c.Readiness.Timeout, true},
+	})
 }
 
 // fileHostVol is client { host_volume "<name>" { path, read_only } }.
@@ -335,6 +371,11 @@ func (fc *fileConfig) apply(c *Config) error {
 		}
 		if cl.ChrootEnv != nil {
 			c.Client.ChrootEnv = maps.Clone(*cl.ChrootEnv)
+		}
+		if r := cl.Readiness; r != nil {
+			if err := r.apply(&c.Client); err != nil {
+				return err
+			}
 		}
 		if cl.Meta != nil {
 			if c.Client.Meta == nil {

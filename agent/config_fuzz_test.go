@@ -23,6 +23,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("server {\n  heartbeat_grace = \"10s\"\n  min_heartbeat_ttl = \"5s\"\n  job_gc_interval = \"5m\"\n"+
 		"  eval_gc_threshold = \"1h\"\n  job_gc_threshold = \"4h\"\n  node_gc_threshold = \"24h\"\n}\nenable_debug = true\n"), false)
 	f.Add([]byte("client {\n  meta {\n    a = \"${1+1}\"\n    b = 2\n  }\n}\n"), false)
+	f.Add([]byte("client {\n  readiness {\n    command = \"/bin/check\"\n    args = [\"-q\"]\n    interval = \"5s\"\n"+
+		"    timeout = \"10s\"\n    recheck = true\n  }\n}\n"), false)
+	f.Add([]byte(`{"client": {"readiness": {"command": "c", "interval": "-1s"}}}`), true)
 	// Nesting that overflowed the parser's stack before internal/hcllimit.
 	f.Add([]byte("client { servers = "+strings.Repeat("[", 60000)+" }"), false)
 	f.Add([]byte(`{"client": `+strings.Repeat(`{"a": `, 10000)+`1`+strings.Repeat("}", 10000)+`}`), true)

@@ -59,6 +59,25 @@ func TestSystemScheduler(t *testing.T) {
 			wantNodes: func(n []*structs.Node) []*structs.Node { return []*structs.Node{n[0], n[5]} },
 		},
 		{
+			name: "an initializing node gets none",
+			edit: func(i int, n *structs.Node) {
+				if i == 2 {
+					n.Status = structs.NodeStatusInit // its readiness gate has not passed
+				}
+			},
+			wantNodes: func(n []*structs.Node) []*structs.Node { return []*structs.Node{n[0], n[1], n[3], n[4], n[5]} },
+		},
+		{
+			name: "a node initializing again keeps its alloc",
+			then: func(t *testing.T, h *Harness, job *structs.Job, nodes []*structs.Node) (*structs.Job, string) {
+				if err := h.State.UpdateNodeStatus(h.NextIndex(), nodes[2].ID, structs.NodeStatusInit, 0, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+				return job, structs.EvalTriggerNodeUpdate
+			},
+			wantNodes: func(n []*structs.Node) []*structs.Node { return n },
+		},
+		{
 			name: "a node that joins later gets one",
 			then: func(t *testing.T, h *Harness, job *structs.Job, nodes []*structs.Node) (*structs.Job, string) {
 				added := mock.Node()

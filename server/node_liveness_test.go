@@ -209,3 +209,75 @@ func TestHeartbeatsAcrossLeaderChange(t *testing.T) {
 		t.Fatalf("heartbeating node after the leader change: %+v, %v", n, err)
 	}
 }
+
+// TestInitializingNodeHeartbeats: a node that registers initializing and
+// heartbeats as initializing (its readiness gate not passed) stays
+// initializing past its TTL and grace, is never marked down, gets no
+// allocation and causes no evaluation; when it reports ready, the status
+// change evaluates every system job for it and the system job is placed
+// there.
+func TestInitializingNodeHeartbeats(t *testing.T) {
+	s := schedServer(t, 1, func(cfg *server.Config) {
+		cfg.HeartbeatMinTTL = 300 * time.Millisecond
+		cfg.HeartbeatGrace = 200 * time.Millisecond
+		cfg.FailoverHeartbeatTTL = time.Second
+	})
+	sys := mock.Job()
+	sys.ID, sys.Name, sys.Type = "sys", "sys", structs.JobTypeSystem
+	sys.TaskGroups[0].Count = 1
+	sys.TaskGroups[0].Migrate = nil
+	submitJob(t, s, sys)
+
+	node := mock.Node()
+	node.Status = structs.NodeStatusInit
+	node.StatusDescription = "readiness not checked yet"
+	if resp := registerNode(t, s, node); len(resp.EvalIDs) != 0 {
+		t.Fatalf("registering an initializing node created evaluations %v", resp.EvalIDs)
+	}
+	evalsBefore, err := s.State().EvalsByJob(nil, sys.Namespace, sys.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(1500 * time.Millisecond) // about three TTLs plus grace
+	for time.Now().Before(deadline) {
+		var resp structs.NodeUpdateResponse
+		if err := s.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: node.ID, SecretID: node.SecretID,
+			Status: structs.NodeStatusInit}, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.HeartbeatTTL <= 0 || len(resp.EvalIDs) != 0 {
+			t.Fatalf("heartbeat reply: TTL %v evals %v", resp.HeartbeatTTL, resp.EvalIDs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	n, err := s.State().NodeByID(nil, node.ID)
+	if err != nil || n.Status != structs.NodeStatusInit || n.StatusDescription != "readiness not checked yet" {
+		t.Fatalf("node after heartbeats: %+v, %v", n, err)
+	}
+	evals, err := s.State().EvalsByJob(nil, sys.Namespace, sys.ID)
+	if err != nil || len(evals) != len(evalsBefore) {
+		t.Fatalf("evaluations while initializing: %d, before %d (%v)", len(evals), len(evalsBefore), err)
+	}
+	if allocs := liveAllocs(s.State(), sys.Namespace, sys.ID); len(allocs) != 0 {
+		t.Fatalf("%d system allocations on an initializing node", len(allocs))
+	}
+
+	var resp structs.NodeUpdateResponse
+	if err := s.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: node.ID, SecretID: node.SecretID,
+		Status: structs.NodeStatusReady}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.EvalIDs) != 1 {
+		t.Fatalf("ready: evaluations %v, want one for the system job", resp.EvalIDs)
+	}
+	ev, err := s.State().EvalByID(nil, resp.EvalIDs[0])
+	if err != nil || ev.JobID != sys.ID || ev.NodeID != node.ID || ev.TriggeredBy != structs.EvalTriggerNodeUpdate {
+		t.Fatalf("evaluation %+v, %v", ev, err)
+	}
+	waitFor(t, 10*time.Second, func() string {
+		if allocs := liveAllocs(s.State(), sys.Namespace, sys.ID); len(allocs) != 1 || allocs[0].NodeID != node.ID {
+			return fmt.Sprintf("%d system allocations", len(allocs))
+		}
+		return ""
+	})
+}

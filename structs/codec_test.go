@@ -37,7 +37,7 @@ var wireTypes = []any{
 	new(TaskGroupSummary), new(Node), new(NodeResources), new(NodeCpuResources),
 	new(NodeMemoryResources), new(NodeDiskResources), new(NodeReservedResources),
 	new(NodeReservedCpuResources), new(NodeReservedMemoryResources), new(NodeReservedDiskResources),
-	new(DriverInfo), new(DrainStrategy), new(NodeEvent), new(Evaluation), new(EvaluationStub),
+	new(DriverInfo), new(DrainStrategy), new(NodeEvent), new(NodeReadiness), new(Evaluation), new(EvaluationStub),
 	new(Allocation), new(AllocGroup), new(AllocatedResources), new(AllocatedTaskResources), new(AllocatedCpuResources),
 	new(AllocatedMemoryResources), new(AllocatedSharedResources), new(DesiredTransition),
 	new(RescheduleTracker), new(RescheduleEvent), new(TaskState), new(TaskEvent), new(AllocMetric),

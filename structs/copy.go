@@ -183,6 +183,7 @@ func (n *Node) Copy() *Node {
 		return &dc
 	})
 	c.HostVolumes = copyMap(n.HostVolumes, shallow[ClientHostVolumeConfig])
+	c.Readiness = shallow(n.Readiness)
 	return &c
 }
 

@@ -43,8 +43,32 @@ type Node struct {
 	// HostVolumes are the client's host_volume blocks by name: the
 	// directories groups may mount (structs/volume.go).
 	HostVolumes map[string]*ClientHostVolumeConfig `json:",omitempty"`
+	// Readiness is the client's readiness gate as it last reported it
+	// (nil: a client that reports none, e.g. Nomad's). Drover's own field;
+	// see NodeReadiness.
+	Readiness   *NodeReadiness `json:",omitempty"`
 	CreateIndex uint64
 	ModifyIndex uint64
+}
+
+// NodeReadiness is the outcome of a client's readiness gate: its drivers
+// fingerprinted healthy (at least one) and the operator's readiness
+// command (client { readiness { ... } }), if any, exiting 0 within its
+// timeout. A client registers as initializing, and reports ready only
+// once the gate passed. The client reports a new value when the outcome
+// or its message changes, not on every attempt, so Since is when the gate
+// took this outcome (client clock), not the time of the latest attempt.
+type NodeReadiness struct {
+	// Passed: the gate passed; Message is empty.
+	Passed bool
+	// Message says why the gate has not passed: no healthy driver, or the
+	// command's failure (its exit status or timeout, and the tail of its
+	// output).
+	Message string `json:",omitempty"`
+	// Since is when the gate took this outcome.
+	Since time.Time
+	// Command is whether an operator command is part of the gate.
+	Command bool `json:",omitempty"`
 }
 
 // NodeResources is what a node offers.

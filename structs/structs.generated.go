@@ -47581,7 +47581,7 @@ func (x *Node) CodecEncodeSelf(e *codec1978.Encoder) {
 			yy2arr2 := z.EncBasicHandle().StructToArray
 			_, _ = yysep2, yy2arr2
 			const yyr2 bool = false // struct tag has 'toArray'
-			var yyq2 = [25]bool{    // should field at this index be written?
+			var yyq2 = [26]bool{    // should field at this index be written?
 				true,                    // ID
 				true,                    // SecretID
 				true,                    // Datacenter
@@ -47605,12 +47605,13 @@ func (x *Node) CodecEncodeSelf(e *codec1978.Encoder) {
 				true,                    // Events
 				true,                    // Drivers
 				len(x.HostVolumes) != 0, // HostVolumes
+				x.Readiness != nil,      // Readiness
 				true,                    // CreateIndex
 				true,                    // ModifyIndex
 			}
 			_ = yyq2
 			if yyr2 || yy2arr2 {
-				r.WriteArrayStart(25)
+				r.WriteArrayStart(26)
 			} else {
 				var yynn2 int
 				for _, b := range yyq2 {
@@ -48251,6 +48252,48 @@ func (x *Node) CodecEncodeSelf(e *codec1978.Encoder) {
 					}
 				}
 			}
+			var yyn72 bool
+			if x.Readiness == nil {
+				yyn72 = true
+				goto LABEL72
+			}
+		LABEL72:
+			if yyr2 || yy2arr2 {
+				if yyn72 {
+					r.WriteArrayElem()
+					r.EncodeNil()
+				} else {
+					r.WriteArrayElem()
+					if yyq2[23] {
+						if x.Readiness == nil {
+							r.EncodeNil()
+						} else {
+							x.Readiness.CodecEncodeSelf(e)
+						}
+					} else {
+						r.EncodeNil()
+					}
+				}
+			} else {
+				if yyq2[23] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Readiness\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Readiness`)
+					}
+					r.WriteMapElemValue()
+					if yyn72 {
+						r.EncodeNil()
+					} else {
+						if x.Readiness == nil {
+							r.EncodeNil()
+						} else {
+							x.Readiness.CodecEncodeSelf(e)
+						}
+					}
+				}
+			}
 			if yyr2 || yy2arr2 {
 				r.WriteArrayElem()
 				if false {
@@ -48520,6 +48563,18 @@ func (x *Node) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
 					h.decMapstringPtrtoClientHostVolumeConfig((*map[string]*ClientHostVolumeConfig)(&x.HostVolumes), d)
 				}
 			}
+		case "Readiness":
+			if r.TryDecodeAsNil() {
+				if true && x.Readiness != nil {
+					x.Readiness = nil
+				}
+			} else {
+				if x.Readiness == nil {
+					x.Readiness = new(NodeReadiness)
+				}
+
+				x.Readiness.CodecDecodeSelf(d)
+			}
 		case "CreateIndex":
 			if r.TryDecodeAsNil() {
 				x.CreateIndex = 0
@@ -48543,16 +48598,16 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	var h codecSelfer1978
 	z, r := codec1978.GenHelperDecoder(d)
 	_, _, _ = h, z, r
-	var yyj35 int
-	var yyb35 bool
-	var yyhl35 bool = l >= 0
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	var yyj36 int
+	var yyb36 bool
+	var yyhl36 bool = l >= 0
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48562,13 +48617,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48578,13 +48633,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.SecretID = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48594,13 +48649,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Datacenter = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48610,13 +48665,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Name = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48626,13 +48681,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.HTTPAddr = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48642,13 +48697,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.TLSEnabled = (bool)(r.DecodeBool())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48661,13 +48716,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringstring((*map[string]string)(&x.Attributes), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48683,13 +48738,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.NodeResources.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48705,13 +48760,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.ReservedResources.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48724,13 +48779,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringstring((*map[string]string)(&x.Links), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48743,13 +48798,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringstring((*map[string]string)(&x.Meta), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48759,13 +48814,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NodeClass = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48775,13 +48830,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.NodePool = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48791,13 +48846,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.ComputedClass = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48807,13 +48862,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Drain = (bool)(r.DecodeBool())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48829,13 +48884,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 
 		x.DrainStrategy.CodecDecodeSelf(d)
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48845,13 +48900,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.SchedulingEligibility = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48861,13 +48916,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.Status = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48877,13 +48932,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.StatusDescription = (string)(r.DecodeString())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48893,13 +48948,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.StatusUpdatedAt = (int64)(r.DecodeInt64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48912,13 +48967,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decSlicePtrtoNodeEvent((*[]*NodeEvent)(&x.Events), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48931,13 +48986,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringPtrtoDriverInfo((*map[string]*DriverInfo)(&x.Drivers), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48950,13 +49005,35 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 			h.decMapstringPtrtoClientHostVolumeConfig((*map[string]*ClientHostVolumeConfig)(&x.HostVolumes), d)
 		}
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		if true && x.Readiness != nil {
+			x.Readiness = nil
+		}
+	} else {
+		if x.Readiness == nil {
+			x.Readiness = new(NodeReadiness)
+		}
+
+		x.Readiness.CodecDecodeSelf(d)
+	}
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
+	} else {
+		yyb36 = r.CheckBreak()
+	}
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48966,13 +49043,13 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 	} else {
 		x.CreateIndex = (uint64)(r.DecodeUint64())
 	}
-	yyj35++
-	if yyhl35 {
-		yyb35 = yyj35 > l
+	yyj36++
+	if yyhl36 {
+		yyb36 = yyj36 > l
 	} else {
-		yyb35 = r.CheckBreak()
+		yyb36 = r.CheckBreak()
 	}
-	if yyb35 {
+	if yyb36 {
 		r.ReadArrayEnd()
 		return
 	}
@@ -48983,17 +49060,364 @@ func (x *Node) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
 		x.ModifyIndex = (uint64)(r.DecodeUint64())
 	}
 	for {
-		yyj35++
-		if yyhl35 {
-			yyb35 = yyj35 > l
+		yyj36++
+		if yyhl36 {
+			yyb36 = yyj36 > l
 		} else {
-			yyb35 = r.CheckBreak()
+			yyb36 = r.CheckBreak()
 		}
-		if yyb35 {
+		if yyb36 {
 			break
 		}
 		r.ReadArrayElem()
-		z.DecStructFieldNotFound(yyj35-1, "")
+		z.DecStructFieldNotFound(yyj36-1, "")
+	}
+	r.ReadArrayEnd()
+}
+
+func (x *NodeReadiness) CodecEncodeSelf(e *codec1978.Encoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperEncoder(e)
+	_, _, _ = h, z, r
+	if x == nil {
+		r.EncodeNil()
+	} else {
+		if false {
+		} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+			z.EncExtension(x, yyxt1)
+		} else {
+			yysep2 := !z.EncBinary()
+			yy2arr2 := z.EncBasicHandle().StructToArray
+			_, _ = yysep2, yy2arr2
+			const yyr2 bool = false // struct tag has 'toArray'
+			var yyq2 = [4]bool{     // should field at this index be written?
+				true,            // Passed
+				x.Message != "", // Message
+				true,            // Since
+				x.Command,       // Command
+			}
+			_ = yyq2
+			if yyr2 || yy2arr2 {
+				r.WriteArrayStart(4)
+			} else {
+				var yynn2 int
+				for _, b := range yyq2 {
+					if b {
+						yynn2++
+					}
+				}
+				r.WriteMapStart(yynn2)
+				yynn2 = 0
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else {
+					r.EncodeBool(bool(x.Passed))
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Passed\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Passed`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else {
+					r.EncodeBool(bool(x.Passed))
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[1] {
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Message)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Message))
+						}
+					}
+				} else {
+					if z.EncBasicHandle().StringToRaw {
+						r.EncodeStringBytesRaw([]byte{})
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, "")
+					}
+				}
+			} else {
+				if yyq2[1] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Message\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Message`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						if z.EncBasicHandle().StringToRaw {
+							r.EncodeStringBytesRaw(z.BytesView(string(x.Message)))
+						} else {
+							r.EncodeStringEnc(codecSelferCcUTF81978, string(x.Message))
+						}
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if false {
+				} else if !z.EncBasicHandle().TimeNotBuiltin {
+					r.EncodeTime(x.Since)
+				} else if yyxt10 := z.Extension(z.I2Rtid(x.Since)); yyxt10 != nil {
+					z.EncExtension(x.Since, yyxt10)
+				} else if z.EncBinary() {
+					z.EncBinaryMarshal(x.Since)
+				} else if !z.EncBinary() && z.IsJSONHandle() {
+					z.EncJSONMarshal(x.Since)
+				} else {
+					z.EncFallback(x.Since)
+				}
+			} else {
+				r.WriteMapElemKey()
+				if z.IsJSONHandle() {
+					z.WriteStr("\"Since\"")
+				} else {
+					r.EncodeStringEnc(codecSelferCcUTF81978, `Since`)
+				}
+				r.WriteMapElemValue()
+				if false {
+				} else if !z.EncBasicHandle().TimeNotBuiltin {
+					r.EncodeTime(x.Since)
+				} else if yyxt11 := z.Extension(z.I2Rtid(x.Since)); yyxt11 != nil {
+					z.EncExtension(x.Since, yyxt11)
+				} else if z.EncBinary() {
+					z.EncBinaryMarshal(x.Since)
+				} else if !z.EncBinary() && z.IsJSONHandle() {
+					z.EncJSONMarshal(x.Since)
+				} else {
+					z.EncFallback(x.Since)
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayElem()
+				if yyq2[3] {
+					if false {
+					} else {
+						r.EncodeBool(bool(x.Command))
+					}
+				} else {
+					r.EncodeBool(false)
+				}
+			} else {
+				if yyq2[3] {
+					r.WriteMapElemKey()
+					if z.IsJSONHandle() {
+						z.WriteStr("\"Command\"")
+					} else {
+						r.EncodeStringEnc(codecSelferCcUTF81978, `Command`)
+					}
+					r.WriteMapElemValue()
+					if false {
+					} else {
+						r.EncodeBool(bool(x.Command))
+					}
+				}
+			}
+			if yyr2 || yy2arr2 {
+				r.WriteArrayEnd()
+			} else {
+				r.WriteMapEnd()
+			}
+		}
+	}
+}
+
+func (x *NodeReadiness) CodecDecodeSelf(d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	if false {
+	} else if yyxt1 := z.Extension(z.I2Rtid(x)); yyxt1 != nil {
+		z.DecExtension(x, yyxt1)
+	} else {
+		yyct2 := r.ContainerType()
+		if yyct2 == codecSelferValueTypeMap1978 {
+			yyl2 := r.ReadMapStart()
+			if yyl2 == 0 {
+				r.ReadMapEnd()
+			} else {
+				x.codecDecodeSelfFromMap(yyl2, d)
+			}
+		} else if yyct2 == codecSelferValueTypeArray1978 {
+			yyl2 := r.ReadArrayStart()
+			if yyl2 == 0 {
+				r.ReadArrayEnd()
+			} else {
+				x.codecDecodeSelfFromArray(yyl2, d)
+			}
+		} else {
+			panic(errCodecSelferOnlyMapOrArrayEncodeToStruct1978)
+		}
+	}
+}
+
+func (x *NodeReadiness) codecDecodeSelfFromMap(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyhl3 bool = l >= 0
+	for yyj3 := 0; ; yyj3++ {
+		if yyhl3 {
+			if yyj3 >= l {
+				break
+			}
+		} else {
+			if r.CheckBreak() {
+				break
+			}
+		}
+		r.ReadMapElemKey()
+		yys3 := z.StringView(r.DecodeStringAsBytes())
+		r.ReadMapElemValue()
+		switch yys3 {
+		case "Passed":
+			if r.TryDecodeAsNil() {
+				x.Passed = false
+			} else {
+				x.Passed = (bool)(r.DecodeBool())
+			}
+		case "Message":
+			if r.TryDecodeAsNil() {
+				x.Message = ""
+			} else {
+				x.Message = (string)(r.DecodeString())
+			}
+		case "Since":
+			if r.TryDecodeAsNil() {
+				x.Since = time.Time{}
+			} else {
+				if false {
+				} else if !z.DecBasicHandle().TimeNotBuiltin {
+					x.Since = r.DecodeTime()
+				} else if yyxt7 := z.Extension(z.I2Rtid(x.Since)); yyxt7 != nil {
+					z.DecExtension(x.Since, yyxt7)
+				} else if z.DecBinary() {
+					z.DecBinaryUnmarshal(&x.Since)
+				} else if !z.DecBinary() && z.IsJSONHandle() {
+					z.DecJSONUnmarshal(&x.Since)
+				} else {
+					z.DecFallback(&x.Since, false)
+				}
+			}
+		case "Command":
+			if r.TryDecodeAsNil() {
+				x.Command = false
+			} else {
+				x.Command = (bool)(r.DecodeBool())
+			}
+		default:
+			z.DecStructFieldNotFound(-1, yys3)
+		} // end switch yys3
+	} // end for yyj3
+	r.ReadMapEnd()
+}
+
+func (x *NodeReadiness) codecDecodeSelfFromArray(l int, d *codec1978.Decoder) {
+	var h codecSelfer1978
+	z, r := codec1978.GenHelperDecoder(d)
+	_, _, _ = h, z, r
+	var yyj9 int
+	var yyb9 bool
+	var yyhl9 bool = l >= 0
+	yyj9++
+	if yyhl9 {
+		yyb9 = yyj9 > l
+	} else {
+		yyb9 = r.CheckBreak()
+	}
+	if yyb9 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Passed = false
+	} else {
+		x.Passed = (bool)(r.DecodeBool())
+	}
+	yyj9++
+	if yyhl9 {
+		yyb9 = yyj9 > l
+	} else {
+		yyb9 = r.CheckBreak()
+	}
+	if yyb9 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Message = ""
+	} else {
+		x.Message = (string)(r.DecodeString())
+	}
+	yyj9++
+	if yyhl9 {
+		yyb9 = yyj9 > l
+	} else {
+		yyb9 = r.CheckBreak()
+	}
+	if yyb9 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Since = time.Time{}
+	} else {
+		if false {
+		} else if !z.DecBasicHandle().TimeNotBuiltin {
+			x.Since = r.DecodeTime()
+		} else if yyxt13 := z.Extension(z.I2Rtid(x.Since)); yyxt13 != nil {
+			z.DecExtension(x.Since, yyxt13)
+		} else if z.DecBinary() {
+			z.DecBinaryUnmarshal(&x.Since)
+		} else if !z.DecBinary() && z.IsJSONHandle() {
+			z.DecJSONUnmarshal(&x.Since)
+		} else {
+			z.DecFallback(&x.Since, false)
+		}
+	}
+	yyj9++
+	if yyhl9 {
+		yyb9 = yyj9 > l
+	} else {
+		yyb9 = r.CheckBreak()
+	}
+	if yyb9 {
+		r.ReadArrayEnd()
+		return
+	}
+	r.ReadArrayElem()
+	if r.TryDecodeAsNil() {
+		x.Command = false
+	} else {
+		x.Command = (bool)(r.DecodeBool())
+	}
+	for {
+		yyj9++
+		if yyhl9 {
+			yyb9 = yyj9 > l
+		} else {
+			yyb9 = r.CheckBreak()
+		}
+		if yyb9 {
+			break
+		}
+		r.ReadArrayElem()
+		z.DecStructFieldNotFound(yyj9-1, "")
 	}
 	r.ReadArrayEnd()
 }

@@ -102,6 +102,10 @@ type Config struct {
 	// DriverFingerprintInterval is how often drivers are fingerprinted
 	// again (0: docker.DefaultFingerprintPeriod); a change is registered.
 	DriverFingerprintInterval time.Duration
+	// Readiness is the operator's readiness command (nil: none). The node
+	// registers as initializing and takes no work until a driver is
+	// healthy and this command passed (readiness.go).
+	Readiness *ReadinessConfig
 
 	// Terminal allocations are removed GCRetention after they finished,
 	// and beyond the newest GCMaxAllocs terminal ones; checked every
@@ -202,6 +206,12 @@ type Client struct {
 
 	nodeMu sync.Mutex
 	node   *structs.Node // guarded by nodeMu
+	// pendingEvents are node events not yet sent with a registration;
+	// guarded by nodeMu.
+	pendingEvents []*structs.NodeEvent
+	// nodeChanged asks registerLoop to register the node again (its
+	// status, readiness or drivers changed); buffered, one pending ask.
+	nodeChanged chan struct{}
 
 	// identities caches the tasks' workload identity tokens (identity.go).
 	identities identityCache
@@ -242,6 +252,7 @@ func New(cfg *Config) (*Client, error) {
 		allocRoot:    filepath.Join(cfg.DataDir, "alloc"),
 		shutdownCh:   make(chan struct{}),
 		registeredCh: make(chan struct{}),
+		nodeChanged:  make(chan struct{}, 1),
 		runners:      map[string]*allocrunner.AllocRunner{},
 		known:        map[string]uint64{},
 	}
@@ -292,6 +303,8 @@ func New(cfg *Config) (*Client, error) {
 		c.closeResources()
 		return nil, err
 	}
+	gated := c.initialReadiness(node)
+	status := node.Status // the loops own the node from here on
 	c.node = node
 	c.updates = newUpdateBatcher(c)
 	c.restore()
@@ -302,8 +315,11 @@ func New(cfg *Config) (*Client, error) {
 	c.goLoop(c.gcLoop)
 	c.goLoop(c.metricsLoop)
 	c.goLoop(c.driverHealthLoop)
+	if gated {
+		c.goLoop(c.readinessLoop)
+	}
 	c.logger.Info("client started", "node_id", node.ID, "node_name", node.Name,
-		"datacenter", node.Datacenter, "servers", c.servers.all(), "data_dir", cfg.DataDir)
+		"datacenter", node.Datacenter, "servers", c.servers.all(), "data_dir", cfg.DataDir, "status", status)
 	return c, nil
 }
 
@@ -388,6 +404,14 @@ func (c *Client) sleep(d time.Duration) bool {
 		return true
 	case <-c.shutdownCh:
 		return false
+	}
+}
+
+// nodeUpdated asks registerLoop to register the node again soon.
+func (c *Client) nodeUpdated() {
+	select {
+	case c.nodeChanged <- struct{}{}:
+	default: // one ask is pending already
 	}
 }
 

@@ -7,17 +7,13 @@ import (
 
 // driverHealthLoop fingerprints the drivers again every
 // DriverFingerprintInterval (a docker daemon may start or stop after the
-// client) and registers the node again when what they report changed:
-// detection, health or attributes. Placement sees a driver only while it
-// is detected.
+// client) and has registerLoop register the node again when what they
+// report changed: detection, health or attributes. Placement sees a driver
+// only while it is detected and healthy.
 func (c *Client) driverHealthLoop() {
-	unsent := false
 	for c.sleep(c.cfg.DriverFingerprintInterval) {
-		if c.refreshDrivers() || unsent {
-			_, err := c.register()
-			if unsent = err != nil; unsent {
-				c.logger.Warn("registering the node's new driver state failed; the next check retries", "error", err)
-			}
+		if c.refreshDrivers() {
+			c.nodeUpdated()
 		}
 	}
 }

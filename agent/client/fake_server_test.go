@@ -41,6 +41,8 @@ type fakeCluster struct {
 	// heartbeats records when each heartbeat arrived and where.
 	heartbeats []heartbeatCall
 	updates    []*structs.AllocUpdateRequest
+	// registrations are the nodes registered, in order, as sent.
+	registrations []*structs.Node
 }
 
 type heartbeatCall struct {
@@ -122,6 +124,7 @@ func (f *fakeCluster) register(args *structs.NodeRegisterRequest, reply *structs
 		return structs.NewError(structs.ErrCodeInvalid, "secret mismatch")
 	}
 	f.nodes[n.ID] = n
+	f.registrations = append(f.registrations, args.Node.Copy())
 	reply.HeartbeatTTL = f.ttl
 	reply.Index = f.bumpLocked()
 	if f.nodeIndex[n.ID] == 0 {

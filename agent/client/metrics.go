@@ -22,6 +22,9 @@ var (
 	metricUpdateBatchSize = []string{"drover", "client", "update_allocs_batch_size"}
 	// metricAllocsStarted: allocations the client started running.
 	metricAllocsStarted = []string{"drover", "client", "allocs_started"}
+	// metricReadinessFailed: failed attempts of the readiness gate
+	// (readiness.go), each retry counted.
+	metricReadinessFailed = []string{"drover", "client", "readiness_failed"}
 )
 
 // Node gauges, under Nomad's names, set every Config.MetricsInterval by

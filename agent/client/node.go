@@ -55,7 +55,7 @@ func (c *Client) setupNode(clientDir string) (*structs.Node, error) {
 		ReservedResources:     c.cfg.Reserved,
 		Meta:                  map[string]string{},
 		Drivers:               map[string]*structs.DriverInfo{},
-		Status:                structs.NodeStatusReady,
+		Status:                structs.NodeStatusInit, // initialReadiness decides
 		SchedulingEligibility: structs.NodeSchedulingEligible,
 	}
 	for k, v := range c.cfg.Meta {
@@ -113,7 +113,10 @@ func heartbeatInterval(ttl time.Duration, r float64) time.Duration {
 // registerLoop registers the node, then heartbeats within each TTL the
 // servers return. When heartbeats fail for longer than the TTL (the
 // servers will have marked the node down) or the servers no longer know
-// the node, it registers again. Failed RPCs back off.
+// the node, it registers again; when the node changed (its readiness or
+// drivers: nodeUpdated), it registers again at once. Failed RPCs back off.
+// It is the only sender of the node's status, so the servers see the
+// client's status changes in order.
 func (c *Client) registerLoop() {
 	b := backoff.New(c.cfg.RetryBase, c.cfg.RetryLimit)
 	registered := false
@@ -121,6 +124,10 @@ func (c *Client) registerLoop() {
 	var lastOK time.Time
 	for !c.shuttingDown() {
 		if !registered {
+			select {
+			case <-c.nodeChanged: // this registration sends the change
+			default:
+			}
 			sent := c.cfg.Clock.Now()
 			t, err := c.register()
 			if err != nil {
@@ -136,8 +143,13 @@ func (c *Client) registerLoop() {
 			b.Reset()
 			c.registeredOnce.Do(func() { close(c.registeredCh) })
 		}
-		if !c.sleep(next) {
+		changed, ok := c.sleepOrNodeChange(next)
+		if !ok {
 			return
+		}
+		if changed {
+			registered = false
+			continue
 		}
 		sent := c.cfg.Clock.Now()
 		t, err := c.heartbeat()
@@ -161,16 +173,41 @@ func (c *Client) registerLoop() {
 	}
 }
 
-// register sends Node.Register and returns the heartbeat TTL.
+// sleepOrNodeChange waits for d, a node change (changed), or shutdown
+// (ok false).
+func (c *Client) sleepOrNodeChange(d time.Duration) (changed, ok bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false, true
+	case <-c.nodeChanged:
+		return true, true
+	case <-c.shutdownCh:
+		return false, false
+	}
+}
+
+// register sends Node.Register, with the node's status as its readiness
+// gate left it and the node events not sent yet, and returns the heartbeat
+// TTL.
 func (c *Client) register() (time.Duration, error) {
 	start := time.Now()
-	node := c.Node()
-	node.Status = structs.NodeStatusReady
+	c.nodeMu.Lock()
+	node := c.node.Copy()
+	events := c.pendingEvents
+	c.nodeMu.Unlock()
+	node.Events = events
 	node.StatusUpdatedAt = time.Now().Unix()
 	req := &structs.NodeRegisterRequest{Node: node, WriteRequest: structs.WriteRequest{Region: c.cfg.Region, AuthToken: node.SecretID}}
 	var resp structs.NodeUpdateResponse
 	if err := c.RPC("Node.Register", req, &resp); err != nil {
 		return 0, err
+	}
+	if len(events) > 0 {
+		c.nodeMu.Lock()
+		c.pendingEvents = c.pendingEvents[len(events):] // sent; later ones stay
+		c.nodeMu.Unlock()
 	}
 	c.servers.add(resp.Servers)
 	ttl := resp.HeartbeatTTL
@@ -178,16 +215,20 @@ func (c *Client) register() (time.Duration, error) {
 		return 0, fmt.Errorf("server returned no heartbeat TTL")
 	}
 	metrics.MeasureSince(metricRegister, start)
-	c.logger.Info("node registered", "node_id", node.ID, "heartbeat_ttl", ttl, "server", c.servers.current())
+	c.logger.Info("node registered", "node_id", node.ID, "status", node.Status, "heartbeat_ttl", ttl, "server", c.servers.current())
 	return ttl, nil
 }
 
-// heartbeat sends Node.UpdateStatus (ready) and returns the next TTL.
+// heartbeat sends Node.UpdateStatus with the node's status (initializing
+// until its readiness gate passed, then ready) and returns the next TTL.
 func (c *Client) heartbeat() (time.Duration, error) {
 	start := time.Now()
 	id, secret := c.nodeIdentity()
+	c.nodeMu.Lock()
+	status := c.node.Status
+	c.nodeMu.Unlock()
 	req := &structs.NodeUpdateStatusRequest{
-		NodeID: id, SecretID: secret, Status: structs.NodeStatusReady, UpdatedAt: time.Now().Unix(),
+		NodeID: id, SecretID: secret, Status: status, UpdatedAt: time.Now().Unix(),
 		// The secret is also the ACL token of a node's calls.
 		WriteRequest: structs.WriteRequest{Region: c.cfg.Region, AuthToken: secret},
 	}

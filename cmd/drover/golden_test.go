@@ -385,6 +385,11 @@ func TestCLIGolden(t *testing.T) {
 			"GET /v1/node/" + node1ID:                  withHostVolumes(nodes[0]),
 			"GET /v1/node/" + node1ID + "/allocations": []*structs.Allocation{},
 		}},
+		{name: "node_status_initializing", args: []string{"node", "status", node1ID}, routes: map[string]any{
+			"GET /v1/nodes":                            prefixed(nodeStubs, func(n *structs.NodeListStub) string { return n.ID }),
+			"GET /v1/node/" + node1ID:                  initializing(nodes[0]),
+			"GET /v1/node/" + node1ID + "/allocations": []*structs.Allocation{},
+		}},
 		{name: "node_drain", args: []string{"node", "drain", "-enable", "-deadline", "10m", "-detach", "-yes", "0e2"}, routes: map[string]any{
 			"GET /v1/nodes":                      prefixed(nodeStubs, func(n *structs.NodeListStub) string { return n.ID }),
 			"PUT /v1/node/" + node1ID + "/drain": structs.NodeUpdateHTTPResponse{NodeModifyIndex: 30},
@@ -647,6 +652,17 @@ func TestNodeAddress(t *testing.T) {
 			t.Errorf("nodeAddress(%q, %q) = %q; want %q", tc.node, tc.agent, got, tc.want)
 		}
 	}
+}
+
+// initializing is a copy of n whose readiness command keeps failing.
+func initializing(n *structs.Node) *structs.Node {
+	c := n.Copy()
+	c.Status = structs.NodeStatusInit
+	c.StatusDescription = "exit status 2: disk not mounted"
+	c.Readiness = &structs.NodeReadiness{Message: c.StatusDescription, Since: testNow.Add(-90 * time.Second), Command: true}
+	c.Events = append(c.Events, &structs.NodeEvent{Message: "Node readiness check failed: exit status 2: disk not mounted",
+		Subsystem: "Readiness", Timestamp: testNow.Add(-90 * time.Second)})
+	return c
 }
 
 // withHostVolumes is a copy of n offering two host volumes.

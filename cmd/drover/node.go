@@ -144,7 +144,7 @@ func (e *env) printNode(n *structs.Node, allocs []*structs.Allocation, verbose b
 			drain = "true (no deadline)"
 		}
 	}
-	kv(out,
+	fields := []string{
 		"ID", shortID(n.ID, verbose),
 		"Name", n.Name,
 		"Node Pool", orDefault(n.NodePool, "default"),
@@ -153,9 +153,16 @@ func (e *env) printNode(n *structs.Node, allocs []*structs.Allocation, verbose b
 		"Drain", drain,
 		"Eligibility", n.SchedulingEligibility,
 		"Status", n.Status,
+	}
+	if r := n.Readiness; r != nil && !r.Passed {
+		// Drover's readiness gate: why the node is still initializing.
+		fields = append(fields, "Readiness", "pending since "+e.formatTime(r.Since)+": "+r.Message)
+	}
+	fields = append(fields,
 		"Address", orNone(n.Attributes["unique.network.ip-address"]),
 		"Drivers", orNone(strings.Join(drivers, ",")),
 	)
+	kv(out, fields...)
 
 	if verbose && len(n.HostVolumes) > 0 {
 		// Nomad's -verbose section: each host volume by name.

@@ -77,6 +77,8 @@ func TestEvaluatePlan(t *testing.T) {
 	down.Status = structs.NodeStatusDown
 	draining := testNode("draining", 1000, 1000)
 	draining.Drain = true
+	initializing := testNode("initializing", 1000, 1000)
+	initializing.Status = structs.NodeStatusInit // its readiness gate has not passed
 	onDrain := testAlloc("draining", 100, 100)
 
 	tests := []struct {
@@ -106,6 +108,11 @@ func TestEvaluatePlan(t *testing.T) {
 			p.AppendAlloc(testAlloc("down", 10, 10))
 			return p
 		}, nil, []string{"down"}},
+		{"initializing node refused", func() *structs.Plan {
+			p := &structs.Plan{Job: testJob}
+			p.AppendAlloc(testAlloc("initializing", 10, 10))
+			return p
+		}, nil, []string{"initializing"}},
 		{"missing node refused", func() *structs.Plan {
 			p := &structs.Plan{Job: testJob}
 			p.AppendAlloc(testAlloc("nope", 10, 10))
@@ -135,7 +142,7 @@ func TestEvaluatePlan(t *testing.T) {
 			return p
 		}, nil, []string{"busy"}},
 	}
-	s := newStore(t, testNode("free", 1000, 1000), testNode("busy", 1000, 1000), down, draining)
+	s := newStore(t, testNode("free", 1000, 1000), testNode("busy", 1000, 1000), down, draining, initializing)
 	if err := s.UpsertAllocs(100, []*structs.Allocation{existing, onDrain}); err != nil {
 		t.Fatal(err)
 	}
