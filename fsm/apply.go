@@ -391,7 +391,7 @@ func (f *FSM) applyNodeQuarantineUpdate(b *state.Batch, buf []byte, index uint64
 	if resp != nil || err != nil {
 		return resp, err
 	}
-	if req.Eligibility != "" {
+	if req.Eligibility != "" || req.NodeEvent != nil {
 		f.queueNodeChanged(b, req.Quarantine.NodeID, index)
 	}
 	f.queueEvalsUpserted(req.CreateEvals)

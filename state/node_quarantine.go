@@ -16,7 +16,8 @@ import (
 // overrides what an operator set.
 
 // UpdateNodeQuarantine writes a node's quarantine row, and the node's
-// eligibility when req sets one (see structs.NodeQuarantineUpdateRequest).
+// eligibility when req sets one and its event when it has one (see
+// structs.NodeQuarantineUpdateRequest).
 func (s *StateStore) UpdateNodeQuarantine(index uint64, req *structs.NodeQuarantineUpdateRequest) error {
 	b := s.Batch()
 	defer b.Abort()
@@ -38,14 +39,15 @@ func (b *Batch) UpdateNodeQuarantine(index uint64, req *structs.NodeQuarantineUp
 	if _, err := lookup[structs.Node](b.txn, TableNodes, "node", q.NodeID, q.NodeID); err != nil {
 		return err
 	}
-	if req.Eligibility != "" {
+	if req.Eligibility != "" || req.NodeEvent != nil {
 		err := modifyNodeTxn(b.txn, index, q.NodeID, func(n *structs.Node) error {
 			switch req.Eligibility {
+			case "":
 			case structs.NodeSchedulingEligible, structs.NodeSchedulingIneligible:
+				n.SchedulingEligibility = req.Eligibility
 			default:
 				return structs.NewError(structs.ErrCodeInvalid, "unknown scheduling eligibility %q", req.Eligibility)
 			}
-			n.SchedulingEligibility = req.Eligibility
 			if req.UpdatedAt != 0 {
 				n.StatusUpdatedAt = req.UpdatedAt
 			}

@@ -90,8 +90,8 @@ func (q *NodeQuarantine) Copy() *NodeQuarantine {
 // quarantine row (Raft type NodeQuarantineUpdateRequestType). Quarantine
 // replaces the row; one with no faults and not quarantined deletes it.
 // When Eligibility is set, the node's SchedulingEligibility becomes it in
-// the same entry, with NodeEvent appended and CreateEvals written (a
-// quarantine, or its lift).
+// the same entry (a quarantine, or its lift); NodeEvent, when set, is
+// appended to the node's events; CreateEvals are written.
 type NodeQuarantineUpdateRequest struct {
 	Quarantine  *NodeQuarantine
 	Eligibility string
