@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/server/quarantine"
+	"github.com/drover-project/drover/server/testcluster"
 	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/state/mock"
 	"github.com/drover-project/drover/structs"
@@ -172,5 +173,55 @@ func TestNodeQuarantineEndpoints(t *testing.T) {
 	}
 	if q := quarantineRow(t, st(), node.ID); q != nil {
 		t.Fatalf("quarantine kept after a manual enable: %+v", q)
+	}
+}
+
+// TestNodeQuarantineSurvivesFailover: a node quarantined by one leader
+// stays quarantined when that leader dies, and the next leader re-probes
+// it at the recorded time and lifts it.
+func TestNodeQuarantineSurvivesFailover(t *testing.T) {
+	const cooldown = 3 * time.Second
+	c := testcluster.NewTestCluster(t, 3, testcluster.WithConfig(func(cfg *server.Config) {
+		cfg.NodeQuarantine = server.NodeQuarantineConfig{Threshold: 3, Cooldown: cooldown}
+	}))
+	leader := c.WaitForLeader(t, 10*time.Second)
+	node := mock.Node()
+	registerNode(t, leader, node)
+	for i := 0; i < 3; i++ {
+		for _, status := range []string{structs.NodeStatusDown, structs.NodeStatusReady} {
+			if err := leader.RPC("Node.UpdateStatus", &structs.NodeUpdateStatusRequest{NodeID: node.ID, SecretID: node.SecretID, Status: status},
+				&structs.NodeUpdateResponse{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var q *structs.NodeQuarantine
+	waitFor(t, 5*time.Second, func() string {
+		if q = quarantineRow(t, leader.State(), node.ID); q == nil || !q.Quarantined {
+			return "not quarantined"
+		}
+		return ""
+	})
+	c.Kill(c.Index(leader))
+	next := c.WaitForLeader(t, 10*time.Second)
+	// The new leader applies the entry (at the latest with its barrier).
+	waitFor(t, 5*time.Second, func() string {
+		if got := quarantineRow(t, next.State(), node.ID); got == nil || !got.Quarantined || !got.ProbeAt.Equal(q.ProbeAt) {
+			return fmt.Sprintf("new leader's row %+v, want the quarantine probing at %v", got, q.ProbeAt)
+		}
+		return ""
+	})
+	waitFor(t, 3*cooldown+10*time.Second, func() string {
+		n, err := next.State().NodeByID(nil, node.ID)
+		if err != nil || n.SchedulingEligibility != structs.NodeSchedulingEligible {
+			return "not lifted by the new leader"
+		}
+		return ""
+	})
+	if time.Now().Before(q.ProbeAt) {
+		t.Fatalf("lifted before the recorded probe time %v", q.ProbeAt)
+	}
+	if ev := lastQuarantineEvent(next.State(), node.ID); ev != quarantine.EventLifted {
+		t.Fatalf("lift event %q", ev)
 	}
 }
