@@ -182,6 +182,7 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 			NodeGCThreshold:       cfg.Server.NodeGCThreshold,
 			DeploymentGCThreshold: cfg.Server.DeploymentGCThreshold,
 		},
+		NodeQuarantine:           cfg.Server.NodeQuarantine,
 		Logger:                   root, // the server names its own logger "server"
 		ACLEnabled:               cfg.ACL.Enabled,
 		ACLTokenMinExpirationTTL: cfg.ACL.TokenMinExpirationTTL,

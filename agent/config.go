@@ -123,6 +123,10 @@ type ServerConfig struct {
 	JobGCThreshold        time.Duration
 	NodeGCThreshold       time.Duration
 	DeploymentGCThreshold time.Duration
+	// NodeQuarantine is the node_quarantine block: the flaky-node
+	// quarantine (docs/reliability.md), on by default with 3 node faults
+	// in 10m and a 15m cool-down.
+	NodeQuarantine server.NodeQuarantineConfig
 }
 
 // Nomad's server garbage collection defaults.

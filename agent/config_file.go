@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-project/drover/agent/client"
 	"github.com/drover-project/drover/internal/hcllimit"
+	"github.com/drover-project/drover/server"
 )
 
 // The file schema. Pointer fields distinguish "not set" from a zero value so
@@ -92,6 +93,40 @@ type fileServer struct {
 	NodeGCThresholdRange       hcl.Range `hcl:"node_gc_threshold,attr_value_range"`
 	DeploymentGCThreshold      *string   `hcl:"deployment_gc_threshold,optional"`
 	DeploymentGCThresholdRange hcl.Range `hcl:"deployment_gc_threshold,attr_value_range"`
+
+	NodeQuarantine *fileNodeQuarantine `hcl:"node_quarantine,block"`
+}
+
+// fileNodeQuarantine is Drover's server { node_quarantine { ... } } block
+// (the flaky-node quarantine; Nomad has none).
+type fileNodeQuarantine struct {
+	Enabled        *bool     `hcl:"enabled,optional"`
+	Threshold      *int      `hcl:"threshold,optional"`
+	ThresholdRange hcl.Range `hcl:"threshold,attr_value_range"`
+	Window         *string   `hcl:"window,optional"`
+	WindowRange    hcl.Range `hcl:"window,attr_value_range"`
+	Cooldown       *string   `hcl:"cooldown,optional"`
+	CooldownRange  hcl.Range `hcl:"cooldown,attr_value_range"`
+}
+
+// apply sets the quarantine settings present in the block.
+func (q *fileNodeQuarantine) apply(dst *server.NodeQuarantineConfig) error {
+	if q == nil {
+		return nil
+	}
+	if q.Enabled != nil {
+		dst.Disabled = !*q.Enabled
+	}
+	if q.Threshold != nil {
+		if *q.Threshold < 1 {
+			return fmt.Errorf("%s: threshold: must be at least 1; got %d", posString(q.ThresholdRange), *q.Threshold)
+		}
+		dst.Threshold = *q.Threshold
+	}
+	return applyDurations([]durationSetting{
+		{"window", q.Window, q.WindowRange, &dst.Window, true},
+		{"cooldown", q.Cooldown, q.CooldownRange, &dst.Cooldown, true},
+	})
 }
 
 type fileServerJoin struct {
@@ -309,6 +344,9 @@ func (fc *fileConfig) apply(c *Config) error {
 			{"node_gc_threshold", s.NodeGCThreshold, s.NodeGCThresholdRange, &c.Server.NodeGCThreshold, true},
 			{"deployment_gc_threshold", s.DeploymentGCThreshold, s.DeploymentGCThresholdRange, &c.Server.DeploymentGCThreshold, true},
 		}); err != nil {
+			return err
+		}
+		if err := s.NodeQuarantine.apply(&c.Server.NodeQuarantine); err != nil {
 			return err
 		}
 		if j := s.ServerJoin; j != nil {

@@ -377,3 +377,23 @@ func (f *FSM) applyScalingEvent(b *state.Batch, buf []byte, index uint64) (any, 
 	}
 	return nil, nil
 }
+
+// applyNodeQuarantineUpdate writes a node's quarantine row (and, on a
+// quarantine or its lift, the node's eligibility). A node gone meanwhile
+// is a refusal: nothing is written.
+func (f *FSM) applyNodeQuarantineUpdate(b *state.Batch, buf []byte, index uint64) (any, error) {
+	defer metrics.MeasureSince(metricKey(metricNodeQuarantine), time.Now())
+	var req structs.NodeQuarantineUpdateRequest
+	if err := f.decodeLocked(buf, &req, structs.NodeQuarantineUpdateRequestType, index); err != nil {
+		return err, nil
+	}
+	resp, err := refusal(b.UpdateNodeQuarantine(index, &req))
+	if resp != nil || err != nil {
+		return resp, err
+	}
+	if req.Eligibility != "" || req.NodeEvent != nil {
+		f.queueNodeChanged(b, req.Quarantine.NodeID, index)
+	}
+	f.queueEvalsUpserted(req.CreateEvals)
+	return nil, nil
+}

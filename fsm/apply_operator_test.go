@@ -86,3 +86,39 @@ func TestApplyNodePools(t *testing.T) {
 		t.Fatalf("arm after delete: %v", err)
 	}
 }
+
+// TestApplyNodeQuarantine: a quarantine entry writes the row and makes the
+// node ineligible with its event; one for a node that is gone is refused
+// (not_found) and writes nothing; one with a null fault is refused.
+func TestApplyNodeQuarantine(t *testing.T) {
+	f, _ := testFSM(t)
+	node := mock.Node()
+	if r := apply(t, f, 5, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node}); r != nil {
+		t.Fatalf("register: %v", r)
+	}
+	req := &structs.NodeQuarantineUpdateRequest{
+		Quarantine: &structs.NodeQuarantine{NodeID: node.ID, Quarantined: true,
+			Faults: []*structs.NodeFault{{NodeID: node.ID, Kind: structs.NodeFaultDriverStart}}},
+		Eligibility: structs.NodeSchedulingIneligible,
+		NodeEvent:   &structs.NodeEvent{Message: "Node quarantined", Subsystem: "Quarantine"},
+	}
+	if r := apply(t, f, 6, structs.NodeQuarantineUpdateRequestType, req); r != nil {
+		t.Fatalf("quarantine: %v", r)
+	}
+	n, _ := f.State().NodeByID(nil, node.ID)
+	q, err := f.State().NodeQuarantineByID(nil, node.ID)
+	if err != nil || !q.Quarantined || n.SchedulingEligibility != structs.NodeSchedulingIneligible {
+		t.Fatalf("after quarantine: %+v %v %s", q, err, n.SchedulingEligibility)
+	}
+	gone := &structs.NodeQuarantineUpdateRequest{Quarantine: &structs.NodeQuarantine{NodeID: "gone", Quarantined: true}}
+	if r, _ := apply(t, f, 7, structs.NodeQuarantineUpdateRequestType, gone).(error); structs.CodeOf(r) != structs.ErrCodeNotFound {
+		t.Fatalf("missing node: %v", r)
+	}
+	null := &structs.NodeQuarantineUpdateRequest{Quarantine: &structs.NodeQuarantine{NodeID: node.ID, Faults: []*structs.NodeFault{nil}}}
+	if r, _ := apply(t, f, 8, structs.NodeQuarantineUpdateRequestType, null).(error); r == nil {
+		t.Fatal("a null fault was applied")
+	}
+	if q, _ := f.State().NodeQuarantineByID(nil, node.ID); q.ModifyIndex != 6 {
+		t.Fatalf("a refused entry wrote the row: %+v", q)
+	}
+}

@@ -125,6 +125,7 @@ const (
 	metricSchedulerConfig       = "scheduler_config"
 	metricNodePoolUpsert        = "node_pool_upsert"
 	metricNodePoolDelete        = "node_pool_delete"
+	metricNodeQuarantine        = "node_quarantine_update"
 	metricPersist               = "persist"
 	metricRestore               = "restore"
 )
@@ -276,6 +277,8 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyDeploymentPromotion(b, buf[1:], log.Index)
 	case structs.DeploymentAllocHealthRequestType:
 		return f.applyDeploymentAllocHealth(b, buf[1:], log.Index)
+	case structs.NodeQuarantineUpdateRequestType:
+		return f.applyNodeQuarantineUpdate(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

@@ -22,6 +22,11 @@ func checkNulls(req any) error {
 		nulls(&errs, "CreateEvals", r.CreateEvals)
 	case *structs.NodeUpdateEligibilityRequest:
 		nulls(&errs, "CreateEvals", r.CreateEvals)
+	case *structs.NodeQuarantineUpdateRequest:
+		nulls(&errs, "CreateEvals", r.CreateEvals)
+		if r.Quarantine != nil {
+			nulls(&errs, "Quarantine.Faults", r.Quarantine.Faults)
+		}
 	case *structs.JobRegisterRequest:
 		jobNulls(&errs, "Job", r.Job)
 	case *structs.ScalingEventRegisterRequest:
@@ -80,6 +85,8 @@ func recordNulls(v any) error {
 		jobNulls(&errs, "Job", r)
 	case *structs.Deployment:
 		deploymentNulls(&errs, "Deployment", r)
+	case *structs.NodeQuarantine:
+		nulls(&errs, "NodeQuarantine.Faults", r.Faults)
 	}
 	return errs.err()
 }

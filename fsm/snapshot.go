@@ -71,6 +71,9 @@ const (
 	recNodePool
 	// recDeployment is a deployment (state's deployment table).
 	recDeployment
+	// recNodeQuarantine is a node's faults and quarantine (state's
+	// node_quarantine table).
+	recNodeQuarantine
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

@@ -326,6 +326,8 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.NodePool)
 		case recDeployment:
 			d.v = new(structs.Deployment)
+		case recNodeQuarantine:
+			d.v = new(structs.NodeQuarantine)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -411,6 +413,8 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.NodePoolRestore(v)
 	case *structs.Deployment:
 		return in.restore.DeploymentRestore(v)
+	case *structs.NodeQuarantine:
+		return in.restore.NodeQuarantineRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

@@ -138,6 +138,16 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 		must(t, store.SetSchedulerConfig(next(), &structs.SchedulerConfiguration{SchedulerAlgorithm: structs.SchedulerAlgorithmSpread,
 			PreemptionConfig: structs.PreemptionConfig{ServiceSchedulerEnabled: true}}, false))
 		must(t, store.UpsertNodePools(next(), []*structs.NodePool{{Name: "gpu", Description: "GPUs", Meta: map[string]string{"a": "b"}}}))
+		// A quarantined node (node_quarantine table).
+		if qn, err := store.Nodes(nil); err == nil && len(qn) > 0 {
+			at := time.Unix(1700000200, 0).UTC()
+			must(t, store.UpdateNodeQuarantine(next(), &structs.NodeQuarantineUpdateRequest{
+				Quarantine: &structs.NodeQuarantine{NodeID: qn[0].ID, Quarantined: true, Since: at, ProbeAt: at.Add(15 * time.Minute),
+					Reason: "3 node faults", Faults: []*structs.NodeFault{{NodeID: qn[0].ID, Kind: structs.NodeFaultSetup, AllocID: "a1", Time: at}}},
+				Eligibility: structs.NodeSchedulingIneligible,
+				NodeEvent:   &structs.NodeEvent{Message: "Node quarantined", Subsystem: "Quarantine", Timestamp: at},
+			}))
+		}
 	}
 	return index
 }
@@ -199,6 +209,8 @@ func tables(s *state.StateStore) (map[string]any, error) {
 	read(state.TableNodePools, v17, e)
 	v18, e := s.Deployments(nil)
 	read(state.TableDeployments, v18, e)
+	v19, e := s.NodeQuarantines(nil)
+	read(state.TableNodeQuarantine, v19, e)
 	return out, err
 }
 

@@ -270,7 +270,7 @@ func appendSchedulerConfigRow(snap *state.StateSnapshot, rows []row) ([]row, err
 	return appendDeploymentRows(snap, rows)
 }
 
-// appendDeploymentRows adds the deployments.
+// appendDeploymentRows adds the deployments, then the quarantine rows.
 func appendDeploymentRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
 	deployments, err := snap.Deployments(nil)
 	if err != nil {
@@ -278,6 +278,18 @@ func appendDeploymentRows(snap *state.StateSnapshot, rows []row) ([]row, error) 
 	}
 	for _, d := range deployments {
 		rows = append(rows, row{t: recDeployment, v: d})
+	}
+	return appendNodeQuarantineRows(snap, rows)
+}
+
+// appendNodeQuarantineRows adds the nodes' quarantine rows.
+func appendNodeQuarantineRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
+	qs, err := snap.NodeQuarantines(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range qs {
+		rows = append(rows, row{t: recNodeQuarantine, v: q})
 	}
 	return rows, nil
 }

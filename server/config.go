@@ -108,6 +108,9 @@ type Config struct {
 
 	// DrainGC tunes the leader's node drainer and garbage collector.
 	DrainGC DrainGCConfig
+	// NodeQuarantine tunes the flaky-node quarantine (wire_quarantine.go,
+	// the agent's server { node_quarantine { ... } } block).
+	NodeQuarantine NodeQuarantineConfig
 
 	Logger hclog.Logger
 

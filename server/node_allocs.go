@@ -56,10 +56,16 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 		}
 		updates = append(updates, u)
 	}
+	if check {
+		if err := validNodeFaults(args); err != nil {
+			return err
+		}
+	}
 	// Evals are the servers' to add; a client's are dropped. The nodes'
 	// secrets go with a forward and are checked by the leader, against
-	// its latest state; the Raft entry (allocBatch) carries none.
-	req := &structs.AllocUpdateRequest{Alloc: updates, NodeSecrets: args.NodeSecrets, WriteRequest: args.WriteRequest}
+	// its latest state; the Raft entry (allocBatch) carries none, nor the
+	// node faults (the leader's quarantine watcher counts them).
+	req := &structs.AllocUpdateRequest{Alloc: updates, NodeSecrets: args.NodeSecrets, NodeFaults: args.NodeFaults, WriteRequest: args.WriteRequest}
 	if done, err := s.forward("Node.UpdateAlloc", req, req, reply); done {
 		return err
 	}
@@ -84,7 +90,35 @@ func (n *Node) UpdateAlloc(args *structs.AllocUpdateRequest, reply *structs.Gene
 	if err != nil {
 		return err
 	}
+	s.reportNodeFaults(req.NodeFaults...)
 	reply.Index = index
+	return nil
+}
+
+// maxNodeFaultsPerUpdate bounds the node faults one allocation update
+// may carry.
+const maxNodeFaultsPerUpdate = 256
+
+// validNodeFaults checks the node faults of a client update: each of a
+// known kind, on a node whose secret the request carries (so checked with
+// the updates' secrets).
+func validNodeFaults(args *structs.AllocUpdateRequest) error {
+	if len(args.NodeFaults) > maxNodeFaultsPerUpdate {
+		return &structs.ValidationError{Errors: []structs.FieldError{{Field: "NodeFaults",
+			Message: "at most " + strconv.Itoa(maxNodeFaultsPerUpdate) + " node faults per update"}}}
+	}
+	for i, f := range args.NodeFaults {
+		field := "NodeFaults[" + strconv.Itoa(i) + "]"
+		switch {
+		case f == nil:
+			return &structs.ValidationError{Errors: []structs.FieldError{{Field: field, Message: "missing node fault"}}}
+		case !structs.ValidNodeFaultKind(f.Kind):
+			return &structs.ValidationError{Errors: []structs.FieldError{{Field: field + ".Kind", Message: "unknown node fault kind " + strconv.Quote(f.Kind)}}}
+		}
+		if _, ok := args.NodeSecrets[f.NodeID]; !ok {
+			return structs.NewError(structs.ErrCodePermissionDenied, "node fault on node %q, whose secret the request does not carry", f.NodeID)
+		}
+	}
 	return nil
 }
 

@@ -67,6 +67,7 @@ func (n *Node) Register(args *structs.NodeRegisterRequest, reply *structs.NodeUp
 	if err != nil {
 		return err
 	}
+	s.reportNodeFaults(nodeChangeFaults(existing, node, now)...)
 	s.nodeReply(node.ID, node.Status, index, reply)
 	reply.NodeModifyIndex = index
 	reply.EvalIDs = evalIDs(req.CreateEvals)
@@ -152,6 +153,9 @@ func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *struct
 		}
 		if index, _, err = s.raftApply(structs.NodeUpdateStatusRequestType, &req); err != nil {
 			return err
+		}
+		if f := flapFault(node, args.Status, now); f != nil {
+			s.reportNodeFaults(f)
 		}
 		reply.NodeModifyIndex = index
 		reply.EvalIDs = evalIDs(req.CreateEvals)

@@ -58,7 +58,7 @@ func (s *Server) newPipeline() error {
 	s.broker, s.blocked = broker, blocked
 	s.planQueue = planqueue.New(planqueue.Config{Logger: s.logger})
 	s.newHeartbeater()
-	return nil
+	return s.newQuarantine()
 }
 
 // builtinLeaderHooks are established before Config.LeaderHooks, in this
@@ -66,7 +66,7 @@ func (s *Server) newPipeline() error {
 // collector are left out when Config.LeaderHooks brings its own (by name).
 func (s *Server) builtinLeaderHooks() []LeaderHook {
 	hooks := []LeaderHook{aclHook{}, keyringHook{}, &planHook{}, &evalHook{}, &heartbeatHook{}, &workerHook{}, &periodicHook{},
-		&deploymentWatcherHook{}}
+		&deploymentWatcherHook{}, &quarantineHook{}}
 	given := map[string]bool{}
 	for _, h := range s.config.LeaderHooks {
 		given[h.Name()] = true

@@ -23,6 +23,7 @@ import (
 	"github.com/drover-project/drover/server/heartbeat"
 	"github.com/drover-project/drover/server/planqueue"
 	"github.com/drover-project/drover/server/pool"
+	"github.com/drover-project/drover/server/quarantine"
 	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
 	"github.com/drover-project/drover/worker"
@@ -82,6 +83,9 @@ type Server struct {
 	planQueue    *planqueue.Queue
 	heartbeats   *heartbeat.Heartbeater
 	allocUpdates *groupCommit[allocBatch]
+	// quarantine counts node faults and quarantines flaky nodes while
+	// leading (wire_quarantine.go); nil when disabled.
+	quarantine *quarantine.Watcher
 	// serviceUpserts group-commits service registrations
 	// (service_endpoint.go).
 	serviceUpserts *groupCommit[[]*structs.ServiceRegistration]

@@ -118,6 +118,9 @@ func (b *Batch) DeleteNodes(index uint64, nodeIDs []string) error {
 		}
 		b.txn.nodeAllocsNodeDeleted(id)
 		b.txn.t.add(TableNodes)
+		if err := deleteNodeQuarantineTxn(b.txn, id); err != nil {
+			return err
+		}
 		if err := b.txn.deleteNodeServices(id); err != nil {
 			return err
 		}
@@ -161,6 +164,8 @@ func (b *Batch) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt 
 
 // UpdateNodeEligibility sets a node's scheduling eligibility. A draining
 // node cannot be made eligible (an invalid error; nothing is written).
+// The node's quarantine row, if any, is deleted: an operator's choice
+// ends a quarantine (node_quarantine.go).
 func (s *StateStore) UpdateNodeEligibility(index uint64, req *structs.NodeUpdateEligibilityRequest) error {
 	b := s.Batch()
 	defer b.Abort()
@@ -193,12 +198,17 @@ func (b *Batch) UpdateNodeEligibility(index uint64, req *structs.NodeUpdateEligi
 	if err != nil {
 		return err
 	}
+	// The operator decides now: any quarantine ends, its faults with it.
+	if err := deleteNodeQuarantineTxn(b.txn, req.NodeID); err != nil {
+		return err
+	}
 	return upsertEvalsTxn(b.txn, index, req.CreateEvals)
 }
 
 // UpdateNodeDrain starts a drain (DrainStrategy set: the node becomes
 // draining and ineligible) or ends one (nil: not draining, and eligible
-// again if MarkEligible).
+// again if MarkEligible). Like an eligibility change, it deletes the
+// node's quarantine row.
 func (s *StateStore) UpdateNodeDrain(index uint64, req *structs.NodeUpdateDrainRequest) error {
 	b := s.Batch()
 	defer b.Abort()
@@ -229,6 +239,10 @@ func (b *Batch) UpdateNodeDrain(index uint64, req *structs.NodeUpdateDrainReques
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	// The operator decides now: any quarantine ends, its faults with it.
+	if err := deleteNodeQuarantineTxn(b.txn, req.NodeID); err != nil {
 		return err
 	}
 	return upsertEvalsTxn(b.txn, index, req.CreateEvals)

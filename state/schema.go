@@ -52,6 +52,9 @@ const (
 	// TableDeployments holds deployments by ID and by (namespace, job)
 	// (deployments.go).
 	TableDeployments = "deployment"
+	// TableNodeQuarantine holds, by node ID, the recent node faults and
+	// the quarantine of nodes that have any (node_quarantine.go).
+	TableNodeQuarantine = "node_quarantine"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -73,7 +76,7 @@ const (
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig, TableNodePools, TableDeployments}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig, TableNodePools, TableDeployments, TableNodeQuarantine}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -277,6 +280,12 @@ func schema() *memdb.DBSchema {
 			Name: TableSchedulerConfig,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.SchedulerConfiguration]{get: func(*structs.SchedulerConfiguration) string { return schedulerConfigKey }}},
+			},
+		},
+		TableNodeQuarantine: {
+			Name: TableNodeQuarantine,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.NodeQuarantine]{get: func(q *structs.NodeQuarantine) string { return q.NodeID }}},
 			},
 		},
 		TableNodePools: {

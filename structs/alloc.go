@@ -239,6 +239,10 @@ type TaskEvent struct {
 	TaskSignal string `codec:",omitempty"`
 	// DownloadError is why an artifact could not be fetched.
 	DownloadError string `codec:",omitempty"`
+	// NodeFault is set on a failure the client attributes to its node,
+	// not to the job: one of the NodeFault* kinds (structs/quarantine.go).
+	// The servers count these faults toward the node's quarantine.
+	NodeFault string `codec:",omitempty" json:",omitempty"`
 }
 
 // AllocMetric records how placement went: what filtered nodes out, what was

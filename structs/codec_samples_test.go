@@ -139,6 +139,15 @@ func raftSamples() []raftSample {
 			DeploymentUpdate: &DeploymentStatusUpdate{DeploymentID: fixtureID("f", 1), Status: DeploymentStatusRunning,
 				StatusDescription: DeploymentStatusDescriptionRunning}, Eval: eval},
 			func() any { return new(ApplyDeploymentAllocHealthRequest) }},
+		{NodeQuarantineUpdateRequestType, &NodeQuarantineUpdateRequest{Quarantine: &NodeQuarantine{
+			NodeID: fixtureID("a", 1), Quarantined: true, Since: fixtureTime, Reason: "3 node faults in 10m0s",
+			ProbeAt: fixtureTime.Add(15 * time.Minute), Probes: 1,
+			Faults: []*NodeFault{{NodeID: fixtureID("a", 1), Kind: NodeFaultSetup, AllocID: fixtureID("c", 1),
+				TaskName: "web", Driver: "raw_exec", Time: fixtureTime}}},
+			Eligibility: NodeSchedulingIneligible, UpdatedAt: 1700000000,
+			NodeEvent:   &NodeEvent{Message: "Node quarantined", Subsystem: "Quarantine", Timestamp: fixtureTime, Details: map[string]string{"quarantine": "true"}},
+			CreateEvals: []*Evaluation{eval}, WriteRequest: wr},
+			func() any { return new(NodeQuarantineUpdateRequest) }},
 	}
 }
 

@@ -82,6 +82,15 @@ const (
 	DeploymentStatusUpdateRequestType
 	DeploymentPromoteRequestType
 	DeploymentAllocHealthRequestType
+	// 34-36 are reserved for types of issue 22 written elsewhere.
+	_ // 34
+	_ // 35
+	_ // 36
+	// NodeQuarantineUpdateRequestType writes a node's quarantine row
+	// (structs/quarantine.go): its recent node faults and, on a
+	// quarantine or its lift, the node's eligibility. Not ignorable: a
+	// server that skipped it would place work on a quarantined node.
+	NodeQuarantineUpdateRequestType // 37
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -100,9 +109,11 @@ func (t MessageType) String() string {
 		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs",
 		"JobStability", "ScalingEventRegister", "PeriodicLaunch", "SchedulerConfig",
 		"NodePoolUpsert", "NodePoolDelete",
-		"DeploymentStatusUpdate", "DeploymentPromote", "DeploymentAllocHealth"}
+		"DeploymentStatusUpdate", "DeploymentPromote", "DeploymentAllocHealth",
+		"", "", "", // 34-36 reserved
+		"NodeQuarantineUpdate"}
 	base := t &^ IgnoreUnknownTypeFlag
-	if int(base) < len(names) {
+	if int(base) < len(names) && names[base] != "" {
 		return names[base]
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))

@@ -378,6 +378,11 @@ type AllocUpdateRequest struct {
 	// Evals are created by the leader for allocations that failed and may
 	// be rescheduled.
 	Evals []*Evaluation
+	// NodeFaults are failures the client attributes to its node (each
+	// also a task event with its NodeFault kind), counted by the leader
+	// toward the node's quarantine. Each must name a node of NodeSecrets.
+	// Never written to Raft with the updates.
+	NodeFaults []*NodeFault `json:",omitempty"`
 	WriteRequest
 }
 

@@ -485,7 +485,7 @@ func (c *Client) newRunner(a *structs.Allocation, restored map[string]*clientsta
 	return allocrunner.New(allocrunner.Config{
 		Previous: prev,
 		Alloc:    a, Logger: c.logger, AllocRoot: c.allocRoot, Drivers: c.drivers,
-		StateDB: c.stateDB, Updater: c.updates.add,
+		StateDB: c.stateDB, Updater: c.updates.add, NodeFault: c.updates.addFault,
 		Node: allocrunner.NodeInfo{ID: node.ID, Name: node.Name, Datacenter: node.Datacenter,
 			Region: c.cfg.Region, Class: node.NodeClass, Pool: node.NodePool,
 			Attributes: node.Attributes, Meta: node.Meta, HostVolumes: node.HostVolumes},

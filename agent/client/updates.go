@@ -19,7 +19,15 @@ type updateBatcher struct {
 
 	mu      sync.Mutex
 	pending map[string]*structs.Allocation // guarded by mu
+	// faults are node faults the runners reported, sent with the next
+	// batch of updates (the allocation whose task failed is in it, or in
+	// a later one). Guarded by mu.
+	faults []*structs.NodeFault
 }
+
+// maxPendingFaults bounds the node faults kept for sending (the oldest
+// go first): far past any quarantine threshold.
+const maxPendingFaults = 64
 
 func newUpdateBatcher(c *Client) *updateBatcher {
 	return &updateBatcher{c: c, pending: map[string]*structs.Allocation{}}
@@ -41,6 +49,17 @@ func (u *updateBatcher) add(a *structs.Allocation) {
 	u.mu.Lock()
 	u.pending[a.ID] = upd
 	u.mu.Unlock()
+}
+
+// addFault queues a node fault (see allocrunner.Config.NodeFault). It
+// never blocks.
+func (u *updateBatcher) addFault(f *structs.NodeFault) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.faults = append(u.faults, f)
+	if n := len(u.faults); n > maxPendingFaults {
+		u.faults = append([]*structs.NodeFault(nil), u.faults[n-maxPendingFaults:]...)
+	}
 }
 
 // run sends batches until shutdown, then tries once more.
@@ -65,8 +84,8 @@ func (u *updateBatcher) flush() {
 		u.mu.Unlock()
 		return
 	}
-	batch := u.pending
-	u.pending = map[string]*structs.Allocation{}
+	batch, faults := u.pending, u.faults
+	u.pending, u.faults = map[string]*structs.Allocation{}, nil
 	u.mu.Unlock()
 
 	list := make([]*structs.Allocation, 0, len(batch))
@@ -75,7 +94,10 @@ func (u *updateBatcher) flush() {
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
 	id, secret := u.c.nodeIdentity()
-	req := &structs.AllocUpdateRequest{Alloc: list, NodeSecrets: map[string]string{id: secret},
+	for _, f := range faults {
+		f.NodeID = id
+	}
+	req := &structs.AllocUpdateRequest{Alloc: list, NodeSecrets: map[string]string{id: secret}, NodeFaults: faults,
 		WriteRequest: structs.WriteRequest{Region: u.c.cfg.Region, AuthToken: secret}}
 	var resp structs.GenericResponse
 	start := time.Now()
@@ -91,6 +113,10 @@ func (u *updateBatcher) flush() {
 			if _, newer := u.pending[id]; !newer {
 				u.pending[id] = a
 			}
+		}
+		u.faults = append(faults, u.faults...)
+		if n := len(u.faults); n > maxPendingFaults {
+			u.faults = u.faults[n-maxPendingFaults:]
 		}
 		u.mu.Unlock()
 	}

@@ -181,3 +181,12 @@ func (h *Heartbeater) stopAllLocked() {
 	}
 	clear(h.gen)
 }
+
+// Tracking reports whether nodeID has a live timer: the node heartbeated
+// (or was armed at a leader change) and has not been marked down since.
+func (h *Heartbeater) Tracking(nodeID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.timers[nodeID]
+	return ok
+}

@@ -82,6 +82,12 @@ type Config struct {
 	// waits for its tasks to finish and moves its data (alloc/data and
 	// the tasks' local directories) over before the tasks start.
 	Previous *AllocRunner
+	// NodeFault receives each failure the runner attributes to the node,
+	// not the job (the allocation or task directory, logs or cgroup could
+	// not be set up; a driver failed for the node's reasons), for the
+	// servers' flaky-node quarantine. It must not block. nil: not
+	// reported (the task event still carries its NodeFault kind).
+	NodeFault func(*structs.NodeFault)
 }
 
 // AllocRunner runs one allocation's tasks. Create with New, then Run.
@@ -206,6 +212,15 @@ func (ar *AllocRunner) servicesChanged() {
 // ID returns the allocation ID.
 func (ar *AllocRunner) ID() string { return ar.id }
 
+// reportNodeFault hands a node fault of kind (of task and its driver,
+// when known) to Config.NodeFault.
+func (ar *AllocRunner) reportNodeFault(kind, task, drv string) {
+	if ar.cfg.NodeFault == nil {
+		return
+	}
+	ar.cfg.NodeFault(&structs.NodeFault{NodeID: ar.cfg.Node.ID, Kind: kind, AllocID: ar.id, TaskName: task, Driver: drv, Time: time.Now()})
+}
+
 // AllocDir returns the allocation's directory layout.
 func (ar *AllocRunner) AllocDir() *allocdir.AllocDir { return ar.allocDir }
 
@@ -214,6 +229,9 @@ func (ar *AllocRunner) AllocDir() *allocdir.AllocDir { return ar.allocDir }
 func (ar *AllocRunner) Run() {
 	fail := func(msg string) {
 		ar.mu.Lock()
+		// setupErr keeps publish from deriving the status from the
+		// tasks, which never started (they would say pending).
+		ar.setupErr = msg
 		ar.clientStatus = structs.AllocClientStatusFailed
 		ar.clientDesc = msg
 		ar.terminalAt = time.Now()
@@ -235,6 +253,7 @@ func (ar *AllocRunner) Run() {
 		return
 	}
 	if err := ar.allocDir.Build(); err != nil {
+		ar.reportNodeFault(structs.NodeFaultSetup, "", "")
 		fail("building the allocation directory: " + err.Error())
 		return
 	}

@@ -91,9 +91,28 @@ func testAlloc(jobType string, policy *structs.RestartPolicy, tasks ...*structs.
 }
 
 type runnerEnv struct {
-	root string
-	db   *clientstate.DB
-	rec  *recorder
+	root   string
+	db     *clientstate.DB
+	rec    *recorder
+	faults faultRecorder
+}
+
+// faultRecorder keeps the node faults a runner reported.
+type faultRecorder struct {
+	mu  sync.Mutex
+	got []*structs.NodeFault
+}
+
+func (f *faultRecorder) add(nf *structs.NodeFault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got = append(f.got, nf)
+}
+
+func (f *faultRecorder) list() []*structs.NodeFault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*structs.NodeFault(nil), f.got...)
 }
 
 func newEnv(t *testing.T) *runnerEnv {
@@ -110,7 +129,8 @@ func newEnv(t *testing.T) *runnerEnv {
 func (e *runnerEnv) start(t *testing.T, a *structs.Allocation, restored map[string]*clientstate.TaskRunnerState) *AllocRunner {
 	t.Helper()
 	ar, err := New(Config{Alloc: a, AllocRoot: e.root, Drivers: testDrivers(), StateDB: e.db,
-		Updater: e.rec.update, Node: NodeInfo{ID: "n1", Datacenter: "dc7", Region: "global"}, Restored: restored})
+		Updater: e.rec.update, Node: NodeInfo{ID: "n1", Datacenter: "dc7", Region: "global"}, Restored: restored,
+		NodeFault: e.faults.add})
 	if err != nil {
 		t.Fatal(err)
 	}

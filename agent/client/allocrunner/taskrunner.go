@@ -297,6 +297,10 @@ func (tr *taskRunner) run() {
 	if err := tr.setup(); err != nil {
 		ev := newEvent(structs.TaskSetupFailure, "Task setup failed: "+err.Error())
 		ev.Message, ev.FailsTask = err.Error(), true
+		if errors.Is(err, driver.ErrNodeFault) {
+			ev.NodeFault = structs.NodeFaultSetup
+			tr.ar.reportNodeFault(ev.NodeFault, tr.task.Name, tr.task.Driver)
+		}
 		tr.finish(true, ev)
 		return
 	}
@@ -446,11 +450,13 @@ func (tr *taskRunner) setup() error {
 	if tr.restored == nil {
 		tr.update(nil, newEvent(structs.TaskSetup, "Building Task Directory"))
 	}
+	// The task directory, the node's host volumes and the log files are
+	// the node's to provide: their failures are node faults (disk).
 	if err := tr.taskDir.Build(); err != nil {
-		return err
+		return driver.NodeFault(err)
 	}
 	if err := tr.mountVolumes(); err != nil {
-		return err
+		return driver.NodeFault(err)
 	}
 	if err := tr.writePayload(); err != nil {
 		return err
@@ -466,14 +472,14 @@ func (tr *taskRunner) setup() error {
 		if lc == nil || !lc.Disabled {
 			r, err := logs.NewRotator(ad.LogDir, allocdir.LogBase(tr.task.Name, typ), maxFiles, maxSize)
 			if err != nil {
-				return fmt.Errorf("opening %s log: %w", typ, err)
+				return driver.NodeFault(fmt.Errorf("opening %s log: %w", typ, err))
 			}
 			w = r
 		}
 		p, err := logs.StartPump(ad.LogFIFO(tr.task.Name, typ), w)
 		if err != nil {
 			w.Close()
-			return fmt.Errorf("opening %s fifo: %w", typ, err)
+			return driver.NodeFault(fmt.Errorf("opening %s fifo: %w", typ, err))
 		}
 		tr.pumps = append(tr.pumps, p)
 	}
@@ -539,7 +545,8 @@ var errInvalidConfig = errors.New("invalid task config")
 // start validates the config and starts the task.
 func (tr *taskRunner) start() (driver.Handle, error) {
 	if tr.drv == nil {
-		return nil, driver.Unrecoverable(fmt.Errorf("driver %q is not available on this client", tr.task.Driver))
+		// The node was placed on because it offered the driver.
+		return nil, driver.Unrecoverable(driver.NodeFault(fmt.Errorf("driver %q is not available on this client", tr.task.Driver)))
 	}
 	cfg := tr.taskConfig()
 	if err := tr.drv.ValidateConfig(cfg.Config); err != nil {
@@ -661,6 +668,10 @@ func (tr *taskRunner) afterExit(res *driver.ExitResult, startErr error) bool {
 	if startErr != nil {
 		ev = newEvent(structs.TaskDriverFailure, "Failed to start task: "+startErr.Error())
 		ev.DriverError, ev.Message = startErr.Error(), startErr.Error()
+		if errors.Is(startErr, driver.ErrNodeFault) {
+			ev.NodeFault = structs.NodeFaultDriverStart
+			tr.ar.reportNodeFault(ev.NodeFault, tr.task.Name, tr.task.Driver)
+		}
 	} else {
 		ev = newEvent(structs.TaskTerminated, fmt.Sprintf("Exit Code: %d", res.ExitCode))
 		ev.ExitCode, ev.Signal = res.ExitCode, res.Signal

@@ -210,3 +210,26 @@ var (
 func Unrecoverable(err error) error {
 	return fmt.Errorf("%w: %w", ErrUnrecoverable, err)
 }
+
+// ErrNodeFault marks a start (or set-up) error that is the node's fault,
+// not the task's: the driver or the client could not do its part on this
+// machine (its own directories, files or processes, cgroups), whatever
+// the task asked for. The task runner reports such a failure as a node
+// fault (kind driver-start, or setup for the task's set-up), counted
+// toward the node's quarantine. A task that cannot run as written (a
+// missing command, a bad config) is never one.
+var ErrNodeFault = errors.New("node fault")
+
+// NodeFault marks err as the node's fault: errors.Is(result, ErrNodeFault)
+// holds, and the message is err's.
+func NodeFault(err error) error {
+	if err == nil {
+		return nil
+	}
+	return nodeFaultError{err}
+}
+
+type nodeFaultError struct{ err error }
+
+func (e nodeFaultError) Error() string   { return e.err.Error() }
+func (e nodeFaultError) Unwrap() []error { return []error{e.err, ErrNodeFault} }

@@ -165,7 +165,7 @@ func containerName(cfg *driver.TaskConfig) string { return cfg.TaskName + "-" + 
 // and is left to the restart policy.
 func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Handle, error) {
 	if d.clientErr != nil {
-		return nil, d.clientErr
+		return nil, driver.NodeFault(d.clientErr)
 	}
 	conf, err := driverspec.DockerSpec.Decode(cfg.Config)
 	if err != nil {
@@ -190,7 +190,7 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 	imageID, err := d.images.acquire(ctx, cfg.ID, tc)
 	if err != nil {
 		release()
-		return nil, err
+		return nil, daemonFault(err)
 	}
 	release = func() {
 		d.cores.release(cfg.ID)
@@ -199,13 +199,13 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 	dir := stateDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		release()
-		return nil, fmt.Errorf("creating the driver's task directory: %w", err)
+		return nil, driver.NodeFault(fmt.Errorf("creating the driver's task directory: %w", err))
 	}
 	_ = os.Remove(filepath.Join(dir, logsSinceFile)) // an earlier run's
 	id, err := d.createAndStart(ctx, opts)
 	if err != nil {
 		release()
-		return nil, err
+		return nil, daemonFault(err)
 	}
 	st := &driver.HandleState{Driver: Name, TaskID: cfg.ID, StartedAt: time.Now(), Data: map[string]string{
 		dataContainerID: id, dataImage: tc.image, dataImageID: imageID,
@@ -223,6 +223,16 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 	h := d.newHandle(st, time.Time{})
 	d.logger.Debug("started container", "task_id", cfg.ID, "container_id", shortID(id), "image", tc.image)
 	return h, nil
+}
+
+// daemonFault marks err as the node's fault when the daemon could not be
+// reached (the node's docker is down); an error the daemon answered (an
+// image that does not exist, a refused option) is the task's.
+func daemonFault(err error) error {
+	if client.IsErrConnectionFailed(err) {
+		return driver.NodeFault(err)
+	}
+	return err
 }
 
 // createAndStart creates the container (replacing one of the same name

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/drover-project/drover/agent/client/cgroup"
+	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/agent/client/driver/rawexec"
 	"github.com/drover-project/drover/structs/driverspec"
 )
@@ -55,12 +56,14 @@ func (launcher) Start(spec *rawexec.LaunchSpec, stdout, stderr *os.File) (*exec.
 	if err := json.Unmarshal(spec.Config, &lc); err != nil {
 		return nil, fmt.Errorf("exec: reading the launch config: %w", err)
 	}
+	// The task's cgroup is the node's to provide: a failure is a node
+	// fault (driver.ErrNodeFault), reported as such by the supervisor.
 	g, err := taskGroup(lc.Cgroup)
 	if err != nil {
-		return nil, err
+		return nil, driver.NodeFault(err)
 	}
 	if err := g.Create(lc.Limits); err != nil {
-		return nil, fmt.Errorf("creating the task's cgroup: %w", err)
+		return nil, driver.NodeFault(fmt.Errorf("creating the task's cgroup: %w", err))
 	}
 	in, err := json.Marshal(&initSpec{LaunchSpec: *spec, Launch: lc})
 	if err != nil {

@@ -67,6 +67,10 @@ type supervisorReport struct {
 	PID       int    `json:"pid"`
 	StartTime uint64 `json:"start_time"`
 	Error     string `json:"error,omitempty"`
+	// NodeFault says Error is the node's fault (the launcher's error
+	// wrapped driver.ErrNodeFault: a cgroup that could not be made), not
+	// the task's.
+	NodeFault bool `json:"node_fault,omitempty"`
 }
 
 // exitStatus is the status file. TaskPID and TaskStartTime say which run

@@ -133,7 +133,7 @@ func (d *Driver) ValidateConfig(cfg map[string]any) error {
 // starts the task, and returns once the supervisor reports the task's PID.
 func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Handle, error) {
 	if !d.cfg.Enabled {
-		return nil, driver.Unrecoverable(driver.ErrDisabled)
+		return nil, driver.Unrecoverable(driver.NodeFault(driver.ErrDisabled))
 	}
 	launch, err := d.prepare(cfg)
 	if err != nil {
@@ -142,14 +142,14 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 
 	supDir := d.supervisorDir(cfg)
 	if err := os.MkdirAll(supDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the supervisor directory: %w", err)
+		return nil, driver.NodeFault(fmt.Errorf("creating the supervisor directory: %w", err))
 	}
 	statusPath := filepath.Join(supDir, exitStatusFile)
 	// A status or run record left by an earlier run must not stand for
 	// this one.
 	for _, name := range []string{exitStatusFile, runFile} {
 		if err := os.Remove(filepath.Join(supDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("removing an old %s: %w", name, err)
+			return nil, driver.NodeFault(fmt.Errorf("removing an old %s: %w", name, err))
 		}
 	}
 	spec, err := json.Marshal(&supervisorSpec{LaunchSpec: *launch, StatusPath: statusPath})
@@ -158,7 +158,7 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 	}
 	cmd, report, err := d.startSupervisor(cfg, supDir, spec)
 	if err != nil {
-		return nil, err
+		return nil, driver.NodeFault(err)
 	}
 	supPID := cmd.Process.Pid
 	// The supervisor is this process's child until Wait: its PID is
@@ -167,7 +167,7 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 	if err != nil {
 		report.Close() // a supervisor that cannot report kills its task
 		go func() { _ = cmd.Wait() }()
-		return nil, fmt.Errorf("reading the supervisor's start time: %w", err)
+		return nil, driver.NodeFault(fmt.Errorf("reading the supervisor's start time: %w", err))
 	}
 	var rep *supervisorReport
 	reports := readReport(report)
@@ -188,7 +188,7 @@ func (d *Driver) Start(ctx context.Context, cfg *driver.TaskConfig) (driver.Hand
 	if err != nil {
 		go func() { _ = cmd.Wait() }()
 		if errors.Is(err, errNoReport) {
-			err = fmt.Errorf("%w (see %s)", err, filepath.Join(supDir, supervisorLogFile))
+			err = driver.NodeFault(fmt.Errorf("%w (see %s)", err, filepath.Join(supDir, supervisorLogFile)))
 		}
 		return nil, err
 	}
@@ -278,6 +278,8 @@ func readReport(r *os.File) <-chan reportResult {
 			err = errNoReport
 		case err != nil:
 			err = fmt.Errorf("reading the supervisor's report: %w", err)
+		case rep.Error != "" && rep.NodeFault:
+			err = driver.NodeFault(errors.New(rep.Error))
 		case rep.Error != "":
 			err = errors.New(rep.Error)
 		case rep.PID <= 0:

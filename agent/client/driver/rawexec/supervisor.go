@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-project/drover/agent/client/driver"
 	"github.com/drover-project/drover/internal/backoff"
 )
 
@@ -74,7 +75,7 @@ func runSupervisor(l Launcher) int {
 	// awaitOutputRead.
 	cmd, err := l.Start(&spec.LaunchSpec, stdout, stderr)
 	if err != nil {
-		sendReport(report, &supervisorReport{Error: err.Error()})
+		sendReport(report, &supervisorReport{Error: err.Error(), NodeFault: errors.Is(err, driver.ErrNodeFault)})
 		return 1
 	}
 	pid := cmd.Process.Pid

@@ -1,0 +1,51 @@
+package quarantine
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/drover-project/drover/structs"
+)
+
+// ProbeInput is what the re-probe of a quarantined node looks at.
+type ProbeInput struct {
+	// Node is the node's current row.
+	Node *structs.Node
+	// Heartbeating reports whether the leader holds a live heartbeat
+	// timer for the node (the node heartbeated since this leader, or its
+	// predecessor, last saw it).
+	Heartbeating bool
+}
+
+// Probe is the re-probe of a quarantined node: nil when the node may go
+// back to service, else why not. It passes when the node is ready (status
+// ready, not draining), heartbeating, and every driver it reports detected
+// is healthy.
+//
+// It is the one place the quarantine decides a node is well again; a
+// readiness check (the node's operator readiness command, issue 22 item 2)
+// belongs here too.
+func Probe(in ProbeInput) error {
+	n := in.Node
+	switch {
+	case n == nil:
+		return fmt.Errorf("node is gone")
+	case n.Status != structs.NodeStatusReady:
+		return fmt.Errorf("node status is %s", n.Status)
+	case n.Drain || n.DrainStrategy != nil:
+		return fmt.Errorf("node is draining")
+	case !in.Heartbeating:
+		return fmt.Errorf("node is not heartbeating")
+	}
+	var sick []string
+	for name, d := range n.Drivers {
+		if d != nil && d.Detected && !d.Healthy {
+			sick = append(sick, name)
+		}
+	}
+	if len(sick) > 0 {
+		sort.Strings(sick)
+		return fmt.Errorf("drivers unhealthy: %v", sick)
+	}
+	return nil
+}
