@@ -19,12 +19,15 @@ type ProbeInput struct {
 
 // Probe is the re-probe of a quarantined node: nil when the node may go
 // back to service, else why not. It passes when the node is ready (status
-// ready, not draining), heartbeating, and every driver it reports detected
-// is healthy.
+// ready, not draining), heartbeating, its readiness gate (when the client
+// reports one) last passed, and every driver it reports detected is
+// healthy.
 //
-// It is the one place the quarantine decides a node is well again; a
-// readiness check (the node's operator readiness command, issue 22 item 2)
-// belongs here too.
+// It is the one place the quarantine decides a node is well again. The
+// readiness gate's result is as current as the client keeps it: with
+// client { readiness { recheck = true } } the operator's command runs every
+// interval, so the probe reads its latest outcome; without it, the outcome
+// of the gate at the client's start.
 func Probe(in ProbeInput) error {
 	n := in.Node
 	switch {
@@ -36,6 +39,8 @@ func Probe(in ProbeInput) error {
 		return fmt.Errorf("node is draining")
 	case !in.Heartbeating:
 		return fmt.Errorf("node is not heartbeating")
+	case n.Readiness != nil && !n.Readiness.Passed:
+		return fmt.Errorf("node readiness check failing: %s", n.Readiness.Message)
 	}
 	var sick []string
 	for name, d := range n.Drivers {

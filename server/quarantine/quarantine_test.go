@@ -241,12 +241,22 @@ func TestProbe(t *testing.T) {
 	if err := Probe(ProbeInput{Node: ok(), Heartbeating: true}); err != nil {
 		t.Fatalf("healthy node: %v", err)
 	}
+	passed := ok()
+	passed.Readiness = &structs.NodeReadiness{Passed: true}
+	if err := Probe(ProbeInput{Node: passed, Heartbeating: true}); err != nil {
+		t.Fatalf("healthy node whose readiness gate passed: %v", err)
+	}
 	for name, in := range map[string]ProbeInput{
-		"gone":            {Heartbeating: true},
-		"down":            {Node: func() *structs.Node { n := ok(); n.Status = structs.NodeStatusDown; return n }(), Heartbeating: true},
-		"initializing":    {Node: func() *structs.Node { n := ok(); n.Status = structs.NodeStatusInit; return n }(), Heartbeating: true},
-		"draining":        {Node: func() *structs.Node { n := ok(); n.Drain = true; return n }(), Heartbeating: true},
-		"no heartbeat":    {Node: ok()},
+		"gone":         {Heartbeating: true},
+		"down":         {Node: func() *structs.Node { n := ok(); n.Status = structs.NodeStatusDown; return n }(), Heartbeating: true},
+		"initializing": {Node: func() *structs.Node { n := ok(); n.Status = structs.NodeStatusInit; return n }(), Heartbeating: true},
+		"draining":     {Node: func() *structs.Node { n := ok(); n.Drain = true; return n }(), Heartbeating: true},
+		"no heartbeat": {Node: ok()},
+		"readiness fails": {Node: func() *structs.Node {
+			n := ok()
+			n.Readiness = &structs.NodeReadiness{Passed: false, Message: "exit status 1", Command: true}
+			return n
+		}(), Heartbeating: true},
 		"unhealthy drive": {Node: func() *structs.Node { n := ok(); n.Drivers["raw_exec"].Healthy = false; return n }(), Heartbeating: true},
 	} {
 		if err := Probe(in); err == nil {
