@@ -125,6 +125,9 @@ const (
 	metricSchedulerConfig       = "scheduler_config"
 	metricNodePoolUpsert        = "node_pool_upsert"
 	metricNodePoolDelete        = "node_pool_delete"
+	metricPoolAutoscalerUpsert  = "pool_autoscaler_upsert"
+	metricPoolInstanceUpdate    = "pool_instance_update"
+	metricPoolInstanceBehavior  = "pool_instance_behavior"
 	metricPersist               = "persist"
 	metricRestore               = "restore"
 )
@@ -276,6 +279,12 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyDeploymentPromotion(b, buf[1:], log.Index)
 	case structs.DeploymentAllocHealthRequestType:
 		return f.applyDeploymentAllocHealth(b, buf[1:], log.Index)
+	case structs.PoolAutoscalerUpsertRequestType:
+		return f.applyPoolAutoscalerUpsert(b, buf[1:], log.Index)
+	case structs.PoolInstanceUpdateRequestType:
+		return f.applyPoolInstanceUpdate(b, buf[1:], log.Index)
+	case structs.PoolInstanceBehaviorRequestType:
+		return f.applyPoolInstanceBehavior(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

@@ -71,6 +71,11 @@ const (
 	recNodePool
 	// recDeployment is a deployment (state's deployment table).
 	recDeployment
+	// recPoolAutoscaler, recPoolInstance and recPoolAutoscaleStatus are
+	// the autoscaling node pools' configurations, instances and statuses.
+	recPoolAutoscaler
+	recPoolInstance
+	recPoolAutoscaleStatus
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

@@ -326,6 +326,12 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.NodePool)
 		case recDeployment:
 			d.v = new(structs.Deployment)
+		case recPoolAutoscaler:
+			d.v = new(structs.PoolAutoscaler)
+		case recPoolInstance:
+			d.v = new(structs.PoolInstance)
+		case recPoolAutoscaleStatus:
+			d.v = new(structs.PoolAutoscaleStatus)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -411,6 +417,12 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.NodePoolRestore(v)
 	case *structs.Deployment:
 		return in.restore.DeploymentRestore(v)
+	case *structs.PoolAutoscaler:
+		return in.restore.PoolAutoscalerRestore(v)
+	case *structs.PoolInstance:
+		return in.restore.PoolInstanceRestore(v)
+	case *structs.PoolAutoscaleStatus:
+		return in.restore.PoolAutoscaleStatusRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

@@ -138,6 +138,18 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 		must(t, store.SetSchedulerConfig(next(), &structs.SchedulerConfiguration{SchedulerAlgorithm: structs.SchedulerAlgorithmSpread,
 			PreemptionConfig: structs.PreemptionConfig{ServiceSchedulerEnabled: true}}, false))
 		must(t, store.UpsertNodePools(next(), []*structs.NodePool{{Name: "gpu", Description: "GPUs", Meta: map[string]string{"a": "b"}}}))
+		// An autoscaling pool with an instance and events (one a quota
+		// back-off).
+		asg := &structs.PoolAutoscaler{Pool: "gpu", Enabled: true, Provider: "local", Max: 3,
+			InstanceTypes: []*structs.InstanceType{{Name: "small", CPU: 1000, MemoryMB: 512, PricePerHour: 0.25}}}
+		asg.Canonicalize()
+		must(t, store.UpsertPoolAutoscaler(next(), &structs.PoolAutoscalerUpsertRequest{Autoscaler: asg}))
+		must(t, store.UpdatePoolInstances(next(), &structs.PoolInstanceUpdateRequest{
+			Instances: []*structs.PoolInstance{{ID: "i-1", Pool: "gpu", Type: "small", ProviderType: "small", PricePerHour: 0.25,
+				State: structs.InstanceBooting, CreateTime: 1700000010}},
+			Events: []*structs.PoolEvent{{Pool: "gpu", Time: 1700000010, Type: structs.PoolEventCreate, InstanceID: "i-1", Message: "queue"},
+				{Pool: "gpu", Time: 1700000011, Type: structs.PoolEventQuota, Message: "quota", QuotaBackoffUntil: 1700000071}}}))
+		must(t, store.SetPoolInstanceBehavior(next(), &structs.PoolInstanceBehaviorRequest{InstanceID: "i-1", Behavior: structs.InstanceBehaviorHold, Time: 1700000012}))
 	}
 	return index
 }
@@ -199,6 +211,12 @@ func tables(s *state.StateStore) (map[string]any, error) {
 	read(state.TableNodePools, v17, e)
 	v18, e := s.Deployments(nil)
 	read(state.TableDeployments, v18, e)
+	v19, e := s.PoolAutoscalers(nil)
+	read(state.TablePoolAutoscalers, v19, e)
+	v20, e := s.PoolInstances(nil, "")
+	read(state.TablePoolInstances, v20, e)
+	v21, e := s.PoolAutoscaleStatuses(nil)
+	read(state.TablePoolAutoscaleStats, v21, e)
 	return out, err
 }
 

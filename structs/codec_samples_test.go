@@ -139,6 +139,16 @@ func raftSamples() []raftSample {
 			DeploymentUpdate: &DeploymentStatusUpdate{DeploymentID: fixtureID("f", 1), Status: DeploymentStatusRunning,
 				StatusDescription: DeploymentStatusDescriptionRunning}, Eval: eval},
 			func() any { return new(ApplyDeploymentAllocHealthRequest) }},
+		{PoolAutoscalerUpsertRequestType, &PoolAutoscalerUpsertRequest{Autoscaler: &PoolAutoscaler{Pool: "burst", Enabled: true, Provider: "local",
+			InstanceTypes: []*InstanceType{{Name: "small", CPU: 1000, MemoryMB: 512, PricePerHour: 0.5, ProviderType: "s"}}, Min: 0, Max: 3,
+			BootTimeout: time.Minute, IdleTimeout: time.Minute, CreateInterval: time.Minute, MaxCreatesPerInterval: 2, MaxBooting: 2,
+			QuotaBackoff: time.Minute}, WriteRequest: WriteRequest{Region: "global"}}, func() any { return new(PoolAutoscalerUpsertRequest) }},
+		{PoolInstanceUpdateRequestType, &PoolInstanceUpdateRequest{Instances: []*PoolInstance{{ID: "i-1", Pool: "burst", Type: "small",
+			ProviderType: "s", PricePerHour: 0.5, State: InstanceBooting, Behavior: InstanceBehaviorRun, CreateTime: 7}}, Remove: []string{"i-0"},
+			Events: []*PoolEvent{{Pool: "burst", Time: 7, Type: PoolEventCreate, InstanceID: "i-1", Message: "m"}},
+			WriteRequest: WriteRequest{Region: "global"}}, func() any { return new(PoolInstanceUpdateRequest) }},
+		{PoolInstanceBehaviorRequestType, &PoolInstanceBehaviorRequest{InstanceID: "i-1", Behavior: InstanceBehaviorHold, Time: 9,
+			WriteRequest: WriteRequest{Region: "global"}}, func() any { return new(PoolInstanceBehaviorRequest) }},
 	}
 }
 

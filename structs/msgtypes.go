@@ -82,6 +82,16 @@ const (
 	DeploymentStatusUpdateRequestType
 	DeploymentPromoteRequestType
 	DeploymentAllocHealthRequestType
+	// Autoscaling node pools (structs/autoscale.go), without the ignore
+	// flag: a server that skipped them would, once leader, create or
+	// destroy instances its peers know nothing of.
+	// PoolAutoscalerUpsertRequestType sets or deletes a pool's
+	// configuration; PoolInstanceUpdateRequestType is the leader
+	// autoscaler's record of instances and events;
+	// PoolInstanceBehaviorRequestType is an operator's hold, drain or run.
+	PoolAutoscalerUpsertRequestType
+	PoolInstanceUpdateRequestType
+	PoolInstanceBehaviorRequestType
 )
 
 // IgnoreUnknownTypeFlag, set on a message type, tells an older server that
@@ -100,7 +110,8 @@ func (t MessageType) String() string {
 		"ServiceRegistrationDeleteByID", "ServiceRegistrationDeleteByAllocIDs",
 		"JobStability", "ScalingEventRegister", "PeriodicLaunch", "SchedulerConfig",
 		"NodePoolUpsert", "NodePoolDelete",
-		"DeploymentStatusUpdate", "DeploymentPromote", "DeploymentAllocHealth"}
+		"DeploymentStatusUpdate", "DeploymentPromote", "DeploymentAllocHealth",
+		"PoolAutoscalerUpsert", "PoolInstanceUpdate", "PoolInstanceBehavior"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) {
 		return names[base]
