@@ -145,7 +145,7 @@ func raftSamples() []raftSample {
 			QuotaBackoff: time.Minute}, WriteRequest: WriteRequest{Region: "global"}}, func() any { return new(PoolAutoscalerUpsertRequest) }},
 		{PoolInstanceUpdateRequestType, &PoolInstanceUpdateRequest{Instances: []*PoolInstance{{ID: "i-1", Pool: "burst", Type: "small",
 			ProviderType: "s", PricePerHour: 0.5, State: InstanceBooting, Behavior: InstanceBehaviorRun, CreateTime: 7}}, Remove: []string{"i-0"},
-			Events: []*PoolEvent{{Pool: "burst", Time: 7, Type: PoolEventCreate, InstanceID: "i-1", Message: "m"}},
+			Events:       []*PoolEvent{{Pool: "burst", Time: 7, Type: PoolEventCreate, InstanceID: "i-1", Message: "m"}},
 			WriteRequest: WriteRequest{Region: "global"}}, func() any { return new(PoolInstanceUpdateRequest) }},
 		{PoolInstanceBehaviorRequestType, &PoolInstanceBehaviorRequest{InstanceID: "i-1", Behavior: InstanceBehaviorHold, Time: 9,
 			WriteRequest: WriteRequest{Region: "global"}}, func() any { return new(PoolInstanceBehaviorRequest) }},
