@@ -247,6 +247,7 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 			Networks: structs.NodeReservedNetworkResources{ReservedHostPorts: r.ReservedPorts},
 		}
 	}
+	cc.CPUTotalCompute, cc.MemoryTotalMB = cfg.Client.CPUTotalCompute, cfg.Client.MemoryTotalMB
 	cc.Network = fingerprint.NetworkConfig{Interface: cfg.Client.NetworkInterface,
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort}
 	for _, hn := range cfg.Client.HostNetworks {

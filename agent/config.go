@@ -150,6 +150,11 @@ type ClientConfig struct {
 	// Reserved resources are held back from scheduling (nil: the client's
 	// small defaults).
 	Reserved *ReservedConfig
+	// CPUTotalCompute (MHz) and MemoryTotalMB, when positive, replace the
+	// fingerprinted totals (Nomad's cpu_total_compute and
+	// memory_total_mb): an autoscaled instance offers its type's size.
+	CPUTotalCompute int
+	MemoryTotalMB   int
 	// Client garbage collection: every GCInterval (gc_interval, 1m, as
 	// Nomad) the client removes finished allocations' directories once
 	// they are GCRetention old (gc_retention, 1h; Drover's own setting)
@@ -385,6 +390,9 @@ func (c *Config) Validate() error {
 		if err := checkJoinAddr(addr); err != nil {
 			add("client servers %q: %v", addr, err)
 		}
+	}
+	if c.Client.CPUTotalCompute < 0 || c.Client.MemoryTotalMB < 0 {
+		add("client cpu_total_compute and memory_total_mb must not be negative")
 	}
 	if r := c.Client.Reserved; r != nil && (r.CPU < 0 || r.MemoryMB < 0 || r.DiskMB < 0) {
 		add("client reserved resources must not be negative; got cpu %d, memory %d, disk %d", r.CPU, r.MemoryMB, r.DiskMB)

@@ -106,6 +106,8 @@ type fileClient struct {
 	NodePool            *string       `hcl:"node_pool,optional"`
 	Meta                *fileMeta     `hcl:"meta,block"`
 	Reserved            *fileReserved `hcl:"reserved,block"`
+	CPUTotalCompute     *int          `hcl:"cpu_total_compute,optional"`
+	MemoryTotalMB       *int          `hcl:"memory_total_mb,optional"`
 	GCInterval          *string       `hcl:"gc_interval,optional"`
 	GCIntervalRange     hcl.Range     `hcl:"gc_interval,attr_value_range"`
 	GCRetention         *string       `hcl:"gc_retention,optional"`
@@ -304,6 +306,8 @@ func (fc *fileConfig) apply(c *Config) error {
 			setInt(&c.Client.Reserved.DiskMB, r.DiskMB)
 			setString(&c.Client.Reserved.ReservedPorts, r.ReservedPorts)
 		}
+		setInt(&c.Client.CPUTotalCompute, cl.CPUTotalCompute)
+		setInt(&c.Client.MemoryTotalMB, cl.MemoryTotalMB)
 		setString(&c.Client.NetworkInterface, cl.NetworkInterface)
 		setInt(&c.Client.MinDynamicPort, cl.MinDynamicPort)
 		setInt(&c.Client.MaxDynamicPort, cl.MaxDynamicPort)
