@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/server/autoscaler"
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -187,6 +189,9 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 		ACLTokenMinExpirationTTL: cfg.ACL.TokenMinExpirationTTL,
 		ACLTokenMaxExpirationTTL: cfg.ACL.TokenMaxExpirationTTL,
 		TLS:                      a.tls,
+	}
+	if err := a.autoscaleProviders(srvCfg, dataDir); err != nil {
+		return err
 	}
 	cfg.Limits.serverRPCLimits(srvCfg)
 	if cfg.serverConfigHook != nil {
@@ -399,4 +404,42 @@ func (a *Agent) Shutdown() error {
 		a.logger.Info("shutdown complete")
 	})
 	return a.shutdownErr
+}
+
+// autoscaleProviders builds the server's autoscale providers from the
+// autoscale_provider blocks (local only; Validate refused the rest).
+func (a *Agent) autoscaleProviders(srvCfg *server.Config, dataDir string) error {
+	cfg := a.config.Server
+	srvCfg.AutoscaleInterval = cfg.AutoscaleInterval
+	for _, p := range cfg.AutoscaleProviders {
+		dir := p.Dir
+		if dir == "" {
+			dir = filepath.Join(dataDir, "autoscale", p.Name)
+		}
+		servers := func() []string { return slices.Clone(p.Servers) }
+		if len(p.Servers) == 0 {
+			servers = func() []string {
+				if a.server == nil {
+					return nil
+				}
+				var out []string
+				for _, m := range a.server.Members() {
+					if m.Status == server.MemberStatusAlive || m.Status == "" {
+						out = append(out, m.RPCAddr)
+					}
+				}
+				return out
+			}
+		}
+		prov, err := autoscaler.NewLocal(autoscaler.LocalConfig{Dir: dir, Binary: p.Binary, Servers: servers,
+			Quota: p.Quota, ExtraConfig: p.ClientConfig})
+		if err != nil {
+			return fmt.Errorf("server autoscale_provider %q: %w", p.Name, err)
+		}
+		if srvCfg.AutoscaleProviders == nil {
+			srvCfg.AutoscaleProviders = map[string]autoscaler.Provider{}
+		}
+		srvCfg.AutoscaleProviders[p.Name] = prov
+	}
+	return nil
 }

@@ -123,6 +123,26 @@ type ServerConfig struct {
 	JobGCThreshold        time.Duration
 	NodeGCThreshold       time.Duration
 	DeploymentGCThreshold time.Duration
+	// AutoscaleProviders are the autoscale_provider blocks: the providers
+	// autoscaled node pools may name (docs/operations.md).
+	// AutoscaleInterval is the longest time between two autoscaler passes
+	// (0: 1s).
+	AutoscaleProviders []AutoscaleProviderConfig
+	AutoscaleInterval  time.Duration
+}
+
+// AutoscaleProviderConfig is server { autoscale_provider "<name>" { ... } }.
+// Type is the provider's kind (default: the name); Drover has one, local:
+// Dir holds its instances ("": <data dir>/autoscale/<name>), Binary is
+// the drover binary the clients run ("": this one), Servers the servers'
+// RPC addresses the clients join ("": the cluster's servers, as this
+// server knows them), Quota the most instances at once (0: no limit), and
+// ClientConfig HCL added to every client's configuration.
+type AutoscaleProviderConfig struct {
+	Name, Type, Dir, Binary string
+	Servers                 []string
+	Quota                   int
+	ClientConfig            string
 }
 
 // Nomad's server garbage collection defaults.
@@ -390,6 +410,18 @@ func (c *Config) Validate() error {
 		if err := checkJoinAddr(addr); err != nil {
 			add("client servers %q: %v", addr, err)
 		}
+	}
+	seenProviders := map[string]bool{}
+	for _, p := range c.Server.AutoscaleProviders {
+		switch {
+		case p.Type != "local":
+			add("server autoscale_provider %q: Drover does not support provider type %q (only local; docs/operations.md says how to write one)", p.Name, p.Type)
+		case seenProviders[p.Name]:
+			add("server autoscale_provider %q: given twice", p.Name)
+		case p.Quota < 0:
+			add("server autoscale_provider %q: quota must not be negative", p.Name)
+		}
+		seenProviders[p.Name] = true
 	}
 	if c.Client.CPUTotalCompute < 0 || c.Client.MemoryTotalMB < 0 {
 		add("client cpu_total_compute and memory_total_mb must not be negative")

@@ -91,6 +91,22 @@ type fileServer struct {
 	NodeGCThresholdRange       hcl.Range `hcl:"node_gc_threshold,attr_value_range"`
 	DeploymentGCThreshold      *string   `hcl:"deployment_gc_threshold,optional"`
 	DeploymentGCThresholdRange hcl.Range `hcl:"deployment_gc_threshold,attr_value_range"`
+
+	AutoscaleInterval      *string                 `hcl:"autoscale_interval,optional"`
+	AutoscaleIntervalRange hcl.Range               `hcl:"autoscale_interval,attr_value_range"`
+	AutoscaleProviders     []fileAutoscaleProvider `hcl:"autoscale_provider,block"`
+}
+
+// fileAutoscaleProvider is server { autoscale_provider "<name>" { ... } }:
+// a provider autoscaled node pools may name (Drover's own block).
+type fileAutoscaleProvider struct {
+	Name         string   `hcl:"name,label"`
+	Type         *string  `hcl:"type,optional"`
+	Dir          *string  `hcl:"dir,optional"`
+	Binary       *string  `hcl:"binary,optional"`
+	Servers      []string `hcl:"servers,optional"`
+	Quota        *int     `hcl:"quota,optional"`
+	ClientConfig *string  `hcl:"client_config,optional"`
 }
 
 type fileServerJoin struct {
@@ -274,8 +290,18 @@ func (fc *fileConfig) apply(c *Config) error {
 			{"job_gc_threshold", s.JobGCThreshold, s.JobGCThresholdRange, &c.Server.JobGCThreshold, true},
 			{"node_gc_threshold", s.NodeGCThreshold, s.NodeGCThresholdRange, &c.Server.NodeGCThreshold, true},
 			{"deployment_gc_threshold", s.DeploymentGCThreshold, s.DeploymentGCThresholdRange, &c.Server.DeploymentGCThreshold, true},
+			{"autoscale_interval", s.AutoscaleInterval, s.AutoscaleIntervalRange, &c.Server.AutoscaleInterval, true},
 		}); err != nil {
 			return err
+		}
+		for _, p := range s.AutoscaleProviders {
+			ap := AutoscaleProviderConfig{Name: p.Name, Type: p.Name, Servers: p.Servers}
+			setString(&ap.Type, p.Type)
+			setString(&ap.Dir, p.Dir)
+			setString(&ap.Binary, p.Binary)
+			setInt(&ap.Quota, p.Quota)
+			setString(&ap.ClientConfig, p.ClientConfig)
+			c.Server.AutoscaleProviders = append(c.Server.AutoscaleProviders, ap)
 		}
 		if j := s.ServerJoin; j != nil {
 			if j.RetryJoin != nil {
