@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,11 +19,11 @@ import (
 
 // Files of a local instance's directory (<Dir>/<instance ID>/).
 const (
-	localTagsFile   = "tags.json"
-	localConfigFile = "client.hcl"
-	localPIDFile    = "pid"
-	localLogFile    = "agent.log"
-	localDataDir    = "data"
+	localTagsFile  = "tags.json"
+	localConfigDir = "config" // 10-client.json and 20-extra.hcl
+	localPIDFile   = "pid"
+	localLogFile   = "agent.log"
+	localDataDir   = "data"
 	// LocalQuotaFile, present in Dir, makes every Create fail with a
 	// *QuotaError (the test hook for quota back-off).
 	LocalQuotaFile = "QUOTA_EXCEEDED"
@@ -122,15 +121,28 @@ func (l *Local) Create(ctx context.Context, spec CreateSpec) (*Instance, error) 
 	if err := os.WriteFile(filepath.Join(dir, localTagsFile), tags, 0o644); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, localConfigFile), []byte(l.clientConfig(spec, dir)), 0o644); err != nil {
+	confDir := filepath.Join(dir, localConfigDir)
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
 		return nil, err
+	}
+	conf, err := l.clientConfig(spec, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(confDir, "10-client.json"), conf, 0o644); err != nil {
+		return nil, err
+	}
+	if l.cfg.ExtraConfig != "" {
+		if err := os.WriteFile(filepath.Join(confDir, "20-extra.hcl"), []byte(l.cfg.ExtraConfig+"\n"), 0o644); err != nil {
+			return nil, err
+		}
 	}
 	logf, err := os.OpenFile(filepath.Join(dir, localLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(l.cfg.Binary, "agent", "-client", "-config", filepath.Join(dir, localConfigFile))
+	cmd := exec.Command(l.cfg.Binary, "agent", "-client", "-config", confDir)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -146,43 +158,27 @@ func (l *Local) Create(ctx context.Context, spec CreateSpec) (*Instance, error) 
 	return &Instance{ProviderID: spec.ID, Tags: spec.Tags, Running: true, Created: time.Now()}, nil
 }
 
-// clientConfig is the instance's agent configuration.
-func (l *Local) clientConfig(spec CreateSpec, dir string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "data_dir = %q\nname = %q\nbind_addr = \"127.0.0.1\"\nports {\n  http = 0\n}\n", filepath.Join(dir, localDataDir), spec.ID)
+// clientConfig is the instance's agent configuration, in JSON (the
+// meta keys have dots, which HCL's native syntax cannot name).
+func (l *Local) clientConfig(spec CreateSpec, dir string) ([]byte, error) {
 	var servers []string
 	if l.cfg.Servers != nil {
 		servers = l.cfg.Servers()
 	}
-	fmt.Fprintf(&b, "client {\n  enabled = true\n  node_pool = %q\n  servers = [", spec.Pool)
-	for i, s := range servers {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%q", s)
+	client := map[string]any{
+		"enabled": true, "node_pool": spec.Pool, "servers": servers, "meta": spec.Meta,
+		"reserved": map[string]any{"cpu": 0, "memory": 0},
 	}
-	b.WriteString("]\n")
 	if spec.CPU > 0 {
-		fmt.Fprintf(&b, "  cpu_total_compute = %d\n", spec.CPU)
+		client["cpu_total_compute"] = spec.CPU
 	}
 	if spec.MemoryMB > 0 {
-		fmt.Fprintf(&b, "  memory_total_mb = %d\n", spec.MemoryMB)
+		client["memory_total_mb"] = spec.MemoryMB
 	}
-	b.WriteString("  reserved {\n    cpu = 0\n    memory = 0\n  }\n  meta {\n")
-	keys := make([]string, 0, len(spec.Meta))
-	for k := range spec.Meta {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "    %q = %q\n", k, spec.Meta[k])
-	}
-	b.WriteString("  }\n}\n")
-	if l.cfg.ExtraConfig != "" {
-		b.WriteString(l.cfg.ExtraConfig)
-		b.WriteString("\n")
-	}
-	return b.String()
+	return json.MarshalIndent(map[string]any{
+		"data_dir": filepath.Join(dir, localDataDir), "name": spec.ID, "bind_addr": "127.0.0.1",
+		"ports": map[string]any{"http": 0}, "client": client,
+	}, "", "  ")
 }
 
 // List returns the instances whose tags include tags.
