@@ -25,6 +25,9 @@ const (
 	DefaultReconcileInterval = time.Minute
 	// DefaultCallTimeout bounds one provider call.
 	DefaultCallTimeout = 2 * time.Minute
+	// DefaultMinInterval is the least time between two passes, so a burst
+	// of state changes (a plan, then its clients' updates) costs one.
+	DefaultMinInterval = 100 * time.Millisecond
 )
 
 // Metric names (the server's Prometheus output; docs/operations.md).
@@ -78,8 +81,10 @@ type Config struct {
 	Providers map[string]Provider
 	// Clock is the source of time (nil: the wall clock).
 	Clock clock.Clock
-	// Interval, ReconcileInterval and CallTimeout: 0 takes the defaults.
+	// Interval, MinInterval, ReconcileInterval and CallTimeout: 0 takes
+	// the defaults.
 	Interval          time.Duration
+	MinInterval       time.Duration
 	ReconcileInterval time.Duration
 	CallTimeout       time.Duration
 	// NewID names new instances (nil: structs.GenerateUUID).
@@ -113,6 +118,9 @@ func New(cfg Config) (*Autoscaler, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
+	if cfg.MinInterval <= 0 {
+		cfg.MinInterval = DefaultMinInterval
+	}
 	if cfg.ReconcileInterval <= 0 {
 		cfg.ReconcileInterval = DefaultReconcileInterval
 	}
@@ -127,7 +135,8 @@ func New(cfg Config) (*Autoscaler, error) {
 }
 
 // Run makes passes until ctx ends: after every change of the pools'
-// configurations, instances or nodes, and at least every Interval.
+// configurations, instances or nodes (at most one per MinInterval), and
+// at least every Interval.
 func (a *Autoscaler) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		ws := memdb.NewWatchSet()
@@ -142,6 +151,9 @@ func (a *Autoscaler) Run(ctx context.Context) {
 		wctx, cancel := clock.WithDeadline(ctx, a.clock, deadline)
 		_ = ws.WatchCtx(wctx)
 		cancel()
+		if clock.Sleep(ctx, a.clock, a.cfg.MinInterval) != nil {
+			return
+		}
 	}
 }
 
