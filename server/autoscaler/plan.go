@@ -259,7 +259,7 @@ func planBooted(c *structs.PoolAutoscaler, v *PoolView, in *structs.PoolInstance
 		since = now.UnixNano()
 	}
 	idleFor := now.Sub(time.Unix(0, since))
-	if idleFor >= c.IdleTimeout && *active > c.Min && len(v.Asks) == 0 {
+	if idleFor >= c.IdleTimeout && *active > c.Min && !anyFits(v.Asks, Ask{node.FreeCPU, node.FreeMemoryMB}) {
 		destroy(in, structs.PoolEventDestroy, fmt.Sprintf("idle for %s (timeout %s)", idleFor.Round(time.Millisecond), c.IdleTimeout))
 		return
 	}
@@ -324,6 +324,17 @@ func pack(asks []Ask, bins []Ask, types []*structs.InstanceType) (unmet []Ask, n
 		unmet = append(unmet, a)
 	}
 	return unmet, noFit
+}
+
+// anyFits reports whether some ask fits in room (queued work the node
+// could take: it is about to be placed there, so the node is not idle).
+func anyFits(asks []Ask, room Ask) bool {
+	for _, a := range asks {
+		if a.CPU <= room.CPU && a.MemoryMB <= room.MemoryMB {
+			return true
+		}
+	}
+	return false
 }
 
 func fitsAny(a Ask, types []*structs.InstanceType) bool {
