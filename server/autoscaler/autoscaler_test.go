@@ -469,3 +469,48 @@ func TestAdoption(t *testing.T) {
 		t.Fatalf("events %+v", h.events())
 	}
 }
+
+// TestNodeDownAndQueuedWork: an idle instance stays while queued work
+// would fit on it; one whose node went down is kept until its idle
+// timeout (the node may come back), then destroyed.
+func TestNodeDownAndQueuedWork(t *testing.T) {
+	h := newHarness(t, &structs.PoolAutoscaler{Max: 5, IdleTimeout: time.Minute, InstanceTypes: types()[:1]})
+	h.queue(2, 500, 512)
+	h.pass()
+	insts := h.instances()
+	if len(insts) != 1 {
+		t.Fatalf("created %d, want 1", len(insts))
+	}
+	n := h.boot(insts[0], 1000, 1024)
+	h.pass() // booted, idle: the queued work is about to be placed on it
+	h.clk.Advance(2 * time.Minute)
+	h.pass()
+	if in, _ := h.st.PoolInstanceByID(nil, insts[0].ID); in.Gone() {
+		t.Fatalf("idle instance destroyed while queued work fits on it: %+v", in)
+	}
+	h.blocked.evals = nil
+	job := h.queue(1, 500, 512)
+	h.blocked.evals = nil
+	alloc := h.run(job, n)
+	h.pass()
+	if in, _ := h.st.PoolInstanceByID(nil, insts[0].ID); in.State != structs.InstanceRunning {
+		t.Fatalf("instance with an allocation: %+v", in)
+	}
+	// The node goes down; its allocation is lost.
+	down := n.Copy()
+	down.Status = structs.NodeStatusDown
+	h.must(h.st.UpsertNode(h.next(), down, nil))
+	lost := alloc.Copy()
+	lost.ClientStatus = structs.AllocClientStatusLost
+	h.must(h.st.UpdateAllocsFromClient(h.next(), []*structs.Allocation{lost}, nil))
+	h.pass()
+	if in, _ := h.st.PoolInstanceByID(nil, insts[0].ID); in.Gone() {
+		t.Fatalf("instance destroyed as soon as its node went down: %+v", in)
+	}
+	h.clk.Advance(2 * time.Minute)
+	h.pass()
+	h.pass()
+	if in, _ := h.st.PoolInstanceByID(nil, insts[0].ID); !in.Gone() {
+		t.Fatalf("instance of a node down past the idle timeout: %+v", in)
+	}
+}

@@ -137,9 +137,11 @@ func Plan(v *PoolView, now time.Time, newID func() string) *Decision {
 			}
 			continue
 		}
-		// Booted: running, idle or draining.
-		if node == nil || node.Node.TerminalStatus() {
-			destroy(in, structs.PoolEventDestroy, "its node is down or gone")
+		// Booted: running, idle or draining. A node that went down keeps
+		// its instance (it may come back): its allocations are lost, so
+		// it turns idle and goes at the idle timeout like any other.
+		if node == nil {
+			destroy(in, structs.PoolEventDestroy, "its node is gone from the state")
 			continue
 		}
 		planBooted(c, v, in, node, now, d, ev, wake, &active, destroy, &bins)
@@ -210,6 +212,7 @@ func planBooted(c *structs.PoolAutoscaler, v *PoolView, in *structs.PoolInstance
 	ev func(typ, id, format string, args ...any) *structs.PoolEvent, wake func(time.Time), active *int,
 	destroy func(*structs.PoolInstance, string, string), bins *[]Ask) {
 	n := node.Node
+	up := !n.TerminalStatus()
 	set := func(state string, idleSince int64) {
 		if in.State == state && in.IdleSince == idleSince {
 			return
@@ -220,7 +223,7 @@ func planBooted(c *structs.PoolAutoscaler, v *PoolView, in *structs.PoolInstance
 	}
 	switch in.Behavior {
 	case structs.InstanceBehaviorHold:
-		if n.SchedulingEligibility == structs.NodeSchedulingEligible && n.DrainStrategy == nil {
+		if up && n.SchedulingEligibility == structs.NodeSchedulingEligible && n.DrainStrategy == nil {
 			d.Ineligible = append(d.Ineligible, n.ID)
 		}
 		if node.Allocs > 0 {
@@ -236,7 +239,7 @@ func planBooted(c *structs.PoolAutoscaler, v *PoolView, in *structs.PoolInstance
 			destroy(in, structs.PoolEventDestroy, "drained: no allocations left")
 			return
 		}
-		if n.DrainStrategy == nil && in.State != structs.InstanceDraining {
+		if up && n.DrainStrategy == nil && in.State != structs.InstanceDraining {
 			d.Drain = append(d.Drain, n.ID)
 			d.Events = append(d.Events, ev(structs.PoolEventDrain, in.ID, "behaviour drain: draining node %s (%d allocations)", n.ID, node.Allocs))
 		}
@@ -244,7 +247,7 @@ func planBooted(c *structs.PoolAutoscaler, v *PoolView, in *structs.PoolInstance
 		return
 	}
 	// run
-	if n.SchedulingEligibility != structs.NodeSchedulingEligible && n.DrainStrategy == nil && !n.Drain {
+	if up && n.SchedulingEligibility != structs.NodeSchedulingEligible && n.DrainStrategy == nil && !n.Drain {
 		d.Eligible = append(d.Eligible, n.ID)
 	}
 	if n.Status == structs.NodeStatusReady && n.DrainStrategy == nil {
