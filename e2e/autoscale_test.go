@@ -233,6 +233,32 @@ func TestAutoscaledPoolLocalProvider(t *testing.T) {
 	if since := time.Since(quotaAt); since < 3*time.Second {
 		t.Fatalf("created %s after the quota error, within its 5s back-off", since)
 	}
+
+	// The leader's Prometheus output has the pool's figures, with HELP.
+	var leaderHTTP string
+	for _, a := range agents {
+		if a.rpcAddr == newLeader {
+			leaderHTTP = a.httpAddr
+		}
+	}
+	var prom string
+	waitUntil(t, 20*time.Second, "the autoscaler's metrics on the leader", func() bool {
+		resp, err := httpClient.Get("http://" + leaderHTTP + "/v1/metrics?format=prometheus")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		prom = string(b)
+		for _, want := range []string{"# HELP drover_autoscaler_instances Autoscaled instances",
+			`drover_autoscaler_instances{pool="burst",state="gone",type="small"}`, "# HELP drover_autoscaler_price_per_hour",
+			`drover_autoscaler_quota_errors{pool="burst"} 1`, "drover_autoscaler_boot_seconds", "drover_autoscaler_creates{"} {
+			if !strings.Contains(prom, want) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // startConfiguredCluster starts three servers that join each other, each
