@@ -126,9 +126,11 @@ func TestAutoscaledPoolLocalProvider(t *testing.T) {
 		`"Tasks":[{"Name":"t","Driver":"mock_driver","Config":{"run_for":"3s"},"Resources":{"CPU":500,"MemoryMB":512}}]}]}}`
 	must(t, doJSON(http.MethodPost, api(), "/v1/jobs", job))
 	var created []instanceStub
-	waitUntil(t, 20*time.Second, "3 booting instances", func() bool {
+	// Kill once the three are created: recorded booting, and their
+	// agents started (each waits 2 s before it runs drover).
+	waitUntil(t, 20*time.Second, "3 booting instances, their agents started", func() bool {
 		created = instances()
-		return len(inState(created, "booting")) == 3
+		return len(inState(created, "booting")) == 3 && liveLocalInstances(instDir) == 3
 	})
 	for _, in := range created {
 		if in.Type != "small" {
@@ -162,6 +164,11 @@ func TestAutoscaledPoolLocalProvider(t *testing.T) {
 		}
 	}
 	must(t, doJSON(http.MethodPut, api(), "/v1/node/pool/burst/instance/"+held.ID, `{"Behavior":"hold"}`))
+	waitUntil(t, 20*time.Second, "the held instance's node ineligible", func() bool {
+		var n struct{ SchedulingEligibility string }
+		_, err := getJSON(api(), "/v1/node/"+held.NodeID, &n)
+		return err == nil && n.SchedulingEligibility == "ineligible"
+	})
 	waitUntil(t, 40*time.Second, "the job's 6 allocations complete", func() bool {
 		var allocs []allocStub
 		if _, err := getJSON(api(), "/v1/job/burst-work/allocations", &allocs); err != nil {

@@ -227,10 +227,34 @@ func (l *Local) read(id string) (*Instance, error) {
 	if info, err := os.Stat(filepath.Join(dir, localTagsFile)); err == nil {
 		in.Created = info.ModTime()
 	}
-	if pid, err := l.pid(id); err == nil {
-		in.Running = alive(pid, dir)
-	}
+	in.Running = len(l.pids(id)) > 0
 	return in, nil
+}
+
+// pids returns the live processes of instance id: the one its pid file
+// names or, when that is missing (a server killed between starting the
+// agent and writing the file), any process whose command line names the
+// instance's directory.
+func (l *Local) pids(id string) []int {
+	dir := filepath.Join(l.cfg.Dir, id)
+	if pid, err := l.pid(id); err == nil {
+		if alive(pid, dir) {
+			return []int{pid}
+		}
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && alive(pid, dir) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 func (l *Local) pid(id string) (int, error) {
@@ -264,7 +288,7 @@ func (l *Local) Destroy(ctx context.Context, providerID string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if pid, err := l.pid(providerID); err == nil && alive(pid, dir) {
+	for _, pid := range l.pids(providerID) {
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
 		deadline := time.Now().Add(l.cfg.StopTimeout)
 		for alive(pid, dir) && time.Now().Before(deadline) && ctx.Err() == nil {
