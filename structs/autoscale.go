@@ -70,8 +70,8 @@ const (
 type PoolAutoscaler struct {
 	// Pool is the node pool it sizes (it must exist; not a built-in one).
 	Pool string
-	// Enabled: false keeps the configuration and its instances but makes
-	// no decision.
+	// Enabled: false creates nothing; the instances still boot, idle
+	// out and follow their behaviour.
 	Enabled bool
 	// Provider names a provider the servers were configured with
 	// (server { autoscale_provider "<name>" { ... } }).
