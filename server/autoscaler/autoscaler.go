@@ -96,8 +96,8 @@ type Autoscaler struct {
 	cfg    Config
 	logger hclog.Logger
 	clock  clock.Clock
-	// lastNote is, per pool, the last note recorded (so a standing
-	// limit is one event, not one per pass); used by Run's goroutine only.
+	// lastNote is, per pool and note type, the last note's message (so a
+	// standing limit is one event, not one per pass); Run's goroutine only.
 	lastNote map[string]string
 	// reconciled is, per pool, when its provider was last listed
 	// (zero: must list before deciding); Run's goroutine only.
@@ -333,11 +333,15 @@ func (a *Autoscaler) apply(ctx context.Context, prov Provider, c *structs.PoolAu
 			return err
 		}
 	}
+	noted := map[string]bool{}
 	for _, n := range d.Notes {
 		a.note(c.Pool, n)
+		noted[n.Type] = true
 	}
-	if len(d.Notes) == 0 {
-		delete(a.lastNote, c.Pool)
+	for _, typ := range []string{structs.PoolEventLimit, structs.PoolEventNoFit} {
+		if !noted[typ] {
+			delete(a.lastNote, c.Pool+"\x00"+typ) // a later limit is news again
+		}
 	}
 	if len(d.Create) > 0 {
 		if err := a.create(ctx, prov, c, d, now); err != nil {
@@ -525,15 +529,15 @@ func (a *Autoscaler) reconcile(ctx context.Context, prov Provider, c *structs.Po
 	return a.cfg.Writer.UpdateInstances(req)
 }
 
-// note records e unless it repeats the pool's last note.
+// note records e unless it repeats the pool's last note of its type.
 func (a *Autoscaler) note(pool string, e *structs.PoolEvent) {
-	key := e.Type + "\x00" + e.Message
-	if a.lastNote[pool] == key {
+	slot := pool + "\x00" + e.Type
+	if a.lastNote[slot] == e.Message {
 		return
 	}
 	if err := a.cfg.Writer.UpdateInstances(&structs.PoolInstanceUpdateRequest{Events: []*structs.PoolEvent{e}}); err != nil {
 		a.logger.Warn("recording an autoscaler note failed", "pool", pool, "error", err)
 		return
 	}
-	a.lastNote[pool] = key
+	a.lastNote[slot] = e.Message
 }

@@ -514,3 +514,21 @@ func TestNodeDownAndQueuedWork(t *testing.T) {
 		t.Fatalf("instance of a node down past the idle timeout: %+v", in)
 	}
 }
+
+// TestStandingNotes: a limit and a no-fit standing together are each
+// recorded once, not once per pass.
+func TestStandingNotes(t *testing.T) {
+	h := newHarness(t, &structs.PoolAutoscaler{Max: 1, InstanceTypes: types()[:1]})
+	h.queue(4, 500, 512)
+	h.queue(1, 100000, 10)
+	h.pass()
+	h.pass() // the limit now counts the booting instance
+	n := len(h.events())
+	for range 3 {
+		h.clk.Advance(time.Second)
+		h.pass()
+	}
+	if len(h.events()) != n || !h.hasEvent(structs.PoolEventLimit, "maximum 1") || !h.hasEvent(structs.PoolEventNoFit, "fit no instance type") {
+		t.Fatalf("%d events then %d: %+v", n, len(h.events()), h.events())
+	}
+}
