@@ -83,6 +83,9 @@ type harness struct {
 	a       *Autoscaler
 	drained []string
 	ids     int
+	// unknownOutcome makes the next instance write apply and still fail
+	// (a Raft write whose answer was lost).
+	unknownOutcome bool
 }
 
 const pool = "burst"
@@ -124,7 +127,12 @@ func (h *harness) must(err error) {
 }
 
 func (h *harness) UpdateInstances(req *structs.PoolInstanceUpdateRequest) error {
-	return h.st.UpdatePoolInstances(h.next(), req)
+	err := h.st.UpdatePoolInstances(h.next(), req)
+	if err == nil && h.unknownOutcome {
+		h.unknownOutcome = false
+		return structs.NewError(structs.ErrCodeOutcomeUnknown, "no answer")
+	}
+	return err
 }
 
 func (h *harness) SetNodeEligibility(id string, eligible bool) error {
@@ -530,5 +538,30 @@ func TestStandingNotes(t *testing.T) {
 	}
 	if len(h.events()) != n || !h.hasEvent(structs.PoolEventLimit, "maximum 1") || !h.hasEvent(structs.PoolEventNoFit, "fit no instance type") {
 		t.Fatalf("%d events then %d: %+v", n, len(h.events()), h.events())
+	}
+}
+
+// TestCreateAfterUnacknowledgedRecord: when the write of a new instance's
+// record fails (here: applied, but its answer lost), nothing is created;
+// the next pass finds the record without an instance at the provider,
+// marks it gone and creates afresh: one instance, never two.
+func TestCreateAfterUnacknowledgedRecord(t *testing.T) {
+	h := newHarness(t, &structs.PoolAutoscaler{Max: 5, InstanceTypes: types()[:1]})
+	h.pass() // the first reconcile, nothing queued yet
+	h.queue(2, 500, 512)
+	h.clk.Advance(time.Second)
+	h.unknownOutcome = true
+	if _, err := h.a.Pass(context.Background(), memdb.NewWatchSet()); err == nil {
+		t.Fatal("the failed record write was not reported")
+	}
+	if h.prov.creates != 0 || len(h.instances(structs.InstanceBooting)) != 1 {
+		t.Fatalf("after an unacknowledged record: %d creates, instances %+v", h.prov.creates, h.instances())
+	}
+	h.clk.Advance(time.Second)
+	h.pass()
+	gone := h.instances(structs.InstanceGone)
+	if h.prov.creates != 1 || len(h.instances(structs.InstanceBooting)) != 1 || len(gone) != 1 ||
+		!strings.Contains(gone[0].StateReason, "no such instance at the provider") {
+		t.Fatalf("next pass: %d creates, instances %+v", h.prov.creates, h.instances())
 	}
 }
