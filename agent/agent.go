@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/drover-project/drover/agent/client/template"
 	"github.com/drover-project/drover/internal/tlsutil"
 	"github.com/drover-project/drover/server"
+	"github.com/drover-project/drover/server/autoscaler"
 	"github.com/drover-project/drover/structs"
 	"github.com/hashicorp/go-hclog"
 )
@@ -189,6 +191,9 @@ func (a *Agent) startServer(root hclog.Logger, dataDir string) error {
 		ACLTokenMaxExpirationTTL: cfg.ACL.TokenMaxExpirationTTL,
 		TLS:                      a.tls,
 	}
+	if err := a.autoscaleProviders(srvCfg, dataDir); err != nil {
+		return err
+	}
 	cfg.Limits.serverRPCLimits(srvCfg)
 	if cfg.serverConfigHook != nil {
 		cfg.serverConfigHook(srvCfg)
@@ -249,6 +254,7 @@ func (a *Agent) startClient(root hclog.Logger, dataDir string) error {
 			Networks: structs.NodeReservedNetworkResources{ReservedHostPorts: r.ReservedPorts},
 		}
 	}
+	cc.CPUTotalCompute, cc.MemoryTotalMB = cfg.Client.CPUTotalCompute, cfg.Client.MemoryTotalMB
 	cc.Network = fingerprint.NetworkConfig{Interface: cfg.Client.NetworkInterface,
 		MinDynamicPort: cfg.Client.MinDynamicPort, MaxDynamicPort: cfg.Client.MaxDynamicPort}
 	for _, hn := range cfg.Client.HostNetworks {
@@ -400,4 +406,42 @@ func (a *Agent) Shutdown() error {
 		a.logger.Info("shutdown complete")
 	})
 	return a.shutdownErr
+}
+
+// autoscaleProviders builds the server's autoscale providers from the
+// autoscale_provider blocks (local only; Validate refused the rest).
+func (a *Agent) autoscaleProviders(srvCfg *server.Config, dataDir string) error {
+	cfg := a.config.Server
+	srvCfg.AutoscaleInterval = cfg.AutoscaleInterval
+	for _, p := range cfg.AutoscaleProviders {
+		dir := p.Dir
+		if dir == "" {
+			dir = filepath.Join(dataDir, "autoscale", p.Name)
+		}
+		servers := func() []string { return slices.Clone(p.Servers) }
+		if len(p.Servers) == 0 {
+			servers = func() []string {
+				if a.server == nil {
+					return nil
+				}
+				var out []string
+				for _, m := range a.server.Members() {
+					if m.Status == server.MemberStatusAlive || m.Status == "" {
+						out = append(out, m.RPCAddr)
+					}
+				}
+				return out
+			}
+		}
+		prov, err := autoscaler.NewLocal(autoscaler.LocalConfig{Dir: dir, Binary: p.Binary, Servers: servers,
+			Quota: p.Quota, ExtraConfig: p.ClientConfig})
+		if err != nil {
+			return fmt.Errorf("server autoscale_provider %q: %w", p.Name, err)
+		}
+		if srvCfg.AutoscaleProviders == nil {
+			srvCfg.AutoscaleProviders = map[string]autoscaler.Provider{}
+		}
+		srvCfg.AutoscaleProviders[p.Name] = prov
+	}
+	return nil
 }

@@ -127,6 +127,26 @@ type ServerConfig struct {
 	// quarantine (docs/reliability.md), on by default with 3 node faults
 	// in 10m and a 15m cool-down.
 	NodeQuarantine server.NodeQuarantineConfig
+	// AutoscaleProviders are the autoscale_provider blocks: the providers
+	// autoscaled node pools may name (docs/operations.md).
+	// AutoscaleInterval is the longest time between two autoscaler passes
+	// (0: 1s).
+	AutoscaleProviders []AutoscaleProviderConfig
+	AutoscaleInterval  time.Duration
+}
+
+// AutoscaleProviderConfig is server { autoscale_provider "<name>" { ... } }.
+// Type is the provider's kind (default: the name); Drover has one, local:
+// Dir holds its instances ("": <data dir>/autoscale/<name>), Binary is
+// the drover binary the clients run ("": this one), Servers the servers'
+// RPC addresses the clients join ("": the cluster's servers, as this
+// server knows them), Quota the most instances at once (0: no limit), and
+// ClientConfig HCL added to every client's configuration.
+type AutoscaleProviderConfig struct {
+	Name, Type, Dir, Binary string
+	Servers                 []string
+	Quota                   int
+	ClientConfig            string
 }
 
 // Nomad's server garbage collection defaults.
@@ -154,6 +174,11 @@ type ClientConfig struct {
 	// Reserved resources are held back from scheduling (nil: the client's
 	// small defaults).
 	Reserved *ReservedConfig
+	// CPUTotalCompute (MHz) and MemoryTotalMB, when positive, replace the
+	// fingerprinted totals (Nomad's cpu_total_compute and
+	// memory_total_mb): an autoscaled instance offers its type's size.
+	CPUTotalCompute int
+	MemoryTotalMB   int
 	// Client garbage collection: every GCInterval (gc_interval, 1m, as
 	// Nomad) the client removes finished allocations' directories once
 	// they are GCRetention old (gc_retention, 1h; Drover's own setting)
@@ -393,6 +418,21 @@ func (c *Config) Validate() error {
 		if err := checkJoinAddr(addr); err != nil {
 			add("client servers %q: %v", addr, err)
 		}
+	}
+	seenProviders := map[string]bool{}
+	for _, p := range c.Server.AutoscaleProviders {
+		switch {
+		case p.Type != "local":
+			add("server autoscale_provider %q: Drover does not support provider type %q (only local; docs/operations.md says how to write one)", p.Name, p.Type)
+		case seenProviders[p.Name]:
+			add("server autoscale_provider %q: given twice", p.Name)
+		case p.Quota < 0:
+			add("server autoscale_provider %q: quota must not be negative", p.Name)
+		}
+		seenProviders[p.Name] = true
+	}
+	if c.Client.CPUTotalCompute < 0 || c.Client.MemoryTotalMB < 0 {
+		add("client cpu_total_compute and memory_total_mb must not be negative")
 	}
 	if r := c.Client.Reserved; r != nil && (r.CPU < 0 || r.MemoryMB < 0 || r.DiskMB < 0) {
 		add("client reserved resources must not be negative; got cpu %d, memory %d, disk %d", r.CPU, r.MemoryMB, r.DiskMB)

@@ -94,7 +94,22 @@ type fileServer struct {
 	DeploymentGCThreshold      *string   `hcl:"deployment_gc_threshold,optional"`
 	DeploymentGCThresholdRange hcl.Range `hcl:"deployment_gc_threshold,attr_value_range"`
 
-	NodeQuarantine *fileNodeQuarantine `hcl:"node_quarantine,block"`
+	AutoscaleInterval      *string                 `hcl:"autoscale_interval,optional"`
+	AutoscaleIntervalRange hcl.Range               `hcl:"autoscale_interval,attr_value_range"`
+	AutoscaleProviders     []fileAutoscaleProvider `hcl:"autoscale_provider,block"`
+	NodeQuarantine         *fileNodeQuarantine     `hcl:"node_quarantine,block"`
+}
+
+// fileAutoscaleProvider is server { autoscale_provider "<name>" { ... } }:
+// a provider autoscaled node pools may name (Drover's own block).
+type fileAutoscaleProvider struct {
+	Name         string   `hcl:"name,label"`
+	Type         *string  `hcl:"type,optional"`
+	Dir          *string  `hcl:"dir,optional"`
+	Binary       *string  `hcl:"binary,optional"`
+	Servers      []string `hcl:"servers,optional"`
+	Quota        *int     `hcl:"quota,optional"`
+	ClientConfig *string  `hcl:"client_config,optional"`
 }
 
 // fileNodeQuarantine is Drover's server { node_quarantine { ... } } block
@@ -142,6 +157,8 @@ type fileClient struct {
 	NodePool            *string       `hcl:"node_pool,optional"`
 	Meta                *fileMeta     `hcl:"meta,block"`
 	Reserved            *fileReserved `hcl:"reserved,block"`
+	CPUTotalCompute     *int          `hcl:"cpu_total_compute,optional"`
+	MemoryTotalMB       *int          `hcl:"memory_total_mb,optional"`
 	GCInterval          *string       `hcl:"gc_interval,optional"`
 	GCIntervalRange     hcl.Range     `hcl:"gc_interval,attr_value_range"`
 	GCRetention         *string       `hcl:"gc_retention,optional"`
@@ -343,11 +360,21 @@ func (fc *fileConfig) apply(c *Config) error {
 			{"job_gc_threshold", s.JobGCThreshold, s.JobGCThresholdRange, &c.Server.JobGCThreshold, true},
 			{"node_gc_threshold", s.NodeGCThreshold, s.NodeGCThresholdRange, &c.Server.NodeGCThreshold, true},
 			{"deployment_gc_threshold", s.DeploymentGCThreshold, s.DeploymentGCThresholdRange, &c.Server.DeploymentGCThreshold, true},
+			{"autoscale_interval", s.AutoscaleInterval, s.AutoscaleIntervalRange, &c.Server.AutoscaleInterval, true},
 		}); err != nil {
 			return err
 		}
 		if err := s.NodeQuarantine.apply(&c.Server.NodeQuarantine); err != nil {
 			return err
+		}
+		for _, p := range s.AutoscaleProviders {
+			ap := AutoscaleProviderConfig{Name: p.Name, Type: p.Name, Servers: p.Servers}
+			setString(&ap.Type, p.Type)
+			setString(&ap.Dir, p.Dir)
+			setString(&ap.Binary, p.Binary)
+			setInt(&ap.Quota, p.Quota)
+			setString(&ap.ClientConfig, p.ClientConfig)
+			c.Server.AutoscaleProviders = append(c.Server.AutoscaleProviders, ap)
 		}
 		if j := s.ServerJoin; j != nil {
 			if j.RetryJoin != nil {
@@ -378,6 +405,8 @@ func (fc *fileConfig) apply(c *Config) error {
 			setInt(&c.Client.Reserved.DiskMB, r.DiskMB)
 			setString(&c.Client.Reserved.ReservedPorts, r.ReservedPorts)
 		}
+		setInt(&c.Client.CPUTotalCompute, cl.CPUTotalCompute)
+		setInt(&c.Client.MemoryTotalMB, cl.MemoryTotalMB)
 		setString(&c.Client.NetworkInterface, cl.NetworkInterface)
 		setInt(&c.Client.MinDynamicPort, cl.MinDynamicPort)
 		setInt(&c.Client.MaxDynamicPort, cl.MaxDynamicPort)

@@ -18,6 +18,7 @@ func (h *httpAPI) registerNodePools(mux, pools *http.ServeMux) {
 	pools.Handle("DELETE /v1/node/pool/{name}", h.wrap(h.nodePoolDelete))
 	pools.Handle("GET /v1/node/pool/{name}/nodes", h.wrap(h.nodePoolNodes))
 	pools.Handle("GET /v1/node/pool/{name}/jobs", h.wrap(h.nodePoolJobs))
+	h.registerPoolAutoscale(pools)
 }
 
 // GET /v1/node/pools[?prefix=]: every pool, built-in ones included.

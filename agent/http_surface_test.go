@@ -41,6 +41,35 @@ func TestHTTPSurfaceRoutes(t *testing.T) {
 					t.Fatalf("args = %+v", a)
 				}
 			}},
+		{name: "pool instances", method: "GET", target: "/v1/node/pool/burst/instances", rpc: "NodePool.ListInstances",
+			reply: func(r any) {
+				r.(*structs.PoolInstancesResponse).Instances = []*structs.PoolInstance{{ID: "i-1", Pool: "burst", State: structs.InstanceBooting}}
+			},
+			wantCode: 200, wantBody: `"State":"booting"`,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.NodePoolSpecificRequest); a.Name != "burst" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
+		{name: "pool autoscaler put", method: "PUT", target: "/v1/node/pool/burst/autoscaler", rpc: "NodePool.UpsertAutoscaler",
+			body:     `{"Provider":"local","Max":3,"InstanceTypes":[{"Name":"small","CPU":1000,"MemoryMB":512,"PricePerHour":0.1}]}`,
+			wantCode: 200,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.PoolAutoscalerUpsertRequest); a.Autoscaler.Pool != "burst" || a.Autoscaler.Max != 3 {
+					t.Fatalf("args = %+v", a.Autoscaler)
+				}
+			}},
+		{name: "pool autoscaler unknown field", method: "PUT", target: "/v1/node/pool/burst/autoscaler",
+			body: `{"Provider":"local","Maximum":3}`, wantCode: 400, wantBody: `Maximum`},
+		{name: "pool autoscaler other pool", method: "PUT", target: "/v1/node/pool/burst/autoscaler",
+			body: `{"Pool":"gpu","Provider":"local"}`, wantCode: 400, wantBody: `Pool`},
+		{name: "pool instance hold", method: "PUT", target: "/v1/node/pool/all/instance/i-1", rpc: "NodePool.SetInstanceBehavior",
+			body: `{"Behavior":"hold"}`, wantCode: 200,
+			check: func(t *testing.T, args any) {
+				if a := args.(*structs.PoolInstanceBehaviorRequest); a.InstanceID != "i-1" || a.Behavior != "hold" {
+					t.Fatalf("args = %+v", a)
+				}
+			}},
 		{name: "services", method: "GET", target: "/v1/services?namespace=*", rpc: "ServiceRegistration.List",
 			reply: func(r any) {
 				r.(*structs.ServiceRegistrationListResponse).Services = []*structs.ServiceRegistrationListStub{{Namespace: "default",

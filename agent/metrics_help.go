@@ -64,4 +64,11 @@ var metricHelp = map[string]string{
 	"nomad_raft_state_candidate":                "Elections this server started (hashicorp/raft).",
 	"runtime_num_goroutines":                    "Goroutines in the agent process.",
 	"runtime_alloc_bytes":                       "Bytes of heap allocated and in use.",
+	// Leader: autoscaled node pools (docs/operations.md).
+	"drover_autoscaler_instances":      "Autoscaled instances by pool, instance type and state (booting, running, idle, draining, shutting-down, gone).",
+	"drover_autoscaler_price_per_hour": "Price per hour of the autoscaled instances by pool, instance type and state (gone ones cost nothing).",
+	"drover_autoscaler_creates":        "Instances the autoscaler created at its provider, by pool and type (cumulative).",
+	"drover_autoscaler_destroys":       "Instances the autoscaler destroyed at its provider, by pool and type (cumulative).",
+	"drover_autoscaler_quota_errors":   "Creates the provider refused for lack of quota, by pool (cumulative); each starts the pool's quota back-off.",
+	"drover_autoscaler_boot_seconds":   "Seconds from an instance's create to its node registering ready with healthy drivers, by pool.",
 }

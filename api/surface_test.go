@@ -36,6 +36,28 @@ func TestClientSurfaceRequests(t *testing.T) {
 				}
 				return err
 			}},
+		{name: "pool instances", reply: `[{"ID":"i-1","State":"idle"}]`, wantMeth: "GET", wantPath: "/v1/node/pool/burst/instances",
+			call: func(c *Client) error {
+				out, _, err := c.PoolInstances(ctx, "burst", nil)
+				if err == nil && (len(out) != 1 || out[0].State != "idle") {
+					t.Errorf("instances = %+v", out)
+				}
+				return err
+			}},
+		{name: "pool autoscaler", reply: `{"Autoscaler":{"Pool":"burst","Max":3},"Status":{"Events":[{"Type":"create"}]}}`, wantMeth: "GET",
+			wantPath: "/v1/node/pool/burst/autoscaler",
+			call: func(c *Client) error {
+				out, _, err := c.PoolAutoscaler(ctx, "burst", nil)
+				if err == nil && (out.Autoscaler.Max != 3 || out.Status.Events[0].Type != "create") {
+					t.Errorf("autoscaler = %+v", out)
+				}
+				return err
+			}},
+		{name: "pool instance behaviour", reply: `{}`, wantMeth: "PUT", wantPath: "/v1/node/pool/all/instance/i-1", wantBody: `{"Behavior":"drain"}`,
+			call: func(c *Client) error {
+				_, err := c.SetPoolInstanceBehavior(ctx, "all", "i-1", "drain", nil)
+				return err
+			}},
 		{name: "job evaluations", reply: `[]`, wantMeth: "GET", wantPath: "/v1/job/web/evaluations",
 			call: func(c *Client) error { _, _, err := c.JobEvaluations(ctx, "web", nil); return err }},
 		{name: "job summary", reply: `{"JobID":"web","Summary":{"g":{"Running":1}}}`, wantMeth: "GET", wantPath: "/v1/job/web/summary",

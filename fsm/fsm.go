@@ -126,6 +126,9 @@ const (
 	metricNodePoolUpsert        = "node_pool_upsert"
 	metricNodePoolDelete        = "node_pool_delete"
 	metricNodeQuarantine        = "node_quarantine_update"
+	metricPoolAutoscalerUpsert  = "pool_autoscaler_upsert"
+	metricPoolInstanceUpdate    = "pool_instance_update"
+	metricPoolInstanceBehavior  = "pool_instance_behavior"
 	metricPersist               = "persist"
 	metricRestore               = "restore"
 )
@@ -279,6 +282,12 @@ func (f *FSM) applyEntryLocked(b *state.Batch, log *raft.Log) (resp any, err err
 		return f.applyDeploymentAllocHealth(b, buf[1:], log.Index)
 	case structs.NodeQuarantineUpdateRequestType:
 		return f.applyNodeQuarantineUpdate(b, buf[1:], log.Index)
+	case structs.PoolAutoscalerUpsertRequestType:
+		return f.applyPoolAutoscalerUpsert(b, buf[1:], log.Index)
+	case structs.PoolInstanceUpdateRequestType:
+		return f.applyPoolInstanceUpdate(b, buf[1:], log.Index)
+	case structs.PoolInstanceBehaviorRequestType:
+		return f.applyPoolInstanceBehavior(b, buf[1:], log.Index)
 	}
 	if ignoreUnknown {
 		f.logger.Warn("ignoring unknown message type", "msg_type", uint8(msgType), "index", log.Index)

@@ -74,6 +74,11 @@ const (
 	// recNodeQuarantine is a node's faults and quarantine (state's
 	// node_quarantine table).
 	recNodeQuarantine
+	// recPoolAutoscaler, recPoolInstance and recPoolAutoscaleStatus are
+	// the autoscaling node pools' configurations, instances and statuses.
+	recPoolAutoscaler
+	recPoolInstance
+	recPoolAutoscaleStatus
 )
 
 // maxFrameLen bounds one frame when reading, so a corrupt length cannot

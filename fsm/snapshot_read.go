@@ -328,6 +328,12 @@ func decodeFrame(dec *codec.Decoder, data []byte) ([]decoded, error) {
 			d.v = new(structs.Deployment)
 		case recNodeQuarantine:
 			d.v = new(structs.NodeQuarantine)
+		case recPoolAutoscaler:
+			d.v = new(structs.PoolAutoscaler)
+		case recPoolInstance:
+			d.v = new(structs.PoolInstance)
+		case recPoolAutoscaleStatus:
+			d.v = new(structs.PoolAutoscaleStatus)
 		case recAlloc:
 			if err := dec.Decode(&d.ref); err != nil {
 				return nil, err
@@ -415,6 +421,12 @@ func (in *inserter) insert(d decoded) error {
 		return in.restore.DeploymentRestore(v)
 	case *structs.NodeQuarantine:
 		return in.restore.NodeQuarantineRestore(v)
+	case *structs.PoolAutoscaler:
+		return in.restore.PoolAutoscalerRestore(v)
+	case *structs.PoolInstance:
+		return in.restore.PoolInstanceRestore(v)
+	case *structs.PoolAutoscaleStatus:
+		return in.restore.PoolAutoscaleStatusRestore(v)
 	case *structs.Allocation:
 		if d.ref > uint64(len(in.jobs)) {
 			return fmt.Errorf("allocation refers to job %d of %d", d.ref, len(in.jobs))

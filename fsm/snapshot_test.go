@@ -148,6 +148,18 @@ func populate(t testing.TB, store *state.StateStore, jobs, nodes, allocsPerJob i
 				NodeEvent:   &structs.NodeEvent{Message: "Node quarantined", Subsystem: "Quarantine", Timestamp: at},
 			}))
 		}
+		// An autoscaling pool with an instance and events (one a quota
+		// back-off).
+		asg := &structs.PoolAutoscaler{Pool: "gpu", Enabled: true, Provider: "local", Max: 3,
+			InstanceTypes: []*structs.InstanceType{{Name: "small", CPU: 1000, MemoryMB: 512, PricePerHour: 0.25}}}
+		asg.Canonicalize()
+		must(t, store.UpsertPoolAutoscaler(next(), &structs.PoolAutoscalerUpsertRequest{Autoscaler: asg}))
+		must(t, store.UpdatePoolInstances(next(), &structs.PoolInstanceUpdateRequest{
+			Instances: []*structs.PoolInstance{{ID: "i-1", Pool: "gpu", Type: "small", ProviderType: "small", PricePerHour: 0.25,
+				State: structs.InstanceBooting, CreateTime: 1700000010}},
+			Events: []*structs.PoolEvent{{Pool: "gpu", Time: 1700000010, Type: structs.PoolEventCreate, InstanceID: "i-1", Message: "queue"},
+				{Pool: "gpu", Time: 1700000011, Type: structs.PoolEventQuota, Message: "quota", QuotaBackoffUntil: 1700000071}}}))
+		must(t, store.SetPoolInstanceBehavior(next(), &structs.PoolInstanceBehaviorRequest{InstanceID: "i-1", Behavior: structs.InstanceBehaviorHold, Time: 1700000012}))
 	}
 	return index
 }
@@ -211,6 +223,12 @@ func tables(s *state.StateStore) (map[string]any, error) {
 	read(state.TableDeployments, v18, e)
 	v19, e := s.NodeQuarantines(nil)
 	read(state.TableNodeQuarantine, v19, e)
+	v20, e := s.PoolAutoscalers(nil)
+	read(state.TablePoolAutoscalers, v20, e)
+	v21, e := s.PoolInstances(nil, "")
+	read(state.TablePoolInstances, v21, e)
+	v22, e := s.PoolAutoscaleStatuses(nil)
+	read(state.TablePoolAutoscaleStats, v22, e)
 	return out, err
 }
 

@@ -291,6 +291,33 @@ func appendNodeQuarantineRows(snap *state.StateSnapshot, rows []row) ([]row, err
 	for _, q := range qs {
 		rows = append(rows, row{t: recNodeQuarantine, v: q})
 	}
+	return appendPoolAutoscaleRows(snap, rows)
+}
+
+// appendPoolAutoscaleRows adds the autoscaling node pools'
+// configurations, instances and statuses.
+func appendPoolAutoscaleRows(snap *state.StateSnapshot, rows []row) ([]row, error) {
+	asgs, err := snap.PoolAutoscalers(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range asgs {
+		rows = append(rows, row{t: recPoolAutoscaler, v: a})
+	}
+	instances, err := snap.PoolInstances(nil, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range instances {
+		rows = append(rows, row{t: recPoolInstance, v: i})
+	}
+	statuses, err := snap.PoolAutoscaleStatuses(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range statuses {
+		rows = append(rows, row{t: recPoolAutoscaleStatus, v: s})
+	}
 	return rows, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-project/drover/fsm"
 	"github.com/drover-project/drover/internal/tlsutil"
+	"github.com/drover-project/drover/server/autoscaler"
 	"github.com/drover-project/drover/worker"
 )
 
@@ -169,6 +170,15 @@ type Config struct {
 	// job status gauges (metrics_gauges.go). 0 means
 	// DefaultJobGaugeInterval.
 	JobGaugeInterval time.Duration
+
+	// AutoscaleProviders are the providers autoscaled node pools may
+	// name (server { autoscale_provider "<name>" { ... } }); nil: none.
+	AutoscaleProviders map[string]autoscaler.Provider
+	// AutoscaleInterval is the longest time between two autoscaler
+	// passes, AutoscaleReconcileInterval between two listings of a
+	// provider (0: the package defaults, 1s and 1m).
+	AutoscaleInterval          time.Duration
+	AutoscaleReconcileInterval time.Duration
 
 	// LeaderHooks run, in order, when this server gains leadership (after
 	// a Raft barrier and after the server's own leader components: plan

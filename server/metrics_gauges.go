@@ -157,6 +157,9 @@ func (s *Server) jobGauges(ctx context.Context) {
 			} else {
 				queue.emit(q, globalGauges{})
 			}
+			if err := emitPoolGauges(s.State(), globalGauges{}); err != nil {
+				s.logger.Warn("failed to emit autoscaled pool gauges", "error", err)
+			}
 		}
 	}
 }

@@ -117,9 +117,17 @@ var rpcACLRules = map[string]aclRule{
 	"NodePool.ListJobs":        {allow: nsCap(acl.NamespaceCapabilityListJobs)},
 	"NodePool.UpsertNodePools": {allow: management},
 	"NodePool.DeleteNodePools": {allow: management},
-	"Node.GetNode":             {allow: nodeRead},
-	"Node.List":                {allow: nodeRead},
-	"Node.GetAllocs":           {allow: nodeRead, filter: nodeAllocsFilter},
+	// Autoscaled pools: reading the configuration, status and instances
+	// needs node read; configuring a pool a management token (it makes
+	// the leader create instances); an instance's behaviour node write.
+	"NodePool.GetAutoscaler":       {allow: nodeRead},
+	"NodePool.ListInstances":       {allow: nodeRead},
+	"NodePool.UpsertAutoscaler":    {allow: management},
+	"NodePool.DeleteAutoscaler":    {allow: management},
+	"NodePool.SetInstanceBehavior": {allow: nodeWrite},
+	"Node.GetNode":                 {allow: nodeRead},
+	"Node.List":                    {allow: nodeRead},
+	"Node.GetAllocs":               {allow: nodeRead, filter: nodeAllocsFilter},
 
 	"Eval.Dequeue":     {class: aclServer},
 	"Eval.Ack":         {class: aclServer},

@@ -66,7 +66,7 @@ func (s *Server) newPipeline() error {
 // collector are left out when Config.LeaderHooks brings its own (by name).
 func (s *Server) builtinLeaderHooks() []LeaderHook {
 	hooks := []LeaderHook{aclHook{}, keyringHook{}, &planHook{}, &evalHook{}, &heartbeatHook{}, &workerHook{}, &periodicHook{},
-		&deploymentWatcherHook{}, &quarantineHook{}}
+		&deploymentWatcherHook{}, &quarantineHook{}, &autoscalerHook{}}
 	given := map[string]bool{}
 	for _, h := range s.config.LeaderHooks {
 		given[h.Name()] = true

@@ -115,8 +115,8 @@ func (s *StateStore) DeleteNodePools(index uint64, names []string) error {
 }
 
 // DeleteNodePools deletes pools by name. A built-in pool, one that does
-// not exist (code not_found), or one a node or a job still names (code
-// conflict) is refused, and nothing is deleted.
+// not exist (code not_found), or one a node or a job still names or that
+// has an autoscaler (code conflict) is refused, and nothing is deleted.
 func (b *Batch) DeleteNodePools(index uint64, names []string) error {
 	b.txn.t.begin(index)
 	want := map[string]bool{}
@@ -132,6 +132,13 @@ func (b *Batch) DeleteNodePools(index uint64, names []string) error {
 			return structs.NewError(structs.ErrCodeNotFound, "node pool %q not found", n)
 		}
 		want[n] = true
+		asg, err := b.txn.first(TablePoolAutoscalers, n)
+		if err != nil {
+			return err
+		}
+		if asg != nil {
+			return structs.NewError(structs.ErrCodeConflict, "node pool %q has an autoscaler (delete it first)", n)
+		}
 	}
 	nodes, err := listWrite[structs.Node](b.txn, TableNodes, IndexID)
 	if err != nil {

@@ -55,6 +55,12 @@ const (
 	// TableNodeQuarantine holds, by node ID, the recent node faults and
 	// the quarantine of nodes that have any (node_quarantine.go).
 	TableNodeQuarantine = "node_quarantine"
+	// Autoscaling node pools (pool_autoscale.go): each pool's autoscaler
+	// configuration by pool; the instances the leader created, by ID and
+	// by pool; each pool's events and quota back-off, by pool.
+	TablePoolAutoscalers    = "pool_autoscaler"
+	TablePoolInstances      = "pool_instance"
+	TablePoolAutoscaleStats = "pool_autoscale_status"
 )
 
 // Index names. Append "_prefix" to an index that supports it for a prefix
@@ -70,13 +76,16 @@ const (
 	IndexServiceName = "service_name"
 	// IndexPeriodic indexes the jobs table's periodic jobs only.
 	IndexPeriodic = "periodic"
+	// IndexPool indexes pool instances by their node pool.
+	IndexPool = "pool"
 
 	prefixSuffix = "_prefix"
 )
 
 // Tables lists every table in the order snapshots write them.
 var Tables = []string{TableIndex, TableNodes, TableJobs, TableJobSummary, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig, TableNodePools, TableDeployments, TableNodeQuarantine}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig, TableNodePools, TableDeployments,
+	TablePoolAutoscalers, TablePoolInstances, TablePoolAutoscaleStats, TableNodeQuarantine}
 
 // IndexEntry is a row of the index table: the Raft index of the last write
 // to table Key.
@@ -323,6 +332,25 @@ func schema() *memdb.DBSchema {
 			Name: TableScalingEvents,
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: pairIndex[structs.JobScalingEvents]{get: func(e *structs.JobScalingEvents) (string, string) { return e.Namespace, e.JobID }}},
+			},
+		},
+		TablePoolAutoscalers: {
+			Name: TablePoolAutoscalers,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.PoolAutoscaler]{get: func(a *structs.PoolAutoscaler) string { return a.Pool }}},
+			},
+		},
+		TablePoolInstances: {
+			Name: TablePoolInstances,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID:   {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.PoolInstance]{get: func(i *structs.PoolInstance) string { return i.ID }}},
+				IndexPool: {Name: IndexPool, Indexer: fieldIndex[structs.PoolInstance]{get: func(i *structs.PoolInstance) string { return i.Pool }}},
+			},
+		},
+		TablePoolAutoscaleStats: {
+			Name: TablePoolAutoscaleStats,
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: fieldIndex[structs.PoolAutoscaleStatus]{get: func(s *structs.PoolAutoscaleStatus) string { return s.Pool }}},
 			},
 		},
 		TableDeployments: {

@@ -221,7 +221,8 @@ func listWrite[T any](w *writeTxn, table, index string, args ...any) ([]*T, erro
 // indexedTables are the tables whose last write the index table records,
 // in the order of touched.last.
 var indexedTables = [...]string{TableJobs, TableJobSummary, TableNodes, TableEvals, TableAllocs,
-	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig, TableNodePools, TableDeployments, TableNodeQuarantine}
+	TableACLPolicies, TableACLTokens, TableACLCluster, TableVariables, TableRootKeys, TableServiceRegs, TableJobVersions, TableScalingEvents, TablePeriodicLaunch, TableSchedulerConfig, TableNodePools, TableDeployments,
+	TablePoolAutoscalers, TablePoolInstances, TablePoolAutoscaleStats, TableNodeQuarantine}
 
 // touched records, per table, the Raft index of the last write in a
 // transaction that changed it, so that commitIndex writes each table's

@@ -99,6 +99,10 @@ var wireTypes = []any{
 	new(SchedulerSetConfigurationResponse), new(NodePool), new(NodePoolSchedulerConfiguration), new(NodePoolUpsertRequest),
 	new(NodePoolDeleteRequest), new(NodePoolSpecificRequest), new(NodePoolListResponse), new(SingleNodePoolResponse),
 	new(NodePoolNodesResponse), new(NodePoolJobsResponse),
+	// Autoscaling node pools.
+	new(PoolAutoscaler), new(InstanceType), new(PoolInstance), new(PoolEvent), new(PoolAutoscaleStatus),
+	new(PoolAutoscalerUpsertRequest), new(PoolInstanceUpdateRequest), new(PoolInstanceBehaviorRequest),
+	new(PoolAutoscalerResponse), new(PoolInstancesResponse),
 	new(PeriodicForceResponse),
 	// Deployments (structs/deployment.go, structs/update.go).
 	new(Deployment), new(DeploymentState), new(AllocDeploymentStatus), new(DeploymentStatusUpdate),

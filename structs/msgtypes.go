@@ -82,10 +82,16 @@ const (
 	DeploymentStatusUpdateRequestType
 	DeploymentPromoteRequestType
 	DeploymentAllocHealthRequestType
-	// 34-36 are reserved for types of issue 22 written elsewhere.
-	_ // 34
-	_ // 35
-	_ // 36
+	// Autoscaling node pools (structs/autoscale.go), without the ignore
+	// flag: a server that skipped them would, once leader, create or
+	// destroy instances its peers know nothing of.
+	// PoolAutoscalerUpsertRequestType sets or deletes a pool's
+	// configuration; PoolInstanceUpdateRequestType is the leader
+	// autoscaler's record of instances and events;
+	// PoolInstanceBehaviorRequestType is an operator's hold, drain or run.
+	PoolAutoscalerUpsertRequestType
+	PoolInstanceUpdateRequestType
+	PoolInstanceBehaviorRequestType
 	// NodeQuarantineUpdateRequestType writes a node's quarantine row
 	// (structs/quarantine.go): its recent node faults and, on a
 	// quarantine or its lift, the node's eligibility. Not ignorable: a
@@ -110,7 +116,7 @@ func (t MessageType) String() string {
 		"JobStability", "ScalingEventRegister", "PeriodicLaunch", "SchedulerConfig",
 		"NodePoolUpsert", "NodePoolDelete",
 		"DeploymentStatusUpdate", "DeploymentPromote", "DeploymentAllocHealth",
-		"", "", "", // 34-36 reserved
+		"PoolAutoscalerUpsert", "PoolInstanceUpdate", "PoolInstanceBehavior",
 		"NodeQuarantineUpdate"}
 	base := t &^ IgnoreUnknownTypeFlag
 	if int(base) < len(names) && names[base] != "" {

@@ -84,6 +84,9 @@ type Config struct {
 	NetworkAddr string
 	// Reserved resources; nil takes the defaults.
 	Reserved *structs.NodeReservedResources
+	// CPUTotalCompute (MHz) and MemoryTotalMB, when positive, replace the
+	// fingerprinted totals.
+	CPUTotalCompute, MemoryTotalMB int
 	// Network is the client's network_interface, host_network blocks and
 	// dynamic port range.
 	Network fingerprint.NetworkConfig

@@ -47,6 +47,12 @@ func (c *Client) setupNode(clientDir string) (*structs.Node, error) {
 		name = "drover-client"
 	}
 	res := fp.Resources
+	if c.cfg.CPUTotalCompute > 0 {
+		res.Cpu.CpuShares = int64(c.cfg.CPUTotalCompute)
+	}
+	if c.cfg.MemoryTotalMB > 0 {
+		res.Memory.MemoryMB = int64(c.cfg.MemoryTotalMB)
+	}
 	node := &structs.Node{
 		ID: id, SecretID: secret, Name: name,
 		Datacenter: c.cfg.Datacenter, NodeClass: c.cfg.NodeClass, NodePool: c.nodePool(),

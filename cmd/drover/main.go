@@ -78,6 +78,7 @@ func commands() []*command {
 	all = append(all, jobCommands()...)
 	all = append(all, nodeCommands()...)
 	all = append(all, nodePoolCommands()...)
+	all = append(all, nodePoolAutoscaleCommands()...)
 	all = append(all, allocCommands()...)
 	all = append(all, evalCommands()...)
 	all = append(all, deploymentCommands()...)
