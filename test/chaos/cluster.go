@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,10 +66,9 @@ plugin "mock_driver" {
 `
 
 // StartCluster makes the namespaces of 3 servers and nClients clients and
-// starts their agents. dataFS, when > 0, gives server sN named by
-// tmpfsServer a tmpfs of that many bytes as its data directory (the
-// disk-full scenario).
-func StartCluster(n *Net, bin, dir string, nClients int, tmpfsServer string, tmpfsBytes int) (*Cluster, error) {
+// starts their agents. The servers named in tmpfsServers get a tmpfs of
+// tmpfsBytes as their data directory (the disk-full scenario).
+func StartCluster(n *Net, bin, dir string, nClients int, tmpfsServers []string, tmpfsBytes int) (*Cluster, error) {
 	c := &Cluster{Net: n, Dir: dir, Bin: bin}
 	for _, f := range []struct{ name, body string }{{"server.hcl", serverHCL}, {"client.hcl", clientHCL}} {
 		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.body), 0o644); err != nil {
@@ -88,7 +88,7 @@ func StartCluster(n *Net, bin, dir string, nClients int, tmpfsServer string, tmp
 		if err := os.MkdirAll(a.DataDir, 0o755); err != nil {
 			return nil, err
 		}
-		if name == tmpfsServer && tmpfsBytes > 0 {
+		if slices.Contains(tmpfsServers, name) && tmpfsBytes > 0 {
 			if err := run("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", tmpfsBytes), "tmpfs", a.DataDir); err != nil {
 				return nil, err
 			}

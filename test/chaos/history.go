@@ -3,6 +3,7 @@ package chaos
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -96,7 +97,7 @@ func (h *History) WriteJSON(path string) error {
 }
 
 // classify sets op's outcome from err: nil is ok; an HTTP answer of 4xx
-// is a refusal that wrote nothing; anything else (5xx, including
+// is a refusal that wrote nothing, as is a connection never made; anything else (5xx, including
 // Drover's 504 outcome_unknown, time outs, connection errors) is unknown.
 func classify(op *Op, err error) {
 	if err == nil {
@@ -104,6 +105,11 @@ func classify(op *Op, err error) {
 		return
 	}
 	op.Err = err.Error()
+	var dial *net.OpError
+	if errors.As(err, &dial) && dial.Op == "dial" {
+		op.Outcome = OutcomeFail // never sent
+		return
+	}
 	var ue api.UnexpectedResponseError
 	var pue *api.UnexpectedResponseError
 	status := 0
