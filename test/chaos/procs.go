@@ -70,6 +70,8 @@ func CountProcs(markers []string) map[string]int {
 	for _, m := range markers {
 		counts[m] = 0
 	}
+	type proc struct{ marker, ppid string }
+	found := map[string]proc{} // pid -> its marker and parent
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		b, err := os.ReadFile(d + "/cmdline")
@@ -78,23 +80,40 @@ func CountProcs(markers []string) map[string]int {
 		}
 		for _, arg := range bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0}) {
 			if _, ok := counts[string(arg)]; ok {
-				if !zombie(d) {
-					counts[string(arg)]++
+				if ppid, live := procStat(d); live {
+					found[filepath.Base(d)] = proc{string(arg), ppid}
 				}
 				break
 			}
 		}
 	}
+	for _, p := range found {
+		// A child forked by the task's shell holds its argv until it
+		// execs: it is the same copy, not another one.
+		if parent, ok := found[p.ppid]; ok && parent.marker == p.marker {
+			continue
+		}
+		counts[p.marker]++
+	}
 	return counts
 }
 
-func zombie(dir string) bool {
+// procStat reads a process's parent PID and whether it is alive (not a
+// zombie).
+func procStat(dir string) (ppid string, live bool) {
 	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
-		return true
+		return "", false
 	}
 	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+	if i < 0 || i+2 >= len(b) {
+		return "", false
+	}
+	f := bytes.Fields(b[i+2:]) // state, ppid, ...
+	if len(f) < 2 || f[0][0] == 'Z' || f[0][0] == 'X' {
+		return "", false
+	}
+	return string(f[1]), true
 }
 
 // Overlap is what the samples show of one marker against its count.

@@ -309,7 +309,7 @@ func Run(cfg Config) (res *Result, err error) {
 	if node := sentinelNode(c, sentinels[1].ID); node != "" && node != target.Name {
 		target = agentNamed(c, node)
 	}
-	if node := sentinelNode(c, sentinels[0].ID); sc.ClientFault && node != target.Name {
+	if node := sentinelNode(c, sentinels[0].ID); sc.ClientFault && node != "" && node != target.Name {
 		res.Notes = append(res.Notes, "the default-settings sentinel ran on the other client")
 	}
 
@@ -504,9 +504,17 @@ func sentinelNode(c *Cluster, job string) string {
 	if err != nil {
 		return ""
 	}
+	nodes, _, err := APIClient(l, 2*time.Second).Nodes().List(nil)
+	if err != nil {
+		return ""
+	}
 	for _, a := range allocs {
 		if a.ClientStatus == "running" {
-			return a.NodeName
+			for _, n := range nodes {
+				if n.ID == a.NodeID {
+					return n.Name
+				}
+			}
 		}
 	}
 	return ""
