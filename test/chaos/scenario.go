@@ -65,9 +65,11 @@ type Result struct {
 	Overlap map[string]Overlap `json:"overlap"`
 
 	// Seconds from the fault: the new leader agreed by the other servers
-	// (leader faults), the first acknowledged write completing after it.
-	ElectedAfter  float64 `json:"elected_after,omitempty"`
-	FirstAckAfter float64 `json:"first_ack_after,omitempty"`
+	// (leader faults); per server, the first write acknowledged through
+	// it after the fault (its probe's); the first of any writer.
+	ElectedAfter   float64            `json:"elected_after,omitempty"`
+	FirstAckAfter  float64            `json:"first_ack_after,omitempty"`
+	ServerAckAfter map[string]float64 `json:"server_ack_after,omitempty"`
 	// Seconds from the heal to convergence (leader agreed by every
 	// server, each sentinel at its count of processes and allocations).
 	ConvergedAfter float64 `json:"converged_after"`
@@ -252,6 +254,7 @@ func Run(cfg Config) (res *Result, err error) {
 		if res != nil && (!res.Pass || cfg.Keep) {
 			return
 		}
+		unmountUnder(n.Prefix)
 		os.RemoveAll(dir) // a run that passed keeps only its summary
 		if res != nil {
 			res.Dir = ""
@@ -386,10 +389,17 @@ func Run(cfg Config) (res *Result, err error) {
 		res.ElectedAfter = d.Seconds()
 	default:
 	}
+	res.ServerAckAfter = map[string]float64{}
 	for _, op := range hist.Ops() {
 		if op.Kind != OpRead && op.Outcome == OutcomeOK && op.Return > faultAt {
-			if d := time.Duration(op.Return - faultAt).Seconds(); res.FirstAckAfter == 0 || d < res.FirstAckAfter {
+			d := time.Duration(op.Return - faultAt).Seconds()
+			if res.FirstAckAfter == 0 || d < res.FirstAckAfter {
 				res.FirstAckAfter = d
+			}
+			if strings.HasPrefix(op.Key, "probe-") {
+				if prev, ok := res.ServerAckAfter[op.Server]; !ok || d < prev {
+					res.ServerAckAfter[op.Server] = d
+				}
 			}
 		}
 	}
@@ -397,6 +407,9 @@ func Run(cfg Config) (res *Result, err error) {
 	// Final reads from the leader, recorded as one more client, then the
 	// same jobs read stale from every server must agree with them.
 	final := map[string]jobState{}
+	for _, s := range c.Servers {
+		keys = append(keys, "probe-"+s.Name)
+	}
 	if l, err := c.WaitLeader(30*time.Second, nil); err == nil {
 		cl := APIClient(l, 10*time.Second)
 		for _, key := range keys {
@@ -576,6 +589,18 @@ func Summary(r *Result) string {
 	}
 	if r.FirstAckAfter > 0 {
 		fmt.Fprintf(&b, ", first ack after %.2fs", r.FirstAckAfter)
+	}
+	if len(r.ServerAckAfter) > 0 {
+		var names []string
+		for n := range r.ServerAckAfter {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		b.WriteString(" (per server:")
+		for _, n := range names {
+			fmt.Fprintf(&b, " %s %.2fs", n, r.ServerAckAfter[n])
+		}
+		b.WriteString(")")
 	}
 	fmt.Fprintf(&b, ", converged %.2fs after heal", r.ConvergedAfter)
 	for _, id := range []string{"sentinel-default", "sentinel-fenced"} {

@@ -60,6 +60,28 @@ func (w *Workload) Run(ctx context.Context) {
 			}
 		}(i)
 	}
+	// One probe per server: it registers its own job through that server
+	// only, so the first write each server acknowledges after a fault is
+	// seen even while the writers wait on a paused one.
+	for i, s := range w.Cluster.Servers {
+		wg.Add(1)
+		go func(i int, name string) {
+			defer wg.Done()
+			key := "probe-" + name
+			for seq := 1; ctx.Err() == nil; seq++ {
+				op := Op{Client: w.Writers + 1 + i, Server: name, Key: key, Kind: OpRegister, Val: fmt.Sprintf("%s-%d", key, seq), Count: 0}
+				op.Call = w.History.Now()
+				_, _, err := clients[i].Jobs().Register(workloadJob(key, op.Val, 0), nil)
+				op.Return = w.History.Now()
+				classify(&op, err)
+				w.History.Add(op)
+				select {
+				case <-ctx.Done():
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}(i, s.Name)
+	}
 	wg.Wait()
 }
 
