@@ -404,6 +404,15 @@ func Run(cfg Config) (res *Result, err error) {
 		}
 	}
 
+	if sc.LeaderFault && res.ElectedAfter > 0 {
+		for name, d := range res.ServerAckAfter {
+			if name != leader.Name && d > res.ElectedAfter+1 {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s acknowledged its first write %.2fs after the fault, past the election plus 1 s", name, d))
+			}
+		}
+		sort.Strings(res.Notes)
+	}
+
 	// Final reads from the leader, recorded as one more client, then the
 	// same jobs read stale from every server must agree with them.
 	final := map[string]jobState{}
