@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -68,6 +69,9 @@ type Result struct {
 	// (leader faults); per server, the first write acknowledged through
 	// it after the fault (its probe's); the first of any writer.
 	ElectedAfter   float64            `json:"elected_after,omitempty"`
+	// Faulted are the servers the fault hit (their own first ack comes
+	// after the heal).
+	Faulted []string `json:"faulted,omitempty"`
 	FirstAckAfter  float64            `json:"first_ack_after,omitempty"`
 	ServerAckAfter map[string]float64 `json:"server_ack_after,omitempty"`
 	// Seconds from the heal to convergence (leader agreed by every
@@ -99,6 +103,7 @@ type runState struct {
 	leader  *Agent
 	target  *Agent // the client holding the sentinels
 	hold    time.Duration
+	faulted []string
 	notes   []string
 	elected chan time.Duration
 }
@@ -123,11 +128,13 @@ var Scenarios = map[string]*Scenario{
 		Inject: func(r *runState) (func() error, error) {
 			r.watchElection(r.leader, time.Now())
 			n := r.leader.Name
+			r.faulted = []string{n}
 			return func() error { return r.c.Net.Heal(n) }, r.c.Net.Partition(n)
 		}},
 	"minority-partition": {Doc: "one follower is cut off, then healed",
 		Inject: func(r *runState) (func() error, error) {
 			n := r.c.Follower(r.leader).Name
+			r.faulted = []string{n}
 			return func() error { return r.c.Net.Heal(n) }, r.c.Net.Partition(n)
 		}},
 	"client-partition": {Doc: "the client running the sentinel jobs is cut off past its heartbeat TTL (2 s + 2 s grace) for 15 s, then healed", ClientFault: true,
@@ -142,12 +149,14 @@ var Scenarios = map[string]*Scenario{
 		Inject: func(r *runState) (func() error, error) {
 			r.watchElection(r.leader, time.Now())
 			a := r.leader
+			r.faulted = []string{a.Name}
 			a.Kill()
 			return func() error { return a.Start(r.c) }, nil
 		}},
 	"follower-kill": {Doc: "SIGKILL of a follower; restarted after the hold",
 		Inject: func(r *runState) (func() error, error) {
 			a := r.c.Follower(r.leader)
+			r.faulted = []string{a.Name}
 			a.Kill()
 			return func() error { return a.Start(r.c) }, nil
 		}},
@@ -168,6 +177,7 @@ var Scenarios = map[string]*Scenario{
 			r.note("paused %.1fs", r.hold.Seconds())
 			r.watchElection(r.leader, time.Now())
 			a := r.leader
+			r.faulted = []string{a.Name}
 			return func() error { return a.Signal(syscall.SIGCONT) }, a.Signal(syscall.SIGSTOP)
 		}},
 	"leader-transfer": {Doc: "leadership transfer under load",
@@ -175,6 +185,7 @@ var Scenarios = map[string]*Scenario{
 	"restart-all": {Doc: "SIGKILL of all three servers at once; all restarted from their data dirs after the hold", LeaderFault: true,
 		Inject: func(r *runState) (func() error, error) {
 			for _, s := range r.c.Servers {
+				r.faulted = append(r.faulted, s.Name)
 				s.Kill()
 			}
 			return func() error {
@@ -188,6 +199,7 @@ var Scenarios = map[string]*Scenario{
 	"disk-full": {Doc: "the leader's data dir (a 64 MiB tmpfs) is filled up; the filler is removed at the heal", TmpfsBytes: 64 << 20,
 		Inject: func(r *runState) (func() error, error) {
 			path := filepath.Join(r.leader.DataDir, "chaos-filler")
+			r.faulted = []string{r.leader.Name}
 			err := fill(path)
 			return func() error { return os.Remove(path) }, err
 		}},
@@ -406,7 +418,7 @@ func Run(cfg Config) (res *Result, err error) {
 
 	if sc.LeaderFault && res.ElectedAfter > 0 {
 		for name, d := range res.ServerAckAfter {
-			if name != leader.Name && d > res.ElectedAfter+1 {
+			if !slices.Contains(st.faulted, name) && d > res.ElectedAfter+1 {
 				res.Notes = append(res.Notes, fmt.Sprintf("%s acknowledged its first write %.2fs after the fault, past the election plus 1 s", name, d))
 			}
 		}
@@ -474,6 +486,7 @@ func Run(cfg Config) (res *Result, err error) {
 		}
 	}
 	res.Notes = append(res.Notes, st.notes...)
+	res.Faulted = st.faulted
 	res.Pass = len(res.Failures) == 0
 
 	hist.WriteJSON(filepath.Join(dir, "history.json"))

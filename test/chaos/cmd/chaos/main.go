@@ -33,7 +33,21 @@ func main() {
 	pauseMax := flag.Duration("pause-max", 30*time.Second, "longest SIGSTOP pause (drawn from 5s to this)")
 	writers := flag.Int("writers", 6, "concurrent writers")
 	keep := flag.Bool("keep", false, "keep the files of passing runs too")
+	table := flag.String("table", "", "print a markdown table of the runs in this results.jsonl and exit")
 	flag.Parse()
+
+	if *table != "" {
+		f, err := os.Open(*table)
+		if err == nil {
+			err = chaos.Table(f, os.Stdout)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			os.Exit(2)
+		}
+		return
+	}
 
 	if why := chaos.Available(); why != "" {
 		fmt.Fprintln(os.Stderr, "chaos:", why)
