@@ -68,10 +68,10 @@ type Result struct {
 	// Seconds from the fault: the new leader agreed by the other servers
 	// (leader faults); per server, the first write acknowledged through
 	// it after the fault (its probe's); the first of any writer.
-	ElectedAfter   float64            `json:"elected_after,omitempty"`
+	ElectedAfter float64 `json:"elected_after,omitempty"`
 	// Faulted are the servers the fault hit (their own first ack comes
 	// after the heal).
-	Faulted []string `json:"faulted,omitempty"`
+	Faulted        []string           `json:"faulted,omitempty"`
 	FirstAckAfter  float64            `json:"first_ack_after,omitempty"`
 	ServerAckAfter map[string]float64 `json:"server_ack_after,omitempty"`
 	// Seconds from the heal to convergence (leader agreed by every
