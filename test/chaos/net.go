@@ -307,3 +307,16 @@ func CleanLeftovers() {
 		}
 	}
 }
+
+// CleanOwn removes everything of this process's runs (for a signal
+// handler: the runs' own deferred cleanups do not run on exit).
+func CleanOwn() {
+	entries, _ := os.ReadDir(stateDir)
+	me := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(stateDir, e.Name()))
+		if strings.TrimSpace(string(b)) == me {
+			cleanPrefix(e.Name())
+		}
+	}
+}

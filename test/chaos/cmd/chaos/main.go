@@ -16,8 +16,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/drover-project/drover/test/chaos"
@@ -53,6 +55,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chaos:", why)
 		os.Exit(2)
 	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "chaos: interrupted; removing this run's namespaces and processes")
+		chaos.CleanOwn()
+		os.Exit(130)
+	}()
 	abs, err := filepath.Abs(*bin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
