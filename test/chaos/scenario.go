@@ -455,6 +455,9 @@ func Run(cfg Config) (res *Result, err error) {
 
 	ops := hist.Ops()
 	res.Ops = len(ops)
+	if full := countStatus(ops, 507); full > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d answers 507 disk_full", full))
+	}
 	for _, op := range ops {
 		switch op.Outcome {
 		case OutcomeOK:
@@ -640,4 +643,15 @@ func Summary(r *Result) string {
 		fmt.Fprintf(&b, "\n    kept in %s", r.Dir)
 	}
 	return b.String()
+}
+
+// countStatus counts the operations answered with HTTP status.
+func countStatus(ops []Op, status int) int {
+	n := 0
+	for _, op := range ops {
+		if op.Status == status {
+			n++
+		}
+	}
+	return n
 }
