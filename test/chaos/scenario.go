@@ -180,6 +180,14 @@ var Scenarios = map[string]*Scenario{
 			r.faulted = []string{a.Name}
 			return func() error { return a.Signal(syscall.SIGCONT) }, a.Signal(syscall.SIGSTOP)
 		}},
+	"leader-lossy": {Doc: "the leader's link loses 30% of its packets (and is delayed 50 ms where the kernel has netem) for the hold",
+		Inject: func(r *runState) (func() error, error) {
+			n := r.leader.Name
+			r.faulted = []string{n}
+			how, err := r.c.Net.Degrade(n, 50*time.Millisecond, 30)
+			r.note("degraded by %s", how)
+			return func() error { return r.c.Net.Heal(n) }, err
+		}},
 	"leader-transfer": {Doc: "leadership transfer under load",
 		Skip: "Drover refuses /v1/operator/raft/transfer-leadership and has no `operator raft transfer-leadership` command"},
 	"restart-all": {Doc: "SIGKILL of all three servers at once; all restarted from their data dirs after the hold", LeaderFault: true,
