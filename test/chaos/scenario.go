@@ -137,10 +137,10 @@ var Scenarios = map[string]*Scenario{
 			r.faulted = []string{n}
 			return func() error { return r.c.Net.Heal(n) }, r.c.Net.Partition(n)
 		}},
-	"client-partition": {Doc: "the client running the sentinel jobs is cut off past its heartbeat TTL (2 s + 2 s grace) for 15 s, then healed", ClientFault: true,
+	"client-partition": {Doc: "the client running the sentinel jobs is cut off past its heartbeat TTL (2 s + 2 s grace) for 20 s (past the fenced sentinel's stop and fence), then healed", ClientFault: true,
 		Inject: func(r *runState) (func() error, error) {
-			if r.hold < 15*time.Second {
-				r.hold = 15 * time.Second
+			if r.hold < 20*time.Second {
+				r.hold = 20 * time.Second
 			}
 			n := r.target.Name
 			return func() error { return r.c.Net.Heal(n) }, r.c.Net.Partition(n)
@@ -306,7 +306,10 @@ func Run(cfg Config) (res *Result, err error) {
 	target := c.Clients[0]
 	sentinels := []Sentinel{
 		{ID: "sentinel-default", Marker: "chaos-" + n.Prefix + "-default", Count: 1, Strict: !sc.ClientFault},
-		{ID: "sentinel-fenced", Marker: "chaos-" + n.Prefix + "-fenced", Count: 1, StopAfter: 3 * time.Second, Strict: true},
+		// stop_after_client_disconnect well above the heartbeat interval
+		// (the TTL, 2-4 s here): at 3 s a healthy client stopped its copy
+		// before its first heartbeat.
+		{ID: "sentinel-fenced", Marker: "chaos-" + n.Prefix + "-fenced", Count: 1, StopAfter: 8 * time.Second, Strict: true},
 	}
 	lc := APIClient(leader, 10*time.Second)
 	var markers []string

@@ -31,7 +31,7 @@ func main() {
 	runs := flag.Int("runs", 1, "runs per scenario")
 	seed := flag.Int64("seed", 1, "seed of the first run (run i uses seed+i)")
 	results := flag.String("results", "chaos-results", "results directory")
-	hold := flag.Duration("hold", 8*time.Second, "how long each fault lasts (the client partition at least 15s)")
+	hold := flag.Duration("hold", 8*time.Second, "how long each fault lasts (the client partition at least 20s)")
 	pauseMax := flag.Duration("pause-max", 30*time.Second, "longest SIGSTOP pause (drawn from 5s to this)")
 	writers := flag.Int("writers", 6, "concurrent writers")
 	keep := flag.Bool("keep", false, "keep the files of passing runs too")
