@@ -66,8 +66,9 @@ type Result struct {
 	Overlap map[string]Overlap `json:"overlap"`
 
 	// Seconds from the fault: the new leader agreed by the other servers
-	// (leader faults); per server, the first write acknowledged through
-	// it after the fault (its probe's); the first of any writer.
+	// (leader faults); per server, the completion of the first write sent
+	// through it after the fault and acknowledged (its probe's); the
+	// first of any writer.
 	ElectedAfter float64 `json:"elected_after,omitempty"`
 	// Faulted are the servers the fault hit (their own first ack comes
 	// after the heal).
@@ -414,7 +415,7 @@ func Run(cfg Config) (res *Result, err error) {
 	}
 	res.ServerAckAfter = map[string]float64{}
 	for _, op := range hist.Ops() {
-		if op.Kind != OpRead && op.Outcome == OutcomeOK && op.Return > faultAt {
+		if op.Kind != OpRead && op.Outcome == OutcomeOK && op.Call > faultAt {
 			d := time.Duration(op.Return - faultAt).Seconds()
 			if res.FirstAckAfter == 0 || d < res.FirstAckAfter {
 				res.FirstAckAfter = d
