@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -78,6 +79,9 @@ func TestJobModel(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Fatalf("porcupine says %s, want %s", got, tc.want)
+			}
+			if _, err := os.Stat(vis); (err == nil) != (got != porcupine.Ok) {
+				t.Fatalf("visualisation written: %v, want it only for a failing history", err == nil)
 			}
 		})
 	}
