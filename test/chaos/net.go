@@ -205,19 +205,13 @@ func cleanPrefix(prefix string) {
 			nss = append(nss, f[0])
 		}
 	}
-	for round := 0; round < 3; round++ {
-		any := false
-		for _, ns := range nss {
-			pids, _ := exec.Command("ip", "netns", "pids", ns).Output()
-			for _, p := range strings.Fields(string(pids)) {
-				if pid, err := strconv.Atoi(p); err == nil && pid > 1 {
-					syscall.Kill(pid, syscall.SIGCONT)
-					syscall.Kill(pid, syscall.SIGKILL)
-					any = true
-				}
-			}
+	for round := 0; round < 5; round++ {
+		pids := runPids(prefix, nss)
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGCONT)
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if !any {
+		if len(pids) == 0 {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -241,6 +235,44 @@ func cleanPrefix(prefix string) {
 	}
 	unmountUnder(prefix)
 	os.Remove(filepath.Join(stateDir, prefix))
+}
+
+// runPids finds the processes of the run with prefix: those in its
+// namespaces (nss), and, wherever they are (a namespace already deleted
+// lives on while a process is in it), those working in its directories
+// (agents' data dirs, task supervisors and tasks in their allocation
+// dirs) or carrying one of its sentinel markers.
+func runPids(prefix string, nss []string) []int {
+	inodes := map[uint64]bool{}
+	for _, ns := range nss {
+		var st syscall.Stat_t
+		if syscall.Stat("/run/netns/"+ns, &st) == nil {
+			inodes[st.Ino] = true
+		}
+	}
+	self := os.Getpid()
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid <= 1 || pid == self {
+			continue
+		}
+		var st syscall.Stat_t
+		mine := syscall.Stat(d+"/ns/net", &st) == nil && inodes[st.Ino]
+		if !mine {
+			cwd, _ := os.Readlink(d + "/cwd")
+			mine = strings.Contains(cwd, "/"+prefix+"-")
+		}
+		if !mine {
+			cmdline, _ := os.ReadFile(d + "/cmdline")
+			mine = strings.Contains(string(cmdline), "chaos-"+prefix+"-")
+		}
+		if mine {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // forwardRule is the iptables arguments that insert (-I) or delete (-D)
@@ -293,6 +325,14 @@ func CleanLeftovers() {
 	}
 	for _, e := range entries {
 		prefixes[e.Name()] = true
+	}
+	// Tasks a run left behind carry its sentinel marker (chaos-drchXXX-).
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, path := range cmdlines {
+		b, _ := os.ReadFile(path)
+		if i := strings.Index(string(b), "chaos-"+prefixBase); i >= 0 && len(b) >= i+len("chaos-")+len(prefixBase)+3 {
+			prefixes[string(b[i+len("chaos-"):i+len("chaos-")+len(prefixBase)+3])] = true
+		}
 	}
 	rules, _ := exec.Command("iptables", "-S", "FORWARD").Output()
 	for _, f := range strings.Fields(string(rules)) {

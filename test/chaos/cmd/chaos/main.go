@@ -35,9 +35,14 @@ func main() {
 	pauseMax := flag.Duration("pause-max", 30*time.Second, "longest SIGSTOP pause (drawn from 5s to this)")
 	writers := flag.Int("writers", 6, "concurrent writers")
 	keep := flag.Bool("keep", false, "keep the files of passing runs too")
+	clean := flag.Bool("clean", false, "remove what runs that are gone left behind (namespaces, links, mounts, processes) and exit")
 	table := flag.String("table", "", "print a markdown table of the runs in this results.jsonl and exit")
 	flag.Parse()
 
+	if *clean {
+		chaos.CleanLeftovers()
+		return
+	}
 	if *table != "" {
 		f, err := os.Open(*table)
 		if err == nil {
