@@ -272,14 +272,16 @@ func Run(cfg Config) (res *Result, err error) {
 	}
 	res.Dir = dir
 	defer func() {
-		if res != nil && (!res.Pass || cfg.Keep) {
+		if err != nil {
+			err = fmt.Errorf("%w (logs kept in %s)", err, dir)
+			return
+		}
+		if !res.Pass || cfg.Keep {
 			return
 		}
 		unmountUnder(n.Prefix)
 		os.RemoveAll(dir) // a run that passed keeps only its summary
-		if res != nil {
-			res.Dir = ""
-		}
+		res.Dir = ""
 	}()
 	logf := cfg.Log
 	rng := rand.New(rand.NewSource(cfg.Seed))
