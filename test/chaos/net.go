@@ -65,11 +65,20 @@ func NewNet() (*Net, error) {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return nil, err
 	}
-	var b [3]byte
-	rand.Read(b[:])
-	n := &Net{Prefix: prefixBase + hex.EncodeToString(b[:2])[:3]}
-	n.Subnet = fmt.Sprintf("10.%d.%d", 100+int(b[1])%100, 1+int(b[2])%250)
-	n.Bridge = n.Prefix + "br"
+	// A prefix and a subnet no other run (or anything else) uses.
+	var n *Net
+	for {
+		var b [3]byte
+		rand.Read(b[:])
+		n = &Net{Prefix: prefixBase + hex.EncodeToString(b[:2])[:3]}
+		n.Subnet = fmt.Sprintf("10.%d.%d", 100+int(b[1])%100, 1+int(b[2])%250)
+		n.Bridge = n.Prefix + "br"
+		_, taken := os.Stat(filepath.Join(stateDir, n.Prefix))
+		routes, _ := exec.Command("ip", "route", "show", n.Subnet+".0/24").Output()
+		if taken != nil && len(strings.TrimSpace(string(routes))) == 0 {
+			break
+		}
+	}
 	if err := os.WriteFile(filepath.Join(stateDir, n.Prefix), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, err
 	}
