@@ -5,7 +5,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/drover-project/drover/version.GitCommit=$(VERSION)
 
-.PHONY: all build test test-short lint fmt vet generate check-generated run cluster cluster-tls cluster-stop bench clean fuzz
+.PHONY: all build test test-short lint fmt vet generate check-generated run cluster cluster-tls cluster-stop bench clean fuzz chaos
 
 all: build
 
@@ -59,7 +59,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 30m ./structs/ ./state/ ./fsm/ ./scheduler/ ./server/...
 
 clean:
-	rm -rf bin .cluster
+	rm -rf bin .cluster chaos-results
 
 # Fuzzing (docs/security.md): each target explores for FUZZTIME, one
 # worker at a time. `make test` already runs every target's seeds and
@@ -86,3 +86,12 @@ fuzz:
 # Whole-cluster scale scenarios (drover sim + drover bench): bench-scenarios,
 # bench-scenario SCENARIO=...; not part of make test.
 -include mk/bench.mk
+
+# The chaos suite (test/chaos, docs/reliability.md): a fresh cluster of
+# agent processes in network namespaces per run, one fault under a
+# workload, the history checked. Needs root. SCENARIO=all runs every one.
+SCENARIO ?= all
+RUNS     ?= 1
+SEED     ?= 1
+chaos: build
+	$(GO) run ./test/chaos/cmd/chaos -bin $(BIN) -scenario $(SCENARIO) -runs $(RUNS) -seed $(SEED) -results chaos-results

@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/Masterminds/sprig/v3 v3.3.0
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/armon/go-metrics v0.4.1
 	github.com/containerd/errdefs v1.0.0
 	github.com/docker/go-units v0.5.0
