@@ -172,7 +172,13 @@ func (f *FSM) applyJobDeregister(b *state.Batch, buf []byte, index uint64) (any,
 	}
 	ns := req.RequestNamespace()
 	if err := b.DeregisterJob(index, ns, req.JobID, req.Purge, req.SubmitTime, req.Eval); err != nil {
-		f.logger.Error("job deregister failed", "job_id", req.JobID, "namespace", ns, "error", err)
+		// A purge that lost a race with another purge of the same job is
+		// an answer to its caller, not a fault of this server.
+		if structs.CodeOf(err) == structs.ErrCodeNotFound {
+			f.logger.Debug("job deregister: job not found", "job_id", req.JobID, "namespace", ns)
+		} else {
+			f.logger.Error("job deregister failed", "job_id", req.JobID, "namespace", ns, "error", err)
+		}
 		return nil, err
 	}
 	if req.Eval != nil {
