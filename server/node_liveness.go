@@ -88,7 +88,7 @@ func (s *Server) markNodeDown(nodeID string) error {
 		return nil
 	}
 	now := time.Now()
-	evals, err := s.nodeEvals(st, node, now)
+	batch, err := s.nodeEvals(st, node, now)
 	if err != nil {
 		return err
 	}
@@ -99,8 +99,9 @@ func (s *Server) markNodeDown(nodeID string) error {
 		NodeEvent: &structs.NodeEvent{
 			Message: "Node heartbeat missed", Subsystem: "Cluster", Timestamp: now,
 		},
-		CreateEvals: evals,
+		CreateEvals: batch.evals,
 	}
-	_, _, err = s.raftApply(structs.NodeUpdateStatusRequestType, req)
+	index, _, err := s.raftApply(structs.NodeUpdateStatusRequestType, req)
+	batch.done(index)
 	return err
 }
