@@ -229,20 +229,23 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		}
 	}
 
-	if cfg.StartNodes != nil {
-		r.setProgress(func() string { return fmt.Sprintf("%s: starting %d simulated nodes", sc.Name, sc.Nodes.Count) })
-		src, err := cfg.StartNodes(ctx, sc.Nodes)
-		if err != nil {
-			return nil, fmt.Errorf("bench: starting nodes: %w", err)
+	// A join storm starts its nodes inside the measured window.
+	stopNodes := func() {}
+	defer func() { stopNodes() }()
+	if sc.Kind != KindJoinStorm {
+		if cfg.StartNodes != nil {
+			r.setProgress(func() string { return fmt.Sprintf("%s: starting %d simulated nodes", sc.Name, sc.Nodes.Count) })
+			stop, err := r.startNodes(ctx)
+			if err != nil {
+				return nil, err
+			}
+			stopNodes = stop
 		}
-		r.source = src
-		defer func() { r.res.Notes = append(r.res.Notes, "nodes: "+src.Final()) }() // after Stop
-		defer src.Stop()
+		if err := r.waitNodes(ctx, sc.Nodes.Count); err != nil {
+			return r.res, err
+		}
+		r.res.Nodes = sc.Nodes.Count
 	}
-	if err := r.waitNodes(ctx, sc.Nodes.Count); err != nil {
-		return r.res, err
-	}
-	r.res.Nodes = sc.Nodes.Count
 	r.identifyServers(ctx)
 
 	var pids []int
@@ -266,6 +269,8 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		runErr = r.runChurn(ctx)
 	case KindIdle:
 		runErr = r.runIdle(ctx)
+	case KindJoinStorm:
+		runErr = r.runJoinStorm(ctx, &stopNodes)
 	default:
 		runErr = fmt.Errorf("bench: scenario kind %q", sc.Kind)
 	}
@@ -301,6 +306,20 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		r.cleanup(ctx)
 	}
 	return r.res, runErr
+}
+
+// startNodes starts the simulator with the scenario's nodes; the returned
+// function stops them and records what they did in the notes.
+func (r *runner) startNodes(ctx context.Context) (func(), error) {
+	src, err := r.cfg.StartNodes(ctx, r.cfg.Scenario.Nodes)
+	if err != nil {
+		return nil, fmt.Errorf("bench: starting nodes: %w", err)
+	}
+	r.source = src
+	return func() {
+		src.Stop()
+		r.res.Notes = append(r.res.Notes, "nodes: "+src.Final())
+	}, nil
 }
 
 // client returns the i-th client of the live servers, round-robin.
