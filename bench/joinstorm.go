@@ -130,29 +130,30 @@ func (r *runner) runJoinStorm(ctx context.Context, stopNodes *func()) error {
 	if at := counts.runningAt.Load(); at > 0 {
 		r.res.RunningSeconds = (time.Duration(at) - offset).Seconds()
 	}
-	r.res.Evals = r.countEvals(ctx)
 	return err
 }
 
 // countEvals reads every evaluation of the run's jobs (all pages), once
-// none of them is pending any more (or after evalDrainTimeout).
+// none of them is pending any more (or after evalDrainTimeout). It runs
+// after the measured window.
 func (r *runner) countEvals(ctx context.Context) *EvalCounts {
-	ctx, cancel := context.WithTimeout(ctx, evalDrainTimeout)
-	defer cancel()
+	r.setProgress(func() string { return r.cfg.Scenario.Name + ": counting the evaluations" })
+	deadline := time.Now().Add(evalDrainTimeout)
 	for {
 		c, pending, err := r.readEvals(ctx)
 		if err != nil {
 			r.res.Errors = append(r.res.Errors, "reading the evaluations: "+err.Error())
-			return c
+			return nil
 		}
-		if pending == 0 || ctx.Err() != nil {
+		if pending == 0 || !time.Now().Before(deadline) {
 			if pending > 0 {
-				r.res.Notes = append(r.res.Notes, fmt.Sprintf("%d evaluations still pending when counted", pending))
+				r.res.Notes = append(r.res.Notes, fmt.Sprintf("%d evaluations still pending %v after the run", pending, evalDrainTimeout))
 			}
 			return c
 		}
 		select {
 		case <-ctx.Done():
+			return c
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

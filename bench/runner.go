@@ -284,6 +284,9 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	r.fillProc(watch, window)
 	r.res.LoadEnd = loadAvg()
 	r.countDown(ctx)
+	if sc.Kind == KindJoinStorm {
+		r.res.Evals = r.countEvals(ctx)
+	}
 	if r.res.Verify = r.verify(ctx); r.res.Verify.failed() {
 		runErr = errors.Join(runErr, errors.New(r.res.Verify.summary()))
 	}

@@ -62,8 +62,10 @@ func (b *nodeEvalBatch) done(index uint64) {
 }
 
 // nodeEvalWaits bounds how many times one node event waits for another's
-// write of an evaluation of the same job before creating its own.
-const nodeEvalWaits = 3
+// write of an evaluation of the same job before creating its own. Each
+// wait is for a different write, one Raft commit; past the bound the event
+// writes its own evaluation (due with the one in flight, see dueLocked).
+const nodeEvalWaits = 16
 
 // nodeEvals returns what a change of node's status calls for (see above).
 // The caller writes the evaluations with the change and calls done.
@@ -210,17 +212,24 @@ func (p *nodeEvalPacer) finish(ch chan struct{}) {
 
 // dueLocked returns when a new node-event evaluation of job is due: the
 // zero time (at once) unless the previous one is due less than a window
-// before now, else a window after the previous one.
+// before now, then a window after the previous one; when the previous one
+// is itself not yet due (an event that gave up waiting for its write), at
+// the same time as it. No evaluation is ever due more than a window ahead,
+// so each stays within the broker's CoverDelay and absorbs later events.
 func (p *nodeEvalPacer) dueLocked(job structs.NamespacedID, now time.Time) time.Time {
 	p.pruneLocked(now)
-	at := now
-	var wait time.Time
-	if prev, ok := p.last[job]; ok && now.Sub(prev) < p.window {
-		at = prev.Add(p.window)
-		wait = at
+	prev, ok := p.last[job]
+	switch {
+	case !ok || now.Sub(prev) >= p.window:
+		p.last[job] = now
+		return time.Time{}
+	case prev.After(now):
+		return prev
+	default:
+		at := prev.Add(p.window)
+		p.last[job] = at
+		return at
 	}
-	p.last[job] = at
-	return wait
 }
 
 // pruneLocked forgets entries that no longer delay anything, at most once

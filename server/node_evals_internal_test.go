@@ -18,7 +18,8 @@ func TestNodeEvalPacer(t *testing.T) {
 		want time.Duration // -1: due at once
 	}{
 		{0, -1},
-		{100 * time.Millisecond, time.Second}, // within the window: one window after the first
+		{100 * time.Millisecond, time.Second},      // within the window: one window after the first
+		{200 * time.Millisecond, time.Second},      // the previous not yet due: with it, never further
 		{1500 * time.Millisecond, 2 * time.Second}, // the previous is due at 1 s: one window after it
 		{5 * time.Second, -1},                      // quiet since: at once
 	}
