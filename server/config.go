@@ -165,8 +165,9 @@ type Config struct {
 	HeartbeatTTL time.Duration
 	// NodeEvalWindow paces the evaluations node events create (a node
 	// joining, going down or up, becoming eligible): a job gets at most
-	// one such evaluation per window, later events being absorbed by it
-	// (node_evals.go). 0 means DefaultNodeEvalWindow.
+	// one such evaluation per window, later events being absorbed by it;
+	// the window doubles, up to four times this, while the job's events
+	// keep coming (node_evals.go). 0 means DefaultNodeEvalWindow.
 	NodeEvalWindow time.Duration
 
 	// JobGaugeInterval is how often the leader emits the job summary and

@@ -28,9 +28,11 @@ import (
 //     delivery to the event's Raft index (nodeEvalBatch.done). An
 //     evaluation already delivered, or a blocked one, absorbs nothing.
 //   - paced: otherwise a job gets a new evaluation, due at once unless the
-//     job's previous node-event evaluation was due less than
-//     Config.NodeEvalWindow ago; then it is due one window after that one
-//     (WaitUntil), and absorbs the events of that window.
+//     job's previous node-event evaluation was due less than a window ago
+//     (Config.NodeEvalWindow at first); then it is due a window after that
+//     one (WaitUntil), and absorbs the events of that window. The window
+//     doubles while the job's events keep coming, up to four first
+//     windows, and starts again from the first after a quiet window.
 //
 // On a leader change the pacing is forgotten and the new leader restores
 // pending evaluations from state; every delivery it makes waits for the
@@ -158,28 +160,41 @@ func nodeEventJobs(st *state.StateStore, node *structs.Node, systemJobs bool) ([
 }
 
 // nodeEvalPacer remembers, per job, when its latest node-event evaluation
-// is due, so that a job gets at most one per window, and which node event
-// is writing a new one. Leader only; reset on gaining leadership. Its
-// lock is taken before the broker's, never after.
+// is due and the window it was paced by, so that a job gets at most one per
+// window, and which node event is writing a new one. Leader only; reset on
+// gaining leadership. Its lock is taken before the broker's, never after.
 type nodeEvalPacer struct {
-	window time.Duration
+	window time.Duration // the first window; it doubles up to maxWindow
+	max    time.Duration
 
 	mu        sync.Mutex
-	last      map[structs.NamespacedID]time.Time     // guarded by mu
+	last      map[structs.NamespacedID]paced         // guarded by mu
 	writing   map[structs.NamespacedID]chan struct{} // guarded by mu; closed by finish
 	lastPrune time.Time                              // guarded by mu
 }
 
+// paced is a job's latest node-event evaluation: when it is due and the
+// window that separates it from the one before.
+type paced struct {
+	due    time.Time
+	window time.Duration
+}
+
+// nodeEvalMaxWindows is how many first windows the window grows to while
+// a job's node events keep coming (doubling each time).
+const nodeEvalMaxWindows = 4
+
 func newNodeEvalPacer(window time.Duration) *nodeEvalPacer {
 	return &nodeEvalPacer{
 		window:  window,
-		last:    map[structs.NamespacedID]time.Time{},
+		max:     nodeEvalMaxWindows * window,
+		last:    map[structs.NamespacedID]paced{},
 		writing: map[structs.NamespacedID]chan struct{}{},
 	}
 }
 
 // nodeEvalPruneSize is the size past which the pacer forgets jobs whose
-// evaluation is more than a window old.
+// evaluation is more than the largest window old.
 const nodeEvalPruneSize = 1024
 
 // inFlight returns the channel of a write in flight of a new evaluation
@@ -210,25 +225,30 @@ func (p *nodeEvalPacer) finish(ch chan struct{}) {
 	close(ch)
 }
 
-// dueLocked returns when a new node-event evaluation of job is due: the
-// zero time (at once) unless the previous one is due less than a window
-// before now, then a window after the previous one; when the previous one
-// is itself not yet due (an event that gave up waiting for its write), at
-// the same time as it. No evaluation is ever due more than a window ahead,
-// so each stays within the broker's CoverDelay and absorbs later events.
+// dueLocked returns when a new node-event evaluation of job is due:
+//   - at once (the zero time) when the previous one is due at least its
+//     window before now (a quiet job starts again from the first window);
+//   - with the previous one when that is not yet due (an event that gave
+//     up waiting for its write): never further ahead;
+//   - else twice the previous window after it, at most maxWindow: a job
+//     whose node events keep coming is evaluated at 1, 2, 4, 4... windows.
+//
+// No evaluation is due more than maxWindow ahead, so each stays within the
+// broker's CoverDelay and absorbs later events.
 func (p *nodeEvalPacer) dueLocked(job structs.NamespacedID, now time.Time) time.Time {
 	p.pruneLocked(now)
 	prev, ok := p.last[job]
 	switch {
-	case !ok || now.Sub(prev) >= p.window:
-		p.last[job] = now
+	case !ok || now.Sub(prev.due) >= prev.window:
+		p.last[job] = paced{due: now, window: p.window}
 		return time.Time{}
-	case prev.After(now):
-		return prev
+	case prev.due.After(now):
+		return prev.due
 	default:
-		at := prev.Add(p.window)
-		p.last[job] = at
-		return at
+		next := paced{window: min(2*prev.window, p.max)}
+		next.due = prev.due.Add(next.window)
+		p.last[job] = next
+		return next.due
 	}
 }
 
@@ -240,7 +260,7 @@ func (p *nodeEvalPacer) pruneLocked(now time.Time) {
 	}
 	p.lastPrune = now
 	for id, at := range p.last {
-		if now.Sub(at) >= p.window {
+		if now.Sub(at.due) >= at.window {
 			delete(p.last, id)
 		}
 	}

@@ -7,7 +7,8 @@ import (
 	"github.com/drover-project/drover/structs"
 )
 
-// The pacer gives a job at most one node-event evaluation per window, and
+// The pacer gives a job at most one node-event evaluation per window, the
+// window doubling up to four first windows while events keep coming, and
 // tells an event which write of a new evaluation of its jobs is in flight.
 func TestNodeEvalPacer(t *testing.T) {
 	p := newNodeEvalPacer(time.Second)
@@ -18,10 +19,12 @@ func TestNodeEvalPacer(t *testing.T) {
 		want time.Duration // -1: due at once
 	}{
 		{0, -1},
-		{100 * time.Millisecond, time.Second},      // within the window: one window after the first
-		{200 * time.Millisecond, time.Second},      // the previous not yet due: with it, never further
-		{1500 * time.Millisecond, 2 * time.Second}, // the previous is due at 1 s: one window after it
-		{5 * time.Second, -1},                      // quiet since: at once
+		{100 * time.Millisecond, 2 * time.Second},  // within the window: two windows after the first
+		{200 * time.Millisecond, 2 * time.Second},  // the previous not yet due: with it, never further
+		{2500 * time.Millisecond, 6 * time.Second}, // events keep coming: four windows after it
+		{7 * time.Second, 10 * time.Second},        // at most four windows
+		{15 * time.Second, -1},                     // quiet for a window: at once again
+		{15500 * time.Millisecond, 17 * time.Second},
 	}
 	for _, s := range steps {
 		p.mu.Lock()
@@ -37,7 +40,7 @@ func TestNodeEvalPacer(t *testing.T) {
 	}
 	p.reset()
 	p.mu.Lock()
-	if got := p.dueLocked(web, t0.Add(5*time.Second+time.Millisecond)); !got.IsZero() {
+	if got := p.dueLocked(web, t0.Add(15600*time.Millisecond)); !got.IsZero() {
 		t.Errorf("after reset: due %v, want at once", got)
 	}
 	p.mu.Unlock()

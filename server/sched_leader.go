@@ -44,8 +44,9 @@ func (s *Server) newPipeline() error {
 		bcfg.SubsequentNackDelay = c.EvalSubsequentNackDelay
 	}
 	bcfg.Logger = s.logger
-	// A node-event evaluation paced to a window later still absorbs events.
-	bcfg.CoverDelay = s.config.NodeEvalWindow
+	// A node-event evaluation paced up to its largest window later still
+	// absorbs events (node_evals.go).
+	bcfg.CoverDelay = nodeEvalMaxWindows * s.config.NodeEvalWindow
 	broker, err := evalbroker.New(bcfg)
 	if err != nil {
 		return fmt.Errorf("eval broker: %w", err)
