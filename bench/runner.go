@@ -174,7 +174,7 @@ type runner struct {
 
 	progressMu sync.Mutex
 	progress   func() string // current progress line; guarded by progressMu
-	source     NodeSource
+	source     NodeSource    // guarded by progressMu
 }
 
 // Run runs the scenario and returns what it measured. A run that timed
@@ -318,7 +318,9 @@ func (r *runner) startNodes(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: starting nodes: %w", err)
 	}
-	r.source = src
+	r.progressMu.Lock()
+	r.source = src // a join storm's progress line reads it meanwhile
+	r.progressMu.Unlock()
 	return func() {
 		src.Stop()
 		r.res.Notes = append(r.res.Notes, "nodes: "+src.Final())
@@ -601,8 +603,11 @@ func (r *runner) sourceStatus() string {
 	if k := r.killer.Load().progress(); k != "" {
 		out = " | " + k
 	}
-	if r.source != nil {
-		out += " | " + r.source.Status()
+	r.progressMu.Lock()
+	src := r.source
+	r.progressMu.Unlock()
+	if src != nil {
+		out += " | " + src.Status()
 	}
 	return out
 }
