@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/drover-project/drover/state/mock"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -65,5 +67,64 @@ func TestNodeEvalPacer(t *testing.T) {
 	}
 	if p.inFlight([]*structs.Job{job}) != nil {
 		t.Fatal("a finished write still in flight")
+	}
+}
+
+// A delivery's wait index covers the node events its evaluation absorbed
+// (a node registered after the evaluation was written, with no evaluation
+// of its own) and the index at which the leader restored its pending
+// evaluations.
+func TestDequeueWaitIndexCoversAbsorbedEvents(t *testing.T) {
+	s, err := NewServer(&Config{
+		Name: "dev", BindAddr: "127.0.0.1", BootstrapExpect: 1,
+		RaftTimeoutScale: 0.25, RetryInterval: 50 * time.Millisecond, NumSchedulers: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown() })
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.leaderEstablished.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	register := func(id string) *structs.Job {
+		job := mock.Job()
+		job.ID, job.Name, job.Type = id, id, structs.JobTypeSystem
+		job.TaskGroups[0].Count, job.TaskGroups[0].ReschedulePolicy, job.TaskGroups[0].Migrate = 1, nil, nil
+		var resp structs.JobRegisterResponse
+		if err := s.RPC("Job.Register", &structs.JobRegisterRequest{Job: job}, &resp); err != nil {
+			t.Fatal(err)
+		}
+		return job
+	}
+	register("sys")
+	var reply structs.NodeUpdateResponse
+	if err := s.RPC("Node.Register", &structs.NodeRegisterRequest{Node: mock.Node()}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.EvalIDs) != 0 {
+		t.Fatalf("the join wrote evaluations %v, want it absorbed by the pending registration evaluation", reply.EvalIDs)
+	}
+	ctx := context.Background()
+	eval, _, index, err := s.dequeueEval(ctx, []string{structs.JobTypeSystem}, true)
+	if err != nil || eval == nil {
+		t.Fatalf("dequeue: %v, %v", eval, err)
+	}
+	if eval.CreateIndex >= reply.NodeModifyIndex || index < reply.NodeModifyIndex {
+		t.Fatalf("evaluation written at %d, node at %d: wait index %d, want at least the node's", eval.CreateIndex, reply.NodeModifyIndex, index)
+	}
+
+	floor := reply.NodeModifyIndex + 1000
+	s.evalFloor.Store(floor)
+	register("sys2")
+	eval, _, index, err = s.dequeueEval(ctx, []string{structs.JobTypeSystem}, true)
+	if err != nil || eval == nil {
+		t.Fatalf("dequeue: %v, %v", eval, err)
+	}
+	if index != floor {
+		t.Fatalf("wait index %d, want the restore floor %d", index, floor)
 	}
 }
