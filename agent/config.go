@@ -110,6 +110,10 @@ type ServerConfig struct {
 	// server's defaults (10 s each, as Nomad).
 	HeartbeatGrace  time.Duration
 	MinHeartbeatTTL time.Duration
+	// FailoverHeartbeatTTL (failover_heartbeat_ttl, 5m as in Nomad) is the
+	// TTL every node gets when a server gains leadership: no node is
+	// marked down because the leader changed.
+	FailoverHeartbeatTTL time.Duration
 	// Garbage collection on the leader, with Nomad's names and defaults:
 	// every JobGCInterval (job_gc_interval, 5m) the leader collects
 	// terminal evaluations older than EvalGCThreshold (eval_gc_threshold,

@@ -82,6 +82,8 @@ type fileServer struct {
 	HeartbeatGraceRange hcl.Range `hcl:"heartbeat_grace,attr_value_range"`
 	MinHeartbeatTTL     *string   `hcl:"min_heartbeat_ttl,optional"`
 	MinHeartbeatTTLRng  hcl.Range `hcl:"min_heartbeat_ttl,attr_value_range"`
+	FailoverTTL         *string   `hcl:"failover_heartbeat_ttl,optional"`
+	FailoverTTLRange    hcl.Range `hcl:"failover_heartbeat_ttl,attr_value_range"`
 
 	JobGCInterval              *string   `hcl:"job_gc_interval,optional"`
 	JobGCIntervalRange         hcl.Range `hcl:"job_gc_interval,attr_value_range"`
@@ -355,6 +357,7 @@ func (fc *fileConfig) apply(c *Config) error {
 		if err := applyDurations([]durationSetting{
 			{"heartbeat_grace", s.HeartbeatGrace, s.HeartbeatGraceRange, &c.Server.HeartbeatGrace, true},
 			{"min_heartbeat_ttl", s.MinHeartbeatTTL, s.MinHeartbeatTTLRng, &c.Server.MinHeartbeatTTL, true},
+			{"failover_heartbeat_ttl", s.FailoverTTL, s.FailoverTTLRange, &c.Server.FailoverHeartbeatTTL, true},
 			{"job_gc_interval", s.JobGCInterval, s.JobGCIntervalRange, &c.Server.JobGCInterval, true},
 			{"eval_gc_threshold", s.EvalGCThreshold, s.EvalGCThresholdRange, &c.Server.EvalGCThreshold, true},
 			{"job_gc_threshold", s.JobGCThreshold, s.JobGCThresholdRange, &c.Server.JobGCThreshold, true},

@@ -43,6 +43,11 @@ type Result struct {
 	// WriteLatency is the HTTP round trip of the job writes.
 	WriteLatency Latency `json:"write_latency"`
 
+	// Join storm: how long until every node had registered (from the
+	// first one's start), and the evaluations of the jobs at the end.
+	JoinSeconds float64     `json:"join_seconds,omitempty"`
+	Evals       *EvalCounts `json:"evals,omitempty"`
+
 	// Churn: job writes done, by kind, and per second.
 	Ops       int            `json:"ops,omitempty"`
 	OpsByKind map[string]int `json:"ops_by_kind,omitempty"`
@@ -233,10 +238,18 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmtCount(float64(r.Placed)), fmtCount(float64(r.Allocs)), fmtCount(r.PlacementsPerSec)))
 		row("Running", fmt.Sprintf("%s (%s/%s)", fmtSeconds(r.RunningSeconds), fmtCount(float64(r.Running)), fmtCount(float64(r.Allocs))))
 	}
+	if r.Kind == KindJoinStorm {
+		row("Jobs", fmt.Sprintf("%s system jobs, registered in %s before the nodes", fmtCount(float64(r.Jobs)), fmtSeconds(r.RegisterSeconds)))
+		row("Nodes joined", fmtSeconds(r.JoinSeconds))
+		row("Placed", fmt.Sprintf("%s (%s/%s) from the first join", fmtSeconds(r.PlacedSeconds),
+			fmtCount(float64(r.Placed)), fmtCount(float64(r.Allocs))))
+		row("Running", fmt.Sprintf("%s (%s/%s)", fmtSeconds(r.RunningSeconds), fmtCount(float64(r.Running)), fmtCount(float64(r.Allocs))))
+		row("Evaluations", r.Evals.String())
+	}
 	if r.Kind == KindChurn {
 		row("Job writes", fmt.Sprintf("%s completed (%.1f/s): %s", fmtCount(float64(r.Ops)), r.OpsPerSec, joinKinds(r.OpsByKind)))
 	}
-	if r.Kind != KindIdle {
+	if r.Kind != KindIdle && r.Kind != KindJoinStorm {
 		row("Write -> eval complete", r.EvalLatency.String()+unresolved(r.EvalsUnresolved))
 		row("Write HTTP round trip", r.WriteLatency.String())
 	}
@@ -392,6 +405,11 @@ func (r *Result) MarkdownRow() string {
 		allocs = fmt.Sprintf("%s writes (%.1f/s)", fmtCount(float64(r.Ops)), r.OpsPerSec)
 	case KindIdle:
 		allocs = fmt.Sprintf("idle %s, %d down", fmtSeconds(r.WindowSeconds), r.NodesDown)
+	case KindJoinStorm:
+		placed, running = fmtSeconds(r.PlacedSeconds), fmtSeconds(r.RunningSeconds)
+		if e := r.Evals; e != nil {
+			allocs = fmt.Sprintf("%s (%s evals, %s canceled)", allocs, fmtCount(float64(e.Written)), fmtCount(float64(e.Canceled)))
+		}
 	}
 	lat := "-"
 	if r.EvalLatency.Count > 0 {

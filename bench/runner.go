@@ -174,7 +174,7 @@ type runner struct {
 
 	progressMu sync.Mutex
 	progress   func() string // current progress line; guarded by progressMu
-	source     NodeSource
+	source     NodeSource    // guarded by progressMu
 }
 
 // Run runs the scenario and returns what it measured. A run that timed
@@ -229,20 +229,23 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		}
 	}
 
-	if cfg.StartNodes != nil {
-		r.setProgress(func() string { return fmt.Sprintf("%s: starting %d simulated nodes", sc.Name, sc.Nodes.Count) })
-		src, err := cfg.StartNodes(ctx, sc.Nodes)
-		if err != nil {
-			return nil, fmt.Errorf("bench: starting nodes: %w", err)
+	// A join storm starts its nodes inside the measured window.
+	stopNodes := func() {}
+	defer func() { stopNodes() }()
+	if sc.Kind != KindJoinStorm {
+		if cfg.StartNodes != nil {
+			r.setProgress(func() string { return fmt.Sprintf("%s: starting %d simulated nodes", sc.Name, sc.Nodes.Count) })
+			stop, err := r.startNodes(ctx)
+			if err != nil {
+				return nil, err
+			}
+			stopNodes = stop
 		}
-		r.source = src
-		defer func() { r.res.Notes = append(r.res.Notes, "nodes: "+src.Final()) }() // after Stop
-		defer src.Stop()
+		if err := r.waitNodes(ctx, sc.Nodes.Count); err != nil {
+			return r.res, err
+		}
+		r.res.Nodes = sc.Nodes.Count
 	}
-	if err := r.waitNodes(ctx, sc.Nodes.Count); err != nil {
-		return r.res, err
-	}
-	r.res.Nodes = sc.Nodes.Count
 	r.identifyServers(ctx)
 
 	var pids []int
@@ -266,6 +269,8 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		runErr = r.runChurn(ctx)
 	case KindIdle:
 		runErr = r.runIdle(ctx)
+	case KindJoinStorm:
+		runErr = r.runJoinStorm(ctx, &stopNodes)
 	default:
 		runErr = fmt.Errorf("bench: scenario kind %q", sc.Kind)
 	}
@@ -279,6 +284,9 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	r.fillProc(watch, window)
 	r.res.LoadEnd = loadAvg()
 	r.countDown(ctx)
+	if sc.Kind == KindJoinStorm {
+		r.res.Evals = r.countEvals(ctx)
+	}
 	if r.res.Verify = r.verify(ctx); r.res.Verify.failed() {
 		runErr = errors.Join(runErr, errors.New(r.res.Verify.summary()))
 	}
@@ -301,6 +309,22 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		r.cleanup(ctx)
 	}
 	return r.res, runErr
+}
+
+// startNodes starts the simulator with the scenario's nodes; the returned
+// function stops them and records what they did in the notes.
+func (r *runner) startNodes(ctx context.Context) (func(), error) {
+	src, err := r.cfg.StartNodes(ctx, r.cfg.Scenario.Nodes)
+	if err != nil {
+		return nil, fmt.Errorf("bench: starting nodes: %w", err)
+	}
+	r.progressMu.Lock()
+	r.source = src // a join storm's progress line reads it meanwhile
+	r.progressMu.Unlock()
+	return func() {
+		src.Stop()
+		r.res.Notes = append(r.res.Notes, "nodes: "+src.Final())
+	}, nil
 }
 
 // client returns the i-th client of the live servers, round-robin.
@@ -579,8 +603,11 @@ func (r *runner) sourceStatus() string {
 	if k := r.killer.Load().progress(); k != "" {
 		out = " | " + k
 	}
-	if r.source != nil {
-		out += " | " + r.source.Status()
+	r.progressMu.Lock()
+	src := r.source
+	r.progressMu.Unlock()
+	if src != nil {
+		out += " | " + src.Status()
 	}
 	return out
 }

@@ -20,6 +20,10 @@ const (
 	// KindIdle registers nothing: the nodes only heartbeat for the
 	// duration; nodes wrongly marked down are counted at the end.
 	KindIdle Kind = "idle"
+	// KindJoinStorm registers Jobs system jobs, then starts the nodes
+	// (all joining at once) and waits until every node runs each job's
+	// allocation; it counts the evaluations written (joinstorm.go).
+	KindJoinStorm Kind = "join-storm"
 )
 
 // NodeShape is what the scenario needs of its nodes: how many, and each
@@ -122,6 +126,12 @@ var scenarios = []Scenario{
 		Nodes:       NodeShape{Count: 2000, CPU: 4000, MemoryMB: 8192, Disk: 100000},
 		Jobs:        200, Count: 50, TaskCPU: 10, TaskMemoryMB: 10,
 		Duration: 2 * time.Minute, Writers: 16,
+	},
+	{
+		Name: "join-storm", Kind: KindJoinStorm,
+		Description: "10 system jobs registered, then 5,000 nodes join at once; evaluations written and time until every system allocation runs",
+		Nodes:       NodeShape{Count: 5000, CPU: 4000, MemoryMB: 8192, Disk: 100000},
+		Jobs:        10, Count: 1, TaskCPU: 10, TaskMemoryMB: 10,
 	},
 	{
 		Name: "heartbeats", Kind: KindIdle,

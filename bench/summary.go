@@ -50,6 +50,8 @@ type SummaryRow struct {
 	// measured server and of the bench process together; LeaderRSS the
 	// leader's peak RSS in bytes; Misses the runs that missed a target.
 	Placed, Running, EvalP99, CPU, LeaderRSS Spread
+	// Evals is the evaluations written for the jobs (join storms).
+	Evals Spread
 	// Calibration is the reference loop's milliseconds before each run
 	// (the machine's speed then; runs without it are left out).
 	Calibration Spread
@@ -61,8 +63,8 @@ type SummaryRow struct {
 func SummarizeRuns(runs []Labeled) []SummaryRow {
 	type key struct{ label, scenario string }
 	type acc struct {
-		row                                 SummaryRow
-		placed, running, p99, cpu, rss, cal []float64
+		row                                        SummaryRow
+		placed, running, p99, cpu, rss, cal, evals []float64
 	}
 	var order []key
 	groups := map[key]*acc{}
@@ -101,12 +103,16 @@ func SummarizeRuns(runs []Labeled) []SummaryRow {
 		if res.CalibrationMS > 0 {
 			a.cal = append(a.cal, res.CalibrationMS)
 		}
+		if res.Evals != nil {
+			a.evals = append(a.evals, float64(res.Evals.Written))
+		}
 	}
 	out := make([]SummaryRow, 0, len(order))
 	for _, k := range order {
 		a := groups[k]
 		a.row.Placed, a.row.Running, a.row.EvalP99 = spreadOf(a.placed), spreadOf(a.running), spreadOf(a.p99)
 		a.row.CPU, a.row.LeaderRSS, a.row.Calibration = spreadOf(a.cpu), spreadOf(a.rss), spreadOf(a.cal)
+		a.row.Evals = spreadOf(a.evals)
 		out = append(out, a.row)
 	}
 	return out
@@ -115,10 +121,11 @@ func SummarizeRuns(runs []Labeled) []SummaryRow {
 // WriteSummary prints rows as a table: each figure as "median (min-max)".
 func WriteSummary(w io.Writer, rows []SummaryRow) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "label\tscenario\truns\tplaced\trunning\teval p99\tCPU s (all)\tleader peak RSS\treference loop\tmissed a target")
+	fmt.Fprintln(tw, "label\tscenario\truns\tplaced\trunning\teval p99\tevals written\tCPU s (all)\tleader peak RSS\treference loop\tmissed a target")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Label, r.Scenario, r.Runs,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Label, r.Scenario, r.Runs,
 			fmtSpread(r.Placed, fmtSeconds), fmtSpread(r.Running, fmtSeconds), fmtSpread(r.EvalP99, fmtSeconds),
+			fmtSpread(r.Evals, fmtCount),
 			fmtSpread(r.CPU, func(v float64) string { return fmt.Sprintf("%.1f", v) }),
 			fmtSpread(r.LeaderRSS, func(v float64) string { return fmtBytes(int64(v)) }),
 			fmtSpread(r.Calibration, func(v float64) string { return fmt.Sprintf("%.1f ms", v) }), r.Misses)

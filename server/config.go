@@ -28,6 +28,8 @@ const (
 	DefaultHeartbeatMinTTL      = 10 * time.Second
 	DefaultHeartbeatGrace       = 10 * time.Second
 	DefaultFailoverHeartbeatTTL = 5 * time.Minute
+	// DefaultNodeEvalWindow is the pace of node-event evaluations per job.
+	DefaultNodeEvalWindow = time.Second
 	// DefaultLeaderWorkerFraction is the share of scheduler workers left
 	// running on the leader (at least one), which is busy applying plans.
 	DefaultLeaderWorkerFraction = 0.25
@@ -165,6 +167,12 @@ type Config struct {
 	// HeartbeatTTL is the former name of HeartbeatMinTTL, used when that
 	// is zero.
 	HeartbeatTTL time.Duration
+	// NodeEvalWindow paces the evaluations node events create (a node
+	// joining, going down or up, becoming eligible): a job gets at most
+	// one such evaluation per window, later events being absorbed by it;
+	// the window doubles, up to four times this, while the job's events
+	// keep coming (node_evals.go). 0 means DefaultNodeEvalWindow.
+	NodeEvalWindow time.Duration
 
 	// JobGaugeInterval is how often the leader emits the job summary and
 	// job status gauges (metrics_gauges.go). 0 means
@@ -248,6 +256,9 @@ func (c *Config) withDefaults() *Config {
 	}
 	if out.FailoverHeartbeatTTL <= 0 {
 		out.FailoverHeartbeatTTL = DefaultFailoverHeartbeatTTL
+	}
+	if out.NodeEvalWindow <= 0 {
+		out.NodeEvalWindow = DefaultNodeEvalWindow
 	}
 	switch {
 	case out.NumSchedulers == 0:

@@ -90,7 +90,15 @@ func (s *Server) dequeueEval(ctx context.Context, schedulers []string, local boo
 	if eval == nil {
 		return nil, "", 0, nil
 	}
-	return eval, token, evalWaitIndex(s.fsm.State(), eval), nil
+	// Node events the evaluation absorbed (node_evals.go): their writes
+	// are at most a Raft commit away, so wait for them here, bounded only
+	// by shutdown (a lost leadership fails the writes).
+	covered, err := s.broker.CoverIndex(s.shutdownCtx, eval.ID, token)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	index := max(evalWaitIndex(s.fsm.State(), eval), covered, s.evalFloor.Load())
+	return eval, token, index, nil
 }
 
 // Ack completes a delivery.

@@ -33,6 +33,12 @@ var (
 	metricPlanSubmit = []string{"drover", "plan", "submit"}
 	// metricJobPlan: a dry run.
 	metricJobPlan = []string{"drover", "job", "plan"}
+	// metricNodeEvalsAbsorbed: node events absorbed by an evaluation of
+	// the job still waiting for delivery (one per job and event), counted
+	// where the leader decides (node_evals.go).
+	metricNodeEvalsAbsorbed = []string{"drover", "node", "evals_absorbed"}
 )
 
 func measureSince(key []string, start time.Time) { metrics.MeasureSince(key, start) }
+
+func incrCounter(key []string, n float32) { metrics.IncrCounter(key, n) }

@@ -58,12 +58,15 @@ func (n *Node) Register(args *structs.NodeRegisterRequest, reply *structs.NodeUp
 	req := *args
 	req.Node = node
 	req.CreateEvals = nil
+	batch := &nodeEvalBatch{}
 	if node.Ready() && (existing == nil || !existing.Ready()) {
-		if req.CreateEvals, err = s.nodeEvals(st, node, now); err != nil {
+		if batch, err = s.nodeEvals(st, node, now); err != nil {
 			return err
 		}
+		req.CreateEvals = batch.evals
 	}
 	index, _, err := s.raftApply(structs.NodeRegisterRequestType, &req)
+	batch.done(index)
 	if err != nil {
 		return err
 	}
@@ -146,12 +149,16 @@ func (n *Node) UpdateStatus(args *structs.NodeUpdateStatusRequest, reply *struct
 		}
 		next := node.Copy()
 		next.Status = args.Status
+		batch := &nodeEvalBatch{}
 		if args.Status == structs.NodeStatusDown || (next.Ready() && !node.Ready()) {
-			if req.CreateEvals, err = s.nodeEvals(st, next, now); err != nil {
+			if batch, err = s.nodeEvals(st, next, now); err != nil {
 				return err
 			}
+			req.CreateEvals = batch.evals
 		}
-		if index, _, err = s.raftApply(structs.NodeUpdateStatusRequestType, &req); err != nil {
+		index, _, err = s.raftApply(structs.NodeUpdateStatusRequestType, &req)
+		batch.done(index)
+		if err != nil {
 			return err
 		}
 		if f := flapFault(node, args.Status, now); f != nil {
@@ -202,14 +209,17 @@ func (n *Node) UpdateDrain(args *structs.NodeUpdateDrainRequest, reply *structs.
 		}
 		req.NodeEvent = &structs.NodeEvent{Message: msg, Subsystem: "Drain", Timestamp: now}
 	}
+	batch := &nodeEvalBatch{}
 	if req.DrainStrategy == nil && req.MarkEligible && !node.Ready() {
 		next := node.Copy()
 		next.Drain, next.DrainStrategy, next.SchedulingEligibility = false, nil, structs.NodeSchedulingEligible
-		if req.CreateEvals, err = s.nodeEvals(st, next, now); err != nil {
+		if batch, err = s.nodeEvals(st, next, now); err != nil {
 			return err
 		}
+		req.CreateEvals = batch.evals
 	}
 	index, _, err := s.raftApply(structs.NodeUpdateDrainRequestType, &req)
+	batch.done(index)
 	if err != nil {
 		return err
 	}
@@ -254,12 +264,15 @@ func (n *Node) UpdateEligibility(args *structs.NodeUpdateEligibilityRequest, rep
 	}
 	next := node.Copy()
 	next.SchedulingEligibility = args.Eligibility
+	batch := &nodeEvalBatch{}
 	if next.Ready() && !node.Ready() {
-		if req.CreateEvals, err = s.nodeEvals(st, next, now); err != nil {
+		if batch, err = s.nodeEvals(st, next, now); err != nil {
 			return err
 		}
+		req.CreateEvals = batch.evals
 	}
 	index, _, err := s.raftApply(structs.NodeUpdateEligibilityRequestType, &req)
+	batch.done(index)
 	if err != nil {
 		return err
 	}

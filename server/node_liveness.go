@@ -55,26 +55,52 @@ func (heartbeatHook) Revoke(s *Server) error {
 }
 
 // nodeExpired runs when a node missed its heartbeat: the node is marked
-// down, with one evaluation per job that has allocations on it, in one
-// Raft entry. It runs on the timer's goroutine.
+// down, with the evaluations of its jobs (node_evals.go), in one Raft
+// entry. It runs on the timer's goroutine.
+//
+// Only a leader in contact with a quorum marks nodes down (Nomad #3840):
+// it first verifies its leadership with a round of Raft heartbeats. A
+// leader cut off from the other servers (partitioned, or paused and not
+// yet aware of a newer leader) fails that round and writes nothing: no
+// node-down entry is appended to its log, so none can be committed if it
+// wins the election after the partition heals. If it is still leader
+// afterwards, the node gets the failover TTL, as after a leader change:
+// the node may have been heartbeating all along to servers that could not
+// reach this one. A node that heartbeated since its timer fired (a
+// heartbeat racing the timer) is left alone too.
 func (s *Server) nodeExpired(nodeID string) {
 	logger := s.logger.With("node_id", nodeID)
 	b := backoff.New(nodeDownRetryBase, nodeDownRetryLimit)
 	err := backoff.Retry(s.shutdownCtx, b, nodeDownRetryMax, retryNodeDown, func() error {
 		if !s.IsLeader() {
-			return nil // the next leader arms its own timers
+			return errNodeDownSkipped // the next leader arms its own timers
+		}
+		if err := s.verifier.Verify(); err != nil {
+			s.heartbeats.Extend(nodeID)
+			logger.Warn("node missed its heartbeats while this leader could not reach a quorum; not marked down",
+				"error", err)
+			return errNodeDownSkipped
+		}
+		if s.heartbeats.Alive(nodeID) {
+			return errNodeDownSkipped
 		}
 		return s.markNodeDown(nodeID)
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errNodeDownSkipped):
+	case err != nil:
 		logger.Error("failed to mark node down after missed heartbeats", "error", err)
-		return
+	default:
+		logger.Warn("node missed its heartbeats; marked down")
 	}
-	logger.Warn("node missed its heartbeats; marked down")
 }
 
+// errNodeDownSkipped ends nodeExpired without marking the node down.
+var errNodeDownSkipped = errors.New("node down skipped")
+
 func retryNodeDown(err error) bool {
-	return !errors.Is(err, structs.ErrNotFound) && !errors.Is(err, structs.ErrShutdown)
+	return !errors.Is(err, structs.ErrNotFound) && !errors.Is(err, structs.ErrShutdown) &&
+		!errors.Is(err, errNodeDownSkipped)
 }
 
 // markNodeDown writes the down status and the node's evaluations.
@@ -88,7 +114,7 @@ func (s *Server) markNodeDown(nodeID string) error {
 		return nil
 	}
 	now := time.Now()
-	evals, err := s.nodeEvals(st, node, now)
+	batch, err := s.nodeEvals(st, node, now)
 	if err != nil {
 		return err
 	}
@@ -99,8 +125,9 @@ func (s *Server) markNodeDown(nodeID string) error {
 		NodeEvent: &structs.NodeEvent{
 			Message: "Node heartbeat missed", Subsystem: "Cluster", Timestamp: now,
 		},
-		CreateEvals: evals,
+		CreateEvals: batch.evals,
 	}
-	_, _, err = s.raftApply(structs.NodeUpdateStatusRequestType, req)
+	index, _, err := s.raftApply(structs.NodeUpdateStatusRequestType, req)
+	batch.done(index)
 	return err
 }

@@ -44,6 +44,9 @@ func (s *Server) newPipeline() error {
 		bcfg.SubsequentNackDelay = c.EvalSubsequentNackDelay
 	}
 	bcfg.Logger = s.logger
+	// A node-event evaluation paced up to its largest window later still
+	// absorbs events (node_evals.go).
+	bcfg.CoverDelay = nodeEvalMaxWindows * s.config.NodeEvalWindow
 	broker, err := evalbroker.New(bcfg)
 	if err != nil {
 		return fmt.Errorf("eval broker: %w", err)
@@ -57,6 +60,7 @@ func (s *Server) newPipeline() error {
 	}
 	s.broker, s.blocked = broker, blocked
 	s.planQueue = planqueue.New(planqueue.Config{Logger: s.logger})
+	s.nodePacer = newNodeEvalPacer(s.config.NodeEvalWindow)
 	s.newHeartbeater()
 	return s.newQuarantine()
 }
@@ -184,11 +188,20 @@ func (h *evalHook) Revoke(s *Server) error {
 }
 
 // restoreEvals hands every pending evaluation in state to the broker and
-// every blocked one to blocked evals. It runs after the leader's barrier
+// every blocked one to blocked evals, and sets the floor every delivery
+// waits for to the latest index in state: a restored evaluation may have
+// absorbed node events (node_evals.go) written after it under the previous
+// leader, and must be planned with them. It runs after the leader's barrier
 // with both enabled, so an evaluation written meanwhile arrives through the
 // FSM hook too; the broker ignores one it already holds.
 func (s *Server) restoreEvals() error {
 	st := s.fsm.State()
+	s.nodePacer.reset()
+	latest, err := st.LatestIndex()
+	if err != nil {
+		return fmt.Errorf("restore evals: %w", err)
+	}
+	s.evalFloor.Store(latest)
 	pending, err := st.EvalsByStatus(nil, structs.EvalStatusPending)
 	if err != nil {
 		return fmt.Errorf("restore pending evals: %w", err)

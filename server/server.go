@@ -77,11 +77,16 @@ type Server struct {
 	// The scheduling pipeline. The broker, blocked evals, plan queue and
 	// heartbeat timers exist on every server but are enabled only on the
 	// leader (see builtinLeaderHooks); workers run everywhere.
-	leaderHooks  []LeaderHook // built-in hooks, then Config.LeaderHooks
-	broker       *evalbroker.Broker
-	blocked      *blockedevals.BlockedEvals
-	planQueue    *planqueue.Queue
-	heartbeats   *heartbeat.Heartbeater
+	leaderHooks []LeaderHook // built-in hooks, then Config.LeaderHooks
+	broker      *evalbroker.Broker
+	blocked     *blockedevals.BlockedEvals
+	planQueue   *planqueue.Queue
+	heartbeats  *heartbeat.Heartbeater
+	// nodePacer paces node-event evaluations per job (node_evals.go).
+	nodePacer *nodeEvalPacer
+	// evalFloor is the latest index in state when this leader restored
+	// the pending evaluations: every delivery waits for it (node_evals.go).
+	evalFloor    atomic.Uint64
 	allocUpdates *groupCommit[allocBatch]
 	// quarantine counts node faults and quarantines flaky nodes while
 	// leading (wire_quarantine.go); nil when disabled.

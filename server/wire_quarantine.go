@@ -108,6 +108,7 @@ var _ quarantine.Writer = quarantineWriter{}
 // UpdateQuarantine writes req in one entry; a node made eligible again
 // gets its evaluations in it, as on an eligibility change.
 func (w quarantineWriter) UpdateQuarantine(req *structs.NodeQuarantineUpdateRequest) error {
+	batch := &nodeEvalBatch{}
 	if req.Eligibility == structs.NodeSchedulingEligible {
 		st := w.s.fsm.State()
 		node, err := st.NodeByID(nil, req.Quarantine.NodeID)
@@ -117,13 +118,15 @@ func (w quarantineWriter) UpdateQuarantine(req *structs.NodeQuarantineUpdateRequ
 		next := node.Copy()
 		next.SchedulingEligibility = structs.NodeSchedulingEligible
 		if next.Ready() && !node.Ready() {
-			c := *req
-			if c.CreateEvals, err = w.s.nodeEvals(st, next, time.Now()); err != nil {
+			if batch, err = w.s.nodeEvals(st, next, time.Now()); err != nil {
 				return err
 			}
+			c := *req
+			c.CreateEvals = batch.evals
 			req = &c
 		}
 	}
-	_, _, err := w.s.raftApply(structs.NodeQuarantineUpdateRequestType, req)
+	index, _, err := w.s.raftApply(structs.NodeQuarantineUpdateRequestType, req)
+	batch.done(index)
 	return err
 }

@@ -477,3 +477,34 @@ func TestBenchSpreadSmoke(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchJoinStormSmoke runs a small join storm (3 system jobs, then 40
+// simulated nodes joining) through `drover bench`: every node runs every
+// job's allocation, and the evaluations written are counted, far fewer
+// than one per node and job.
+func TestBenchJoinStormSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server and simulated nodes")
+	}
+	a := startServerAgent(t)
+	e, out, errOut := testEnv(nil)
+	code := run([]string{"bench", "-scenario", "join-storm", "-nodes", "40", "-jobs", "3",
+		"-address", a.HTTPURL(), "-sim-servers", a.RPCAddr(), "-report-delay", "20ms", "-update-interval", "50ms",
+		"-timeout", "60s", "-id-prefix", "js", "-json"}, e)
+	if code != 0 {
+		t.Fatalf("bench exited %d: %s\n%s", code, errOut, out)
+	}
+	var res bench.Result
+	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
+		t.Fatalf("bench output is not JSON: %v\n%s", err, out)
+	}
+	if res.Kind != bench.KindJoinStorm || res.Nodes != 40 || res.Allocs != 120 || res.Running != 120 || res.PlacedSeconds <= 0 {
+		t.Fatalf("result: kind %s, %d nodes, %d allocs, %d running, placed in %v s; errors %q",
+			res.Kind, res.Nodes, res.Allocs, res.Running, res.PlacedSeconds, res.Errors)
+	}
+	ev := res.Evals
+	if ev == nil || ev.ByTrigger[structs.EvalTriggerJobRegister] != 3 || ev.Written > 3+3*20 {
+		t.Fatalf("evaluations %+v, want 3 registrations and far fewer node-update evaluations than 120", ev)
+	}
+	t.Logf("evaluations: %s", ev)
+}

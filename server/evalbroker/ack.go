@@ -28,6 +28,9 @@ func (b *Broker) Ack(evalID, token string) error {
 		return err
 	}
 	b.endDeliveryLocked(d)
+	if d.cover != nil {
+		d.cover.wakeLocked()
+	}
 	delete(b.evals, evalID)
 	if d.eval.JobID != "" {
 		b.releaseJobLocked(keyOf(d.eval), evalID)
@@ -57,6 +60,7 @@ func (b *Broker) Nack(evalID, token string) error {
 // nackLocked ends d and schedules redelivery or failure.
 func (b *Broker) nackLocked(d *delivery) {
 	b.endDeliveryLocked(d)
+	b.unbindCoverLocked(d)
 	delete(b.requeue, d.token)
 	n := b.evals[d.eval.ID]
 	if n >= b.cfg.DeliveryLimit {

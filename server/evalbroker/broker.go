@@ -22,6 +22,7 @@ type delivery struct {
 	timer  Timer  // nack timer; nil while paused
 	gen    uint64 // bumped whenever timer is replaced; stale callbacks compare it
 	paused bool
+	cover  *coverSet // node events this delivery must plan after; nil if none
 }
 
 // Broker holds pending evaluations for the leader's schedulers. See the
@@ -50,6 +51,8 @@ type Broker struct {
 	delayGen   uint64                           // invalidates stale delayTimer callbacks
 	waiters    []*waiter                        // blocked Dequeue callers, FIFO
 	gates      map[string][]*gate               // eval ID -> gates whose open level holds it
+	coverable  map[jobKey]int                   // the job's evals waiting for delivery (see Cover)
+	covers     map[jobKey]*coverSet             // holds owed by the job's next delivery
 }
 
 // New returns a disabled broker. It fails only on an invalid config.
@@ -78,6 +81,8 @@ func (b *Broker) resetLocked() {
 	b.requeue = map[string]*structs.Evaluation{}
 	b.delayed = nil
 	b.gates = map[string][]*gate{}
+	b.coverable = map[jobKey]int{}
+	b.covers = map[jobKey]*coverSet{}
 }
 
 // Enabled reports whether the broker accepts evaluations.
@@ -106,6 +111,9 @@ func (b *Broker) SetEnabled(enabled bool) {
 func (b *Broker) flushLocked() {
 	for _, d := range b.unack {
 		b.stopNackLocked(d)
+		if d.cover != nil {
+			d.cover.wakeLocked()
+		}
 	}
 	b.stopDelayLocked()
 	b.resetLocked()
@@ -174,8 +182,12 @@ func (b *Broker) enqueueLocked(eval *structs.Evaluation, queue string) {
 			b.jobEvals[key] = eval.ID
 		} else if cur != eval.ID {
 			b.pending[key] = append(b.pending[key], eval)
+			b.countLocked(eval, 1)
 			return
 		}
+	}
+	if queue != FailedQueue {
+		b.countLocked(eval, 1)
 	}
 	q := b.ready[queue]
 	if q == nil {
@@ -199,6 +211,7 @@ func (b *Broker) releaseJobLocked(key jobKey, evalID string) {
 		return
 	}
 	delete(b.pending, key)
+	b.countLocked(waiting[0], -len(waiting))
 	newest := newestIndex(waiting)
 	for i, e := range waiting {
 		if i != newest {

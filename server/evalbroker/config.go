@@ -32,6 +32,10 @@ type Config struct {
 	// DeliveryLimit is how many deliveries an evaluation gets before a nack
 	// sends it to FailedQueue. Must be at least 1.
 	DeliveryLimit int
+	// CoverDelay is how far in the future an evaluation held until due
+	// (WaitUntil, or a nack delay) may be due and still count as waiting
+	// for delivery for Cover. Zero counts only evaluations due now.
+	CoverDelay time.Duration
 	// Clock defaults to SystemClock.
 	Clock Clock
 	// Logger defaults to a null logger; the broker names it "eval_broker".

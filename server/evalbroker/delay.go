@@ -21,7 +21,11 @@ func (b *Broker) dueTime(eval *structs.Evaluation) (due time.Time, later bool) {
 // delayLocked holds eval until due, then puts it on queue.
 func (b *Broker) delayLocked(eval *structs.Evaluation, due time.Time, queue string) {
 	b.seq++
-	heap.Push(&b.delayed, delayedItem{eval: eval, due: due, queue: queue, seq: b.seq})
+	coverable := queue != FailedQueue && b.coverableLocked(due)
+	if coverable {
+		b.countLocked(eval, 1)
+	}
+	heap.Push(&b.delayed, delayedItem{eval: eval, due: due, queue: queue, seq: b.seq, coverable: coverable})
 	b.armDelayLocked()
 }
 
@@ -64,6 +68,9 @@ func (b *Broker) releaseDue(gen uint64) {
 	now := b.clock.Now()
 	for len(b.delayed) > 0 && !b.delayed[0].due.After(now) {
 		it := heap.Pop(&b.delayed).(delayedItem)
+		if it.coverable {
+			b.countLocked(it.eval, -1)
+		}
 		b.enqueueLocked(it.eval, it.queue)
 	}
 	b.armDelayLocked()

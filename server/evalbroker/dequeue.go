@@ -162,6 +162,10 @@ func (b *Broker) takeLocked(types []string) (*structs.Evaluation, string) {
 	eval := b.ready[queue].pop()
 	b.evals[eval.ID]++
 	d := &delivery{eval: eval, token: structs.GenerateUUID(), queue: queue}
+	if queue != FailedQueue {
+		b.countLocked(eval, -1)
+		b.bindCoverLocked(d)
+	}
 	b.unack[eval.ID] = d
 	b.armNackLocked(d)
 	return eval, d.token

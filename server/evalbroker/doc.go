@@ -47,6 +47,14 @@
 //     failed with a follow-up evaluation through Raft, and acks it.
 //   - Evaluations whose WaitUntil (or, without WaitUntil, Wait) lies in the
 //     future are held until then.
+//   - Cover lets a node event be absorbed by an evaluation of its job that
+//     waits for delivery (ready, waiting behind the job's outstanding one,
+//     or held for at most Config.CoverDelay) instead of creating another:
+//     the job's next delivery from its scheduler's queue is bound to the
+//     returned Hold, and CoverIndex, the extra index its worker must reach,
+//     waits until every bound Hold is Done and returns the highest index
+//     they were given. A nack hands the holds to the job's next delivery.
+//     An evaluation already delivered never covers. See cover.go.
 //   - Enqueue with a token (EnqueueAll) of an evaluation that is currently
 //     outstanding under that token re-enqueues it once that delivery is
 //     acked (used by blocked evals when an evaluation is reblocked while its

@@ -57,6 +57,8 @@ type delayedItem struct {
 	due   time.Time
 	queue string
 	seq   uint64
+	// coverable: counted as waiting for delivery (see Cover).
+	coverable bool
 }
 
 // delayQueue is a min-heap on due time, then arrival.

@@ -10,7 +10,9 @@
 //
 // After a leader change, Initialize arms every known node's timer with the
 // longer FailoverTTL: clients need time to find the new leader, and must not
-// be mass-marked down meanwhile.
+// be mass-marked down meanwhile. Extend does the same for one node whose
+// timer fired while the leader could not reach a quorum (the fault was the
+// server's); Alive tells whether a node heartbeated since its timer fired.
 //
 // The package does no I/O and takes its clock from Config, so tests drive
 // it with a fake clock. It must never block in Reset: the heartbeat RPC path

@@ -132,6 +132,31 @@ func (h *Heartbeater) Reset(nodeID string) time.Duration {
 	return ttl
 }
 
+// Extend arms nodeID's timer with FailoverTTL, as after a leader change;
+// the leader calls it for a node whose timer fired while the leader could
+// not reach the other servers (the fault was on its side, not the node's).
+// No-op when disabled, or when the node heartbeated since its timer fired.
+func (h *Heartbeater) Extend(nodeID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.enabled {
+		return
+	}
+	if _, ok := h.timers[nodeID]; ok {
+		return
+	}
+	h.armLocked(nodeID, h.cfg.FailoverTTL)
+}
+
+// Alive reports whether nodeID has a live timer: it heartbeated since its
+// last timer fired (or was never found missing).
+func (h *Heartbeater) Alive(nodeID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.timers[nodeID]
+	return ok
+}
+
 // Clear stops tracking a node (deregistered or marked down).
 func (h *Heartbeater) Clear(nodeID string) {
 	h.mu.Lock()

@@ -187,3 +187,38 @@ func TestResetBeforeInitializeKeepsItsDeadline(t *testing.T) {
 		t.Fatalf("a Reset before a Disable still counted: %v", got)
 	}
 }
+
+// Extend gives a node whose timer fired the failover TTL, unless it
+// heartbeated since; Alive tells which.
+func TestExtendAfterExpiry(t *testing.T) {
+	h, clk, rec := newTest()
+	h.Initialize(nil)
+	h.Reset("a")
+	h.Reset("b")
+	clk.Advance(15 * time.Second)
+	if got := rec.got(); len(got) != 2 {
+		t.Fatalf("expired = %v, want [a b]", got)
+	}
+	if h.Alive("a") || h.Alive("b") {
+		t.Fatal("expired nodes still alive")
+	}
+	h.Reset("b") // b heartbeats after its timer fired
+	h.Extend("a")
+	h.Extend("b") // keeps b's own TTL
+	if !h.Alive("a") || !h.Alive("b") {
+		t.Fatal("extended nodes not alive")
+	}
+	clk.Advance(15 * time.Second)
+	if got := rec.got(); len(got) != 3 || got[2] != "b" {
+		t.Fatalf("expired = %v, want b again at its own TTL", got)
+	}
+	clk.Advance(45 * time.Second) // the failover TTL (1 min) after the Extend
+	if got := rec.got(); len(got) != 4 || got[1] != "a" {
+		t.Fatalf("expired = %v, want a after the failover TTL", got)
+	}
+	h.Disable()
+	h.Extend("a")
+	if h.Tracked() != 0 {
+		t.Fatal("Extend armed a timer while disabled")
+	}
+}
