@@ -125,7 +125,13 @@ func TestNodeJoinStormCoalesced(t *testing.T) {
 // ready, every job runs its count, and the system job runs on it.
 func TestNodeFlapCoalesced(t *testing.T) {
 	const flaps = 20
-	s := schedServer(t, 2, func(cfg *server.Config) { cfg.NodeEvalWindow = time.Second })
+	// The quarantine is off: twenty flaps are node faults past its
+	// threshold, and a quarantined node rightly gets no system allocation
+	// (TestQuarantine* cover that); this test is about the evaluations.
+	s := schedServer(t, 2, func(cfg *server.Config) {
+		cfg.NodeEvalWindow = time.Second
+		cfg.NodeQuarantine.Disabled = true
+	})
 	flappy, steady := mock.Node(), mock.Node()
 	registerNode(t, s, flappy)
 	registerNode(t, s, steady)
