@@ -177,4 +177,3 @@ func decodeNoPanic(t *testing.T, b []byte, out any) (err error) {
 	}()
 	return Decode(b, out)
 }
-
