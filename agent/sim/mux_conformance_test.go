@@ -100,7 +100,7 @@ func (l *libTransport) Close() {
 // and a call in flight when the server sends GoAway still completes on
 // both, while new calls work.
 func TestConformanceMuxAgainstYamux(t *testing.T) {
-	m := newMuxServer(t, 0)
+	m := newMuxServer(t)
 	mux, lib := newMuxTransport(), newLibTransport()
 	defer mux.Close()
 	defer lib.Close()
@@ -150,13 +150,13 @@ func TestConformanceMuxAgainstYamux(t *testing.T) {
 	t.Run("many concurrent streams", func(t *testing.T) {
 		for _, tp := range transports {
 			var wg sync.WaitGroup
-			errs := make(chan error, 300)
-			for i := range 300 {
+			errs := make(chan error, 200)
+			for i := range 200 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					args := &EchoArgs{Data: bytes.Repeat([]byte{byte(i)}, 1+i*997%(64<<10))}
-					if i%7 == 0 {
+					args := &EchoArgs{Data: bytes.Repeat([]byte{byte(i)}, 1+i*997%(16<<10))}
+					if i%20 == 0 {
 						args = &EchoArgs{Reply: yamuxWindow + i}
 					}
 					o := call(tp.tr, "Test.Echo", args)
@@ -366,7 +366,7 @@ func TestConformanceMuxPeerFaults(t *testing.T) {
 			}
 			// The simulator's client is not wedged: its next call to a
 			// good server works.
-			good := newMuxServer(t, 0)
+			good := newMuxServer(t)
 			var reply EchoReply
 			if err := mux.RPC(good.addr(), "Test.Echo", &EchoArgs{Data: []byte("ok")}, &reply); err != nil || string(reply.Data) != "ok" {
 				t.Fatalf("after the fault: %v %q", err, reply.Data)
