@@ -26,8 +26,8 @@ func scaleStatus(t *testing.T, s *server.Server, id string) *structs.JobScaleSta
 // error report records an event alone; bad requests are refused by code
 // with nothing written.
 func TestJobScale(t *testing.T) {
-	c := testcluster.NewTestCluster(t, 3)
-	leader := c.WaitForLeader(t, 10*time.Second)
+	c := testcluster.NewTestCluster(t, 3, testcluster.WithStableLeader())
+	leader := c.WaitForLeader(t, 15*time.Second)
 	fol := follower(t, c)
 
 	job := smallJob("scaled", 2)
