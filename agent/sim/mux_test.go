@@ -64,6 +64,7 @@ type muxServer struct {
 	mu       sync.Mutex
 	open     []net.Conn       // guarded by mu
 	sessions []*yamux.Session // guarded by mu
+	accepted []*yamux.Stream  // guarded by mu
 }
 
 func newMuxServer(t testing.TB) *muxServer {
@@ -103,11 +104,14 @@ func newMuxServer(t testing.TB) *muxServer {
 				m.sessions = append(m.sessions, sess)
 				m.mu.Unlock()
 				for {
-					st, err := sess.Accept()
+					st, err := sess.AcceptStream()
 					if err != nil {
 						return
 					}
 					m.streams.Add(1)
+					m.mu.Lock()
+					m.accepted = append(m.accepted, st)
+					m.mu.Unlock()
 					go srv.ServeCodec(msgpackrpc.NewCodecFromHandle(true, true, st, structs.MsgpackHandle))
 				}
 			}()
@@ -116,6 +120,15 @@ func newMuxServer(t testing.TB) *muxServer {
 	t.Cleanup(func() {
 		ln.Close()
 		m.dropConns()
+		// yamux (v0.1.2) can shut a session down without closing its
+		// streams: a Read on one then spins. Hundreds of such readers
+		// (TestMuxConcurrent's) starved the tests after it. A deadline
+		// in the past ends every stream's Read.
+		m.mu.Lock()
+		for _, st := range m.accepted {
+			st.SetReadDeadline(time.Now())
+		}
+		m.mu.Unlock()
 		select {
 		case <-m.svc.release:
 		default:
