@@ -20,7 +20,8 @@ import (
 // an HTTP API, and returns the leader's index and the API URLs.
 func aclCluster(t *testing.T) (leader int, urls []string) {
 	t.Helper()
-	c := testcluster.NewTestCluster(t, 3, testcluster.WithConfig(func(cfg *server.Config) { cfg.ACLEnabled = true }))
+	c := testcluster.NewTestCluster(t, 3, testcluster.WithConfig(func(cfg *server.Config) { cfg.ACLEnabled = true }),
+		testcluster.WithStableLeader())
 	ls := c.WaitForLeader(t, 15*time.Second)
 	cfg := DevConfig()
 	cfg.ACL.Enabled = true

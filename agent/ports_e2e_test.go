@@ -64,8 +64,11 @@ func TestDynamicPortTaskListens(t *testing.T) {
 	}
 	defer c.Jobs().Deregister("ports", true, nil)
 
+	// The deadlines are generous: on a loaded machine (every package's
+	// race-instrumented tests at once) starting the task, a copy of this
+	// large test binary, takes seconds.
 	var alloc *nomad.Allocation
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for alloc == nil || alloc.ClientStatus != "running" {
 		if time.Now().After(deadline) {
 			t.Fatalf("allocation never ran: %+v", alloc)
@@ -92,9 +95,12 @@ func TestDynamicPortTaskListens(t *testing.T) {
 	}
 	addr := net.JoinHostPort(ports[0].HostIP, strconv.Itoa(ports[0].Value))
 	var line string
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
+			// A listener that is not the task (another process on the
+			// port) must not hang the test.
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 			line, err = bufio.NewReader(conn).ReadString('\n')
 			conn.Close()
 			if err == nil {
@@ -102,7 +108,19 @@ func TestDynamicPortTaskListens(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("task never answered on %s: %v", addr, err)
+			// Say what the task did: a start that failed to listen (the
+			// port taken by another process) exits 3 and restarts.
+			var states map[string]*nomad.TaskState
+			if a, _, ierr := c.Allocations().Info(alloc.ID, nil); ierr == nil {
+				states = a.TaskStates
+			}
+			var events []string
+			for _, ts := range states {
+				for _, e := range ts.Events {
+					events = append(events, fmt.Sprintf("%s %q exit=%d", e.Type, e.DisplayMessage, e.ExitCode))
+				}
+			}
+			t.Fatalf("task never answered on %s: %v; task events %v", addr, err, events)
 		}
 	}
 	p := strconv.Itoa(ports[0].Value)

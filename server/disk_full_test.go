@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/drover-project/drover/state/mock"
 	"github.com/drover-project/drover/structs"
 )
@@ -133,4 +135,47 @@ func TestDiskFullIsReportedAndLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkJobs(s2)
+}
+
+// TestDiskWatchClearedOnlyByAppends: the disk-full state is set by any
+// write that fails for lack of space, and cleared only by a Raft log
+// append that succeeds: a term or vote written on a page bolt freed (as
+// a server does when it stands for election with its log still full)
+// does not make the server's answer "No cluster leader" again.
+func TestDiskWatchClearedOnlyByAppends(t *testing.T) {
+	var w diskWatch
+	inmem := raft.NewInmemStore()
+	logs, stable := watchedLogStore{LogStore: inmem, w: &w}, watchedStableStore{StableStore: inmem, w: &w}
+	full := &os.PathError{Op: "write", Path: "raft.db", Err: syscall.ENOSPC}
+
+	w.observe(full)
+	if w.full() == nil {
+		t.Fatal("a failed append left no disk-full state")
+	}
+	if err := stable.SetUint64([]byte("CurrentTerm"), 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := stable.Set([]byte("LastVoteCand"), []byte("me")); err != nil {
+		t.Fatal(err)
+	}
+	if err := logs.DeleteRange(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if w.full() == nil {
+		t.Fatal("a term, vote or compaction write cleared the disk-full state")
+	}
+	if err := logs.StoreLog(&raft.Log{Index: 1, Term: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if w.full() != nil {
+		t.Fatal("a good append left the disk-full state")
+	}
+	w.observeOther(full)
+	if !errors.Is(w.full(), syscall.ENOSPC) {
+		t.Fatalf("a failed vote write: state %v, want ENOSPC", w.full())
+	}
+	w.observeOther(errors.New("some other failure"))
+	if !errors.Is(w.full(), syscall.ENOSPC) {
+		t.Fatal("a failure other than space replaced the disk-full state")
+	}
 }

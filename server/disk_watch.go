@@ -30,7 +30,9 @@ func isDiskFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
-// observe records the outcome of one write.
+// observe records the outcome of one write that appends to the Raft log:
+// only such a write succeeding shows that the server can take writes
+// again.
 func (d *diskWatch) observe(err error) error {
 	switch {
 	case err == nil:
@@ -38,6 +40,19 @@ func (d *diskWatch) observe(err error) error {
 			d.err.Store(nil)
 		}
 	case isDiskFull(err):
+		d.err.Store(&err)
+	}
+	return err
+}
+
+// observeOther records the failure of any other write (terms, votes,
+// log compaction): a small write that succeeds on a page bolt freed says
+// nothing of the next append, so it clears nothing. (While the log is
+// full, a server steps down, wins an election on such writes, fails its
+// first append and steps down again; requests that gave up in between
+// were told "No cluster leader" instead of disk_full.)
+func (d *diskWatch) observeOther(err error) error {
+	if isDiskFull(err) {
 		d.err.Store(&err)
 	}
 	return err
@@ -69,7 +84,7 @@ func (s watchedLogStore) StoreLogs(ls []*raft.Log) error {
 	return s.w.observe(s.LogStore.StoreLogs(ls))
 }
 func (s watchedLogStore) DeleteRange(min, max uint64) error {
-	return s.w.observe(s.LogStore.DeleteRange(min, max))
+	return s.w.observeOther(s.LogStore.DeleteRange(min, max))
 }
 
 // watchedStableStore is a raft.StableStore (terms and votes) whose writes
@@ -79,7 +94,7 @@ type watchedStableStore struct {
 	w *diskWatch
 }
 
-func (s watchedStableStore) Set(k, v []byte) error { return s.w.observe(s.StableStore.Set(k, v)) }
+func (s watchedStableStore) Set(k, v []byte) error { return s.w.observeOther(s.StableStore.Set(k, v)) }
 func (s watchedStableStore) SetUint64(k []byte, v uint64) error {
-	return s.w.observe(s.StableStore.SetUint64(k, v))
+	return s.w.observeOther(s.StableStore.SetUint64(k, v))
 }

@@ -27,7 +27,9 @@ func devServer(t *testing.T) *server.Server {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var l string
-		if s.IsLeader() && s.RPC("Status.Leader", &structs.GenericRequest{}, &l) == nil && l == s.RPCAddr() {
+		// Established: the leader hooks ran (heartbeat timers armed, which
+		// Node.Register's NumNodes counts), not only the barrier.
+		if s.LeaderEstablishedForTest() && s.RPC("Status.Leader", &structs.GenericRequest{}, &l) == nil && l == s.RPCAddr() {
 			// A consistent read proves the leader is ready.
 			var resp structs.JobListResponse
 			if err := s.RPC("Job.List", &structs.JobListRequest{}, &resp); err == nil {

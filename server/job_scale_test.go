@@ -7,6 +7,7 @@ import (
 
 	"github.com/drover-project/drover/server"
 	"github.com/drover-project/drover/server/testcluster"
+	"github.com/drover-project/drover/state"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -25,8 +26,8 @@ func scaleStatus(t *testing.T, s *server.Server, id string) *structs.JobScaleSta
 // error report records an event alone; bad requests are refused by code
 // with nothing written.
 func TestJobScale(t *testing.T) {
-	c := testcluster.NewTestCluster(t, 3)
-	leader := c.WaitForLeader(t, 10*time.Second)
+	c := testcluster.NewTestCluster(t, 3, testcluster.WithStableLeader())
+	leader := c.WaitForLeader(t, 15*time.Second)
 	fol := follower(t, c)
 
 	job := smallJob("scaled", 2)
@@ -110,13 +111,23 @@ func TestJobScale(t *testing.T) {
 		{"unknown job", structs.ScalingRequest{JobID: "nope", Target: map[string]string{"Group": group}, Count: &four}, structs.ErrCodeNotFound},
 		{"stale index", structs.ScalingRequest{Target: target, Count: &four, JobModifyIndex: reg.JobModifyIndex}, structs.ErrCodeConflict},
 	} {
-		before, _ := leader.State().LatestIndex()
+		// The tables a scaling request writes (the scheduler may still be
+		// writing evaluations and summaries for the earlier scale).
+		written := func() string {
+			var out string
+			for _, table := range []string{state.TableJobs, state.TableJobVersions, state.TableScalingEvents} {
+				idx, _ := leader.State().Index(table)
+				out += fmt.Sprintf("%s@%d ", table, idx)
+			}
+			return out
+		}
+		before := written()
 		_, err := scale(fol, tc.req)
 		if structs.CodeOf(err) != tc.code {
 			t.Fatalf("%s: %v, want code %s", tc.name, err, tc.code)
 		}
-		if after, _ := leader.State().LatestIndex(); after != before {
-			t.Fatalf("%s: refused request wrote (index %d -> %d)", tc.name, before, after)
+		if after := written(); after != before {
+			t.Fatalf("%s: refused request wrote (%s-> %s)", tc.name, before, after)
 		}
 	}
 	if g := scaleStatus(t, leader, "scaled").TaskGroups[group]; g.Desired != 4 || len(g.Events) != 2 {

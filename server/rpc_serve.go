@@ -211,6 +211,7 @@ type rpcWorkers struct {
 	mu      sync.Mutex
 	idle    []chan *rpcCall // each worker's; nil sent: exit
 	stopped bool
+	live    int // worker goroutines, busy or idle; guarded by mu
 }
 
 // rpcMaxIdleWorkers bounds the idle workers kept (each a parked goroutine
@@ -226,6 +227,7 @@ func (p *rpcWorkers) run(c *rpcCall) {
 		w <- c
 		return
 	}
+	p.live++
 	p.mu.Unlock()
 	go p.work(c)
 }
@@ -236,6 +238,7 @@ func (p *rpcWorkers) work(c *rpcCall) {
 		c.serve()
 		p.mu.Lock()
 		if p.stopped || len(p.idle) >= rpcMaxIdleWorkers {
+			p.live--
 			p.mu.Unlock()
 			return
 		}
@@ -243,6 +246,9 @@ func (p *rpcWorkers) work(c *rpcCall) {
 		p.mu.Unlock()
 		c = <-next
 	}
+	p.mu.Lock()
+	p.live--
+	p.mu.Unlock()
 }
 
 // stop ends the idle workers and keeps the busy ones from idling: a call

@@ -45,6 +45,25 @@ func (p *rpcWorkers) idleCount() int {
 	return len(p.idle)
 }
 
+// waitAllIdle waits until every worker is parked (none is serving or on
+// its way back) and returns how many there are.
+func (p *rpcWorkers) waitAllIdle(t *testing.T) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p.mu.Lock()
+		idle, live := len(p.idle), p.live
+		p.mu.Unlock()
+		if idle == live {
+			return idle
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d workers idle after 10s", idle, live)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // serveRPC answers as net/rpc's server does, concurrently per stream, on
 // reused workers.
 func TestServeRPC(t *testing.T) {
@@ -97,27 +116,17 @@ func TestServeRPC(t *testing.T) {
 		t.Fatalf("blocked call = %+v, %v", r.Reply, r.Error)
 	}
 
-	// Workers stay for the next calls: sequential calls take the one
-	// idle worker and leave it idle again.
-	deadline := time.Now().Add(5 * time.Second)
-	for s.rpcWorkers.idleCount() < 2 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // the blocked call's worker is parking
-	}
-	idle := s.rpcWorkers.idleCount()
+	// Workers stay for the next calls: once every worker has parked
+	// (a reply reaches the caller before its worker is idle again, and a
+	// call arriving in between rightly gets a new worker), each
+	// sequential call takes an idle worker and leaves it idle again.
+	idle := s.rpcWorkers.waitAllIdle(t)
 	if idle < 2 {
-		t.Fatalf("%d idle workers after two concurrent calls, want 2", idle)
+		t.Fatalf("%d idle workers after two concurrent calls, want at least 2", idle)
 	}
-	// Each call waits for the previous call's worker to park (a reply
-	// reaches the caller before its worker is idle again; a call that
-	// arrives in between rightly gets a new worker), so every call finds
-	// idle workers and none is added.
 	for i := range 20 {
-		deadline = time.Now().Add(5 * time.Second)
-		for s.rpcWorkers.idleCount() != idle && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond) // the last call's worker is parking
-		}
-		if got := s.rpcWorkers.idleCount(); got != idle {
-			t.Fatalf("%d idle workers before call %d, want %d (reused)", got, i, idle)
+		if got := s.rpcWorkers.waitAllIdle(t); got != idle {
+			t.Fatalf("%d workers before call %d, want %d (reused)", got, i, idle)
 		}
 		if n, err := echo(echoArgs{N: i}); err != nil || n != i {
 			t.Fatalf("echo = %d, %v", n, err)

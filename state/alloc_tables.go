@@ -184,12 +184,12 @@ func (w *writeTxn) commitAllocs() error {
 		return nil
 	}
 	row := &allocTables{byID: w.aw.byID.Commit(), byJob: w.aw.byJob.Commit(), byNode: w.aw.byNode.Commit()}
-	if w.snapTables != nil {
-		w.snapTables.Store(row) // the writer lock is still held
-	}
 	if err := w.txn.Insert(TableAllocs, row); err != nil {
 		return fmt.Errorf("state: writing the allocations row: %w", err)
 	}
+	// A snapshot's cached row follows once nothing can fail (commit): an
+	// aborted transaction leaves it as memdb's.
+	w.newTables = row
 	return nil
 }
 

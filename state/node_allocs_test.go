@@ -163,6 +163,13 @@ var propertyNodeIDs = []string{"node-a", "node-b", "node-c", ""}
 // (alone and batched, some aborted) and restores, and calls check after
 // every step with the store and a description of the step.
 func checkRandomAllocWrites(t *testing.T, check func(rt *rapid.T, s *StateStore, when string)) {
+	checkRandomStoreWrites(t, false, check)
+}
+
+// checkRandomStoreWrites is checkRandomAllocWrites; with snapshots, a step
+// may also take a snapshot of the store, to which later steps write (as
+// the plan applier writes to its snapshot).
+func checkRandomStoreWrites(t *testing.T, snapshots bool, check func(rt *rapid.T, s *StateStore, when string)) {
 	nodeIDs := propertyNodeIDs
 	clientStatuses := []string{structs.AllocClientStatusPending, structs.AllocClientStatusRunning,
 		structs.AllocClientStatusComplete, structs.AllocClientStatusFailed, structs.AllocClientStatusLost,
@@ -299,9 +306,13 @@ func checkRandomAllocWrites(t *testing.T, check func(rt *rapid.T, s *StateStore,
 		}
 
 		steps := rapid.IntRange(1, 30).Draw(rt, "steps")
+		lastOp := len(writes) + 1 // restore
+		if snapshots {
+			lastOp++ // snapshot
+		}
 		for step := range steps {
 			var what string
-			switch op := rapid.IntRange(0, len(writes)+1).Draw(rt, "op"); {
+			switch op := rapid.IntRange(0, lastOp).Draw(rt, "op"); {
 			case op < len(writes):
 				b := s.Batch()
 				var err error
@@ -336,6 +347,11 @@ func checkRandomAllocWrites(t *testing.T, check func(rt *rapid.T, s *StateStore,
 					ok(rt, b.Commit())
 				}
 				b.Abort()
+			case op == len(writes)+2:
+				what = "snapshot"
+				snap, err := s.Snapshot()
+				ok(rt, err)
+				s = snap.StateStore
 			default:
 				what = "restore"
 				s = restoreCopy(rt, s)

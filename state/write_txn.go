@@ -38,6 +38,8 @@ type writeTxn struct {
 	// snapTables is the snapshot's cached allocations row (nil on the
 	// live store), which commit updates.
 	snapTables *atomic.Pointer[allocTables]
+	// newTables is the allocations row commitAllocs wrote, nil if none.
+	newTables *allocTables
 	// svcRows caches whether the service registrations table has rows
 	// (services.go).
 	svcRows svcRows
@@ -177,6 +179,9 @@ func (w *writeTxn) commit() error {
 	}
 	if err := w.t.commitIndex(w.txn); err != nil {
 		return err
+	}
+	if w.snapTables != nil && w.newTables != nil {
+		w.snapTables.Store(w.newTables) // the writer lock is still held
 	}
 	w.txn.Commit()
 	if w.aw != nil && w.watches != nil {

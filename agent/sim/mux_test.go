@@ -64,13 +64,10 @@ type muxServer struct {
 	mu       sync.Mutex
 	open     []net.Conn       // guarded by mu
 	sessions []*yamux.Session // guarded by mu
+	accepted []*yamux.Stream  // guarded by mu
 }
 
-// pingTimeout is how long the test server's keepalive pings wait for
-// their answers.
-const pingTimeout = time.Second
-
-func newMuxServer(t testing.TB, keepAlive time.Duration) *muxServer {
+func newMuxServer(t testing.TB) *muxServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -83,13 +80,6 @@ func newMuxServer(t testing.TB, keepAlive time.Duration) *muxServer {
 	}
 	cfg := yamux.DefaultConfig()
 	cfg.LogOutput = io.Discard
-	if keepAlive > 0 {
-		cfg.KeepAliveInterval = keepAlive
-		// Also how long a ping waits for its answer: long enough for a
-		// loaded machine (a 10 ms wait failed under go test ./...), and
-		// shorter than TestMuxAnswersPings waits.
-		cfg.ConnectionWriteTimeout = pingTimeout
-	}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -114,11 +104,14 @@ func newMuxServer(t testing.TB, keepAlive time.Duration) *muxServer {
 				m.sessions = append(m.sessions, sess)
 				m.mu.Unlock()
 				for {
-					st, err := sess.Accept()
+					st, err := sess.AcceptStream()
 					if err != nil {
 						return
 					}
 					m.streams.Add(1)
+					m.mu.Lock()
+					m.accepted = append(m.accepted, st)
+					m.mu.Unlock()
 					go srv.ServeCodec(msgpackrpc.NewCodecFromHandle(true, true, st, structs.MsgpackHandle))
 				}
 			}()
@@ -127,6 +120,15 @@ func newMuxServer(t testing.TB, keepAlive time.Duration) *muxServer {
 	t.Cleanup(func() {
 		ln.Close()
 		m.dropConns()
+		// yamux (v0.1.2) can shut a session down without closing its
+		// streams: a Read on one then spins. Hundreds of such readers
+		// (TestMuxConcurrent's) starved the tests after it. A deadline
+		// in the past ends every stream's Read.
+		m.mu.Lock()
+		for _, st := range m.accepted {
+			st.SetReadDeadline(time.Now())
+		}
+		m.mu.Unlock()
 		select {
 		case <-m.svc.release:
 		default:
@@ -171,7 +173,7 @@ func (m *muxServer) goAway() {
 }
 
 func TestMuxCalls(t *testing.T) {
-	m := newMuxServer(t, 0)
+	m := newMuxServer(t)
 	tr := newMuxTransport()
 	defer tr.Close()
 	cases := []struct {
@@ -228,7 +230,7 @@ func TestMuxCalls(t *testing.T) {
 // TestMuxConcurrent: more calls in flight than the server's accept
 // backlog, all answered, each with its own data.
 func TestMuxConcurrent(t *testing.T) {
-	m := newMuxServer(t, 0)
+	m := newMuxServer(t)
 	tr := newMuxTransport()
 	defer tr.Close()
 	const callers, calls = 400, 5
@@ -262,16 +264,24 @@ func TestMuxConcurrent(t *testing.T) {
 	}
 }
 
-// TestMuxAnswersPings: the server's keepalive pings are answered, so a
-// long call survives many intervals.
+// TestMuxAnswersPings: the server's pings are answered while a call is
+// in flight, so its keepalive never drops the session. The server pings
+// by hand and waits for each answer (up to yamux's write timeout), rather
+// than the test sleeping through keepalive intervals and hoping that none
+// was late on a loaded machine.
 func TestMuxAnswersPings(t *testing.T) {
-	m := newMuxServer(t, 10*time.Millisecond)
+	m := newMuxServer(t)
 	tr := newMuxTransport()
 	defer tr.Close()
 	done := startBlockedCall(t, m, tr)
-	// Over a hundred pings; an unanswered one would drop the session
-	// after pingTimeout.
-	time.Sleep(pingTimeout + 500*time.Millisecond)
+	m.mu.Lock()
+	sess := m.sessions[0]
+	m.mu.Unlock()
+	for i := range 100 {
+		if _, err := sess.Ping(); err != nil {
+			t.Fatalf("ping %d: %v", i, err)
+		}
+	}
 	close(m.svc.release)
 	if err := <-done; err != nil {
 		t.Fatalf("blocked call: %v", err)
@@ -284,7 +294,7 @@ func TestMuxAnswersPings(t *testing.T) {
 // TestMuxSessionFailure: a call in flight fails when the connection
 // drops, and the next call dials again.
 func TestMuxSessionFailure(t *testing.T) {
-	m := newMuxServer(t, 0)
+	m := newMuxServer(t)
 	tr := newMuxTransport()
 	defer tr.Close()
 	done := startBlockedCall(t, m, tr)
@@ -308,7 +318,7 @@ func TestMuxSessionFailure(t *testing.T) {
 
 // TestMuxClose: Close ends calls in flight; later calls fail.
 func TestMuxClose(t *testing.T) {
-	m := newMuxServer(t, 0)
+	m := newMuxServer(t)
 	tr := newMuxTransport()
 	done := startBlockedCall(t, m, tr)
 	tr.Close()
@@ -330,7 +340,7 @@ func TestMuxClose(t *testing.T) {
 // answer, about an allocation fetch, while 2,000 other calls block (as
 // the nodes' allocation watches do).
 func BenchmarkRPCClients(b *testing.B) {
-	m := newMuxServer(b, 0)
+	m := newMuxServer(b)
 	clients := []struct {
 		name string
 		tr   Transport
@@ -379,7 +389,7 @@ func BenchmarkRPCClients(b *testing.B) {
 // TestMuxGoAway: after a GoAway, calls go to a new session; Close still
 // ends the old one, which the server left open.
 func TestMuxGoAway(t *testing.T) {
-	m := newMuxServer(t, 0)
+	m := newMuxServer(t)
 	tr := newMuxTransport()
 	var reply EchoReply
 	if err := tr.RPC(m.addr(), "Test.Echo", &EchoArgs{}, &reply); err != nil {

@@ -42,6 +42,9 @@ type Manual struct {
 	now    time.Time  // guarded by mu
 	seq    uint64     // guarded by mu
 	timers []*manualT // guarded by mu
+	// changed is closed (and replaced) whenever timers changes; nil until
+	// WaitPending needs it. Guarded by mu.
+	changed chan struct{}
 }
 
 type manualT struct {
@@ -68,7 +71,16 @@ func (c *Manual) AfterFunc(d time.Duration, f func()) Timer {
 	c.seq++
 	t := &manualT{c: c, due: c.now.Add(d), seq: c.seq, f: f}
 	c.timers = append(c.timers, t)
+	c.notifyLocked()
 	return t
+}
+
+// notifyLocked wakes the callers of WaitPending.
+func (c *Manual) notifyLocked() {
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
 }
 
 // Stop cancels the timer.
@@ -82,6 +94,7 @@ func (c *Manual) removeLocked(t *manualT) bool {
 	for i, x := range c.timers {
 		if x == t {
 			c.timers = append(c.timers[:i], c.timers[i+1:]...)
+			c.notifyLocked()
 			return true
 		}
 	}
@@ -93,6 +106,32 @@ func (c *Manual) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.timers)
+}
+
+// WaitPending waits until exactly n timers are pending, or until timeout
+// passes on the real clock, and reports whether they were: a test starts
+// a goroutine that arms a timer on c, waits for it to do so, then
+// advances c, with no sleep.
+func (c *Manual) WaitPending(n int, timeout time.Duration) bool {
+	expired := time.NewTimer(timeout)
+	defer expired.Stop()
+	for {
+		c.mu.Lock()
+		if len(c.timers) == n {
+			c.mu.Unlock()
+			return true
+		}
+		if c.changed == nil {
+			c.changed = make(chan struct{})
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-expired.C:
+			return c.Pending() == n
+		}
+	}
 }
 
 // Advance moves time forward by d, firing due timers in order. Timers that

@@ -54,8 +54,8 @@ func TestSleepAndWithDeadline(t *testing.T) {
 	c := NewManual(time.Unix(1000, 0))
 	done := make(chan error, 1)
 	go func() { done <- Sleep(context.Background(), c, time.Second) }()
-	for c.Pending() == 0 {
-		time.Sleep(time.Millisecond)
+	if !c.WaitPending(1, 5*time.Second) {
+		t.Fatal("Sleep armed no timer")
 	}
 	c.Advance(time.Second)
 	if err := <-done; err != nil {
@@ -85,5 +85,37 @@ func TestSleepAndWithDeadline(t *testing.T) {
 	stop2()
 	if never.Err() == nil || c.Pending() != 0 {
 		t.Fatalf("cancel left the context live or a timer pending (%d)", c.Pending())
+	}
+}
+
+// WaitPending wakes on every change of the pending timers, up and down,
+// and gives up after its timeout.
+func TestWaitPending(t *testing.T) {
+	c := NewManual(time.Unix(0, 0))
+	if !c.WaitPending(0, time.Second) {
+		t.Fatal("no timers: WaitPending(0) false")
+	}
+	armed := make(chan Timer, 2)
+	go func() {
+		armed <- c.AfterFunc(time.Second, func() {})
+		armed <- c.AfterFunc(2*time.Second, func() {})
+	}()
+	if !c.WaitPending(2, 5*time.Second) {
+		t.Fatalf("%d timers, want 2", c.Pending())
+	}
+	(<-armed).Stop()
+	if !c.WaitPending(1, 5*time.Second) {
+		t.Fatalf("%d timers after a Stop, want 1", c.Pending())
+	}
+	go c.Advance(2 * time.Second)
+	if !c.WaitPending(0, 5*time.Second) {
+		t.Fatalf("%d timers after they fired, want 0", c.Pending())
+	}
+	start := time.Now()
+	if c.WaitPending(3, 20*time.Millisecond) {
+		t.Fatal("WaitPending(3) true with no timers")
+	}
+	if time.Since(start) < 20*time.Millisecond {
+		t.Fatal("WaitPending returned before its timeout")
 	}
 }

@@ -2,7 +2,6 @@ package blockedevals
 
 import (
 	"errors"
-	"runtime"
 	"testing"
 	"time"
 
@@ -192,15 +191,11 @@ func TestGetDuplicatesWaits(t *testing.T) {
 	}
 }
 
-// waitForTimers spins until the fake clock has n pending timers.
+// waitForTimers waits until the fake clock has n pending timers.
 func waitForTimers(t *testing.T, clock *fakeClock, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for clock.Pending() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pending timers, want %d", clock.Pending(), n)
-		}
-		runtime.Gosched()
+	if !clock.WaitPending(n, 5*time.Second) {
+		t.Fatalf("%d pending timers, want %d", clock.Pending(), n)
 	}
 }
 

@@ -157,12 +157,8 @@ func TestRunCollectsEachInterval(t *testing.T) {
 	}()
 	waitTimer := func() {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for clk.Pending() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("Run armed no timer")
-			}
-			time.Sleep(time.Millisecond)
+		if !clk.WaitPending(1, 5*time.Second) {
+			t.Fatalf("%d timers armed, want Run's", clk.Pending())
 		}
 	}
 	waitTimer()

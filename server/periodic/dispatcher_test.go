@@ -137,7 +137,9 @@ func TestDispatcherRun(t *testing.T) {
 	go func() { defer close(done); d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	for i := 1; i <= 3; i++ {
-		waitFor(t, func() bool { return c.Pending() == 1 }) // Run waits on its timer
+		if !c.WaitPending(1, 5*time.Second) { // Run waits on its timer
+			t.Fatalf("%d timers pending, want Run's", c.Pending())
+		}
 		c.Advance(10 * time.Second)
 		waitFor(t, func() bool { return len(l.got()) == i })
 	}
