@@ -187,7 +187,7 @@ func (c *Client) registerLoop() {
 			if err != nil {
 				troubled = true
 				c.logger.Warn("registering the node failed; will retry", "error", err, "servers", c.servers.all())
-				if !c.sleep(b.Next()) {
+				if !c.sleep(registerRetry(b.Next(), ttl, time.Since(lastOK))) {
 					return
 				}
 				continue
@@ -229,6 +229,22 @@ func (c *Client) registerLoop() {
 			next = max(min(b.Next(), ttl/4), minHeartbeatInterval)
 		}
 	}
+}
+
+// reconnectWindow is how long after its last successful heartbeat a
+// client that lost the servers keeps retrying at its heartbeat's pace
+// before it backs off further (registerRetry).
+const reconnectWindow = 30 * time.Second
+
+// registerRetry is the wait before registering again after a failure:
+// the backoff, but within reconnectWindow of the last success (since) no
+// more than a quarter of the TTL, as failed heartbeats are retried, so
+// that a client cut off for a while is back soon after the heal.
+func registerRetry(backoff, ttl, since time.Duration) time.Duration {
+	if ttl <= 0 || since >= reconnectWindow {
+		return backoff
+	}
+	return max(min(backoff, ttl/4), minHeartbeatInterval)
 }
 
 // sleepOrNodeChange waits for d, a node change (changed), or shutdown
