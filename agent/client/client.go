@@ -215,6 +215,9 @@ type Client struct {
 	// nodeChanged asks registerLoop to register the node again (its
 	// status, readiness or drivers changed); buffered, one pending ask.
 	nodeChanged chan struct{}
+	// watchReset asks the allocation watch to restart its query
+	// (resetWatch); buffered, one pending ask.
+	watchReset chan struct{}
 
 	// identities caches the tasks' workload identity tokens (identity.go).
 	identities identityCache
@@ -256,6 +259,7 @@ func New(cfg *Config) (*Client, error) {
 		shutdownCh:   make(chan struct{}),
 		registeredCh: make(chan struct{}),
 		nodeChanged:  make(chan struct{}, 1),
+		watchReset:   make(chan struct{}, 1),
 		runners:      map[string]*allocrunner.AllocRunner{},
 		known:        map[string]uint64{},
 	}

@@ -21,7 +21,10 @@
 // before it contacts any server; the servers' view then decides what keeps
 // running. A client that cannot reach any server keeps running its tasks,
 // fails over between the servers it knows, and registers again once one
-// answers. Shutdown leaves tasks running for the next client.
+// answers. A server that does not answer a heartbeat within a quarter of
+// the TTL is left for the next one at once, and the allocation watch
+// follows (servers.go, node.go; docs/reliability.md "A client's
+// servers"). Shutdown leaves tasks running for the next client.
 //
 // The client talks to servers only through a Transport (server/pool in
 // production, an in-process server in -dev, fakes in tests) and never

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -24,6 +25,36 @@ const (
 
 // minHeartbeatInterval keeps a tiny TTL from spinning the loop.
 const minHeartbeatInterval = 10 * time.Millisecond
+
+// Bounds on how long one server may take to answer the node's liveness
+// calls before the client tries the next one (see registerLoop).
+const (
+	// minLivenessAttempt keeps a tiny TTL from giving up on servers that
+	// are merely busy.
+	minLivenessAttempt = 200 * time.Millisecond
+	// firstRegisterAttempt bounds a registration sent before any server
+	// gave a TTL.
+	firstRegisterAttempt = 10 * time.Second
+)
+
+// heartbeatAttempt is how long one server may take to answer a heartbeat:
+// a quarter of the TTL. A heartbeat is sent about half a TTL after the
+// last one, so even two servers that do not answer leave the third a
+// quarter of the TTL before the servers' TTL runs out, and the grace on
+// top.
+func heartbeatAttempt(ttl time.Duration) time.Duration {
+	return max(ttl/4, minLivenessAttempt)
+}
+
+// registerAttempt is how long one server may take to answer a
+// registration (a Raft write): half the TTL, at least a second, or
+// firstRegisterAttempt before the servers gave a TTL.
+func registerAttempt(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return firstRegisterAttempt
+	}
+	return max(ttl/2, time.Second)
+}
 
 // setupNode builds the node: persisted IDs, fingerprint, drivers, config.
 func (c *Client) setupNode(clientDir string) (*structs.Node, error) {
@@ -123,11 +154,28 @@ func heartbeatInterval(ttl time.Duration, r float64) time.Duration {
 // drivers: nodeUpdated), it registers again at once. Failed RPCs back off.
 // It is the only sender of the node's status, so the servers see the
 // client's status changes in order.
+//
+// Each server gets a bounded time to answer (heartbeatAttempt,
+// registerAttempt): one that is cut off from the others, waiting for a
+// leader it cannot reach, or unreachable itself is left for the next at
+// once, and the client stays there for its later calls (serverList).
+// A success after failures, or after the client moved to another server,
+// restarts the allocation watch (resetWatch): its blocking query may be
+// waiting on the server or connection the client left.
 func (c *Client) registerLoop() {
 	b := backoff.New(c.cfg.RetryBase, c.cfg.RetryLimit)
 	registered := false
 	var ttl, next time.Duration
 	var lastOK time.Time
+	troubled := false // a call failed since the last success
+	moves := c.servers.moved()
+	succeeded := func(failed int) {
+		if m := c.servers.moved(); failed > 0 || troubled || m != moves {
+			c.resetWatch()
+			moves = m
+		}
+		troubled = false
+	}
 	for !c.shuttingDown() {
 		if !registered {
 			select {
@@ -135,16 +183,18 @@ func (c *Client) registerLoop() {
 			default:
 			}
 			sent := c.cfg.Clock.Now()
-			t, err := c.register()
+			t, failed, err := c.register(registerAttempt(ttl))
 			if err != nil {
+				troubled = true
 				c.logger.Warn("registering the node failed; will retry", "error", err, "servers", c.servers.all())
-				if !c.sleep(b.Next()) {
+				if !c.sleep(registerRetry(b.Next(), ttl, time.Since(lastOK))) {
 					return
 				}
 				continue
 			}
 			registered, ttl, lastOK = true, t, time.Now()
 			c.hbStop.ok(sent)
+			succeeded(failed)
 			next = heartbeatInterval(ttl, rand.Float64())
 			b.Reset()
 			c.registeredOnce.Do(func() { close(c.registeredCh) })
@@ -158,17 +208,19 @@ func (c *Client) registerLoop() {
 			continue
 		}
 		sent := c.cfg.Clock.Now()
-		t, err := c.heartbeat()
+		t, failed, err := c.heartbeat(heartbeatAttempt(ttl))
 		switch {
 		case err == nil:
 			ttl, lastOK = t, time.Now()
 			c.hbStop.ok(sent)
+			succeeded(failed)
 			next = heartbeatInterval(ttl, rand.Float64())
 			b.Reset()
 		case errors.Is(err, structs.ErrNotFound):
 			c.logger.Info("servers do not know this node; registering again")
 			registered = false
 		default:
+			troubled = true
 			c.logger.Warn("heartbeat failed", "error", err, "since_last_ok", time.Since(lastOK).Round(time.Millisecond))
 			if time.Since(lastOK) > ttl {
 				registered = false // the servers will mark the node down: register again when possible
@@ -177,6 +229,22 @@ func (c *Client) registerLoop() {
 			next = max(min(b.Next(), ttl/4), minHeartbeatInterval)
 		}
 	}
+}
+
+// reconnectWindow is how long after its last successful heartbeat a
+// client that lost the servers keeps retrying at its heartbeat's pace
+// before it backs off further (registerRetry).
+const reconnectWindow = 30 * time.Second
+
+// registerRetry is the wait before registering again after a failure:
+// the backoff, but within reconnectWindow of the last success (since) no
+// more than a quarter of the TTL, as failed heartbeats are retried, so
+// that a client cut off for a while is back soon after the heal.
+func registerRetry(backoff, ttl, since time.Duration) time.Duration {
+	if ttl <= 0 || since >= reconnectWindow {
+		return backoff
+	}
+	return max(min(backoff, ttl/4), minHeartbeatInterval)
 }
 
 // sleepOrNodeChange waits for d, a node change (changed), or shutdown
@@ -195,9 +263,10 @@ func (c *Client) sleepOrNodeChange(d time.Duration) (changed, ok bool) {
 }
 
 // register sends Node.Register, with the node's status as its readiness
-// gate left it and the node events not sent yet, and returns the heartbeat
-// TTL.
-func (c *Client) register() (time.Duration, error) {
+// gate left it and the node events not sent yet, giving each server
+// attempt to answer, and returns the heartbeat TTL and the number of
+// attempts that failed.
+func (c *Client) register(attempt time.Duration) (ttl time.Duration, failed int, err error) {
 	start := time.Now()
 	c.nodeMu.Lock()
 	node := c.node.Copy()
@@ -207,8 +276,8 @@ func (c *Client) register() (time.Duration, error) {
 	node.StatusUpdatedAt = time.Now().Unix()
 	req := &structs.NodeRegisterRequest{Node: node, WriteRequest: structs.WriteRequest{Region: c.cfg.Region, AuthToken: node.SecretID}}
 	var resp structs.NodeUpdateResponse
-	if err := c.RPC("Node.Register", req, &resp); err != nil {
-		return 0, err
+	if failed, err = c.rpc(context.Background(), attempt, "Node.Register", req, &resp); err != nil {
+		return 0, failed, err
 	}
 	if len(events) > 0 {
 		c.nodeMu.Lock()
@@ -216,18 +285,20 @@ func (c *Client) register() (time.Duration, error) {
 		c.nodeMu.Unlock()
 	}
 	c.servers.add(resp.Servers)
-	ttl := resp.HeartbeatTTL
+	ttl = resp.HeartbeatTTL
 	if ttl <= 0 {
-		return 0, fmt.Errorf("server returned no heartbeat TTL")
+		return 0, failed, fmt.Errorf("server returned no heartbeat TTL")
 	}
 	metrics.MeasureSince(metricRegister, start)
 	c.logger.Info("node registered", "node_id", node.ID, "status", node.Status, "heartbeat_ttl", ttl, "server", c.servers.current())
-	return ttl, nil
+	return ttl, failed, nil
 }
 
 // heartbeat sends Node.UpdateStatus with the node's status (initializing
-// until its readiness gate passed, then ready) and returns the next TTL.
-func (c *Client) heartbeat() (time.Duration, error) {
+// until its readiness gate passed, then ready), giving each server attempt
+// to answer, and returns the next TTL and the number of attempts that
+// failed.
+func (c *Client) heartbeat(attempt time.Duration) (ttl time.Duration, failed int, err error) {
 	start := time.Now()
 	id, secret := c.nodeIdentity()
 	c.nodeMu.Lock()
@@ -239,16 +310,16 @@ func (c *Client) heartbeat() (time.Duration, error) {
 		WriteRequest: structs.WriteRequest{Region: c.cfg.Region, AuthToken: secret},
 	}
 	var resp structs.NodeUpdateResponse
-	if err := c.RPC("Node.UpdateStatus", req, &resp); err != nil {
+	if failed, err = c.rpc(context.Background(), attempt, "Node.UpdateStatus", req, &resp); err != nil {
 		incr(metricHeartbeatFailed)
-		return 0, err
+		return 0, failed, err
 	}
 	c.servers.add(resp.Servers)
 	if resp.HeartbeatTTL <= 0 {
-		return 0, fmt.Errorf("server returned no heartbeat TTL")
+		return 0, failed, fmt.Errorf("server returned no heartbeat TTL")
 	}
 	metrics.MeasureSince(metricHeartbeat, start)
-	return resp.HeartbeatTTL, nil
+	return resp.HeartbeatTTL, failed, nil
 }
 
 // fingerprintHostVolumes returns the host volumes the node offers: each

@@ -1,9 +1,11 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/drover-project/drover/structs"
 )
@@ -11,6 +13,22 @@ import (
 // Transport sends one RPC to the server at addr. *pool.Pool satisfies it.
 type Transport interface {
 	RPC(addr, method string, args, reply any) error
+}
+
+// ContextTransport is a Transport that can give up on a call: when ctx
+// ends, a call not yet answered fails at once (*pool.Pool satisfies it).
+// The client bounds its heartbeats and watches with it; over a Transport
+// without it, calls run to their end.
+type ContextTransport interface {
+	Transport
+	RPCContext(ctx context.Context, addr, method string, args, reply any) error
+}
+
+// Prober is a Transport that can check its connection to a server after a
+// call timed out, and close it when it is dead, so that the calls waiting
+// on it fail over too (*pool.Pool satisfies it).
+type Prober interface {
+	Probe(addr string, timeout time.Duration) bool
 }
 
 // LocalServer is a server in the same process (*server.Server satisfies
@@ -34,6 +52,34 @@ func (t *localTransport) RPC(addr, method string, args, reply any) error {
 	return t.next.RPC(addr, method, args, reply)
 }
 
+// RPCContext is RPC with ctx for the remote servers. A call to the local
+// server runs to its end (a blocking query carries its own context, see
+// structs.QueryOptions.WithContext): it crosses no network that could
+// silently drop it, and the server answers no_leader by its
+// NoLeaderTimeout.
+func (t *localTransport) RPCContext(ctx context.Context, addr, method string, args, reply any) error {
+	if addr == t.local.RPCAddr() || t.next == nil {
+		return t.local.RPC(method, args, reply)
+	}
+	return callContext(ctx, t.next, addr, method, args, reply)
+}
+
+// Probe probes the remote servers' connections.
+func (t *localTransport) Probe(addr string, timeout time.Duration) bool {
+	if p, ok := t.next.(Prober); ok && addr != t.local.RPCAddr() {
+		return p.Probe(addr, timeout)
+	}
+	return false
+}
+
+// callContext calls through tr with ctx when tr can give up on a call.
+func callContext(ctx context.Context, tr Transport, addr, method string, args, reply any) error {
+	if ct, ok := tr.(ContextTransport); ok && ctx.Done() != nil {
+		return ct.RPCContext(ctx, addr, method, args, reply)
+	}
+	return tr.RPC(addr, method, args, reply)
+}
+
 // serverList is the ordered set of servers the client may use, with the
 // one it uses now. Configured servers are never forgotten; servers learnt
 // from registration answers are added.
@@ -41,6 +87,8 @@ type serverList struct {
 	mu    sync.Mutex
 	addrs []string // guarded by mu
 	cur   int      // index into addrs; guarded by mu
+	// moves counts the moves away from a failed server; guarded by mu.
+	moves uint64
 }
 
 func newServerList(addrs []string) *serverList {
@@ -80,7 +128,17 @@ func (l *serverList) failed(addr string) {
 	defer l.mu.Unlock()
 	if len(l.addrs) > 0 && l.addrs[l.cur] == addr {
 		l.cur = (l.cur + 1) % len(l.addrs)
+		l.moves++
 	}
+}
+
+// moved returns how many times the client has moved away from a failed
+// server: a change means calls made before may be waiting on a server
+// the client has left.
+func (l *serverList) moved() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.moves
 }
 
 // add learns servers from a registration answer.
@@ -108,6 +166,14 @@ func failoverErr(err error) bool {
 		errors.Is(err, structs.ErrShutdown)
 }
 
+// Bounds on the wait for a ping's answer when a server did not answer a
+// call in time (Prober): a live server answers a ping at once, even while
+// it waits for a leader.
+const (
+	minProbeTimeout = 500 * time.Millisecond
+	maxProbeTimeout = 5 * time.Second
+)
+
 // errNoServers is returned when the client knows no server at all.
 var errNoServers = structs.NewError(structs.ErrCodeNoLeader, "no servers configured")
 
@@ -116,25 +182,59 @@ var errNoServers = structs.NewError(structs.ErrCodeNoLeader, "no servers configu
 // once per call). Other errors are returned as they are: typed, as the
 // server answered.
 func (c *Client) RPC(method string, args, reply any) error {
+	_, err := c.rpc(context.Background(), 0, method, args, reply)
+	return err
+}
+
+// rpc is RPC under ctx (its end stops the call, and no server is blamed
+// for it) with each server's attempt bounded by attempt (0: unbounded).
+// A server that does not answer within attempt is left for the next one
+// at once, as if it had failed, and its connection is probed in the
+// background: a dead one is closed, failing over every call waiting on it.
+// failed counts the attempts that failed, the last one included.
+func (c *Client) rpc(ctx context.Context, attempt time.Duration, method string, args, reply any) (failed int, err error) {
 	addrs := c.servers.all()
 	if len(addrs) == 0 {
-		return errNoServers
+		return 0, errNoServers
 	}
 	var last error
 	for range addrs {
 		addr := c.servers.current()
-		err := c.transport.RPC(addr, method, args, reply)
+		timedOut, err := c.attempt(ctx, attempt, addr, method, args, reply)
 		if err == nil {
-			return nil
+			return failed, nil
 		}
+		failed++
 		last = err
-		if !failoverErr(err) {
-			return err
+		if ctx.Err() != nil {
+			return failed, err
 		}
-		c.logger.Debug("RPC failed; trying the next server", "method", method, "server", addr, "error", err)
+		if !timedOut && !failoverErr(err) {
+			return failed, err
+		}
+		if timedOut {
+			c.logger.Warn("server did not answer in time; trying the next server", "method", method, "server", addr, "timeout", attempt)
+			if p, ok := c.transport.(Prober); ok {
+				go p.Probe(addr, min(max(attempt, minProbeTimeout), maxProbeTimeout))
+			}
+		} else {
+			c.logger.Debug("RPC failed; trying the next server", "method", method, "server", addr, "error", err)
+		}
 		c.servers.failed(addr)
 	}
-	return last
+	return failed, last
+}
+
+// attempt makes one call to addr within d (0: unbounded); timedOut
+// reports that d ran out first.
+func (c *Client) attempt(ctx context.Context, d time.Duration, addr, method string, args, reply any) (timedOut bool, err error) {
+	if d <= 0 {
+		return false, callContext(ctx, c.transport, addr, method, args, reply)
+	}
+	actx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err = callContext(actx, c.transport, addr, method, args, reply)
+	return err != nil && ctx.Err() == nil && actx.Err() != nil, err
 }
 
 // Servers returns the servers the client knows, the current one first.

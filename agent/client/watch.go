@@ -1,8 +1,10 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"sort"
+	"time"
 
 	"github.com/drover-project/drover/agent/client/allocrunner"
 	"github.com/drover-project/drover/agent/client/allocwatch"
@@ -13,16 +15,78 @@ import (
 // errShutdown is returned by blocking calls cut short by Shutdown.
 var errShutdown = structs.ErrShutdown
 
-// blockingRPC makes an RPC that may block for a long time; Shutdown
-// abandons it (the call finishes in the background and is discarded).
+// errWatchReset is returned by blocking calls cut short by resetWatch.
+var errWatchReset = errors.New("allocation watch restarted")
+
+// blockingMargin is how much longer than its MaxQueryTime (and the
+// servers' jitter of up to a sixteenth of it) the client waits for a
+// blocking query's answer before it takes the connection for dead: a
+// query forwarded to the leader may first wait up to the servers'
+// NoLeaderTimeout (5 s by default) for one.
+const blockingMargin = 5 * time.Second
+
+// blockingTimeout bounds one server's answer to a blocking query that
+// waits up to maxQuery.
+func blockingTimeout(maxQuery time.Duration) time.Duration {
+	return maxQuery + maxQuery/16 + blockingMargin
+}
+
+// resetWatch restarts the allocation watch's blocking query (or cuts its
+// wait before a retry short): the client has moved to another server or
+// reached one again after failures, and the query may be waiting on a
+// server it left or on a connection that died (one that silently lost
+// its packets never answers). It never blocks.
+func (c *Client) resetWatch() {
+	select {
+	case c.watchReset <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// blockingRPC makes an RPC that may block for a long time. Each server
+// gets blockingTimeout(MaxQueryTime) to answer; one that does not is
+// left for the next (Client.rpc). Shutdown (errShutdown) and resetWatch
+// (errWatchReset) abandon it: the call ends at once over a
+// ContextTransport (and in process, for a query that carries the
+// context), else it finishes in the background and is discarded; reply
+// must not be read after either error.
 func (c *Client) blockingRPC(method string, args, reply any) error {
+	select {
+	case <-c.watchReset: // asked before this call, which uses the current server
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if q, ok := args.(interface{ WithContext(context.Context) }); ok {
+		q.WithContext(ctx) // ends the query when served in process
+	}
 	done := make(chan error, 1)
-	go func() { done <- c.RPC(method, args, reply) }()
+	go func() {
+		_, err := c.rpc(ctx, blockingTimeout(c.cfg.MaxQueryTime), method, args, reply)
+		done <- err
+	}()
 	select {
 	case err := <-done:
 		return err
 	case <-c.shutdownCh:
 		return errShutdown
+	case <-c.watchReset:
+		return errWatchReset
+	}
+}
+
+// watchPause waits d before the watch retries a failed call; resetWatch
+// cuts it short (reset), Shutdown too (ok false).
+func (c *Client) watchPause(d time.Duration) (reset, ok bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false, true
+	case <-c.watchReset:
+		return true, true
+	case <-c.shutdownCh:
+		return false, false
 	}
 }
 
@@ -53,11 +117,7 @@ func (c *Client) watchAllocs() {
 		req.AuthToken = node.SecretID // with ACLs on, the node's credential
 		var resp structs.NodeClientAllocsResponse
 		if err := c.blockingRPC("Node.GetClientAllocs", req, &resp); err != nil {
-			if errors.Is(err, errShutdown) && c.shuttingDown() {
-				return
-			}
-			c.logger.Warn("watching allocations failed; will retry", "error", err)
-			if !c.sleep(b.Next()) {
+			if !c.watchFailed(b, err, "watching allocations failed; will retry") {
 				return
 			}
 			continue
@@ -82,8 +142,7 @@ func (c *Client) watchAllocs() {
 			}
 			got, err := c.fetchAllocs(pull, need)
 			if err != nil {
-				c.logger.Warn("fetching allocations failed; will retry", "error", err, "count", len(pull))
-				if !c.sleep(b.Next()) {
+				if !c.watchFailed(b, err, "fetching allocations failed; will retry", "count", len(pull)) {
 					return
 				}
 				continue
@@ -94,6 +153,27 @@ func (c *Client) watchAllocs() {
 		c.runAllocs(allocs, removed)
 		w.Done(resp.Index)
 	}
+}
+
+// watchFailed handles a failed call of the watch: after a reset it
+// retries at once, otherwise after the backoff (which a reset cuts
+// short). It returns false on shutdown.
+func (c *Client) watchFailed(b *backoff.Backoff, err error, msg string, kv ...any) bool {
+	if c.shuttingDown() {
+		return false
+	}
+	if errors.Is(err, errWatchReset) {
+		c.logger.Info("restarting the allocation watch: the client changed servers or reached them again", "server", c.servers.current())
+		b.Reset()
+		return true
+	}
+	c.logger.Warn(msg, append(kv, "error", err)...)
+	reset, ok := c.watchPause(b.Next())
+	if reset {
+		c.logger.Info("retrying the allocation watch now: the client reached the servers again", "server", c.servers.current())
+		b.Reset()
+	}
+	return ok
 }
 
 // diffAllocs compares the servers' map with what the client knows: it

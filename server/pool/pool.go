@@ -376,6 +376,42 @@ func (p *Pool) dial(ctx context.Context, addr string) (*conn, error) {
 	return &conn{addr: addr, session: sess, lastUsed: time.Now()}, nil
 }
 
+// Probe checks the session to addr, if the pool holds one, with a yamux
+// ping: a session whose ping is not answered within timeout is closed
+// (calls in flight on it fail, the next call dials again) and Probe
+// reports true. A session that answers, or none at all, is left as it is
+// (false). A server that is slow to answer a call (waiting for a leader)
+// still answers pings; one that is paused or cut off by the network does
+// not. It blocks for at most timeout.
+func (p *Pool) Probe(addr string, timeout time.Duration) bool {
+	p.mu.Lock()
+	c, ok := p.conns[addr]
+	p.mu.Unlock()
+	if !ok || c.session.IsClosed() {
+		return false
+	}
+	answered := make(chan error, 1)
+	go func() {
+		_, err := c.session.Ping()
+		answered <- err
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-answered:
+		if err == nil {
+			return false
+		}
+	case <-t.C:
+		err = fmt.Errorf("no answer to a ping within %v", timeout)
+	}
+	p.logger.Debug("closing a session that does not answer", "addr", addr, "error", err)
+	c.session.Close() // ends the ping too
+	p.dropIfClosed(c)
+	return true
+}
+
 // dropIfClosed forgets c when its session has died, so the next call dials.
 func (p *Pool) dropIfClosed(c *conn) {
 	if !c.session.IsClosed() {

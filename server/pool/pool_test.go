@@ -7,6 +7,7 @@ import (
 	"net/rpc"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,5 +307,78 @@ func TestPoolDialFailureIsNotSent(t *testing.T) {
 	var notSent *NotSentError
 	if !errors.As(err, &notSent) {
 		t.Fatalf("err = %v (%T), want *NotSentError", err, err)
+	}
+}
+
+// muteConn discards what is written while mute is set, as a network that
+// drops packets silently: nothing fails, nothing arrives, no answer comes.
+type muteConn struct {
+	net.Conn
+	mute *atomic.Bool
+}
+
+func (c muteConn) Write(b []byte) (int, error) {
+	if c.mute.Load() {
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+// TestPoolProbe: a session that answers its ping is kept; one whose
+// packets vanish is closed within the probe's timeout, failing the call
+// in flight on it, and the next call dials again.
+func TestPoolProbe(t *testing.T) {
+	ts := startServer(t, "127.0.0.1:0")
+	addr := ts.addr()
+	var mute atomic.Bool
+	p := newPool(t, Config{WrapConn: func(c net.Conn) net.Conn { return muteConn{Conn: c, mute: &mute} }})
+	if p.Probe(addr, time.Second) {
+		t.Fatal("probe of no session closed something")
+	}
+	var reply EchoReply
+	if err := p.RPC(addr, "Echo.Say", &EchoArgs{Msg: "a"}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	if p.Probe(addr, time.Second) || p.NumConns() != 1 {
+		t.Fatalf("a live session was closed (conns %d)", p.NumConns())
+	}
+
+	mute.Store(true)
+	inFlight := make(chan error, 1)
+	go func() { inFlight <- p.RPC(addr, "Echo.Say", &EchoArgs{Msg: "lost"}, &EchoReply{}) }()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		p.mu.Lock()
+		c := p.conns[addr]
+		p.mu.Unlock()
+		if c != nil && c.idleSince(time.Now()) == 0 {
+			break // the call holds the session
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if !p.Probe(addr, 200*time.Millisecond) {
+		t.Fatal("a session that does not answer was kept")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("probe took %v", d)
+	}
+	select {
+	case err := <-inFlight:
+		if err == nil {
+			t.Fatal("the call in flight on the dead session succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call in flight on the closed session did not fail")
+	}
+	if n := p.NumConns(); n != 0 {
+		t.Fatalf("conns after the probe = %d", n)
+	}
+
+	mute.Store(false)
+	if err := p.RPC(addr, "Echo.Say", &EchoArgs{Msg: "b"}, &reply); err != nil || reply.Msg != "b" {
+		t.Fatalf("after the probe: %v %q", err, reply.Msg)
 	}
 }
