@@ -68,6 +68,22 @@ func TestRaftTransferLeadership(t *testing.T) {
 		t.Fatal("a refused transfer moved leadership")
 	}
 
+	// Round and round, each time asked through a follower that forwards
+	// to the leader: the forward waits for the answer although the
+	// leader it went to steps down before giving it (chaos leader-transfer
+	// seed 202 got a 504 outcome_unknown here).
+	for i := 0; i < 6; i++ {
+		cur := c.WaitForLeader(t, 10*time.Second)
+		ci := c.Index(cur)
+		next := c.Server((ci + 1) % 3)
+		through := nomadClient(t, urls[(ci+2)%3], "")
+		if err := through.Operator().RaftTransferLeadershipByID(next.NodeID(), nil); err != nil {
+			t.Fatalf("transfer %d to %s through a follower: %v", i, next.NodeID(), err)
+		}
+		waitLeader(t, c, next)
+	}
+	old = c.WaitForLeader(t, 10*time.Second)
+
 	// Query parameters Drover cannot act on are refused by name.
 	for target, want := range map[string]string{
 		"?id=a&address=b:1": "only one of ?id= or ?address=",

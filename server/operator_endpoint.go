@@ -97,7 +97,7 @@ func (op *Operator) RaftRemovePeer(args *structs.RaftPeerRequest, reply *structs
 // it; naming the leader itself does nothing and sets Noop.
 func (op *Operator) TransferLeadership(args *structs.LeadershipTransferRequest, reply *structs.LeadershipTransferResponse) error {
 	s := op.srv
-	if done, err := s.forward("Operator.TransferLeadership", args, args, reply); done {
+	if done, err := s.forward(methodTransferLeadership, args, args, reply); done {
 		return err
 	}
 	f := s.raft.GetConfiguration()
