@@ -490,6 +490,7 @@ func Run(cfg Config) (res *Result, err error) {
 		}
 		if msg := replicasAgree(c, keys, final); msg != "" {
 			res.Failures = append(res.Failures, msg)
+			dumpGoroutines(c)
 		}
 	} else {
 		res.Failures = append(res.Failures, "no leader for the final reads: "+err.Error())
@@ -543,6 +544,18 @@ func Run(cfg Config) (res *Result, err error) {
 		os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644)
 	}
 	return res, nil
+}
+
+// dumpGoroutines has every running server write its goroutines' stacks
+// to its log (SIGQUIT; the agent exits) to show what a replica that does
+// not catch up is waiting on.
+func dumpGoroutines(c *Cluster) {
+	for _, s := range c.Servers {
+		if s.Running() {
+			s.Signal(syscall.SIGQUIT)
+		}
+	}
+	time.Sleep(time.Second)
 }
 
 // waitFor polls cond every 100 ms until it holds or timeout passes.
