@@ -143,3 +143,21 @@ func waitLeader(t *testing.T, c *testcluster.Cluster, want *server.Server) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRaftTransferLeadershipACL: with ACLs on, a transfer needs a
+// management token, as in Nomad.
+func TestRaftTransferLeadershipACL(t *testing.T) {
+	leader, urls := aclCluster(t)
+	anon := nomadClient(t, urls[leader], "")
+	root, _, err := anon.ACLTokens().Bootstrap(nil)
+	if err != nil {
+		t.Fatalf("bootstrap: %v", err)
+	}
+	if err := anon.Operator().RaftTransferLeadershipByID("x", nil); statusOf(err) != http.StatusForbidden {
+		t.Fatalf("anonymous transfer: %v, want 403", err)
+	}
+	mgmt := nomadClient(t, urls[leader], root.SecretID)
+	if err := mgmt.Operator().RaftTransferLeadershipByID("nobody", nil); statusOf(err) != http.StatusNotFound {
+		t.Fatalf("management transfer to nobody: %v, want 404", err)
+	}
+}
