@@ -42,6 +42,35 @@ func (h *httpAPI) raftRemovePeer(w http.ResponseWriter, r *http.Request) (any, e
 	return nil, nil
 }
 
+// PUT|POST /v1/operator/raft/transfer-leadership[?id=|?address=]: hand
+// leadership to that server, or with neither to the follower Raft picks.
+// The reply is Nomad's LeadershipTransferResponse shape.
+func (h *httpAPI) raftTransferLeadership(w http.ResponseWriter, r *http.Request) (any, error) {
+	q := r.URL.Query()
+	ids, hasID := q["id"]
+	addrs, hasAddr := q["address"]
+	switch {
+	case hasID && hasAddr:
+		return nil, badRequest("Give only one of ?id= or ?address=")
+	case len(ids) > 1 || len(addrs) > 1:
+		return nil, badRequest("Give one ?id= or one ?address=, not several")
+	case hasID && ids[0] == "":
+		return nil, badRequest("?id= is empty: give the Raft ID of the target server")
+	case hasAddr && addrs[0] == "":
+		return nil, badRequest("?address= is empty: give the Raft address (host:port) of the target server")
+	}
+	args := structs.LeadershipTransferRequest{ID: q.Get("id"), Address: q.Get("address")}
+	if err := h.parseWrite(r, &args.WriteRequest); err != nil {
+		return nil, err
+	}
+	var out structs.LeadershipTransferResponse
+	if err := h.srv.RPC("Operator.TransferLeadership", &args, &out); err != nil {
+		return nil, err
+	}
+	setIndex(w, out.Index)
+	return out, nil
+}
+
 // GET /v1/operator/scheduler/configuration: the scheduler configuration,
 // wrapped as Nomad's SchedulerConfigurationResponse.
 func (h *httpAPI) schedulerGetConfig(w http.ResponseWriter, r *http.Request) (any, error) {

@@ -97,6 +97,8 @@ func NewHTTPHandler(srv Server, cfg *Config, logger hclog.Logger, opts ...HTTPOp
 
 	handle("GET /v1/operator/raft/configuration", h.raftConfiguration)
 	handle("DELETE /v1/operator/raft/peer", h.raftRemovePeer)
+	handle("PUT /v1/operator/raft/transfer-leadership", h.raftTransferLeadership)
+	handle("POST /v1/operator/raft/transfer-leadership", h.raftTransferLeadership)
 	handle("GET /v1/operator/queue", h.operatorQueue)
 	handle("GET /v1/operator/scheduler/configuration", h.schedulerGetConfig)
 	handle("PUT /v1/operator/scheduler/configuration", h.schedulerSetConfig)
@@ -185,7 +187,6 @@ var unsupportedEndpoints = []struct{ pattern, feature string }{
 	{"/v1/operator/autopilot/", "autopilot"},
 	{"/v1/operator/license", "licensing"},
 	{"/v1/operator/keyring/", "this keyring endpoint (Drover lists and rotates root keys only)"},
-	{"/v1/operator/raft/transfer-leadership", "leadership transfer"},
 	{"/v1/agent/join", "joining over HTTP (use retry_join)"},
 	{"/v1/agent/force-leave", "force-leave"},
 	{"/v1/agent/servers", "client server lists"},

@@ -132,6 +132,15 @@ func TestClientRequests(t *testing.T) {
 			}},
 		{name: "remove peer", wantMeth: "DELETE", wantPath: "/v1/operator/raft/peer", wantQuery: "address=1.2.3.4%3A4647",
 			call: func(c *Client) error { return c.RaftRemovePeerByAddress(ctx, "1.2.3.4:4647", nil) }},
+		{name: "transfer leadership", reply: `{"From":{"ID":"a","Address":"1.1.1.1:4647"},"To":{"ID":"b","Address":"1.2.3.4:4647"},"Noop":false,"Index":9}`,
+			wantMeth: "PUT", wantPath: "/v1/operator/raft/transfer-leadership", wantQuery: "id=b",
+			call: func(c *Client) error {
+				out, err := c.RaftTransferLeadershipByID(ctx, "b", nil)
+				if err == nil && (out.To.Address != "1.2.3.4:4647" || out.From.ID != "a") {
+					t.Errorf("transfer = %+v", out)
+				}
+				return err
+			}},
 		{name: "agent self", reply: `{"config":{"Region":"global"},"member":{"Name":"n.global"}}`, wantMeth: "GET",
 			wantPath: "/v1/agent/self",
 			call: func(c *Client) error {

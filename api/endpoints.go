@@ -56,6 +56,26 @@ func (c *Client) RaftRemovePeerByID(ctx context.Context, id string, w *WriteOpti
 	return err
 }
 
+// RaftTransferLeadershipByAddress asks the leader to hand leadership to
+// the Raft peer at address.
+func (c *Client) RaftTransferLeadershipByAddress(ctx context.Context, address string, w *WriteOptions) (*structs.LeadershipTransferResponse, error) {
+	return c.raftTransferLeadership(ctx, url.Values{"address": {address}}, w)
+}
+
+// RaftTransferLeadershipByID asks the leader to hand leadership to the
+// Raft peer with the given server ID.
+func (c *Client) RaftTransferLeadershipByID(ctx context.Context, id string, w *WriteOptions) (*structs.LeadershipTransferResponse, error) {
+	return c.raftTransferLeadership(ctx, url.Values{"id": {id}}, w)
+}
+
+func (c *Client) raftTransferLeadership(ctx context.Context, params url.Values, w *WriteOptions) (*structs.LeadershipTransferResponse, error) {
+	var out structs.LeadershipTransferResponse
+	if _, err := c.write(ctx, http.MethodPut, "/v1/operator/raft/transfer-leadership", params, w, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // SchedulerConfiguration returns the scheduler configuration in force.
 func (c *Client) SchedulerConfiguration(ctx context.Context, q *QueryOptions) (*structs.SchedulerConfigurationResponse, error) {
 	var out structs.SchedulerConfigurationResponse

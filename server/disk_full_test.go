@@ -179,3 +179,21 @@ func TestDiskWatchClearedOnlyByAppends(t *testing.T) {
 		t.Fatal("a failure other than space replaced the disk-full state")
 	}
 }
+
+// The leader replicates without hashicorp/raft's pipeline: with it, a
+// follower that refuses one pipelined append (a full disk) can stop the
+// leader's replication to it for good while heartbeats go on
+// (hashicorp/raft#612; chaos disk-full seed 203 kept the goroutines:
+// pipelineSend blocked in netPipeline.AppendEntries, its decoder blocked
+// handing over a response nobody read). Without a pipeline raft falls
+// back to one AppendEntries at a time, which recovers from a refusal.
+func TestRaftReplicatesWithoutPipeline(t *testing.T) {
+	s := limitServer(t, Config{DataDir: t.TempDir(), BootstrapExpect: 1})
+	p, err := s.raftTransport.AppendEntriesPipeline("peer", "127.0.0.1:1")
+	if !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		if p != nil {
+			p.Close()
+		}
+		t.Fatalf("AppendEntriesPipeline: %v, want raft.ErrPipelineReplicationNotSupported", err)
+	}
+}

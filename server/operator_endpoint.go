@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+
 	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 
@@ -83,6 +85,80 @@ func (op *Operator) RaftRemovePeer(args *structs.RaftPeerRequest, reply *structs
 	s.logger.Info("removed raft peer", "peer_id", id)
 	reply.Index = rf.Index()
 	return nil
+}
+
+// TransferLeadership hands leadership to the server named by ID or,
+// failing that, by address, or with neither to the follower Raft picks
+// (the most up to date). It returns once the target has been told to
+// start an election and the old leader has stepped down, or with the
+// error that stopped it; it is never retried on another server (a
+// second transfer would move leadership on again). A target that is not
+// a voter in the configuration fails with not_found or invalid, naming
+// it; naming the leader itself does nothing and sets Noop.
+func (op *Operator) TransferLeadership(args *structs.LeadershipTransferRequest, reply *structs.LeadershipTransferResponse) error {
+	s := op.srv
+	if done, err := s.forward(methodTransferLeadership, args, args, reply); done {
+		return err
+	}
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return raftError(err)
+	}
+	reply.From = structs.RaftIDAddress{ID: s.nodeID, Address: s.rpcAddr}
+	var target *raft.Server
+	if args.ID != "" || args.Address != "" {
+		for _, srv := range f.Configuration().Servers {
+			if (args.ID != "" && string(srv.ID) == args.ID) || (args.ID == "" && string(srv.Address) == args.Address) {
+				target = &srv
+				break
+			}
+		}
+		switch {
+		case target == nil && args.ID != "":
+			return structs.NewError(structs.ErrCodeNotFound, "no raft peer with ID %q", args.ID)
+		case target == nil:
+			return structs.NewError(structs.ErrCodeNotFound, "no raft peer with address %q", args.Address)
+		case target.Suffrage != raft.Voter:
+			return structs.NewError(structs.ErrCodeInvalid, "raft peer %q is not a voter and cannot lead", target.ID)
+		}
+		reply.To = structs.RaftIDAddress{ID: string(target.ID), Address: string(target.Address)}
+		if target.ID == raft.ServerID(s.nodeID) {
+			reply.Noop = true
+			reply.Index = f.Index()
+			return nil
+		}
+	}
+	var tf raft.Future
+	if target != nil {
+		tf = s.raft.LeadershipTransferToServer(target.ID, target.Address)
+	} else {
+		tf = s.raft.LeadershipTransfer()
+	}
+	if err := tf.Error(); err != nil {
+		return transferError(err)
+	}
+	if target == nil {
+		addr, id := s.raft.LeaderWithID()
+		reply.To = structs.RaftIDAddress{ID: string(id), Address: string(addr)}
+	}
+	s.logger.Info("transferred leadership", "to_id", reply.To.ID, "to_address", reply.To.Address)
+	reply.Index = s.raft.LastIndex()
+	return nil
+}
+
+// transferError maps a failed leadership transfer to a coded error. None
+// of them is not_leader, so no forwarding server sends the transfer on to
+// the new leader.
+func transferError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return structs.NewError(structs.ErrCodeConflict, "a leadership transfer is already in progress")
+	case errors.Is(err, raft.ErrNotLeader):
+		return structs.NewError(structs.ErrCodeConflict, "this server lost leadership before the transfer started; nothing was transferred")
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return structs.ErrShutdown
+	}
+	return structs.NewError(structs.ErrCodeInternal, "leadership transfer failed: %v", err)
 }
 
 // SchedulerGetConfiguration returns the scheduler configuration in force

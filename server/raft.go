@@ -23,6 +23,16 @@ const (
 	raftSnapshotsKept = 2
 	raftMaxPool       = 3
 	raftNetTimeout    = 10 * time.Second
+	// raftMaxRPCsInFlight 1 turns hashicorp/raft's pipelined replication
+	// off: each AppendEntries to a follower waits for its answer. With
+	// pipelining (v1.7.3, hashicorp/raft#612), a follower that refuses one
+	// pipelined append (its log store failed, e.g. a full disk) can stop
+	// the leader's replication to it for good: the pipeline's decoder
+	// exits, and the sender, racing it, blocks on a send nobody receives.
+	// Heartbeats go on, so the follower never calls an election and never
+	// catches up until the leader changes (chaos disk-full seeds 202, 203).
+	// On a LAN the pipeline gains little (raft#541).
+	raftMaxRPCsInFlight = 1
 )
 
 // loadNodeID returns the configured node ID, else the one persisted in
@@ -100,7 +110,9 @@ func (s *Server) setupRaft() error {
 		Stream:  s.raftLayer,
 		MaxPool: raftMaxPool,
 		Timeout: raftNetTimeout,
-		Logger:  s.logger.Named("raft_net"),
+		// No pipelined replication (see raftMaxRPCsInFlight).
+		MaxRPCsInFlight: raftMaxRPCsInFlight,
+		Logger:          s.logger.Named("raft_net"),
 	})
 	s.raftTransport = trans
 

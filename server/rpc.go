@@ -243,8 +243,23 @@ func zeroReply(reply any) {
 func (s *Server) forwardTo(ep *leaderEpoch, method string, info structs.RPCInfo, args, reply any) error {
 	defer measureSince(metricForward, time.Now())
 	info.SetForwarded()
+	if method == methodTransferLeadership {
+		// Its leader is replaced by design before it answers: wait for
+		// the answer, bounded, rather than for the epoch.
+		ctx, cancel := context.WithTimeout(context.Background(), transferForwardTimeout)
+		defer cancel()
+		return s.pool.RPCContext(ctx, ep.addr, method, args, reply)
+	}
 	return s.pool.RPCContext(ep.ctx, ep.addr, method, args, reply)
 }
+
+// methodTransferLeadership is the one forwarded call whose answer comes
+// after the leader it was sent to has stepped down.
+const methodTransferLeadership = "Operator.TransferLeadership"
+
+// transferForwardTimeout bounds a forwarded leadership transfer (Raft
+// gives the target an election timeout to win).
+const transferForwardTimeout = 30 * time.Second
 
 // retryForward reports whether a forward may be sent again once a leader
 // is known (retry): the target refused it as not the leader (nothing was

@@ -154,6 +154,7 @@ var rpcACLRules = map[string]aclRule{
 	"Operator.RaftGetConfiguration":      {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
 	"Operator.QueueStats":                {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
 	"Operator.RaftRemovePeer":            {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
+	"Operator.TransferLeadership":        {allow: management}, // as Nomad: a management token
 	"Operator.SchedulerGetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorRead() }},
 	"Operator.SchedulerSetConfiguration": {allow: func(a *acl.ACL, _ *Server, _ any) bool { return a.AllowOperatorWrite() }},
 	"Operator.SnapshotSave":              {allow: management},

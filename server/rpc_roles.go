@@ -106,6 +106,7 @@ var rpcAccessTable = map[string]rpcAccess{
 	"Operator.RaftGetConfiguration":      accessAny,
 	"Operator.QueueStats":                accessAny,
 	"Operator.RaftRemovePeer":            accessAny,
+	"Operator.TransferLeadership":        accessAny,
 	"NodePool.List":                      accessAny,
 	"NodePool.GetNodePool":               accessAny,
 	"NodePool.ListNodes":                 accessAny,

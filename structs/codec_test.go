@@ -60,7 +60,7 @@ var wireTypes = []any{
 	new(NodeAllocsResponse), new(EvalSpecificRequest), new(SingleEvalResponse),
 	new(EvalListRequest), new(EvalListResponse), new(AllocSpecificRequest), new(SingleAllocResponse),
 	new(AllocListRequest), new(AllocListResponse), new(AllocListStub), new(RaftServer),
-	new(RaftConfigurationResponse), new(RaftPeerRequest), new(ServerMember), new(QueueStatsResponse), new(QueueJobCount),
+	new(RaftConfigurationResponse), new(RaftPeerRequest), new(RaftIDAddress), new(LeadershipTransferRequest), new(LeadershipTransferResponse), new(ServerMember), new(QueueStatsResponse), new(QueueJobCount),
 	new(ServerAnnounceRequest), new(ServerMembersResponse), new(EvalDequeueRequest),
 	new(EvalDequeueResponse), new(EvalAckRequest), new(Plan), new(PlanAnnotations),
 	new(DesiredUpdates), new(PlanResult), new(PlanRequest), new(PlanResponse),

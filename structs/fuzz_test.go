@@ -45,6 +45,7 @@ var wireTypes = []reflect.Type{
 	reflect.TypeFor[structs.PlanRequest](),
 	reflect.TypeFor[structs.GenericRequest](),
 	reflect.TypeFor[structs.RaftPeerRequest](),
+	reflect.TypeFor[structs.LeadershipTransferRequest](),
 	reflect.TypeFor[structs.ServerAnnounceRequest](),
 	reflect.TypeFor[structs.SnapshotRestoreRequest](),
 	// Raft entry bodies not covered above.

@@ -435,6 +435,32 @@ type RaftPeerRequest struct {
 	WriteRequest
 }
 
+// RaftIDAddress names a Raft server by ID and address.
+type RaftIDAddress struct {
+	Address string
+	ID      string
+}
+
+// LeadershipTransferRequest asks the leader to hand leadership to the
+// server named by ID or, failing that, by address; with neither, Raft
+// picks the most up-to-date follower.
+type LeadershipTransferRequest struct {
+	ID      string
+	Address string
+	WriteRequest
+}
+
+// LeadershipTransferResponse says which server led before the transfer
+// and which one was asked to lead (the shape of Nomad's reply to
+// PUT /v1/operator/raft/transfer-leadership). Noop: the named server
+// already led and nothing was done.
+type LeadershipTransferResponse struct {
+	From RaftIDAddress
+	To   RaftIDAddress
+	Noop bool
+	WriteMeta
+}
+
 // ServerMember describes a server known to this one.
 type ServerMember struct {
 	ID         string

@@ -120,6 +120,20 @@ func TestAgentCommand(t *testing.T) {
 		t.Fatalf("list-peers output:\n%s", lout)
 	}
 
+	// The only server already leads: a transfer to it does nothing.
+	te, tout, terr := testEnv(map[string]string{"DROVER_ADDR": a.HTTPURL()})
+	if code := run([]string{"operator", "raft", "transfer-leadership", "-peer-address", a.RPCAddr()}, te); code != 0 {
+		t.Fatalf("transfer-leadership exit %d: %s", code, terr)
+	}
+	if !strings.Contains(tout.String(), "already leads; nothing was transferred") {
+		t.Fatalf("transfer-leadership output:\n%s", tout)
+	}
+	te, _, terr = testEnv(map[string]string{"DROVER_ADDR": a.HTTPURL()})
+	if code := run([]string{"operator", "raft", "transfer-leadership", "-peer-id", "nobody"}, te); code != 1 ||
+		!strings.Contains(terr.String(), `no raft peer with ID "nobody"`) {
+		t.Fatalf("transfer-leadership to nobody: exit %d: %s", code, terr)
+	}
+
 	qe, qout, qerr := testEnv(map[string]string{"DROVER_ADDR": a.HTTPURL()})
 	if code := run([]string{"operator", "queue"}, qe); code != 0 {
 		t.Fatalf("operator queue exit %d: %s", code, qerr)

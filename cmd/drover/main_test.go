@@ -88,6 +88,8 @@ func TestDispatch(t *testing.T) {
 		{name: "agent bad flag value", args: []string{"agent", "-dev", "-http-port", "x"}, wantCode: 1, wantStderr: "invalid value"},
 		{name: "remove-peer needs a target", args: []string{"operator", "raft", "remove-peer"}, wantCode: 1,
 			wantStderr: "exactly one of -peer-address or -peer-id"},
+		{name: "transfer-leadership needs one target", args: []string{"operator", "raft", "transfer-leadership", "-peer-id", "a", "-peer-address", "b:1"},
+			wantCode: 1, wantStderr: "exactly one of -peer-address or -peer-id"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ func operatorCommands() []*command {
 	return []*command{
 		{name: "operator raft list-peers", synopsis: "List the Raft peers and their state", run: runRaftListPeers},
 		{name: "operator raft remove-peer", synopsis: "Remove a server from the Raft configuration", run: runRaftRemovePeer},
+		{name: "operator raft transfer-leadership", synopsis: "Transfer leadership to another server", run: runRaftTransferLeadership},
 		{name: "operator queue", synopsis: "Show the scheduling queue: waiting and blocked work, longest wait, placements", run: runOperatorQueue},
 		{name: "operator scheduler get-config", synopsis: "Display the current scheduler configuration", run: runSchedulerGetConfig},
 		{name: "operator scheduler set-config", synopsis: "Modify the current scheduler configuration", run: runSchedulerSetConfig},
@@ -83,6 +84,41 @@ func runRaftRemovePeer(e *env, args []string) int {
 		target = id
 	}
 	fmt.Fprintf(e.stdout, "Removed peer %s\n", target)
+	return 0
+}
+
+func runRaftTransferLeadership(e *env, args []string) int {
+	var af apiFlags
+	var addr, id string
+	fs := newFlagSet(e, "operator raft transfer-leadership", "[options]",
+		"Transfer Raft leadership from the current leader to the server named by\n"+
+			"-peer-address or -peer-id (see operator raft list-peers). Needs a\n"+
+			"management token with ACLs.")
+	af.register(fs, e)
+	fs.StringVar(&addr, "peer-address", "", "Raft address (host:port) of the server to lead")
+	fs.StringVar(&id, "peer-id", "", "Raft ID of the server to lead")
+	if code, ok := parseFlags(fs, args, 0); !ok {
+		return code
+	}
+	if (addr == "") == (id == "") {
+		return errorf(e, "exactly one of -peer-address or -peer-id is required")
+	}
+	c := af.client()
+	var out *structs.LeadershipTransferResponse
+	var err error
+	if addr != "" {
+		out, err = c.RaftTransferLeadershipByAddress(context.Background(), addr, nil)
+	} else {
+		out, err = c.RaftTransferLeadershipByID(context.Background(), id, nil)
+	}
+	if err != nil {
+		return errorf(e, "transferring leadership: %v", err)
+	}
+	if out.Noop {
+		fmt.Fprintf(e.stdout, "Server %s (%s) already leads; nothing was transferred\n", out.To.ID, out.To.Address)
+		return 0
+	}
+	fmt.Fprintf(e.stdout, "Transferred leadership to server %s (%s)\n", out.To.ID, out.To.Address)
 	return 0
 }
 

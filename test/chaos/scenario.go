@@ -106,7 +106,9 @@ type runState struct {
 	hold    time.Duration
 	faulted []string
 	notes   []string
-	elected chan time.Duration
+	// failures are the scenario's own checks that failed.
+	failures []string
+	elected  chan time.Duration
 }
 
 func (r *runState) note(format string, args ...any) {
@@ -189,8 +191,34 @@ var Scenarios = map[string]*Scenario{
 			r.note("degraded by %s", how)
 			return func() error { return r.c.Net.Heal(n) }, err
 		}},
-	"leader-transfer": {Doc: "leadership transfer under load",
-		Skip: "Drover refuses /v1/operator/raft/transfer-leadership and has no `operator raft transfer-leadership` command"},
+	"leader-transfer": {Doc: "leadership handed, under the writers' load, to a follower (from the seed) with PUT /v1/operator/raft/transfer-leadership?address=, sent through a server from the seed; the named follower must lead at the heal", LeaderFault: true,
+		Inject: func(r *runState) (func() error, error) {
+			var followers []*Agent
+			for _, s := range r.c.Servers {
+				if s != r.leader {
+					followers = append(followers, s)
+				}
+			}
+			to := followers[r.rng.Intn(len(followers))]
+			via := r.c.Servers[r.rng.Intn(len(r.c.Servers))]
+			r.note("leadership transferred from %s to %s, asked through %s", r.leader.Name, to.Name, via.Name)
+			start := time.Now()
+			r.watchElection(r.leader, start)
+			err := APIClient(via, 10*time.Second).Operator().RaftTransferLeadershipByAddress(to.RPC(), nil)
+			if err == nil {
+				r.note("the transfer call returned after %.2fs", time.Since(start).Seconds())
+			}
+			return func() error {
+				if l := r.c.Leader(); l != to {
+					name := "none agreed"
+					if l != nil {
+						name = l.Name
+					}
+					r.failures = append(r.failures, fmt.Sprintf("%s does not lead at the heal (leader: %s)", to.Name, name))
+				}
+				return nil
+			}, err
+		}},
 	"restart-all": {Doc: "SIGKILL of all three servers at once; all restarted from their data dirs after the hold", LeaderFault: true,
 		Inject: func(r *runState) (func() error, error) {
 			for _, s := range r.c.Servers {
@@ -462,6 +490,7 @@ func Run(cfg Config) (res *Result, err error) {
 		}
 		if msg := replicasAgree(c, keys, final); msg != "" {
 			res.Failures = append(res.Failures, msg)
+			dumpGoroutines(c)
 		}
 	} else {
 		res.Failures = append(res.Failures, "no leader for the final reads: "+err.Error())
@@ -503,6 +532,7 @@ func Run(cfg Config) (res *Result, err error) {
 		}
 	}
 	res.Notes = append(res.Notes, st.notes...)
+	res.Failures = append(res.Failures, st.failures...)
 	res.Faulted = st.faulted
 	res.Pass = len(res.Failures) == 0
 
@@ -514,6 +544,18 @@ func Run(cfg Config) (res *Result, err error) {
 		os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644)
 	}
 	return res, nil
+}
+
+// dumpGoroutines has every running server write its goroutines' stacks
+// to its log (SIGQUIT; the agent exits) to show what a replica that does
+// not catch up is waiting on.
+func dumpGoroutines(c *Cluster) {
+	for _, s := range c.Servers {
+		if s.Running() {
+			s.Signal(syscall.SIGQUIT)
+		}
+	}
+	time.Sleep(time.Second)
 }
 
 // waitFor polls cond every 100 ms until it holds or timeout passes.
