@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"github.com/hashicorp/raft"
 )
 
 // Network fault injection, for fault tests (server/testcluster's Pause and
@@ -15,9 +17,11 @@ import (
 //   - Paused: the server behaves as a process stopped with SIGSTOP. Its
 //     peers still connect and write (the kernel buffers the bytes), but
 //     nothing it reads is handed on and nothing it writes leaves until
-//     the pause ends: no answers, no Raft heartbeats, no votes. Its own
-//     goroutines keep running (unlike a stopped process), so a paused
-//     leader may notice it lost its followers and step down.
+//     the pause ends: no answers, no Raft heartbeats, no votes, no Raft
+//     log appends (pausedLogStore). Its own goroutines keep running
+//     (unlike a stopped process), so a paused leader may notice it lost
+//     its followers and step down, unless it is stuck appending a write
+//     it received during the pause, as a stopped leader would be.
 //   - Partitioned: every connection is closed and new ones fail, in both
 //     directions, until healed.
 
@@ -106,6 +110,40 @@ func (f *netFault) gate(c *faultConn) error {
 		return errPartitioned
 	}
 	return nil
+}
+
+// waitResumed blocks while the server is paused.
+func (f *netFault) waitResumed() {
+	for f.on.Load() {
+		f.mu.Lock()
+		mode, resumed := f.mode, f.resumed
+		f.mu.Unlock()
+		if mode != faultPaused {
+			return
+		}
+		<-resumed
+	}
+}
+
+// pausedLogStore is the Raft log store of a server with network faults:
+// while the server is paused, appends wait for the pause to end, as a
+// stopped process writes nothing. A paused leader that has an entry to
+// append (a write it received) therefore stays in its leader loop, as
+// SIGSTOP would keep it: it does not step down when its lease lapses,
+// and comes back believing it leads.
+type pausedLogStore struct {
+	raft.LogStore
+	f *netFault
+}
+
+func (s pausedLogStore) StoreLog(l *raft.Log) error {
+	s.f.waitResumed()
+	return s.LogStore.StoreLog(l)
+}
+
+func (s pausedLogStore) StoreLogs(ls []*raft.Log) error {
+	s.f.waitResumed()
+	return s.LogStore.StoreLogs(ls)
 }
 
 // faultConn is a connection behind a netFault.

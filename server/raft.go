@@ -152,6 +152,9 @@ func (s *Server) setupRaft() error {
 		}
 		snapStore = snaps
 	}
+	if s.netFault != nil {
+		logStore = pausedLogStore{LogStore: logStore, f: s.netFault}
+	}
 	cache, err := raft.NewLogCache(raftLogCacheSize, logStore)
 	if err != nil {
 		return fmt.Errorf("raft log cache: %w", err)

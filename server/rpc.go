@@ -92,9 +92,7 @@ func (s *Server) RPC(method string, args, reply any) error {
 	argsCopy := reflect.New(m.argType)
 	argsCopy.Elem().Set(av.Elem())
 	if !s.aclOn {
-		out := m.fn.Call([]reflect.Value{argsCopy, rv})
-		err, _ := out[0].Interface().(error)
-		return err
+		return s.callEndpoint(m, argsCopy, rv)
 	}
 	return s.callWithACL(method, m, argsCopy, rv)
 }
@@ -106,8 +104,7 @@ func (s *Server) callWithACL(method string, m *rpcMethod, args, reply reflect.Va
 	if err != nil {
 		return err
 	}
-	out := m.fn.Call([]reflect.Value{args, reply})
-	if err, _ := out[0].Interface().(error); err != nil {
+	if err := s.callEndpoint(m, args, reply); err != nil {
 		return err
 	}
 	return filterRPCReply(method, a, reply.Interface())
@@ -121,7 +118,10 @@ func (s *Server) callWithACL(method string, m *rpcMethod, args, reply reflect.Va
 //   - Writes and consistent reads go to the leader. The leader serves them
 //     once its post-election barrier is done (its state holds every
 //     committed entry), and verifies its leadership (batched) before serving
-//     a consistent read.
+//     a consistent read; a leader that finds itself deposed answers a
+//     forwarded read structs.ErrNotLeader and sends its own reads on to the
+//     new leader. A write's refusal from local state is verified the same
+//     way after the endpoint decided it (callEndpoint, leader_check.go).
 //   - A request already forwarded once is never forwarded again: a server
 //     that receives one but is not the leader answers structs.ErrNotLeader,
 //     which the forwarding server retries against the new leader.
@@ -155,10 +155,20 @@ func (s *Server) forward(method string, info structs.RPCInfo, args, reply any) (
 				if resent {
 					return true, s.serveResent(method, args, reply)
 				}
-				if info.IsRead() {
-					return s.consistentReadCheck()
+				if !info.IsRead() {
+					return false, nil
 				}
-				return false, nil
+				err := s.verifier.Verify()
+				if err == nil {
+					return false, nil
+				}
+				if forwarded || errors.Is(err, structs.ErrShutdown) {
+					return true, err
+				}
+				// Deposed: once Raft has stepped down, the read
+				// goes to the new leader.
+				lastErr = err
+				break
 			}
 			// Elected, but the barrier has not yet applied every
 			// committed entry: wait.
@@ -290,15 +300,6 @@ func retryForward(err error, isRead bool) (retry, unknown bool) {
 		return false, false
 	}
 	return false, true
-}
-
-// consistentReadCheck lets the leader serve a consistent read once its
-// leadership is verified.
-func (s *Server) consistentReadCheck() (bool, error) {
-	if err := s.verifier.Verify(); err != nil {
-		return true, err
-	}
-	return false, nil
 }
 
 // setQueryMeta fills the leader-contact fields of a read response.

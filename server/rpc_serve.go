@@ -174,8 +174,7 @@ func (c *rpcCall) serve() {
 	if c.acl {
 		err = c.srv.callWithACL(c.req.ServiceMethod, c.method, c.args, reply)
 	} else {
-		out := c.method.fn.Call([]reflect.Value{c.args, reply})
-		err, _ = out[0].Interface().(error)
+		err = c.srv.callEndpoint(c.method, c.args, reply)
 	}
 	if err != nil {
 		c.stream.respond(&c.req, nil, err.Error())

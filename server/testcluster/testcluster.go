@@ -267,8 +267,10 @@ func (c *Cluster) Restart(t testing.TB, i int) *server.Server {
 // Pause makes server i stop answering, as a process stopped with SIGSTOP:
 // its peers still connect and send, but nothing it reads is handled and
 // nothing it writes leaves (no answers, no Raft heartbeats or votes)
-// until Resume. Unlike a stopped process its goroutines run on, so a
-// paused leader may step down on its own once its lease lapses.
+// until Resume; nor are Raft log appends made. Unlike a stopped process
+// its goroutines run on, so a paused leader may step down on its own once
+// its lease lapses, unless it is appending a write it received (then it
+// comes back believing it leads, as after SIGCONT).
 func (c *Cluster) Pause(t testing.TB, i int) {
 	t.Helper()
 	c.fault(t, i, (*server.Server).PauseNetwork)
