@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/drover-project/drover/api"
@@ -96,13 +94,7 @@ func runACLPolicyApply(e *env, args []string) int {
 		return usagef(e, "this command takes two arguments: <name> and <path>")
 	}
 	name, path := fs.Arg(0), fs.Arg(1)
-	var rules []byte
-	var err error
-	if path == "-" {
-		rules, err = io.ReadAll(e.stdin)
-	} else {
-		rules, err = os.ReadFile(path)
-	}
+	rules, err := readFileOrStdin(e, path)
 	if err != nil {
 		return errorf(e, "reading policy file: %v", err)
 	}

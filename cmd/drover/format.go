@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -217,4 +218,13 @@ func formatMiB(mb int64) string {
 		return strconv.FormatFloat(float64(mb)/1024, 'f', 1, 64) + " GiB"
 	}
 	return strconv.FormatInt(mb, 10) + " MiB"
+}
+
+// readFileOrStdin reads the file at path, or standard input when path is
+// "-" (the specification files of apply commands).
+func readFileOrStdin(e *env, path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(e.stdin)
+	}
+	return os.ReadFile(path)
 }

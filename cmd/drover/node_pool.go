@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -41,13 +39,7 @@ func runNodePoolApply(e *env, args []string) int {
 		return usagef(e, "give one node pool specification file")
 	}
 	path := fs.Arg(0)
-	var src []byte
-	var err error
-	if path == "-" {
-		src, err = io.ReadAll(e.stdin)
-	} else {
-		src, err = os.ReadFile(path)
-	}
+	src, err := readFileOrStdin(e, path)
 	if err != nil {
 		return errorf(e, "reading %s: %v", path, err)
 	}

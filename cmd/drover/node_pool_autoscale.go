@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -109,13 +107,7 @@ func runPoolAutoscalerApply(e *env, args []string) int {
 		return usagef(e, "give one autoscaler specification file")
 	}
 	path := fs.Arg(0)
-	var src []byte
-	var err error
-	if path == "-" {
-		src, err = io.ReadAll(e.stdin)
-	} else {
-		src, err = os.ReadFile(path)
-	}
+	src, err := readFileOrStdin(e, path)
 	if err != nil {
 		return errorf(e, "reading %s: %v", path, err)
 	}
