@@ -269,39 +269,10 @@ func TestAutoscaledPoolLocalProvider(t *testing.T) {
 }
 
 // startConfiguredCluster starts three servers that join each other, each
-// with the config file conf.
+// with the config file conf, their data and logs under base.
 func startConfiguredCluster(t *testing.T, base, conf string) []*agent {
 	t.Helper()
-	ports := freePorts(t, 6)
-	var join []string
-	for i := 0; i < 3; i++ {
-		join = append(join, "-retry-join", fmt.Sprintf("127.0.0.1:%d", ports[3+i]))
-	}
-	var agents []*agent
-	for i := 0; i < 3; i++ {
-		name := fmt.Sprintf("s%d", i+1)
-		logf, err := os.Create(filepath.Join(base, name+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := &agent{name: name, httpAddr: fmt.Sprintf("127.0.0.1:%d", ports[i]), rpcAddr: fmt.Sprintf("127.0.0.1:%d", ports[3+i]), log: logf}
-		a.args = append([]string{"agent", "-server", "-bootstrap-expect", "3", "-node", name, "-config", conf,
-			"-data-dir", filepath.Join(base, name), "-bind", "127.0.0.1",
-			"-http-port", fmt.Sprint(ports[i]), "-rpc-port", fmt.Sprint(ports[3+i])}, join...)
-		a.start(t)
-		agents = append(agents, a)
-	}
-	t.Cleanup(func() {
-		for _, a := range agents {
-			a.kill()
-			a.log.Close()
-			if t.Failed() {
-				b, _ := os.ReadFile(a.log.Name())
-				t.Logf("--- %s log (tail) ---\n%s", a.name, tail(string(b), 40))
-			}
-		}
-	})
-	return agents
+	return startClusterIn(t, base, "-config", conf)
 }
 
 // localInstancePIDs returns the pids of the local provider's instances.

@@ -86,8 +86,14 @@ func (a *agent) kill() {
 // startCluster starts three servers that join each other.
 func startCluster(t *testing.T) []*agent {
 	t.Helper()
+	return startClusterIn(t, t.TempDir())
+}
+
+// startClusterIn starts three servers that join each other, their data
+// and logs under base, each with the extra flags.
+func startClusterIn(t *testing.T, base string, extra ...string) []*agent {
+	t.Helper()
 	ports := freePorts(t, 6)
-	base := t.TempDir()
 	var join []string
 	for i := 0; i < 3; i++ {
 		join = append(join, "-retry-join", fmt.Sprintf("127.0.0.1:%d", ports[3+i]))
@@ -105,9 +111,10 @@ func startCluster(t *testing.T) []*agent {
 			rpcAddr:  fmt.Sprintf("127.0.0.1:%d", ports[3+i]),
 			log:      logf,
 		}
-		a.args = append([]string{"agent", "-server", "-bootstrap-expect", "3", "-node", name,
-			"-data-dir", filepath.Join(base, name), "-bind", "127.0.0.1",
-			"-http-port", fmt.Sprint(ports[i]), "-rpc-port", fmt.Sprint(ports[3+i])}, join...)
+		a.args = append([]string{"agent", "-server", "-bootstrap-expect", "3", "-node", name}, extra...)
+		a.args = append(a.args, "-data-dir", filepath.Join(base, name), "-bind", "127.0.0.1",
+			"-http-port", fmt.Sprint(ports[i]), "-rpc-port", fmt.Sprint(ports[3+i]))
+		a.args = append(a.args, join...)
 		a.start(t)
 		agents = append(agents, a)
 	}
