@@ -128,6 +128,15 @@ type Config struct {
 	MetricsInterval time.Duration
 	// MaxQueryTime bounds each blocking allocation watch.
 	MaxQueryTime time.Duration
+	// RebalanceInterval is how often (plus up to half of it at random) the
+	// client moves to another server picked at random (servers.go); 0:
+	// DefaultRebalanceInterval.
+	RebalanceInterval time.Duration
+	// FixedServerOrder keeps the client on the first server it is given
+	// until that one fails, and never rebalances (tests that cut a known
+	// server off). Otherwise a client without a LocalServer starts on a
+	// server picked at random.
+	FixedServerOrder bool
 	// RetryBase and RetryLimit bound the backoff after failed RPCs.
 	RetryBase  time.Duration
 	RetryLimit time.Duration
@@ -160,6 +169,7 @@ func (c *Config) withDefaults() *Config {
 	def(&out.GCInterval, DefaultGCInterval)
 	def(&out.GCRetention, DefaultGCRetention)
 	def(&out.RetryBase, DefaultRetryBase)
+	def(&out.RebalanceInterval, DefaultRebalanceInterval)
 	def(&out.RetryLimit, DefaultRetryLimit)
 	def(&out.DriverFingerprintInterval, docker.DefaultFingerprintPeriod)
 	if out.GCMaxAllocs <= 0 {
@@ -275,6 +285,10 @@ func New(cfg *Config) (*Client, error) {
 		servers = append([]string{cfg.LocalServer.RPCAddr()}, servers...)
 	}
 	c.servers = newServerList(servers)
+	balance := cfg.LocalServer == nil && !cfg.FixedServerOrder
+	if balance {
+		c.servers.startRandom()
+	}
 	c.drivers = driverCatalog{
 		driverspec.RawExecName: rawexec.New(rawexec.Config{Enabled: cfg.RawExecEnabled, Logger: c.logger}),
 	}
@@ -324,6 +338,9 @@ func New(cfg *Config) (*Client, error) {
 	c.goLoop(c.driverHealthLoop)
 	if gated {
 		c.goLoop(c.readinessLoop)
+	}
+	if balance {
+		c.goLoop(c.rebalanceLoop)
 	}
 	c.logger.Info("client started", "node_id", node.ID, "node_name", node.Name,
 		"datacenter", node.Datacenter, "servers", c.servers.all(), "data_dir", cfg.DataDir, "status", status)

@@ -65,7 +65,7 @@ func TestClientLeavesCutOffServer(t *testing.T) {
 	}
 	cutAddr := addrs[0]
 	c, err := New(&Config{
-		DataDir: t.TempDir(), Servers: addrs, NodeName: "cut-off-server", MockEnabled: true,
+		DataDir: t.TempDir(), Servers: addrs, NodeName: "cut-off-server", MockEnabled: true, FixedServerOrder: true,
 		NetworkAddr: "127.0.0.1", UpdateInterval: 50 * time.Millisecond, MaxQueryTime: 2 * time.Second,
 		RetryBase: 20 * time.Millisecond, RetryLimit: 200 * time.Millisecond,
 	})

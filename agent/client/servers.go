@@ -3,10 +3,12 @@ package client
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/drover-project/drover/internal/clock"
 	"github.com/drover-project/drover/structs"
 )
 
@@ -141,6 +143,42 @@ func (l *serverList) moved() uint64 {
 	return l.moves
 }
 
+// startRandom makes a server picked at random the current one, so that
+// clients configured with the same list spread over the servers (Nomad's
+// client shuffles its list too).
+func (l *serverList) startRandom() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.addrs) > 1 {
+		l.cur = rand.IntN(len(l.addrs))
+	}
+}
+
+// candidate picks a server other than the current one at random ("" when
+// the client knows only one).
+func (l *serverList) candidate() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.addrs) < 2 {
+		return ""
+	}
+	return l.addrs[(l.cur+1+rand.IntN(len(l.addrs)-1))%len(l.addrs)]
+}
+
+// switchTo makes addr the current server if the current one is still
+// from; it is a move by choice, not away from a failed server, so moves
+// is left alone.
+func (l *serverList) switchTo(from, addr string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := slices.Index(l.addrs, addr)
+	if i < 0 || len(l.addrs) == 0 || l.addrs[l.cur] != from {
+		return false
+	}
+	l.cur = i
+	return true
+}
+
 // add learns servers from a registration answer.
 func (l *serverList) add(infos []*structs.NodeServerInfo) {
 	l.mu.Lock()
@@ -239,3 +277,52 @@ func (c *Client) attempt(ctx context.Context, d time.Duration, addr, method stri
 
 // Servers returns the servers the client knows, the current one first.
 func (c *Client) Servers() []string { return c.servers.all() }
+
+// Rebalancing: a client that failed over stays on the server it reached,
+// so failovers and rolling restarts pile clients onto a few servers. As
+// Nomad's client does, every RebalanceInterval (plus up to half of it at
+// random, so clients do not move together) the client picks another server
+// at random and moves to it if that server answers with a leader.
+const (
+	DefaultRebalanceInterval = 5 * time.Minute
+	rebalanceTimeout         = 5 * time.Second
+)
+
+func (c *Client) rebalanceLoop() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-c.shutdownCh
+		cancel()
+	}()
+	for {
+		d := c.cfg.RebalanceInterval + rand.N(c.cfg.RebalanceInterval/2+1)
+		if clock.Sleep(ctx, c.cfg.Clock, d) != nil {
+			return
+		}
+		c.rebalance(ctx)
+	}
+}
+
+// rebalance moves the client to a server picked at random among the others
+// when it answers with a leader within rebalanceTimeout; it reports the
+// server it moved to ("" when it stayed).
+func (c *Client) rebalance(ctx context.Context) string {
+	from := c.servers.current()
+	to := c.servers.candidate()
+	if to == "" {
+		return ""
+	}
+	actx, cancel := context.WithTimeout(ctx, rebalanceTimeout)
+	defer cancel()
+	var leader string
+	if err := callContext(actx, c.transport, to, "Status.Leader", &structs.GenericRequest{}, &leader); err != nil || leader == "" {
+		c.logger.Debug("rebalancing: staying on the current server", "server", from, "candidate", to, "error", err)
+		return ""
+	}
+	if !c.servers.switchTo(from, to) {
+		return ""
+	}
+	c.logger.Debug("rebalanced to another server", "from", from, "to", to)
+	return to
+}
