@@ -172,7 +172,7 @@ func (l *serverList) switchTo(from, addr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := slices.Index(l.addrs, addr)
-	if i < 0 || len(l.addrs) == 0 || l.addrs[l.cur] != from {
+	if i < 0 || l.addrs[l.cur] != from {
 		return false
 	}
 	l.cur = i
